@@ -1,0 +1,36 @@
+//! `memscope list`: the probe registry with each probe's key, one-line description, and whether
+//! it applies to the chosen target (or why it is waived).
+
+use crate::error::CliResult;
+use memscope_core::Applicability;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Show applicability for this target (default: the default targets of `memscope run`).
+    #[arg(long, short = 't')]
+    pub target: Option<String>,
+}
+
+pub fn run(args: Args) -> CliResult {
+    let specs = match &args.target {
+        Some(t) => crate::targets::parse(t)?,
+        None => crate::targets::default_targets().0,
+    };
+    let mut infos = Vec::new();
+    for spec in &specs {
+        match crate::targets::open(spec) {
+            Ok(t) => infos.push(t.info()),
+            Err(e) => eprintln!("memscope: {e}"),
+        }
+    }
+    for probe in crate::registry::all() {
+        println!("{:<14} {}", probe.key(), probe.description());
+        for info in &infos {
+            match probe.applicability(info) {
+                Applicability::Applicable => println!("{:<14}   {}: applicable", "", info.id),
+                Applicability::Waived(why) => println!("{:<14}   {}: waived ({why})", "", info.id),
+            }
+        }
+    }
+    Ok(())
+}

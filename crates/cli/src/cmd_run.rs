@@ -1,0 +1,271 @@
+//! `memscope run`: the main job. Opens the targets, runs every applicable probe (plan -> measure
+//! -> analyze), re-writes the results file atomically after every probe so an interrupted run
+//! keeps what it measured, and prints a summary table.
+
+use crate::error::{CliError, CliResult};
+use crate::targets::{self, TargetSpec};
+use memscope_core::{Applicability, Probe, ProbeContext, Target};
+use memscope_report::{ProbeRecord, ProbeStatus, Results};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Targets, comma-separated: cpu, cuda (every GPU), cuda:N, sim:PRESET (rtx4090, l40s),
+    /// sim:FILE.json. Default: every CUDA GPU and the CPU; with no GPU, the CPU and sim:rtx4090.
+    #[arg(long, short = 't')]
+    pub target: Option<String>,
+    /// Only these probes (comma-separated keys, see `memscope list`).
+    #[arg(long, short = 'p', value_delimiter = ',')]
+    pub probes: Vec<String>,
+    /// Smaller sweeps and fewer repetitions: a first look in seconds.
+    #[arg(long)]
+    pub quick: bool,
+    /// Folder for results.json (created if missing).
+    #[arg(long, default_value = "memscope-out")]
+    pub out: PathBuf,
+    /// Also write the results JSON to FILE ("-" prints it to stdout instead of the summary).
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// No progress bars.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+/// Check that every asked probe key exists.
+fn select_probes(all: Vec<Box<dyn Probe>>, asked: &[String]) -> Result<Vec<Box<dyn Probe>>, CliError> {
+    if asked.is_empty() {
+        return Ok(all);
+    }
+    let keys: Vec<&str> = all.iter().map(|p| p.key()).collect();
+    for a in asked {
+        if !keys.contains(&a.as_str()) {
+            return Err(CliError::usage(format!("--probes: no probe {a:?} (accepted: {})", keys.join(", "))));
+        }
+    }
+    Ok(all.into_iter().filter(|p| asked.iter().any(|a| a == p.key())).collect())
+}
+
+/// Make sure `dir` exists and is writable before anything runs (exit 2 otherwise).
+fn check_out_dir(dir: &Path) -> CliResult {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| CliError::usage(format!("--out {}: cannot create folder: {e}", dir.display())))?;
+    let probe = dir.join(format!(".memscope-write-test-{}", std::process::id()));
+    std::fs::write(&probe, b"").map_err(|e| CliError::usage(format!("--out {}: not writable: {e}", dir.display())))?;
+    let _ = std::fs::remove_file(probe);
+    Ok(())
+}
+
+/// Where each target's results go: the first non-CPU target and the CPU share results.json;
+/// further GPUs or simulated targets get results-<id>.json.
+fn file_for(out: &Path, index_among_non_cpu: usize, id: &str) -> PathBuf {
+    if index_among_non_cpu == 0 {
+        out.join("results.json")
+    } else {
+        let slug: String = id.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+        out.join(format!("results-{slug}.json"))
+    }
+}
+
+pub fn run(args: Args) -> CliResult {
+    let probes = select_probes(crate::registry::all(), &args.probes)?;
+    let specs = match &args.target {
+        Some(t) => targets::parse(t)?,
+        None => targets::default_targets().0,
+    };
+    check_out_dir(&args.out)?;
+    if let Some(j) = &args.json {
+        if j.as_os_str() != "-" {
+            if let Some(parent) = j.parent().filter(|p| !p.as_os_str().is_empty()) {
+                if !parent.is_dir() {
+                    return Err(CliError::usage(format!(
+                        "--json {}: folder {} does not exist",
+                        j.display(),
+                        parent.display()
+                    )));
+                }
+            }
+        }
+    }
+
+    // Open every target first so bad simulator files fail before any measurement.
+    let mut opened: Vec<(TargetSpec, Result<Box<dyn Target>, CliError>)> = Vec::new();
+    for spec in &specs {
+        let t = targets::open(spec);
+        if let Err(CliError::Usage(_)) = &t {
+            return Err(t.err().expect("error"));
+        }
+        opened.push((spec.clone(), t));
+    }
+
+    // Documents: one per non-CPU target; the CPU joins the first (or stands alone).
+    let mut docs: Vec<(PathBuf, Results)> = Vec::new();
+    let mut failures: Vec<String> = Vec::new();
+    let env = crate::provenance::environment();
+    let tool = crate::provenance::tool();
+    let mut nth_non_cpu = 0usize;
+
+    for (spec, target) in opened.iter_mut() {
+        let id = spec.id();
+        let is_cpu = *spec == TargetSpec::Cpu;
+        let path = file_for(&args.out, if is_cpu { 0 } else { nth_non_cpu }, &id);
+        if !is_cpu {
+            nth_non_cpu += 1;
+        }
+        let target = match target {
+            Ok(t) => t,
+            Err(e) => {
+                failures.push(e.to_string());
+                continue;
+            }
+        };
+        let info = target.info();
+        let pos = match docs.iter().position(|(p, _)| *p == path) {
+            Some(p) => {
+                let doc = &mut docs[p].1;
+                if is_cpu {
+                    doc.targets.push(info.clone());
+                } else {
+                    // A GPU or simulated GPU leads the document it shares with the CPU.
+                    doc.target = info.clone();
+                    doc.targets.insert(0, info.clone());
+                }
+                p
+            }
+            None => {
+                docs.push((path.clone(), Results::new(tool.clone(), info.clone(), env.clone())));
+                docs.len() - 1
+            }
+        };
+        let (path, doc) = &mut docs[pos];
+        run_target(&mut **target, &id, &probes, &args, doc, path, &mut failures)?;
+    }
+
+    for (path, doc) in docs.iter_mut() {
+        doc.environment.insert("finished_at".into(), serde_json::json!(crate::provenance::now()));
+        write_doc(path, doc)?;
+    }
+    // Outputs: --json, then the summary.
+    if let Some(j) = &args.json {
+        let bytes = docs.first().map(|(_, d)| memscope_report::json::to_bytes(d)).unwrap_or_default();
+        if j.as_os_str() == "-" {
+            use std::io::Write;
+            let _ = std::io::stdout().write_all(&bytes);
+        } else {
+            memscope_report::json::write_atomic(j, &bytes)
+                .map_err(|e| CliError::usage(format!("--json {}: {e}", j.display())))?;
+        }
+    }
+    if args.json.as_deref().map(|j| j.as_os_str() != "-").unwrap_or(true) {
+        for (path, doc) in &docs {
+            println!("{}", memscope_report::table::summary(doc));
+            println!("results: {}", path.display());
+        }
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError::failure(format!("{} failure(s): {}", failures.len(), failures.join("; "))))
+    }
+}
+
+fn write_doc(path: &Path, doc: &Results) -> CliResult {
+    memscope_report::json::write_atomic(path, &memscope_report::json::to_bytes(doc))
+        .map_err(|e| CliError::failure(format!("cannot write {}: {e}", path.display())))
+}
+
+/// Run every probe on one target, merging into `doc` and re-writing it after each probe.
+fn run_target(
+    target: &mut dyn Target,
+    id: &str,
+    probes: &[Box<dyn Probe>],
+    args: &Args,
+    doc: &mut Results,
+    path: &Path,
+    failures: &mut Vec<String>,
+) -> CliResult {
+    let info = target.info();
+    for probe in probes {
+        let key = format!("{}@{id}", probe.key());
+        if let Applicability::Waived(reason) = probe.applicability(&info) {
+            // A probe waived on a target is only recorded when asked for explicitly or when it
+            // is not a backend-specific probe of another backend.
+            doc.probes.insert(
+                key,
+                ProbeRecord {
+                    target: id.into(),
+                    status: ProbeStatus::Waived,
+                    reason: Some(reason),
+                    duration_s: 0.0,
+                    warnings: vec![],
+                },
+            );
+            continue;
+        }
+        let bar = crate::progress::Bar::new(&format!("{id} {}", probe.key()), args.quiet);
+        let started = Instant::now();
+        let earlier = doc.findings.clone();
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut ctx = ProbeContext { target: &mut *target, quick: args.quick, progress: &bar, earlier: &earlier };
+            probe.run(&mut ctx)
+        }));
+        let duration_s = started.elapsed().as_secs_f64();
+        match outcome {
+            Ok(Ok(out)) => {
+                bar.finish(&format!("{} findings", out.findings.len()));
+                for (k, mut f) in out.findings {
+                    f.target = Some(id.to_string());
+                    doc.findings.insert(k, f);
+                }
+                for (k, s) in out.series {
+                    doc.series.insert(k, s);
+                }
+                doc.probes.insert(
+                    key,
+                    ProbeRecord {
+                        target: id.into(),
+                        status: ProbeStatus::Ok,
+                        reason: None,
+                        duration_s,
+                        warnings: out.warnings,
+                    },
+                );
+            }
+            Ok(Err(e)) => {
+                bar.finish("failed");
+                failures.push(format!("{key}: {e}"));
+                doc.probes.insert(
+                    key,
+                    ProbeRecord {
+                        target: id.into(),
+                        status: ProbeStatus::Failed,
+                        reason: Some(e.to_string()),
+                        duration_s,
+                        warnings: vec![],
+                    },
+                );
+            }
+            Err(panic) => {
+                bar.finish("failed");
+                let msg = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "panic".into());
+                failures.push(format!("{key}: internal error: {msg}"));
+                doc.probes.insert(
+                    key,
+                    ProbeRecord {
+                        target: id.into(),
+                        status: ProbeStatus::Failed,
+                        reason: Some(format!("internal error: {msg}")),
+                        duration_s,
+                        warnings: vec![],
+                    },
+                );
+            }
+        }
+        write_doc(path, doc)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,30 @@
+//! The binary's error type and the exit-code contract of DESIGN.md: 2 for bad usage or bad input
+//! (one line naming the offending value and what is accepted), 1 for a probe or device failure.
+
+/// An error that ends the command.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// Bad usage or bad input: exit code 2.
+    #[error("{0}")]
+    Usage(String),
+    /// A probe or device failure (partial results already written): exit code 1.
+    #[error("{0}")]
+    Failure(String),
+}
+
+impl CliError {
+    pub fn usage(msg: impl Into<String>) -> Self {
+        CliError::Usage(msg.into())
+    }
+    pub fn failure(msg: impl Into<String>) -> Self {
+        CliError::Failure(msg.into())
+    }
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            CliError::Usage(_) => 2,
+            CliError::Failure(_) => 1,
+        }
+    }
+}
+
+pub type CliResult = Result<(), CliError>;

@@ -1,0 +1,105 @@
+//! The `memscope` binary: argument parsing and wiring only (DESIGN.md "Contracts"). Every
+//! subcommand lives in its own `cmd_*.rs`; measurement, analysis and export live in the library
+//! crates.
+
+mod cmd_compare;
+mod cmd_gpu;
+mod cmd_hash;
+mod cmd_list;
+mod cmd_predict;
+mod cmd_report;
+mod cmd_run;
+mod cmd_sim;
+mod error;
+mod progress;
+mod provenance;
+mod registry;
+mod sizes;
+mod targets;
+
+use clap::{Parser, Subcommand};
+
+/// memscope measures, models and simulates memory hierarchies: GPU first, the CPU too.
+///
+/// It follows loads and stores through every level of a GPU (or the host CPU), recovers each
+/// level's latency, size, geometry and hash functions by timing experiments, measures the
+/// ceilings of the bottleneck model in the same session, and replays kernels through a
+/// simulated hierarchy. Exit codes: 0 success, 1 a probe or device failure (partial results
+/// are still written), 2 bad usage or bad input.
+#[derive(Parser, Debug)]
+#[command(name = "memscope", version, about, long_about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the probes on one or more targets and write results.json (the main job).
+    Run(cmd_run::Args),
+    /// List the probe registry: key, description, applicable or waived and why.
+    List(cmd_list::Args),
+    /// Render a results file as HTML, Markdown or CSV.
+    Report(cmd_report::Args),
+    /// Compare two results files finding by finding.
+    Compare(cmd_compare::Args),
+    /// The simulated hierarchy: dump a preset, replay vadd, chase, calibrate from results.
+    Sim(cmd_sim::Args),
+    /// Evaluate the seeds' L2 slice and set-index functions on addresses.
+    Hash(cmd_hash::Args),
+    /// Predict an operation's time with the three-ceiling bottleneck model (seed 003).
+    Predict(cmd_predict::Args),
+    /// Measure the bottleneck model's ceilings on a GPU (bandwidth, launch floor, peak).
+    Ceilings(cmd_gpu::CeilingsArgs),
+    /// Predict, measure and score the 58-operation set of seed 003 on a GPU.
+    Model(cmd_gpu::ModelArgs),
+    /// Fusion experiment: x*y+z as two kernels versus one (seed 003).
+    Fusion(cmd_gpu::FusionArgs),
+    /// Batched-decode experiment: a GPT-2-small decode step at batch 1..512 (seed 003).
+    Batch(cmd_gpu::BatchArgs),
+}
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            match e.kind() {
+                ErrorKind::DisplayHelp
+                | ErrorKind::DisplayVersion
+                | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                    let _ = e.print();
+                    std::process::exit(if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                        2
+                    } else {
+                        0
+                    });
+                }
+                _ => {
+                    // One line: clap's first line names the offending value and what is accepted.
+                    let text = e.render().to_string();
+                    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("error: bad usage");
+                    eprintln!("{line}");
+                    std::process::exit(2);
+                }
+            }
+        }
+    };
+    let result = match cli.command {
+        Command::Run(a) => cmd_run::run(a),
+        Command::List(a) => cmd_list::run(a),
+        Command::Report(a) => cmd_report::run(a),
+        Command::Compare(a) => cmd_compare::run(a),
+        Command::Sim(a) => cmd_sim::run(a),
+        Command::Hash(a) => cmd_hash::run(a),
+        Command::Predict(a) => cmd_predict::run(a),
+        Command::Ceilings(a) => cmd_gpu::ceilings(a),
+        Command::Model(a) => cmd_gpu::model(a),
+        Command::Fusion(a) => cmd_gpu::fusion(a),
+        Command::Batch(a) => cmd_gpu::batch(a),
+    };
+    if let Err(e) = result {
+        eprintln!("memscope: {e}");
+        std::process::exit(e.exit_code());
+    }
+}

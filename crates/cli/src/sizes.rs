@@ -1,0 +1,42 @@
+//! Parsing of byte sizes and counts on the command line ("4096", "64KiB", "2MiB", "1GiB", "16M").
+
+/// Parse a size in bytes: a plain integer, or a number with a suffix K/M/G/T (binary multiples,
+/// with or without "iB"/"B"). Used as a clap value parser, so the message names what is accepted.
+#[allow(dead_code)] // used by subcommands as they land
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_')).unwrap_or(t.len());
+    let (num, suffix) = t.split_at(split);
+    let num: f64 = num
+        .replace('_', "")
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size (accepted: 4096, 64KiB, 2MiB, 1GiB)"))?;
+    let mult: u64 = match suffix.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        _ => return Err(format!("{text:?} is not a size (accepted: 4096, 64KiB, 2MiB, 1GiB)")),
+    };
+    let v = num * mult as f64;
+    if !v.is_finite() || v < 0.0 || v.fract() != 0.0 || v > u64::MAX as f64 {
+        return Err(format!("{text:?} is not a whole number of bytes"));
+    }
+    Ok(v as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("64KiB"), Ok(65536));
+        assert_eq!(parse_size("2M"), Ok(2 << 20));
+        assert_eq!(parse_size("1.5KiB"), Ok(1536));
+        assert!(parse_size("12x").is_err());
+        assert!(parse_size("").is_err());
+        assert!(parse_size("0.3").is_err());
+    }
+}

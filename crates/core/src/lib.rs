@@ -1,0 +1,16 @@
+//! memscope-core: the pure part of memscope (no I/O, no CUDA). Findings and series, the `Target`
+//! and `Probe` traits every backend and discovery algorithm meets at, statistics, GF(2) algebra,
+//! the simulated-hierarchy description and the bottleneck model of seed 003.
+
+pub mod finding;
+pub mod gf2;
+pub mod hierarchy;
+pub mod knee;
+pub mod model;
+pub mod probe;
+pub mod stats;
+pub mod target;
+
+pub use finding::{Confidence, Finding, Series, Spread};
+pub use probe::{Applicability, NoProgress, Probe, ProbeContext, ProbeError, ProbeOutput, Progress};
+pub use target::{Buffer, CachePath, ChaseResult, ChaseSpec, Target, TargetError, TargetInfo};

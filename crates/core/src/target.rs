@@ -1,0 +1,145 @@
+//! The `Target` trait of DESIGN.md: the one instrument of the read path (seed 000, appendix "the
+//! latency chase"). A target allocates memory and runs timed pointer chases over a chosen list of
+//! addresses through a chosen cache path. Three implementations: `cuda` (a real GPU), `cpu` (the
+//! host), `sim` (the simulated hierarchy). Discovery algorithms see only this trait.
+
+use serde::{Deserialize, Serialize};
+use std::any::Any;
+
+/// Which path the chase's loads take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CachePath {
+    /// Cached in L1 (`ld.global.ca` on NVIDIA; plain loads on a CPU).
+    L1Cached,
+    /// Bypassing L1, cached in L2 (`ld.global.cg`). A CPU target treats it as `L1Cached`
+    /// and says so in `TargetInfo::bypass_supported`.
+    L1Bypass,
+}
+
+/// A region of target memory. `base` is the virtual address the program sees (page-aligned for
+/// large allocations); addresses given to `chase` are absolute virtual addresses inside some buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Buffer {
+    /// Target-local handle.
+    pub id: u64,
+    /// Virtual address of the first byte.
+    pub base: u64,
+    /// Length in bytes.
+    pub bytes: u64,
+}
+
+impl Buffer {
+    /// Absolute address of byte `offset`.
+    pub fn addr(&self, offset: u64) -> u64 {
+        self.base + offset
+    }
+    /// Whether `addr` (with an 8-byte pointer at it) lies inside this buffer.
+    pub fn contains(&self, addr: u64) -> bool {
+        addr >= self.base && addr + 8 <= self.base + self.bytes
+    }
+}
+
+/// One timed chase. The addresses are visited as one cycle in the given order
+/// (`addrs[0] -> addrs[1] -> ... -> addrs[n-1] -> addrs[0]`), each hop a dependent load.
+/// With `warps > 1`, the list is split round-robin into `warps` independent cycles chased
+/// concurrently by the warps of one block on one SM (TLB scope experiments); on a CPU by one
+/// thread interleaving the chains.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChaseSpec {
+    /// Absolute virtual addresses (8-byte aligned), each inside an allocated buffer. The same
+    /// 8-byte word must not appear twice (each holds its own next pointer).
+    pub addrs: Vec<u64>,
+    /// Cache path of the loads.
+    pub path: CachePath,
+    /// Timed hops (per chain).
+    pub hops: u64,
+    /// Untimed laps over the whole cycle before timing (warm-up); 0 means a cold start after
+    /// whatever state the caches are in (call `flush` first to control it).
+    pub warmup_laps: u32,
+    /// Number of timed repetitions (each gives one sample in `ChaseResult::ns_per_hop`).
+    pub repeats: u32,
+    /// Record the time of each hop of the last repetition (`ChaseResult::per_hop_ns`).
+    pub per_hop: bool,
+    /// Run on this SM (GPU) or core (CPU) when the target can place work; `None`: anywhere.
+    pub sm: Option<u32>,
+    /// Independent chains chased concurrently (see above); 1 for a plain chase.
+    pub warps: u32,
+}
+
+impl ChaseSpec {
+    /// A plain single-chain chase with sensible defaults (2 warm-up laps, 5 repeats).
+    pub fn new(addrs: Vec<u64>, path: CachePath, hops: u64) -> Self {
+        ChaseSpec { addrs, path, hops, warmup_laps: 2, repeats: 5, per_hop: false, sm: None, warps: 1 }
+    }
+}
+
+/// What a chase measured.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ChaseResult {
+    /// Mean nanoseconds per hop, one sample per repetition.
+    pub ns_per_hop: Vec<f64>,
+    /// Mean cycles per hop, one sample per repetition, where the target counts cycles.
+    pub cycles_per_hop: Option<Vec<f64>>,
+    /// Per-hop nanoseconds of the last repetition, when `per_hop` was asked (and supported).
+    pub per_hop_ns: Option<Vec<f64>>,
+}
+
+/// What a target says about itself (recorded in the results' "target" object).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetInfo {
+    /// "cpu", "cuda" or "sim".
+    pub kind: String,
+    /// Stable id used in results and on the command line: "cpu", "cuda:0", "sim:rtx4090".
+    pub id: String,
+    /// Human name ("NVIDIA H200", "AMD EPYC", "simulated RTX 4090").
+    pub name: String,
+    /// Clock used to convert ns to cycles, in Hz, when known.
+    pub clock_hz: Option<f64>,
+    /// Whether `CachePath::L1Bypass` really bypasses L1 on this target.
+    pub bypass_supported: bool,
+    /// Whether `alloc_aliased` works.
+    pub aliasing_supported: bool,
+    /// Whether per-hop timing works.
+    pub per_hop_supported: bool,
+    /// Number of SMs (GPU) or cores (CPU).
+    pub units: u32,
+    /// Anything else worth recording (driver, compute capability, memory size...).
+    #[serde(default)]
+    pub details: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Errors of a target. Messages say what to do next.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    #[error("not supported on this target: {0}")]
+    Unsupported(String),
+    #[error("out of memory: asked for {asked_bytes} bytes, {free_bytes} free")]
+    OutOfMemory { asked_bytes: u64, free_bytes: u64 },
+    #[error("bad chase: {0}")]
+    BadSpec(String),
+    #[error("device failure: {0}")]
+    Device(String),
+}
+
+/// A machine (or model of one) that discovery algorithms measure through pointer chases.
+pub trait Target: Send {
+    /// Identity and capabilities.
+    fn info(&self) -> TargetInfo;
+    /// Allocate `bytes` of device (or host) memory; large allocations are aligned to the page.
+    fn alloc(&mut self, bytes: u64) -> Result<Buffer, TargetError>;
+    /// Allocate `bytes` of physical memory mapped at two virtual ranges (seed 000, footnotes 3
+    /// and 6). Default: unsupported.
+    fn alloc_aliased(&mut self, bytes: u64) -> Result<(Buffer, Buffer), TargetError> {
+        let _ = bytes;
+        Err(TargetError::Unsupported("aliased mappings".into()))
+    }
+    /// Release a buffer (and, for an aliased pair, pass either half).
+    fn free(&mut self, buf: Buffer);
+    /// Evict everything the target can evict (caches and TLBs), so the next chase starts cold.
+    fn flush(&mut self) -> Result<(), TargetError>;
+    /// Run one timed chase.
+    fn chase(&mut self, spec: &ChaseSpec) -> Result<ChaseResult, TargetError>;
+    /// Downcast hook for backend-specific probes (the CPU strided copy, GPU bandwidth...).
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
