@@ -1,5 +1,7 @@
 //! memscope-cuda: the CUDA target and GPU-only probes. Being written.
 
+pub mod ops;
+
 use memscope_core::{Probe, TargetError};
 
 /// Number of CUDA GPUs, or why there are none ("no CUDA GPU found: ...").

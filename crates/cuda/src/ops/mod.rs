@@ -1,0 +1,1 @@
+//! GPU operations of the bottleneck-model experiments (seed 003): being written.
