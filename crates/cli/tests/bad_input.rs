@@ -1,0 +1,67 @@
+//! The bad-input contract of DESIGN.md: exit code 2 and one line naming the offending value and
+//! what is accepted; no panic, no backtrace, no earlier results file damaged.
+
+use std::process::{Command, Output};
+
+fn memscope(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_memscope")).args(args).env("RUST_BACKTRACE", "1").output().expect("run memscope")
+}
+
+/// Exit 2, a single line on stderr containing `needle`, no panic text.
+fn assert_usage_error(out: &Output, needle: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "want one line, got: {stderr}");
+    assert!(stderr.contains(needle), "{needle:?} not named in: {stderr}");
+    assert!(!stderr.contains("panicked") && !stderr.contains("backtrace"), "panic: {stderr}");
+}
+
+#[test]
+fn unknown_target_is_named() {
+    let out = memscope(&["run", "--target", "foo", "--out", "/tmp/memscope-test-unused"]);
+    assert_usage_error(&out, "foo");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cpu"), "accepted values listed");
+}
+
+#[test]
+fn unknown_sim_preset_is_named() {
+    let out = memscope(&["run", "--target", "sim:nosuchgpu"]);
+    assert_usage_error(&out, "nosuchgpu");
+}
+
+#[test]
+fn unknown_probe_is_named_and_results_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results.json");
+    std::fs::write(&results, b"{\"schema\": \"memscope/1\", \"earlier\": true}\n").unwrap();
+    let out = memscope(&["run", "--target", "cpu", "--probes", "nosuch", "--out", dir.path().to_str().unwrap()]);
+    assert_usage_error(&out, "nosuch");
+    assert_eq!(std::fs::read(&results).unwrap(), b"{\"schema\": \"memscope/1\", \"earlier\": true}\n");
+}
+
+#[test]
+fn unwritable_out_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("plain-file");
+    std::fs::write(&file, b"x").unwrap();
+    // A folder below a regular file can never be created, even as root.
+    let bad = file.join("sub");
+    let out = memscope(&["run", "--target", "cpu", "--out", bad.to_str().unwrap()]);
+    assert_usage_error(&out, "sub");
+}
+
+#[test]
+fn unknown_flag_is_one_line() {
+    let out = memscope(&["run", "--frobnicate"]);
+    assert_usage_error(&out, "--frobnicate");
+}
+
+#[test]
+fn bad_sim_file_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("h.json");
+    std::fs::write(&f, b"{\"name\": \"x\", \"bogus_field\": 1}").unwrap();
+    let out = memscope(&["run", "--target", &format!("sim:{}", f.display()), "--out", dir.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!dir.path().join("results.json").exists(), "no results for a run that never started");
+}
