@@ -1,9 +1,15 @@
-//! memscope-probe: discovery algorithms generic over `Target` and the registry of generic probes.
-//! Being written.
+//! memscope-probe: the discovery algorithms of issue 4, generic over `Target` (DESIGN.md "The one
+//! idea": every read-path experiment of seed 000 is a pointer chase over chosen addresses), and the
+//! registry of generic probes. Each probe is plan -> measure -> analyze with a pure `analyze`.
+
+pub mod evset;
+pub mod measure;
+#[cfg(test)]
+pub(crate) mod testsim;
 
 use memscope_core::Probe;
 
-/// The generic (backend-independent) probes.
+/// The generic (backend-independent) probes, in run order (later probes read earlier findings).
 pub fn probes() -> Vec<Box<dyn Probe>> {
     Vec::new()
 }

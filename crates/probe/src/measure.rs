@@ -1,0 +1,240 @@
+//! The measuring side shared by every discovery probe: one timed pointer chase (seed 000, appendix
+//! "the latency chase") wrapped with chase counting, robust per-hop statistics and the
+//! classification of hops into hits and misses. Measurement rules (DESIGN.md): warm up, repeat,
+//! report medians; where the target records per-hop times, a level's latency is the median hop
+//! (outliers and refresh stalls only ever add time, so the median is their robust estimate), and a
+//! count of misses uses a window around the slow level so that rare large outliers do not count.
+
+use memscope_core::stats::Sample;
+use memscope_core::{Buffer, CachePath, ChaseSpec, Finding, ProbeContext, ProbeError, Target, TargetInfo};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeMap;
+
+/// What one chase measured, reduced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Timing {
+    /// Mean ns per hop of each repetition.
+    pub means_ns: Vec<f64>,
+    /// Per-hop ns of the last repetition, when the target records them.
+    pub per_hop_ns: Option<Vec<f64>>,
+}
+
+impl Timing {
+    /// The typical hop: the median per-hop time when recorded, else the median of the repetition
+    /// means.
+    pub fn typical_ns(&self) -> f64 {
+        match &self.per_hop_ns {
+            Some(h) if !h.is_empty() => memscope_core::stats::median(h),
+            _ => memscope_core::stats::median(&self.means_ns),
+        }
+    }
+    /// Median of the repetition means (every hop counts, outliers included).
+    pub fn mean_ns(&self) -> f64 {
+        memscope_core::stats::median(&self.means_ns)
+    }
+    /// Samples for a finding's spread: the per-hop times when recorded, else the means.
+    pub fn sample(&self) -> Option<Sample> {
+        match &self.per_hop_ns {
+            Some(h) if !h.is_empty() => Sample::new(h).ok(),
+            _ => Sample::new(&self.means_ns).ok(),
+        }
+    }
+    /// Fraction of the recorded hops whose time lies in `[lo, hi]`.
+    pub fn fraction_in(&self, lo: f64, hi: f64) -> Option<f64> {
+        let h = self.per_hop_ns.as_ref().filter(|h| !h.is_empty())?;
+        Some(h.iter().filter(|&&t| t >= lo && t <= hi).count() as f64 / h.len() as f64)
+    }
+}
+
+/// Two latency levels of a chase (a hit and a miss of the level under study) and how to count the
+/// misses of a chase between them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Levels {
+    pub hit_ns: f64,
+    pub miss_ns: f64,
+}
+
+impl Levels {
+    /// Whether the two levels are far enough apart to classify hops (at least 10% of the hit).
+    pub fn separable(&self) -> bool {
+        self.miss_ns - self.hit_ns > 0.1 * self.hit_ns.max(1.0)
+    }
+    /// Estimated number of missing lines per lap of a chase over `n` lines: the fraction of hops
+    /// in the miss window `[mid, miss + (miss - hit)]` times `n`, or without per-hop times the
+    /// excess of the mean over the hit latency in units of the miss penalty.
+    pub fn misses_per_lap(&self, t: &Timing, n: usize) -> f64 {
+        let gap = self.miss_ns - self.hit_ns;
+        match t.fraction_in(self.hit_ns + 0.5 * gap, self.miss_ns + gap) {
+            Some(f) => f * n as f64,
+            None => ((t.mean_ns() - self.hit_ns) / gap).max(0.0) * n as f64,
+        }
+    }
+}
+
+/// A target wrapped with counting and the session's chase parameters.
+pub struct Meter<'a> {
+    pub target: &'a mut dyn Target,
+    pub info: TargetInfo,
+    /// Timed chases so far.
+    pub chases: u64,
+    /// Hops so far (timed and warm-up).
+    pub hops: u64,
+    rng: ChaCha8Rng,
+}
+
+impl<'a> Meter<'a> {
+    pub fn new(target: &'a mut dyn Target, seed: u64) -> Self {
+        let info = target.info();
+        Meter { target, info, chases: 0, hops: 0, rng: ChaCha8Rng::seed_from_u64(seed) }
+    }
+
+    /// Whether the target records per-hop times.
+    pub fn per_hop(&self) -> bool {
+        self.info.per_hop_supported
+    }
+
+    /// The random generator of this session (seeded: runs are reproducible on the simulator).
+    pub fn rng(&mut self) -> &mut ChaCha8Rng {
+        &mut self.rng
+    }
+
+    /// Run one chase: `addrs` in the given order as one cycle, `laps` timed laps (at least
+    /// `min_hops` hops), `warmup_laps` untimed laps first.
+    pub fn chase(
+        &mut self,
+        addrs: &[u64],
+        path: CachePath,
+        laps: u64,
+        min_hops: u64,
+        warmup_laps: u32,
+    ) -> Result<Timing, ProbeError> {
+        let hops = (addrs.len() as u64 * laps).max(min_hops).max(1);
+        let mut spec = ChaseSpec::new(addrs.to_vec(), path, hops);
+        spec.warmup_laps = warmup_laps;
+        self.run(spec)
+    }
+
+    /// Run a prepared chase spec (per-hop recording and repeats are chosen here).
+    pub fn run(&mut self, mut spec: ChaseSpec) -> Result<Timing, ProbeError> {
+        if self.per_hop() {
+            spec.per_hop = true;
+            spec.repeats = 1;
+        } else {
+            spec.repeats = spec.repeats.max(3);
+        }
+        self.chases += 1;
+        self.hops += spec.hops * u64::from(spec.repeats) + spec.addrs.len() as u64 * u64::from(spec.warmup_laps);
+        let r = self.target.chase(&spec)?;
+        if r.ns_per_hop.is_empty() {
+            return Err(ProbeError::Failed("chase returned no timing".into()));
+        }
+        Ok(Timing { means_ns: r.ns_per_hop, per_hop_ns: r.per_hop_ns })
+    }
+
+    /// One cold lap: flush, then visit every address once (no warm-up).
+    pub fn cold_lap(&mut self, addrs: &[u64], path: CachePath) -> Result<Timing, ProbeError> {
+        self.target.flush()?;
+        let mut spec = ChaseSpec::new(addrs.to_vec(), path, addrs.len() as u64);
+        spec.warmup_laps = 0;
+        if self.per_hop() {
+            spec.per_hop = true;
+        }
+        spec.repeats = 1;
+        self.chases += 1;
+        self.hops += spec.hops;
+        let r = self.target.chase(&spec)?;
+        Ok(Timing { means_ns: r.ns_per_hop, per_hop_ns: r.per_hop_ns })
+    }
+
+    /// Shuffle a list in place with the session's generator.
+    pub fn shuffle(&mut self, v: &mut [u64]) {
+        v.shuffle(&mut self.rng);
+    }
+
+    /// Allocate, turning target errors into probe errors.
+    pub fn alloc(&mut self, bytes: u64) -> Result<Buffer, ProbeError> {
+        Ok(self.target.alloc(bytes)?)
+    }
+
+    /// Allocate the largest window of `2^bits` bytes aligned to `2^bits` that the target grants,
+    /// trying `max_bits` down to `min_bits`. Returns the buffer and the window's base and bits.
+    pub fn aligned_window(&mut self, max_bits: u32, min_bits: u32) -> Result<(Buffer, u64, u32), ProbeError> {
+        let mut last = None;
+        for bits in (min_bits..=max_bits).rev() {
+            match self.target.alloc(2u64 << bits) {
+                Ok(buf) => {
+                    let align = 1u64 << bits;
+                    let base = buf.base.div_ceil(align) * align;
+                    return Ok((buf, base, bits));
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(ProbeError::Failed(format!(
+            "could not allocate an aligned window of 2^{min_bits} bytes: {}",
+            last.map(|e| e.to_string()).unwrap_or_default()
+        )))
+    }
+}
+
+/// Read an earlier finding as u64.
+pub fn earlier_u64(earlier: &BTreeMap<String, Finding>, key: &str) -> Option<u64> {
+    earlier.get(key).and_then(|f| f.value.as_u64())
+}
+
+/// Read an earlier finding as f64.
+pub fn earlier_f64(earlier: &BTreeMap<String, Finding>, key: &str) -> Option<f64> {
+    earlier.get(key).and_then(|f| f.value.as_f64())
+}
+
+/// A numeric latency finding with spread and cycles.
+pub fn latency_finding(t: &Timing, value_ns: f64, info: &TargetInfo, method: &str) -> Finding {
+    let mut f = Finding::number(value_ns, "ns", method, memscope_core::Confidence::High);
+    if let Some(s) = t.sample() {
+        f = f.with_spread(s.spread());
+    }
+    if let Some(hz) = info.clock_hz {
+        f = f.with_cycles(value_ns * 1e-9 * hz);
+    }
+    f
+}
+
+/// Waive reasons shared by the GPU-style probes.
+pub fn gpu_applicability(info: &TargetInfo, need_bypass: bool) -> memscope_core::Applicability {
+    use memscope_core::Applicability;
+    if info.kind == "cpu" {
+        return Applicability::Waived("the CPU has its own cpu.* probes".into());
+    }
+    if need_bypass && !info.bypass_supported {
+        return Applicability::Waived("needs an L1-bypassing load path (ld.global.cg)".into());
+    }
+    Applicability::Applicable
+}
+
+/// Context helpers.
+pub fn meter<'a>(ctx: &'a mut ProbeContext<'_>, seed: u64) -> Meter<'a> {
+    Meter::new(&mut *ctx.target, seed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn misses_per_lap_counts_the_window_only() {
+        let lv = Levels { hit_ns: 15.0, miss_ns: 127.0 };
+        // 100 hops of a 10-line chase: 20 misses, 2 huge outliers on hits, the rest hits.
+        let mut h = vec![15.0; 78];
+        h.extend(vec![127.0; 20]);
+        h.extend(vec![900.0; 2]);
+        let t = Timing { means_ns: vec![0.0], per_hop_ns: Some(h) };
+        assert!((lv.misses_per_lap(&t, 10) - 2.0).abs() < 1e-9);
+        // Without per-hop times: the mean excess.
+        let t = Timing { means_ns: vec![15.0 + 0.2 * 112.0], per_hop_ns: None };
+        assert!((lv.misses_per_lap(&t, 10) - 2.0).abs() < 1e-9);
+        assert!(lv.separable());
+        assert!(!Levels { hit_ns: 100.0, miss_ns: 105.0 }.separable());
+    }
+}
