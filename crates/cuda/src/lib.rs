@@ -1,44 +1,25 @@
-//! memscope-cuda: the CUDA target and GPU-only probes. Being written.
+//! memscope-cuda: the CUDA target (DESIGN.md: `cuda` implements the `Target` trait through cudarc,
+//! kernels compiled at run time by NVRTC) and the GPU-only probes (bw, launch, peak, coalesce,
+//! store, fence, l2.slices; seeds 000, 003 and 004).
 
+mod driver;
+pub mod kernels;
+pub mod nvml;
 pub mod ops;
+pub mod probes;
+mod target;
 
-use memscope_core::{Probe, TargetError};
+pub use nvml::nvml_snapshot;
+pub use target::CudaTarget;
+
+use memscope_core::Probe;
 
 /// Number of CUDA GPUs, or why there are none ("no CUDA GPU found: ...").
 pub fn device_count() -> Result<usize, String> {
-    Err("no CUDA GPU found: CUDA target not written yet".into())
+    driver::device_count()
 }
 
-/// A CUDA GPU as a Target (stub until written).
-pub struct CudaTarget;
-
-impl CudaTarget {
-    pub fn open(ordinal: usize) -> Result<Self, TargetError> {
-        Err(TargetError::Unsupported(format!("cuda:{ordinal}: CUDA target not written yet")))
-    }
-}
-
-/// GPU-only probes.
+/// GPU-only probes (waived on other targets: "needs a real CUDA GPU").
 pub fn probes() -> Vec<Box<dyn Probe>> {
-    Vec::new()
-}
-
-// Stub: never constructed until the real target is written.
-impl memscope_core::Target for CudaTarget {
-    fn info(&self) -> memscope_core::TargetInfo {
-        unreachable!("stub")
-    }
-    fn alloc(&mut self, _bytes: u64) -> Result<memscope_core::Buffer, TargetError> {
-        Err(TargetError::Unsupported("stub".into()))
-    }
-    fn free(&mut self, _buf: memscope_core::Buffer) {}
-    fn flush(&mut self) -> Result<(), TargetError> {
-        Ok(())
-    }
-    fn chase(&mut self, _spec: &memscope_core::ChaseSpec) -> Result<memscope_core::ChaseResult, TargetError> {
-        Err(TargetError::Unsupported("stub".into()))
-    }
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
-    }
+    probes::all()
 }

@@ -1,0 +1,253 @@
+//! `bw`: read, write and copy bandwidth from 4 KiB to 4 GiB (seed 003's table shape: bandwidth
+//! versus size, launch-bound at the small end, L2 in the middle, HBM at the large end). Kernels in
+//! kernels/bw.cu: 16-byte accesses, 4 in flight per thread, grid sized to the SMs; the launch shape
+//! (threads, blocks per SM) is picked per kernel at the largest size from a few candidates. Each
+//! sample times a batch of launches with events (>= ~2 ms); the value is the median of the samples.
+//! A copy counts the bytes read plus the bytes written.
+
+use super::{cuda_only, run_gpu, summarize};
+use crate::kernels::Module;
+use crate::CudaTarget;
+use memscope_core::{
+    Applicability, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, Series, TargetError, TargetInfo,
+};
+
+pub struct BwProbe;
+
+const SHAPES: [(u32, u32); 5] = [(256, 8), (512, 4), (1024, 2), (256, 16), (512, 8)];
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    Read,
+    Write,
+    Copy,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Read => "read",
+            Kind::Write => "write",
+            Kind::Copy => "copy",
+        }
+    }
+    /// Bytes moved per byte of buffer size.
+    fn factor(self) -> f64 {
+        if self == Kind::Copy {
+            2.0
+        } else {
+            1.0
+        }
+    }
+}
+
+struct Bufs {
+    a: u64,
+    b: u64,
+    sink: u64,
+}
+
+fn launch(t: &mut CudaTarget, k: Kind, bufs: &Bufs, bytes: u64, shape: (u32, u32)) -> Result<(), TargetError> {
+    let n16 = bytes / 16;
+    let per_block = shape.0 as u64 * 4;
+    let grid = (n16.div_ceil(per_block) as u32).clamp(1, t.sms * shape.1);
+    let null = std::ptr::null_mut();
+    match k {
+        Kind::Read => t.gpu.launch(Module::Bw, "bw_read", grid, shape.0, 0, &[bufs.a, n16, bufs.sink], null),
+        Kind::Write => t.gpu.launch(Module::Bw, "bw_write", grid, shape.0, 0, &[bufs.b, n16, 0x5151], null),
+        Kind::Copy => t.gpu.launch(Module::Bw, "bw_copy", grid, shape.0, 0, &[bufs.a, bufs.b, n16], null),
+    }
+}
+
+/// Seconds per launch: `reps` samples, each a batch of launches timed with events.
+fn time_per_launch(
+    t: &mut CudaTarget,
+    k: Kind,
+    bufs: &Bufs,
+    bytes: u64,
+    shape: (u32, u32),
+    reps: usize,
+) -> Result<Vec<f64>, TargetError> {
+    // Warm-up and a first estimate.
+    for _ in 0..2 {
+        launch(t, k, bufs, bytes, shape)?;
+    }
+    t.gpu.sync()?;
+    let null = std::ptr::null_mut();
+    let started = std::time::Instant::now();
+    launch(t, k, bufs, bytes, shape)?;
+    t.gpu.sync()?;
+    let one_ms = started.elapsed().as_secs_f64() * 1e3;
+    let batch = ((2.0 / one_ms.max(1e-4)) as usize).clamp(1, 2000);
+    let mut out = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let ms = timed(t, null, batch, |tt| launch(tt, k, bufs, bytes, shape))?;
+        out.push(ms / 1e3 / batch as f64);
+    }
+    Ok(out)
+}
+
+/// Milliseconds for `n` calls of `f` between two events on `stream`.
+pub(crate) fn timed(
+    t: &mut CudaTarget,
+    stream: cudarc::driver::sys::CUstream,
+    n: usize,
+    mut f: impl FnMut(&mut CudaTarget) -> Result<(), TargetError>,
+) -> Result<f64, TargetError> {
+    use crate::driver::ck;
+    use cudarc::driver::sys;
+    let mut a = std::ptr::null_mut();
+    let mut b = std::ptr::null_mut();
+    unsafe {
+        ck(sys::cuEventCreate(&mut a, sys::CUevent_flags::CU_EVENT_DEFAULT as u32), "cuEventCreate")?;
+        ck(sys::cuEventCreate(&mut b, sys::CUevent_flags::CU_EVENT_DEFAULT as u32), "cuEventCreate")?;
+    }
+    let res = (|| {
+        unsafe { ck(sys::cuEventRecord(a, stream), "cuEventRecord")? };
+        for _ in 0..n {
+            f(t)?;
+        }
+        unsafe {
+            ck(sys::cuEventRecord(b, stream), "cuEventRecord")?;
+            ck(sys::cuEventSynchronize(b), "kernel execution (cuEventSynchronize)")?;
+            let mut ms = 0f32;
+            ck(sys::cuEventElapsedTime_v2(&mut ms, a, b), "cuEventElapsedTime")?;
+            Ok(ms as f64)
+        }
+    })();
+    unsafe {
+        let _ = sys::cuEventDestroy_v2(a);
+        let _ = sys::cuEventDestroy_v2(b);
+    }
+    res
+}
+
+/// Fill `n32` words at `p` with random bits (mask, or).
+pub(crate) fn fill(t: &mut CudaTarget, p: u64, n32: u64, mask: u32, bits: u32, seed: u64) -> Result<(), TargetError> {
+    let grid = t.sms * 8;
+    t.gpu.launch(Module::Bw, "fill_bits", grid, 256, 0, &[p, n32, mask as u64, bits as u64, seed], std::ptr::null_mut())?;
+    t.gpu.sync()
+}
+
+/// The sizes of the sweep: 4 KiB times powers of 4 up to `max`.
+fn sizes(max: u64) -> Vec<u64> {
+    let mut v = Vec::new();
+    let mut s = 4096u64;
+    while s <= max {
+        v.push(s);
+        s *= 4;
+    }
+    v
+}
+
+fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
+    let (free, _) = t.gpu.mem_info()?;
+    let want: u64 = if quick { 1 << 30 } else { 4 << 30 };
+    // Two buffers of the largest size, keeping 1 GiB free for the flush buffer and the rest.
+    let mut max = want;
+    while max > (64 << 20) && 2 * max + (1 << 30) > free {
+        max /= 4;
+    }
+    let reps = if quick { 3 } else { 7 };
+    let a = t.gpu.malloc(max)?;
+    let b = match t.gpu.malloc(max) {
+        Ok(b) => b,
+        Err(e) => {
+            t.gpu.free(a);
+            return Err(e.into());
+        }
+    };
+    let sink = t.scratch(64)?;
+    let bufs = Bufs { a, b, sink };
+    let res = (|| -> Result<ProbeOutput, ProbeError> {
+        fill(t, a, max / 4, 0xffff_ffff, 0, 7)?;
+        fill(t, b, max / 4, 0xffff_ffff, 0, 8)?;
+        let mut out = ProbeOutput::default();
+        for k in [Kind::Read, Kind::Write, Kind::Copy] {
+            // Pick the launch shape at the largest size.
+            let mut best = (SHAPES[0], f64::INFINITY);
+            for &shape in &SHAPES {
+                let s = time_per_launch(t, k, &bufs, max, shape, 3)?;
+                let m = memscope_core::stats::median(&s);
+                if m < best.1 {
+                    best = (shape, m);
+                }
+            }
+            let shape = best.0;
+            let mut xs = Vec::new();
+            let mut ys = Vec::new();
+            let mut spreads = Vec::new();
+            let mut last = None;
+            for &size in &sizes(max) {
+                let secs = time_per_launch(t, k, &bufs, size, shape, reps)?;
+                let rates: Vec<f64> = secs.iter().map(|s| size as f64 * k.factor() / s).collect();
+                let (m, spread) = summarize(&rates, "bandwidth")?;
+                xs.push(size as f64);
+                ys.push(m);
+                spreads.push(spread.mad);
+                last = Some((size, m, spread));
+            }
+            let (size, m, spread) = last.ok_or_else(|| ProbeError::Failed("no sizes".into()))?;
+            let method = format!(
+                "{} kernel (kernels/bw.cu), 16-byte accesses, 4 in flight per thread, {} threads x {} blocks/SM x {} \
+                 SMs (best of {} shapes), buffer {} MiB, events over batches of launches, median of {}{}",
+                k.name(),
+                shape.0,
+                shape.1,
+                t.sms,
+                SHAPES.len(),
+                size >> 20,
+                reps,
+                if k == Kind::Copy { "; bytes read + bytes written" } else { "" }
+            );
+            out.finding(
+                &format!("bw.{}_bytes_per_s", k.name()),
+                Finding::number(m, "bytes/s", &method, Confidence::High).with_spread(spread),
+            );
+            out.series(
+                &format!("bw.{}", k.name()),
+                Series {
+                    description: format!("{} bandwidth versus buffer size (median of {reps})", k.name()),
+                    x_name: "size".into(),
+                    x_unit: "bytes".into(),
+                    y_name: "bandwidth".into(),
+                    y_unit: "bytes/s".into(),
+                    x: xs,
+                    y: ys,
+                    y_spread: Some(spreads),
+                    marks: vec![t.l2_bytes as f64],
+                },
+            );
+        }
+        Ok(out)
+    })();
+    t.gpu.free(a);
+    t.gpu.free(b);
+    res
+}
+
+impl Probe for BwProbe {
+    fn key(&self) -> &'static str {
+        "bw"
+    }
+    fn description(&self) -> &'static str {
+        "GPU read, write and copy bandwidth from 4 KiB to 4 GiB (16-byte accesses, grid sized to the SMs)"
+    }
+    fn applicability(&self, target: &TargetInfo) -> Applicability {
+        cuda_only(target)
+    }
+    fn run(&self, ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError> {
+        run_gpu(ctx, measure)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sweep_sizes_are_powers_of_four_from_4k() {
+        let s = super::sizes(4 << 30);
+        assert_eq!(s.first(), Some(&4096));
+        assert_eq!(s.last(), Some(&(4 << 30)));
+        assert_eq!(s.len(), 11);
+    }
+}

@@ -1,0 +1,82 @@
+//! The GPU-only probes (DESIGN.md: throughput experiments are backend-specific probes beside the
+//! generic discovery probes): bw, launch, peak (seed 003's ceilings), coalesce (seed 000 footnote 1),
+//! store and fence (seed 004), l2.slices (seed 000 appendix; waived here). Each is waived on
+//! non-CUDA targets and wraps its run in NVML readings so clock moves become warnings.
+
+mod bw;
+mod coalesce;
+mod launch;
+mod peak;
+mod slices;
+mod store;
+
+use crate::CudaTarget;
+use memscope_core::stats::Sample;
+use memscope_core::{Applicability, Probe, ProbeContext, ProbeError, ProbeOutput, Spread, TargetInfo};
+
+pub use bw::BwProbe;
+pub use coalesce::CoalesceProbe;
+pub use launch::LaunchProbe;
+pub use peak::PeakProbe;
+pub use slices::SlicesProbe;
+pub use store::{FenceProbe, StoreProbe};
+
+/// Every GPU-only probe, in run order.
+pub fn all() -> Vec<Box<dyn Probe>> {
+    vec![
+        Box::new(LaunchProbe),
+        Box::new(BwProbe),
+        Box::new(StoreProbe),
+        Box::new(FenceProbe),
+        Box::new(CoalesceProbe),
+        Box::new(PeakProbe),
+        Box::new(SlicesProbe),
+    ]
+}
+
+/// Applies to CUDA targets only.
+pub(crate) fn cuda_only(info: &TargetInfo) -> Applicability {
+    if info.kind == "cuda" {
+        Applicability::Applicable
+    } else {
+        Applicability::Waived("needs a real CUDA GPU".into())
+    }
+}
+
+/// The CUDA target behind a probe context.
+pub(crate) fn cuda<'a>(ctx: &'a mut ProbeContext<'_>) -> Result<&'a mut CudaTarget, ProbeError> {
+    ctx.target
+        .as_any_mut()
+        .downcast_mut::<CudaTarget>()
+        .ok_or_else(|| ProbeError::Failed("this probe needs the CUDA target".into()))
+}
+
+/// Run a probe body on the CUDA target with NVML readings before and after; clock moves and
+/// throttle reasons become warnings. A device error rebuilds the context (the target's `guarded`).
+pub(crate) fn run_gpu(
+    ctx: &mut ProbeContext<'_>,
+    body: impl FnOnce(&mut CudaTarget, bool) -> Result<ProbeOutput, ProbeError>,
+) -> Result<ProbeOutput, ProbeError> {
+    let quick = ctx.quick;
+    let t = cuda(ctx)?;
+    let ordinal = t.gpu.ordinal;
+    let pci = t.gpu.pci_bus_id();
+    let before = crate::nvml::read(ordinal, pci.as_deref());
+    t.gpu.bind()?;
+    let mut out = match body(t, quick) {
+        Ok(o) => o,
+        Err(ProbeError::Target(e)) => return Err(ProbeError::Target(t.gpu.recover(e))),
+        Err(e) => return Err(e),
+    };
+    let after = crate::nvml::read(ordinal, pci.as_deref());
+    if let (Some(b), Some(a)) = (&before, &after) {
+        out.warnings.extend(crate::nvml::drift_warnings(b, a));
+    }
+    Ok(out)
+}
+
+/// Median and spread of samples (empty or non-finite input is a probe failure).
+pub(crate) fn summarize(v: &[f64], what: &str) -> Result<(f64, Spread), ProbeError> {
+    let s = Sample::new(v).map_err(|e| ProbeError::Failed(format!("{what}: {e}")))?;
+    Ok((s.median(), s.spread()))
+}

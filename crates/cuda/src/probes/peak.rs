@@ -1,0 +1,142 @@
+//! `peak`: matrix throughput through cuBLAS (seed 003's FLOP ceiling): fp32 (cublasSgemm, default
+//! math mode: no TF32), fp16 and bf16 (cublasGemmEx, fp32 accumulation), 8192^3 on random data in
+//! +-[1, 2) (never zeros: seed 003 / METHOD.md). Each sample is one product between events after
+//! warm-ups; median. A sustained product can hit the power cap and drop the SM clock: the NVML
+//! readings around the probe turn that into a warning.
+
+use super::bw::{fill, timed};
+use super::{cuda_only, run_gpu, summarize};
+use crate::CudaTarget;
+use cudarc::cublas::sys as cb;
+use memscope_core::{
+    Applicability, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, TargetError, TargetInfo,
+};
+use std::ffi::c_void;
+
+pub struct PeakProbe;
+
+fn cbk(s: cb::cublasStatus_t, what: &str) -> Result<(), TargetError> {
+    if s == cb::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
+        Ok(())
+    } else {
+        Err(TargetError::Device(format!("{what}: {s:?}")))
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Prec {
+    F32,
+    F16,
+    Bf16,
+}
+
+fn gemm(h: cb::cublasHandle_t, p: Prec, n: i32, a: u64, b: u64, c: u64) -> Result<(), TargetError> {
+    let alpha = 1.0f32;
+    let beta = 0.0f32;
+    let op = cb::cublasOperation_t::CUBLAS_OP_N;
+    unsafe {
+        match p {
+            Prec::F32 => cbk(
+                cb::cublasSgemm_v2(h, op, op, n, n, n, &alpha, a as *const f32, n, b as *const f32, n, &beta, c as *mut f32, n),
+                "cublasSgemm",
+            ),
+            Prec::F16 | Prec::Bf16 => {
+                let ty = if matches!(p, Prec::F16) { cb::cudaDataType::CUDA_R_16F } else { cb::cudaDataType::CUDA_R_16BF };
+                cbk(
+                    cb::cublasGemmEx(
+                        h,
+                        op,
+                        op,
+                        n,
+                        n,
+                        n,
+                        &alpha as *const f32 as *const c_void,
+                        a as *const c_void,
+                        ty,
+                        n,
+                        b as *const c_void,
+                        ty,
+                        n,
+                        &beta as *const f32 as *const c_void,
+                        c as *mut c_void,
+                        ty,
+                        n,
+                        cb::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                        cb::cublasGemmAlgo_t::CUBLAS_GEMM_DFALT,
+                    ),
+                    "cublasGemmEx",
+                )
+            }
+        }
+    }
+}
+
+fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
+    if !unsafe { cb::is_culib_present() } {
+        return Err(ProbeError::Failed("cuBLAS (libcublas.so) cannot be loaded".into()));
+    }
+    let n: i32 = if quick { 4096 } else { 8192 };
+    let reps = if quick { 3 } else { 10 };
+    let bytes = (n as u64) * (n as u64) * 4;
+    let bufs = [t.gpu.malloc(bytes)?, t.gpu.malloc(bytes)?, t.gpu.malloc(bytes)?];
+    let mut handle: cb::cublasHandle_t = std::ptr::null_mut();
+    let res = (|| -> Result<ProbeOutput, ProbeError> {
+        unsafe { cbk(cb::cublasCreate_v2(&mut handle), "cublasCreate")? };
+        let mut out = ProbeOutput::default();
+        let flops = 2.0 * (n as f64).powi(3);
+        for (p, key, mask, bits, desc) in [
+            (Prec::F32, "fp32", 0x807f_ffffu32, 0x3f80_0000u32, "cublasSgemm (fp32, default math mode, no TF32)"),
+            (Prec::F16, "fp16", 0x83ff_83ff, 0x3c00_3c00, "cublasGemmEx fp16 in/out, fp32 compute"),
+            (Prec::Bf16, "bf16", 0x807f_807f, 0x3f80_3f80, "cublasGemmEx bf16 in/out, fp32 compute"),
+        ] {
+            fill(t, bufs[0], bytes / 4, mask, bits, 11)?;
+            fill(t, bufs[1], bytes / 4, mask, bits, 12)?;
+            for _ in 0..3 {
+                gemm(handle, p, n, bufs[0], bufs[1], bufs[2])?;
+            }
+            t.gpu.sync()?;
+            let mut rates = Vec::new();
+            for _ in 0..reps {
+                let ms = timed(t, std::ptr::null_mut(), 1, |_| gemm(handle, p, n, bufs[0], bufs[1], bufs[2]))?;
+                rates.push(flops / (ms / 1e3));
+            }
+            let (m, s) = summarize(&rates, "matrix throughput")?;
+            out.finding(
+                &format!("peak.{key}_flops_per_s"),
+                Finding::number(
+                    m,
+                    "flops/s",
+                    &format!("{desc}, {n}x{n}x{n} on random data in +-[1,2), 3 warm-ups, events per product, median of {reps}"),
+                    Confidence::High,
+                )
+                .with_spread(s)
+                .with_note("clocks are not locked: a sustained product can hit the power cap and lower the SM clock (see the probe's warnings)"),
+            );
+        }
+        Ok(out)
+    })();
+    unsafe {
+        if !handle.is_null() {
+            let _ = cb::cublasDestroy_v2(handle);
+        }
+    }
+    for b in bufs {
+        t.gpu.free(b);
+    }
+    res
+}
+
+impl Probe for PeakProbe {
+    fn key(&self) -> &'static str {
+        "peak"
+    }
+    fn description(&self) -> &'static str {
+        "GPU fp32, fp16 and bf16 matrix throughput through cuBLAS on random data"
+    }
+    fn applicability(&self, target: &TargetInfo) -> Applicability {
+        cuda_only(target)
+    }
+    fn run(&self, ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError> {
+        run_gpu(ctx, measure)
+    }
+}

@@ -1,0 +1,101 @@
+//! Tests that need a CUDA GPU (run on the device machine by scripts/gpu-test.sh); each prints
+//! "skipped: no CUDA GPU" and passes where there is none. They check the target against known
+//! answers: a chase reads back the cycle that was written, L1 hits are faster than L2 hits which are
+//! faster than DRAM, aliased views share their bytes, a fault is reported and the context recovers.
+
+use memscope_core::{CachePath, ChaseSpec, Target};
+use memscope_cuda::CudaTarget;
+
+fn gpu() -> Option<CudaTarget> {
+    match memscope_cuda::device_count() {
+        Ok(n) if n > 0 => Some(CudaTarget::open(0).expect("open cuda:0")),
+        Ok(_) | Err(_) => {
+            eprintln!("skipped: no CUDA GPU");
+            None
+        }
+    }
+}
+
+#[test]
+fn device_count_says_why_when_there_is_none() {
+    match memscope_cuda::device_count() {
+        Ok(n) => assert!(n > 0),
+        Err(e) => assert!(e.starts_with("no CUDA GPU found: "), "{e}"),
+    }
+}
+
+#[test]
+fn info_and_clock() {
+    let Some(t) = gpu() else { return };
+    let info = t.info();
+    eprintln!("{}", serde_json::to_string_pretty(&info).unwrap());
+    assert_eq!(info.kind, "cuda");
+    assert_eq!(info.id, "cuda:0");
+    assert!(info.units > 0);
+    let hz = info.clock_hz.expect("measured clock");
+    assert!(hz > 2e8 && hz < 4e9, "clock {hz}");
+}
+
+fn chase_ns(t: &mut CudaTarget, lines: u64, stride: u64, path: CachePath) -> (f64, f64) {
+    let buf = t.alloc(lines * stride).unwrap();
+    // A shuffled cycle (deterministic permutation by a multiplier coprime with `lines`).
+    let addrs: Vec<u64> = (0..lines).map(|i| buf.addr(((i * 7919) % lines) * stride)).collect();
+    let mut spec = ChaseSpec::new(addrs, path, 20_000);
+    spec.warmup_laps = 2;
+    spec.repeats = 3;
+    let r = t.chase(&spec).unwrap();
+    t.free(buf);
+    let ns = memscope_core::stats::median(&r.ns_per_hop);
+    let cyc = memscope_core::stats::median(&r.cycles_per_hop.unwrap());
+    (ns, cyc)
+}
+
+#[test]
+fn latency_ladder_l1_l2_dram() {
+    let Some(mut t) = gpu() else { return };
+    let (l1, l1c) = chase_ns(&mut t, 256, 128, CachePath::L1Cached); // 32 KiB
+    let (l2, l2c) = chase_ns(&mut t, 256, 128, CachePath::L1Bypass);
+    let (dram, dramc) = chase_ns(&mut t, 65536, 4096, CachePath::L1Bypass); // 256 MiB footprint
+    eprintln!("L1 {l1:.1} ns ({l1c:.0} cyc), L2 {l2:.1} ns ({l2c:.0} cyc), DRAM {dram:.1} ns ({dramc:.0} cyc)");
+    assert!(l1 > 5.0 && l1 < l2 && l2 < dram && dram < 2000.0);
+}
+
+#[test]
+fn chase_on_a_chosen_sm_with_warps_and_per_hop() {
+    let Some(mut t) = gpu() else { return };
+    let sms = t.info().units;
+    let buf = t.alloc(1 << 20).unwrap();
+    let addrs: Vec<u64> = (0..512).map(|i| buf.addr(i * 256)).collect();
+    let mut spec = ChaseSpec::new(addrs, CachePath::L1Bypass, 4000);
+    spec.sm = Some(sms - 1);
+    spec.warps = 4;
+    spec.per_hop = true;
+    let r = t.chase(&spec).unwrap();
+    let ph = r.per_hop_ns.unwrap();
+    assert_eq!(ph.len(), 4000);
+    assert!(ph.iter().all(|x| *x > 0.0));
+    t.free(buf);
+}
+
+#[test]
+fn aliased_views_share_bytes_and_bad_specs_are_refused() {
+    let Some(mut t) = gpu() else { return };
+    let (a, b) = t.alloc_aliased(4 << 20).unwrap();
+    assert_eq!(a.bytes, b.bytes);
+    assert_ne!(a.base, b.base);
+    // A chase written through view a and read through view b: the cycle is shared.
+    let addrs: Vec<u64> = (0..64).map(|i| a.addr(i * 128)).collect();
+    t.chase(&ChaseSpec::new(addrs, CachePath::L1Bypass, 1000)).unwrap();
+    let mixed: Vec<u64> = (0..64).map(|i| if i % 2 == 0 { a.addr(i * 128 + 8) } else { b.addr(i * 128 + 16) }).collect();
+    t.chase(&ChaseSpec::new(mixed, CachePath::L1Cached, 1000)).unwrap();
+    let bad = ChaseSpec::new(vec![0x10], CachePath::L1Bypass, 10);
+    assert!(matches!(t.chase(&bad), Err(memscope_core::TargetError::BadSpec(_))));
+    t.free(b);
+}
+
+#[test]
+fn too_large_an_allocation_is_a_clear_error() {
+    let Some(mut t) = gpu() else { return };
+    let e = t.alloc(1 << 50).unwrap_err();
+    assert!(matches!(e, memscope_core::TargetError::OutOfMemory { .. }), "{e}");
+}
