@@ -1,8 +1,17 @@
 //! memscope-report: the results schema ("memscope/1", DESIGN.md) and its writers. Writers return
 //! bytes (hyperfine-style: one small file per format); only `json::write_atomic` touches disk.
 
+pub mod compare;
+pub mod csv;
+pub mod diagram;
+pub mod html;
 pub mod json;
+pub mod markdown;
 pub mod results;
+pub mod roofline;
+pub mod sample;
+pub mod svg;
 pub mod table;
+pub mod units;
 
 pub use results::{ProbeRecord, ProbeStatus, Results, ToolInfo, SCHEMA};

@@ -1,0 +1,245 @@
+//! The discovered hierarchy as an SVG diagram for the HTML report: one lane per device family (the
+//! GPU, the CPU), a box per level found in the findings (L1, TLB, L2, DRAM as in seed 000's path of
+//! a load; CPU levels under "cpu."), each listing capacity, line, ways and sets, latency in ns and
+//! cycles and whatever else the probes recorded for that level.
+
+use crate::results::Results;
+use crate::svg::esc;
+use crate::table::quantity;
+use crate::units;
+use memscope_core::Finding;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// One level of the diagram.
+#[derive(Debug, Clone)]
+pub struct Level {
+    /// Key prefix ("l1", "tlb.l1", "cpu.l2").
+    pub prefix: String,
+    /// Fields under the prefix: (field, finding).
+    pub fields: Vec<(String, Finding)>,
+}
+
+impl Level {
+    fn get(&self, field: &str) -> Option<&Finding> {
+        self.fields.iter().find(|(k, _)| k == field).map(|(_, f)| f)
+    }
+    fn latency_ns(&self) -> Option<f64> {
+        ["hit_latency_ns", "latency_ns", "miss_ns"].iter().find_map(|k| self.get(k).and_then(Finding::as_f64))
+    }
+    fn rank(&self) -> f64 {
+        let name = self.prefix.rsplit('.').next().unwrap_or("");
+        let p = self.prefix.as_str();
+        if p.contains("tlb") {
+            1.5
+        } else if name.starts_with("l1") {
+            1.0
+        } else if name.starts_with("l2") {
+            2.0
+        } else if name.starts_with("l3") {
+            3.0
+        } else if name.contains("dram") || name.contains("mem") {
+            9.0
+        } else {
+            5.0 + self.latency_ns().unwrap_or(1e6).log10()
+        }
+    }
+}
+
+const LEVEL_FIELDS: &[&str] =
+    &["capacity_bytes", "hit_latency_ns", "latency_ns", "entries", "miss_ns", "line_bytes", "row_bytes", "ways"];
+
+/// Levels grouped into lanes: ("GPU"/"CPU"/..., levels in path order).
+pub fn levels(results: &Results) -> Vec<(String, Vec<Level>)> {
+    let mut by_prefix: BTreeMap<String, Vec<(String, Finding)>> = BTreeMap::new();
+    for (k, f) in &results.findings {
+        if let Some((prefix, field)) = k.rsplit_once('.') {
+            by_prefix.entry(prefix.to_string()).or_default().push((field.to_string(), f.clone()));
+        }
+    }
+    let mut lanes: BTreeMap<bool, Vec<Level>> = BTreeMap::new();
+    for (prefix, fields) in by_prefix {
+        if !fields.iter().any(|(f, _)| LEVEL_FIELDS.contains(&f.as_str())) {
+            continue;
+        }
+        let top = prefix.split('.').next().unwrap_or("");
+        if !["l1", "l2", "l3", "tlb", "dram", "cpu", "llc", "mem"].contains(&top) {
+            continue;
+        }
+        lanes.entry(top == "cpu").or_default().push(Level { prefix, fields });
+    }
+    let gpu_name = if results.target.kind == "cpu" { "Target" } else { "GPU" };
+    lanes
+        .into_iter()
+        .map(|(cpu, mut v)| {
+            v.sort_by(|a, b| a.rank().total_cmp(&b.rank()).then(a.prefix.cmp(&b.prefix)));
+            (if cpu { "CPU".to_string() } else { gpu_name.to_string() }, v)
+        })
+        .collect()
+}
+
+fn box_lines(l: &Level, clock_hz: Option<f64>) -> Vec<String> {
+    let mut lines = vec![];
+    let show = |f: &Finding| units::value(&f.value, &f.unit);
+    if let Some(c) = l.get("capacity_bytes") {
+        lines.push(format!("capacity {}", show(c)));
+    }
+    if let Some(c) = l.get("entries") {
+        lines.push(format!("{} entries", show(c)));
+    }
+    let line = l.get("line_bytes").map(show);
+    let sector = l.get("sector_bytes").map(show);
+    match (line, sector) {
+        (Some(a), Some(b)) => lines.push(format!("line {a}, sector {b}")),
+        (Some(a), None) => lines.push(format!("line {a}")),
+        _ => {}
+    }
+    let ways = l.get("ways").map(|f| units::value(&f.value, ""));
+    let sets = l.get("sets").map(|f| units::value(&f.value, ""));
+    match (ways, sets) {
+        (Some(w), Some(s)) => lines.push(format!("{w} ways × {s} sets")),
+        (Some(w), None) => lines.push(format!("{w} ways")),
+        (None, Some(s)) => lines.push(format!("{s} sets")),
+        _ => {}
+    }
+    for key in ["hit_latency_ns", "latency_ns", "miss_ns", "far_hit_latency_ns"] {
+        if let Some(f) = l.get(key) {
+            let cyc = f.cycles.or_else(|| f.as_f64().zip(clock_hz).map(|(ns, hz)| ns * 1e-9 * hz));
+            let label = match key {
+                "miss_ns" => "miss +",
+                "far_hit_latency_ns" => "far hit",
+                _ => "latency",
+            };
+            let c = cyc.map(|c| format!(" ({} cyc)", units::sig(c, 3))).unwrap_or_default();
+            lines.push(format!("{label} {}{c}", show(f)));
+        }
+    }
+    let used = [
+        "capacity_bytes",
+        "entries",
+        "line_bytes",
+        "sector_bytes",
+        "ways",
+        "sets",
+        "hit_latency_ns",
+        "latency_ns",
+        "miss_ns",
+        "far_hit_latency_ns",
+    ];
+    for (k, f) in &l.fields {
+        if used.contains(&k.as_str()) {
+            continue;
+        }
+        let mut v = show(f);
+        if v.chars().count() > 22 {
+            v = format!("{}…", v.chars().take(21).collect::<String>());
+        }
+        lines.push(format!("{} {v}", quantity(k)));
+    }
+    lines.truncate(8);
+    lines
+}
+
+/// The diagram as an inline `<svg id="hierarchy">`.
+pub fn render(results: &Results) -> String {
+    let lanes = levels(results);
+    let bw = 196.0;
+    let gap = 34.0;
+    let lh = 15.0;
+    let mut lane_svgs = vec![];
+    let mut width: f64 = 400.0;
+    let mut y = 10.0;
+    for (lane, lv) in &lanes {
+        let clock = if lane == "CPU" { None } else { results.target.clock_hz };
+        let boxes: Vec<(String, Vec<String>)> =
+            lv.iter().map(|l| (l.prefix.to_uppercase(), box_lines(l, clock))).collect();
+        let max_lines = boxes.iter().map(|b| b.1.len()).max().unwrap_or(1).max(2) as f64;
+        let bh = 30.0 + max_lines * lh;
+        let mut s = String::new();
+        // the source of loads
+        let units_n = if lane == "CPU" {
+            results.targets.iter().find(|t| t.kind == "cpu").map(|t| t.units).unwrap_or(0)
+        } else {
+            results.target.units
+        };
+        let src = if lane == "CPU" { "core" } else { "SM" };
+        let _ = write!(
+            s,
+            r#"<g class="lane"><text x="10" y="{:.1}" class="lane-t">{}</text><rect x="10" y="{:.1}" width="90" height="{bh:.1}" rx="6" class="src"/><text x="55" y="{:.1}" class="bt">{src}</text><text x="55" y="{:.1}" class="bl">{} {src}s</text>"#,
+            y + 12.0,
+            esc(lane),
+            y + 20.0,
+            y + 44.0,
+            y + 62.0,
+            if units_n > 0 { units_n.to_string() } else { "?".into() }
+        );
+        let mut x = 100.0 + gap;
+        for (i, (title, lines)) in boxes.iter().enumerate() {
+            let class = if title.contains("TLB") {
+                "lvl tlb"
+            } else if title.contains("DRAM") {
+                "lvl dram"
+            } else {
+                "lvl"
+            };
+            let _ = write!(
+                s,
+                r#"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" class="arrow" marker-end="url(#arr)"/>"#,
+                x - gap + 2.0,
+                y + 20.0 + bh / 2.0,
+                x - 4.0,
+                y + 20.0 + bh / 2.0
+            );
+            let _ = write!(
+                s,
+                r#"<g class="{class}" data-level="{}"><rect x="{x:.1}" y="{:.1}" width="{bw}" height="{bh:.1}" rx="6"/><text x="{:.1}" y="{:.1}" class="bt">{}</text>"#,
+                esc(&lv[i].prefix),
+                y + 20.0,
+                x + bw / 2.0,
+                y + 40.0,
+                esc(title)
+            );
+            for (j, line) in lines.iter().enumerate() {
+                let _ = write!(
+                    s,
+                    r#"<text x="{:.1}" y="{:.1}" class="bl">{}</text>"#,
+                    x + bw / 2.0,
+                    y + 60.0 + j as f64 * lh,
+                    esc(line)
+                );
+            }
+            s.push_str("</g>");
+            x += bw + gap;
+        }
+        s.push_str("</g>");
+        width = width.max(x);
+        lane_svgs.push(s);
+        y += bh + 40.0;
+    }
+    if lanes.is_empty() {
+        lane_svgs
+            .push(r#"<text x="10" y="30" class="bl-left">No cache level was found in the findings.</text>"#.into());
+        y = 50.0;
+    }
+    format!(
+        r##"<svg id="hierarchy" class="diagram" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:.0} {y:.0}" width="{width:.0}" height="{y:.0}" role="img" aria-label="discovered memory hierarchy"><defs><marker id="arr" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>{}</svg>"##,
+        lane_svgs.join("")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixture_levels_in_path_order() {
+        let r = crate::sample::results();
+        let lanes = levels(&r);
+        let gpu: Vec<&str> = lanes[0].1.iter().map(|l| l.prefix.as_str()).collect();
+        assert_eq!(gpu, ["l1", "tlb.l1", "l2", "dram"]);
+        assert_eq!(lanes[1].0, "CPU");
+        let svg = render(&r);
+        assert!(svg.contains("4 ways × 256 sets"), "{svg}");
+        assert!(svg.contains("latency 15.4 ns (38.8 cyc)"), "{svg}");
+    }
+}

@@ -1,0 +1,322 @@
+//! The HTML report (issue 7): one self-contained page (inline SVG, CSS and a few lines of script,
+//! nothing fetched) with provenance, the discovered hierarchy as a diagram, every series as a plot
+//! (latency versus footprint with knees and level lines, bandwidth versus size per pattern, the
+//! stride sweep, histograms, anything else by its x/y names and units), the roofline of a model
+//! run (seed 003) when one is given, every finding with spread, method and confidence, and the
+//! probes that were waived or failed with their reasons.
+
+use crate::results::{ProbeStatus, Results};
+use crate::svg::{self, esc, Axis, Line, Plot, Style};
+use crate::table::{self, confidence_text};
+use crate::{diagram, roofline, units};
+use memscope_core::Series;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// The report's style sheet.
+pub const CSS: &str = r#"
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d1d1f;background:#fafafa}
+main{max-width:1340px;margin:0 auto;padding:18px 24px 60px}
+h1{font-size:24px;margin:6px 0 2px}h2{font-size:19px;margin:30px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
+h3{font-size:15px;margin:18px 0 6px}
+.sub{color:#555;margin:0 0 12px}.note{color:#555;font-size:13px}
+table.t{border-collapse:collapse;font-size:13px;background:#fff}
+table.t th,table.t td{border:1px solid #e0e0e0;padding:3px 8px;text-align:left;vertical-align:top}
+table.t th{background:#f0f2f5;font-weight:600}table.t td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+table.t tr.sec td{background:#eef3f8;font-weight:600}
+.c-high{color:#11772d}.c-medium{color:#8a6d00}.c-low{color:#b3541e}.c-undetermined{color:#888;font-style:italic}
+.plots{display:flex;flex-wrap:wrap;gap:14px}.plots figure{margin:0;background:#fff;border:1px solid #e3e3e3;border-radius:6px;padding:6px}
+figcaption{font-size:12px;color:#555;max-width:640px;padding:0 4px}
+svg.plot text{font-size:11px;fill:#333}svg.plot .pt{font-size:13px;font-weight:600;text-anchor:middle}
+svg.plot .tx{text-anchor:middle}svg.plot .ty{text-anchor:end}svg.plot .xl,svg.plot .yl{text-anchor:middle;font-size:12px}
+svg.plot .grid{stroke:#eee}svg.plot .frame{fill:none;stroke:#999}
+svg.plot .vmark{stroke:#c0392b;stroke-dasharray:4 3;stroke-width:1.5}svg.plot .ml{fill:#c0392b;font-size:10px}
+svg.plot .hmark{stroke:#7f8c8d;stroke-dasharray:2 3}svg.plot .hl{fill:#555;font-size:10px;text-anchor:end}
+svg.diagram{background:#fff;border:1px solid #e3e3e3;border-radius:6px;max-width:100%;height:auto}
+svg.diagram .lvl rect{fill:#eaf2fb;stroke:#0072B2}svg.diagram .tlb rect{fill:#fdf1e6;stroke:#D55E00}
+svg.diagram .dram rect{fill:#e9f7f0;stroke:#009E73}svg.diagram .src{fill:#f3f3f3;stroke:#777}
+svg.diagram .bt{font-weight:700;font-size:13px;text-anchor:middle}svg.diagram .bl{font-size:11.5px;text-anchor:middle}
+svg.diagram .lane-t{font-weight:700;font-size:12px}svg.diagram .arrow{stroke:#555;stroke-width:1.5}
+.dot{display:inline-block;width:9px;height:9px;border-radius:50%;margin-right:5px}
+.prov td:first-child{color:#555;white-space:nowrap}code{font-size:12px}
+"#;
+
+/// Group series into plots: same top-level key, same x and y units.
+fn plot_groups(results: &Results) -> Vec<(String, Vec<(&str, &Series)>)> {
+    let mut groups: BTreeMap<(String, String, String), Vec<(&str, &Series)>> = BTreeMap::new();
+    for (k, s) in &results.series {
+        let top = k.split('.').next().unwrap_or(k).to_string();
+        let hist = k.contains("hist");
+        let gk = if hist { k.clone() } else { top };
+        groups.entry((gk, s.x_unit.clone(), s.y_unit.clone())).or_default().push((k.as_str(), s));
+    }
+    groups.into_iter().map(|((g, _, _), v)| (g, v)).collect()
+}
+
+fn wants_log(vals: impl Iterator<Item = f64>, unit: &str) -> bool {
+    let v: Vec<f64> = vals.filter(|x| x.is_finite()).collect();
+    if v.is_empty() || v.iter().any(|x| *x <= 0.0) {
+        return false;
+    }
+    let (lo, hi) = v.iter().fold((f64::INFINITY, 0f64), |(a, b), x| (a.min(*x), b.max(*x)));
+    let ratio = hi / lo;
+    (matches!(unit, "bytes" | "B") && ratio >= 16.0) || ratio >= 1000.0
+}
+
+fn axis_label(name: &str, unit: &str) -> String {
+    let u = match unit {
+        "bytes/s" => "B/s",
+        "flops/s" => "FLOP/s",
+        "" => return name.to_string(),
+        u => u,
+    };
+    format!("{name} [{u}]")
+}
+
+/// Findings that are level latencies in the same family as a series group (GPU or CPU).
+fn level_lines(results: &Results, cpu: bool) -> Vec<(f64, String)> {
+    results
+        .findings
+        .iter()
+        .filter(|(k, f)| {
+            f.unit == "ns"
+                && k.starts_with("cpu.") == cpu
+                && (k.ends_with("hit_latency_ns") || k.ends_with(".latency_ns"))
+        })
+        .filter_map(|(k, f)| {
+            let level = k.rsplit_once('.').map(|p| p.0).unwrap_or(k).to_uppercase();
+            f.as_f64().map(|v| (v, format!("{level} {}", units::number(v, "ns"))))
+        })
+        .collect()
+}
+
+const MAX_POINTS: usize = 2000;
+
+/// One figure per series group.
+fn plots(results: &Results) -> Vec<String> {
+    let mut out = vec![];
+    for (i, (group, series)) in plot_groups(results).iter().enumerate() {
+        let first = series[0].1;
+        let hist = group.contains("hist");
+        let x_log = !hist && wants_log(series.iter().flat_map(|(_, s)| s.x.iter().copied()), &first.x_unit);
+        let y_log = wants_log(series.iter().flat_map(|(_, s)| s.y.iter().copied()), &first.y_unit) && !hist;
+        let title = if series.len() == 1 {
+            format!("{}: {}", series[0].0, first.description)
+        } else {
+            format!("{} versus {} ({})", first.y_name, first.x_name, group)
+        };
+        let mut p = Plot::new(
+            &format!("plot-{i}-{}", group.replace(|c: char| !c.is_ascii_alphanumeric(), "-")),
+            &title,
+            Axis { label: axis_label(&first.x_name, &first.x_unit), unit: first.x_unit.clone(), log: x_log },
+            Axis { label: axis_label(&first.y_name, &first.y_unit), unit: first.y_unit.clone(), log: y_log },
+        );
+        let mut caption = vec![];
+        for (j, (k, s)) in series.iter().enumerate() {
+            let n = s.x.len().min(s.y.len());
+            let step = n.div_ceil(MAX_POINTS).max(1);
+            if step > 1 {
+                caption.push(format!("{k}: every {step}th of {n} points shown"));
+            }
+            let points = (0..n).step_by(step).map(|i| (s.x[i], s.y[i])).collect();
+            let style = if hist {
+                Style::Bars
+            } else if n > 400 {
+                Style::Points
+            } else {
+                Style::LinePoints
+            };
+            let name = k.strip_prefix(&format!("{group}.")).unwrap_or(k).to_string();
+            p.lines.push(Line {
+                name,
+                color: svg::PALETTE[j % svg::PALETTE.len()].into(),
+                style,
+                points,
+                labels: vec![],
+            });
+            for m in &s.marks {
+                p.vmarks.push((*m, format!("knee {}", units::tick(*m, &s.x_unit))));
+            }
+            if series.len() > 1 {
+                caption.push(format!("{k}: {}", s.description));
+            }
+        }
+        p.vmarks.dedup_by(|a, b| (a.0 - b.0).abs() <= 1e-9 * a.0.abs());
+        if first.y_unit == "ns" && matches!(first.x_unit.as_str(), "bytes" | "B") {
+            p.hmarks = level_lines(results, group.starts_with("cpu"));
+            caption.push("dashed red: detected knees; dotted grey: level latencies from the findings".into());
+        }
+        let mut fig = format!("<figure data-series=\"{}\">", esc(group));
+        fig.push_str(&svg::render(&p));
+        if !caption.is_empty() {
+            let _ = write!(fig, "<figcaption>{}</figcaption>", esc(&caption.join("; ")));
+        }
+        fig.push_str("</figure>");
+        out.push(fig);
+    }
+    out
+}
+
+fn provenance(results: &Results) -> String {
+    let t = &results.target;
+    let mut rows: Vec<(String, String)> = vec![
+        ("device".into(), format!("{} ({})", t.name, t.id)),
+        ("units".into(), format!("{} {}", t.units, if t.kind == "cpu" { "cores" } else { "SMs" })),
+    ];
+    if let Some(hz) = t.clock_hz {
+        rows.push(("clock used for cycles".into(), units::si(hz, "Hz")));
+    }
+    let scalar = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "—".into(),
+        other => other.to_string(),
+    };
+    for (k, v) in &t.details {
+        rows.push((k.replace('_', " "), scalar(v)));
+    }
+    for (k, v) in &results.environment {
+        rows.push((k.replace('_', " "), scalar(v)));
+    }
+    if results.targets.len() > 1 {
+        let ids: Vec<String> = results.targets.iter().map(|t| format!("{} ({})", t.name, t.id)).collect();
+        rows.push(("targets".into(), ids.join("; ")));
+    }
+    rows.push(("tool".into(), format!("{} {}", results.tool.name, results.tool.version)));
+    rows.push(("git commit".into(), results.tool.git_commit.clone().unwrap_or_else(|| "unknown".into())));
+    rows.push(("command".into(), results.tool.command.join(" ")));
+    let mut s = String::from("<table class=\"t prov\">");
+    for (k, v) in rows {
+        let _ = write!(s, "<tr><td>{}</td><td><code>{}</code></td></tr>", esc(&k), esc(&v));
+    }
+    s.push_str("</table>");
+    s
+}
+
+fn findings_table(results: &Results) -> String {
+    let mut s = String::from(
+        "<table class=\"t\" id=\"findings\"><tr><th>key</th><th>value</th><th>cycles</th><th>spread (MAD, min–max)</th><th>method</th><th>confidence</th><th>note</th><th>target</th></tr>",
+    );
+    for (title, rows) in table::sections(results) {
+        let _ = write!(s, "<tr class=\"sec\"><td colspan=\"8\">{}</td></tr>", esc(&title));
+        for (k, f) in rows {
+            let spread = f
+                .spread
+                .as_ref()
+                .filter(|_| f.value.is_number())
+                .map(|sp| {
+                    format!(
+                        "± {} ({} – {}, n={})",
+                        units::number(sp.mad, &f.unit),
+                        units::number(sp.min, &f.unit),
+                        units::number(sp.max, &f.unit),
+                        sp.n
+                    )
+                })
+                .unwrap_or_default();
+            let conf = confidence_text(f.confidence);
+            let _ = write!(
+                s,
+                "<tr><td><code>{}</code></td><td class=\"num\" title=\"{}\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"c-{conf}\">{conf}</td><td>{}</td><td>{}</td></tr>",
+                esc(k),
+                esc(&f.value.to_string()),
+                esc(&table::value_text(f)),
+                esc(&table::cycles_text(f)),
+                esc(&spread),
+                esc(&f.method),
+                esc(f.note.as_deref().unwrap_or("")),
+                esc(f.target.as_deref().unwrap_or(""))
+            );
+        }
+    }
+    s.push_str("</table>");
+    s
+}
+
+fn probes_table(results: &Results) -> String {
+    let not_ok: Vec<_> = results.probes.iter().filter(|(_, p)| p.status != ProbeStatus::Ok).collect();
+    let ok = results.probes.len() - not_ok.len();
+    let mut s = format!("<p>{ok} probe runs completed, {} waived or failed.</p>", not_ok.len());
+    if !not_ok.is_empty() {
+        s.push_str("<table class=\"t\" id=\"probes\"><tr><th>probe@target</th><th>status</th><th>reason</th></tr>");
+        for (k, p) in not_ok {
+            let st = if p.status == ProbeStatus::Failed { "failed" } else { "waived" };
+            let _ = write!(
+                s,
+                "<tr><td><code>{}</code></td><td>{st}</td><td>{}</td></tr>",
+                esc(k),
+                esc(p.reason.as_deref().unwrap_or(""))
+            );
+        }
+        s.push_str("</table>");
+    }
+    s
+}
+
+/// Render the report. `model` is a model run (model.json or a results file's "model" section),
+/// drawn as a roofline with its scoring table when it holds operations.
+pub fn report(results: &Results, model: Option<&Value>) -> String {
+    let figs = plots(results);
+    let model_view = model.and_then(roofline::parse);
+    let mut h = String::with_capacity(64 * 1024);
+    let title = format!("memscope report: {}", results.target.name);
+    let _ = write!(
+        h,
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{}</title><style>{CSS}</style></head><body><main>",
+        esc(&title)
+    );
+    let _ = write!(h, "<h1>{}</h1><p class=\"sub\">{}</p>", esc(&title), esc(&table::provenance_line(results)));
+    h.push_str("<section id=\"hierarchy-section\"><h2>Discovered hierarchy</h2>");
+    h.push_str(&diagram::render(results));
+    h.push_str("<h3>Provenance</h3>");
+    h.push_str(&provenance(results));
+    h.push_str("</section><section id=\"plots\"><h2>Measurements</h2>");
+    if figs.is_empty() {
+        h.push_str("<p class=\"note\">The results file holds no series.</p>");
+    }
+    let _ = write!(h, "<div class=\"plots\">{}</div></section>", figs.join(""));
+    match (&model_view, model) {
+        (Some(m), _) => h.push_str(&roofline::section(m)),
+        (None, Some(_)) => h.push_str(
+            "<section id=\"model\"><h2>Bottleneck model</h2><p class=\"note\">A model section was given but holds no operations with FLOPs, bytes and a measured time.</p></section>",
+        ),
+        _ => {}
+    }
+    h.push_str("<section><h2>Findings</h2>");
+    h.push_str(&findings_table(results));
+    h.push_str("</section><section><h2>Probes waived or failed</h2>");
+    h.push_str(&probes_table(results));
+    h.push_str("</section></main>");
+    // Marks the page as rendered (the browser test reads these attributes from the DOM).
+    h.push_str(
+        "<script>(function(){var b=document.body;b.dataset.plots=document.querySelectorAll('svg.plot').length;\
+         b.dataset.diagram=document.querySelectorAll('#hierarchy g.lvl').length;\
+         b.dataset.findings=Math.max(0,document.querySelectorAll('#findings tr').length-1);b.dataset.rendered='ok';})();</script>",
+    );
+    h.push_str("</body></html>\n");
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixture_report_has_every_part() {
+        let r = crate::sample::results();
+        let model = serde_json::json!({"ceilings": {"bandwidth_bytes_per_s": 9e11, "peak_flops_per_s": 8e13, "launch_floor_s": 3e-6},
+            "operations": [{"name": "add", "flops": 1e6, "bytes": 1.2e7, "measured_s": 2e-5, "predicted_s": 1.4e-5, "regime": "memory"}]});
+        let h = report(&r, Some(&model));
+        assert!(h.starts_with("<!DOCTYPE html>"));
+        assert!(
+            !h.contains("http://") || h.matches("http://").all(|_| h.contains("xmlns=\"http://www.w3.org/2000/svg\""))
+        );
+        assert!(!h.contains("src=\"http") && !h.contains("href=\"http"));
+        // latency, bw, cpu.stride, dram.refresh_hist -> 4 groups, + roofline + scoring
+        assert_eq!(h.matches("<svg class=\"plot\"").count(), 6, "plots");
+        assert!(h.contains("id=\"hierarchy\""));
+        assert!(h.contains("needs a real GPU"));
+        assert!(h.contains("knee 128K"));
+        assert!(h.contains("fixture host") || h.contains("fixture-host"));
+    }
+}

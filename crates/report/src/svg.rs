@@ -1,0 +1,343 @@
+//! Hand-built SVG plots for the HTML report: line/point series on linear or log axes with unit
+//! tick labels, vertical marks (knees), horizontal reference lines (detected levels), bar
+//! histograms and free polylines (roofline ceilings). Self-contained markup, no scripts, so the
+//! report needs nothing from a network.
+
+use crate::units;
+use std::fmt::Write;
+
+/// Colours for successive series (colour-blind-friendly Okabe-Ito order).
+pub const PALETTE: &[&str] = &["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"];
+
+/// How a line is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// Polyline with point markers.
+    LinePoints,
+    /// Markers only.
+    Points,
+    /// Bars from the x axis (histograms).
+    Bars,
+    /// A dashed reference line without markers (ceilings).
+    Dashed,
+}
+
+/// One data set on a plot.
+#[derive(Debug, Clone)]
+pub struct Line {
+    pub name: String,
+    pub color: String,
+    pub style: Style,
+    pub points: Vec<(f64, f64)>,
+    /// Per-point hover text (same length as `points`, or empty).
+    pub labels: Vec<String>,
+}
+
+/// An axis: label, unit (for tick formatting) and scale.
+#[derive(Debug, Clone)]
+pub struct Axis {
+    pub label: String,
+    pub unit: String,
+    pub log: bool,
+}
+
+/// A plot.
+#[derive(Debug, Clone)]
+pub struct Plot {
+    pub id: String,
+    pub title: String,
+    pub x: Axis,
+    pub y: Axis,
+    pub lines: Vec<Line>,
+    /// Vertical marks: (x, label).
+    pub vmarks: Vec<(f64, String)>,
+    /// Horizontal reference lines: (y, label).
+    pub hmarks: Vec<(f64, String)>,
+    pub width: f64,
+    pub height: f64,
+}
+
+impl Plot {
+    pub fn new(id: &str, title: &str, x: Axis, y: Axis) -> Self {
+        Plot {
+            id: id.into(),
+            title: title.into(),
+            x,
+            y,
+            lines: vec![],
+            vmarks: vec![],
+            hmarks: vec![],
+            width: 640.0,
+            height: 360.0,
+        }
+    }
+}
+
+/// Escape text for XML/HTML.
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+struct Scale {
+    lo: f64,
+    hi: f64,
+    log: bool,
+    a: f64,
+    b: f64,
+}
+
+impl Scale {
+    fn new(lo: f64, hi: f64, log: bool, a: f64, b: f64) -> Self {
+        Scale { lo, hi, log, a, b }
+    }
+    fn map(&self, v: f64) -> f64 {
+        let (l, h, v) =
+            if self.log { (self.lo.log10(), self.hi.log10(), v.max(1e-300).log10()) } else { (self.lo, self.hi, v) };
+        let t = if h > l { (v - l) / (h - l) } else { 0.5 };
+        self.a + t * (self.b - self.a)
+    }
+    fn ticks(&self, unit: &str) -> Vec<f64> {
+        if self.log {
+            let binary = matches!(unit, "bytes" | "B");
+            let (base, lo, hi) = if binary {
+                (2f64, self.lo.log2().ceil() as i32, self.hi.log2().floor() as i32)
+            } else {
+                (10f64, self.lo.log10().ceil() as i32, self.hi.log10().floor() as i32)
+            };
+            let n = (hi - lo + 1).max(1);
+            let step = if binary { ((n + 7) / 8).max(1) } else { ((n + 7) / 8).max(1) };
+            let step = if binary && step > 1 && step % 2 == 1 { step + 1 } else { step };
+            let start = if binary { lo + (lo.rem_euclid(step) != 0) as i32 * (step - lo.rem_euclid(step)) } else { lo };
+            let mut t: Vec<f64> = (start..=hi).step_by(step as usize).map(|e| base.powi(e)).collect();
+            if t.is_empty() {
+                t = vec![self.lo, self.hi];
+            }
+            t
+        } else {
+            let span = self.hi - self.lo;
+            if span <= 0.0 {
+                return vec![self.lo];
+            }
+            let raw = span / 6.0;
+            let mag = 10f64.powf(raw.log10().floor());
+            let step = [1.0, 2.0, 2.5, 5.0, 10.0].iter().map(|m| m * mag).find(|s| *s >= raw).unwrap_or(10.0 * mag);
+            let mut v = (self.lo / step).ceil() * step;
+            let mut t = vec![];
+            while v <= self.hi + step * 1e-9 {
+                t.push(if v.abs() < step * 1e-9 { 0.0 } else { v });
+                v += step;
+            }
+            t
+        }
+    }
+}
+
+fn range(vals: impl Iterator<Item = f64>, log: bool, zero: bool) -> (f64, f64) {
+    let mut lo = f64::INFINITY;
+    let mut hi = f64::NEG_INFINITY;
+    for v in vals.filter(|v| v.is_finite() && (!log || *v > 0.0)) {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    if !lo.is_finite() {
+        return if log { (1.0, 10.0) } else { (0.0, 1.0) };
+    }
+    if log {
+        if hi / lo < 1.01 {
+            (lo / 2.0, hi * 2.0)
+        } else {
+            (lo / 1.15, hi * 1.15)
+        }
+    } else {
+        let lo = if zero && lo > 0.0 { 0.0 } else { lo };
+        let pad = ((hi - lo) * 0.06).max(hi.abs() * 0.01).max(1e-12);
+        (if zero && lo == 0.0 { 0.0 } else { lo - pad }, hi + pad)
+    }
+}
+
+/// Render a plot as an inline `<svg>` element.
+pub fn render(p: &Plot) -> String {
+    let (w, h) = (p.width, p.height);
+    let (ml, mr, mt, mb) = (78.0, 16.0, 30.0, 72.0);
+    let bars = p.lines.iter().any(|l| l.style == Style::Bars);
+    let xs = p.lines.iter().flat_map(|l| l.points.iter().map(|q| q.0)).chain(p.vmarks.iter().map(|m| m.0));
+    let ys = p.lines.iter().flat_map(|l| l.points.iter().map(|q| q.1)).chain(p.hmarks.iter().map(|m| m.0));
+    let (x0, x1) = range(xs, p.x.log, false);
+    let (y0, y1) = range(ys, p.y.log, bars || !p.y.log);
+    let sx = Scale::new(x0, x1, p.x.log, ml, w - mr);
+    let sy = Scale::new(y0, y1, p.y.log, h - mb, mt);
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<svg class="plot" id="{}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" aria-label="{}">"#,
+        esc(&p.id),
+        esc(&p.title)
+    );
+    let _ = write!(s, r#"<text x="{}" y="18" class="pt">{}</text>"#, w / 2.0, esc(&p.title));
+    // grid and ticks
+    for t in sx.ticks(&p.x.unit) {
+        let x = sx.map(t);
+        let _ = write!(
+            s,
+            r#"<line x1="{x:.1}" y1="{mt}" x2="{x:.1}" y2="{:.1}" class="grid"/><text x="{x:.1}" y="{:.1}" class="tx">{}</text>"#,
+            h - mb,
+            h - mb + 16.0,
+            esc(&units::tick(t, &p.x.unit))
+        );
+    }
+    for t in sy.ticks(&p.y.unit) {
+        let y = sy.map(t);
+        let _ = write!(
+            s,
+            r#"<line x1="{ml}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" class="grid"/><text x="{:.1}" y="{:.1}" class="ty">{}</text>"#,
+            w - mr,
+            ml - 5.0,
+            y + 4.0,
+            esc(&units::tick(t, &p.y.unit))
+        );
+    }
+    let _ =
+        write!(s, r#"<rect x="{ml}" y="{mt}" width="{:.1}" height="{:.1}" class="frame"/>"#, w - ml - mr, h - mt - mb);
+    let xl = if p.x.log { format!("{} (log scale)", p.x.label) } else { p.x.label.clone() };
+    let _ =
+        write!(s, r#"<text x="{:.1}" y="{:.1}" class="xl">{}</text>"#, (ml + w - mr) / 2.0, h - mb + 34.0, esc(&xl));
+    let yl = if p.y.log { format!("{} (log scale)", p.y.label) } else { p.y.label.clone() };
+    let _ = write!(
+        s,
+        r#"<text transform="translate(16,{:.1}) rotate(-90)" class="yl">{}</text>"#,
+        (mt + h - mb) / 2.0,
+        esc(&yl)
+    );
+    // marks
+    for (v, label) in &p.vmarks {
+        let x = sx.map(*v);
+        let _ = write!(
+            s,
+            r#"<line x1="{x:.1}" y1="{mt}" x2="{x:.1}" y2="{:.1}" class="vmark"><title>{}</title></line><text x="{:.1}" y="{:.1}" class="ml">{}</text>"#,
+            h - mb,
+            esc(label),
+            x + 3.0,
+            mt + 12.0,
+            esc(label)
+        );
+    }
+    for (v, label) in &p.hmarks {
+        let y = sy.map(*v);
+        let _ = write!(
+            s,
+            r#"<line x1="{ml}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" class="hmark"/><text x="{:.1}" y="{:.1}" class="hl">{}</text>"#,
+            w - mr,
+            w - mr - 4.0,
+            y - 4.0,
+            esc(label)
+        );
+    }
+    // data
+    let nbar = p.lines.iter().filter(|l| l.style == Style::Bars).count().max(1) as f64;
+    let mut bar_i = 0.0;
+    for l in &p.lines {
+        let pts: Vec<(f64, f64, usize)> = l
+            .points
+            .iter()
+            .enumerate()
+            .filter(|(_, q)| q.0.is_finite() && q.1.is_finite() && (!p.x.log || q.0 > 0.0) && (!p.y.log || q.1 > 0.0))
+            .map(|(i, q)| (sx.map(q.0), sy.map(q.1), i))
+            .collect();
+        let tip = |i: usize| {
+            l.labels.get(i).cloned().unwrap_or_else(|| {
+                let q = l.points[i];
+                format!("{}: {} → {}", l.name, units::tick(q.0, &p.x.unit), units::tick(q.1, &p.y.unit))
+            })
+        };
+        match l.style {
+            Style::Bars => {
+                let n = pts.len().max(1) as f64;
+                let bw = ((w - ml - mr) / n * 0.8 / nbar).max(1.0);
+                let base = sy.map(if p.y.log { y0 } else { 0f64.max(y0) });
+                for &(x, y, i) in &pts {
+                    let _ = write!(
+                        s,
+                        r#"<rect x="{:.1}" y="{:.1}" width="{bw:.1}" height="{:.1}" fill="{}"><title>{}</title></rect>"#,
+                        x - bw * nbar / 2.0 + bw * bar_i,
+                        y.min(base),
+                        (base - y).abs().max(0.5),
+                        l.color,
+                        esc(&tip(i))
+                    );
+                }
+                bar_i += 1.0;
+            }
+            _ => {
+                if matches!(l.style, Style::LinePoints | Style::Dashed) && pts.len() > 1 {
+                    let d: Vec<String> = pts.iter().map(|(x, y, _)| format!("{x:.1},{y:.1}")).collect();
+                    let dash = if l.style == Style::Dashed { r#" stroke-dasharray="6 4""# } else { "" };
+                    let _ = write!(
+                        s,
+                        r#"<polyline points="{}" fill="none" stroke="{}" stroke-width="2"{dash}/>"#,
+                        d.join(" "),
+                        l.color
+                    );
+                }
+                if l.style != Style::Dashed {
+                    let r = if l.style == Style::Points { 4.0 } else { 2.5 };
+                    for &(x, y, i) in &pts {
+                        let _ = write!(
+                            s,
+                            r#"<circle cx="{x:.1}" cy="{y:.1}" r="{r}" fill="{}"><title>{}</title></circle>"#,
+                            l.color,
+                            esc(&tip(i))
+                        );
+                    }
+                }
+            }
+        }
+    }
+    // legend
+    let named: Vec<&Line> = p.lines.iter().filter(|l| !l.name.is_empty()).collect();
+    if named.len() > 1 || named.iter().any(|l| l.style == Style::Dashed) {
+        let mut lx = ml;
+        let ly = h - 14.0;
+        for l in named {
+            let _ = write!(
+                s,
+                r#"<rect x="{lx:.1}" y="{:.1}" width="12" height="4" fill="{}"/><text x="{:.1}" y="{ly:.1}" class="lg">{}</text>"#,
+                ly - 5.0,
+                l.color,
+                lx + 16.0,
+                esc(&l.name)
+            );
+            lx += 24.0 + 6.5 * l.name.chars().count() as f64;
+        }
+    }
+    s.push_str("</svg>");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plot_has_axes_marks_and_points() {
+        let mut p = Plot::new(
+            "t",
+            "latency",
+            Axis { label: "footprint [bytes]".into(), unit: "bytes".into(), log: true },
+            Axis { label: "latency [ns]".into(), unit: "ns".into(), log: false },
+        );
+        p.lines.push(Line {
+            name: "a".into(),
+            color: PALETTE[0].into(),
+            style: Style::LinePoints,
+            points: vec![(4096.0, 15.0), (1048576.0, 120.0), (1e9, 250.0)],
+            labels: vec![],
+        });
+        p.vmarks.push((131072.0, "knee 128K".into()));
+        let svg = render(&p);
+        assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
+        assert_eq!(svg.matches("<circle").count(), 3);
+        assert!(svg.contains("class=\"vmark\""));
+        assert!(svg.contains(">1M<"), "log byte ticks expected: {svg}");
+        assert!(svg.contains("(log scale)"));
+    }
+}
