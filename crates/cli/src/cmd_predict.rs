@@ -1,13 +1,317 @@
-//! `memscope predict`: the three-ceiling model (seed 003). Being written.
+//! `memscope predict`: the three-ceiling bottleneck model of seed 003 for one operation or one
+//! decode step, from explicit ceilings or a `memscope ceilings` JSON file. Wiring only: the model is
+//! `memscope_core::model`.
 
 use crate::error::{CliError, CliResult};
+use memscope_core::model::{self as m, DecodeModel, Dtype, OpCost, Prediction, SessionCeilings};
+use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Arguments (not written yet).
-    pub rest: Vec<String>,
+    /// Operation: matmul, add, gelu, layernorm, softmax, decode-attention, decode-step (or give
+    /// --flops and --bytes instead).
+    #[arg(long)]
+    pub op: Option<String>,
+    /// matmul: rows of the left operand.
+    #[arg(long)]
+    pub m: Option<u64>,
+    /// matmul: inner dimension.
+    #[arg(long)]
+    pub k: Option<u64>,
+    /// matmul: columns of the right operand.
+    #[arg(long)]
+    pub n: Option<u64>,
+    /// add, gelu: number of elements.
+    #[arg(long)]
+    pub elems: Option<u64>,
+    /// layernorm, softmax: rows.
+    #[arg(long)]
+    pub rows: Option<u64>,
+    /// layernorm, softmax: columns (elements per row).
+    #[arg(long)]
+    pub cols: Option<u64>,
+    /// decode-attention, decode-step: sequences in the batch.
+    #[arg(long)]
+    pub batch: Option<u64>,
+    /// decode-attention: heads.
+    #[arg(long)]
+    pub heads: Option<u64>,
+    /// decode-attention: cached tokens per sequence.
+    #[arg(long)]
+    pub tokens: Option<u64>,
+    /// decode-attention: head dimension.
+    #[arg(long)]
+    pub head_dim: Option<u64>,
+    /// decode-step: cached tokens per sequence.
+    #[arg(long)]
+    pub context: Option<u64>,
+    /// decode-step: the model (gpt2-small).
+    #[arg(long, default_value = "gpt2-small")]
+    pub model: String,
+    /// decode-step: totals (max of total launch, bytes, FLOPs) or per-kernel (sum of kernel bounds).
+    #[arg(long, default_value = "totals")]
+    pub composition: String,
+    /// Raw FLOPs (with --bytes) instead of --op.
+    #[arg(long)]
+    pub flops: Option<f64>,
+    /// Raw bytes moved (with --flops) instead of --op.
+    #[arg(long)]
+    pub bytes: Option<f64>,
+    /// Element type: fp32, fp16, bf16.
+    #[arg(long, default_value = "fp32")]
+    pub dtype: String,
+    /// Bandwidth ceiling, bytes per second (overrides --ceilings).
+    #[arg(long)]
+    pub bandwidth: Option<f64>,
+    /// Peak arithmetic, FLOP per second (overrides --ceilings).
+    #[arg(long)]
+    pub peak: Option<f64>,
+    /// Launch floor, seconds (overrides --ceilings; for decode-step, the step's floor).
+    #[arg(long)]
+    pub launch: Option<f64>,
+    /// Ceilings JSON written by `memscope ceilings`.
+    #[arg(long)]
+    pub ceilings: Option<PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
-pub fn run(_args: Args) -> CliResult {
-    Err(CliError::usage("memscope predict: not written yet"))
+fn need(v: Option<u64>, name: &str, op: &str) -> Result<u64, CliError> {
+    match v {
+        Some(0) => Err(CliError::usage(format!("--{name} 0: must be at least 1"))),
+        Some(x) => Ok(x),
+        None => Err(CliError::usage(format!("--op {op} needs --{name}"))),
+    }
+}
+
+fn positive(v: Option<f64>, name: &str) -> Result<Option<f64>, CliError> {
+    match v {
+        Some(x) if !(x.is_finite() && x > 0.0) => {
+            Err(CliError::usage(format!("--{name} {x}: must be a positive number")))
+        }
+        other => Ok(other),
+    }
+}
+
+/// The operation's cost and its launch class (the key of its floor in a ceilings file).
+fn op_cost(a: &Args, op: &str, dtype: Dtype) -> Result<(OpCost, String), CliError> {
+    Ok(match op {
+        "matmul" => (
+            m::matmul_cost(need(a.m, "m", op)?, need(a.k, "k", op)?, need(a.n, "n", op)?, dtype),
+            format!("matmul.{}", dtype.name()),
+        ),
+        "add" => (m::add_cost(need(a.elems, "elems", op)?, dtype), "add".into()),
+        "gelu" => (m::gelu_cost(need(a.elems, "elems", op)?, dtype), "gelu".into()),
+        "layernorm" => (m::layernorm_cost(need(a.rows, "rows", op)?, need(a.cols, "cols", op)?, dtype), op.into()),
+        "softmax" => (m::softmax_cost(need(a.rows, "rows", op)?, need(a.cols, "cols", op)?, dtype), op.into()),
+        "decode-attention" => (
+            m::decode_attention_cost(
+                need(a.batch, "batch", op)?,
+                need(a.heads, "heads", op)?,
+                need(a.tokens, "tokens", op)?,
+                need(a.head_dim, "head-dim", op)?,
+                dtype,
+            ),
+            "attention".into(),
+        ),
+        other => {
+            return Err(CliError::usage(format!(
+                "--op {other}: expected matmul, add, gelu, layernorm, softmax, decode-attention or decode-step"
+            )))
+        }
+    })
+}
+
+fn load_ceilings(path: &PathBuf) -> Result<SessionCeilings, CliError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::usage(format!("--ceilings {}: cannot read: {e}", path.display())))?;
+    serde_json::from_str(&text)
+        .map_err(|e| CliError::usage(format!("--ceilings {}: not a ceilings file: {e}", path.display())))
+}
+
+/// The three ceilings for one prediction: explicit flags win over the file.
+struct Chosen {
+    launch_s: f64,
+    bandwidth: f64,
+    peak: f64,
+    note: String,
+}
+
+fn choose(
+    a: &Args,
+    file: Option<&SessionCeilings>,
+    cost: &OpCost,
+    class: &str,
+    dtype: Dtype,
+) -> Result<Chosen, CliError> {
+    let (launch, bandwidth, peak) =
+        (positive(a.launch, "launch")?, positive(a.bandwidth, "bandwidth")?, positive(a.peak, "peak")?);
+    let mut note = String::new();
+    let from_file = match file {
+        Some(c) if launch.is_none() || bandwidth.is_none() || peak.is_none() => {
+            let ch = c.choose(cost, class, dtype).map_err(|e| CliError::usage(format!("--ceilings: {e}")))?;
+            note = format!(
+                "ceilings file: launch floor of '{}', {} bandwidth, {} peak",
+                ch.launch_class,
+                ch.pattern.name(),
+                ch.precision
+            );
+            Some(ch)
+        }
+        _ => None,
+    };
+    let pick = |v: Option<f64>, f: Option<f64>, name: &str| {
+        v.or(f).ok_or_else(|| CliError::usage(format!("missing --{name} (or give --ceilings FILE)")))
+    };
+    Ok(Chosen {
+        launch_s: pick(launch, from_file.as_ref().map(|c| c.launch_s), "launch")?,
+        bandwidth: pick(bandwidth, from_file.as_ref().map(|c| c.bandwidth_bytes_per_s), "bandwidth")?,
+        peak: pick(peak, from_file.as_ref().map(|c| c.peak_flops_per_s), "peak")?,
+        note,
+    })
+}
+
+pub fn run(a: Args) -> CliResult {
+    let dtype = Dtype::parse(&a.dtype)
+        .ok_or_else(|| CliError::usage(format!("--dtype {}: expected fp32, fp16 or bf16", a.dtype)))?;
+    let file = a.ceilings.as_ref().map(load_ceilings).transpose()?;
+    let mut extra = serde_json::Map::new();
+    let (pred, flops, bytes, note) = match (a.op.as_deref(), a.flops, a.bytes) {
+        (Some("decode-step"), _, _) => {
+            let model = DecodeModel::by_name(&a.model)
+                .ok_or_else(|| CliError::usage(format!("--model {}: expected gpt2-small", a.model)))?;
+            let batch = need(a.batch, "batch", "decode-step")?;
+            let context = need(a.context, "context", "decode-step")?;
+            let (flops, bytes) = (m::decode_step_flops(&model, batch), m::decode_step_bytes(&model, batch, context));
+            let ch = step_ceilings(&a, file.as_ref(), dtype)?;
+            let pred = match a.composition.as_str() {
+                "totals" => m::decode_step_totals(&model, batch, context, ch.launch_s, ch.bandwidth, ch.peak),
+                "per-kernel" => {
+                    let (pk, p) = m::decode_step_per_kernel_prediction(
+                        &model,
+                        batch,
+                        context,
+                        ch.launch_s,
+                        ch.bandwidth,
+                        ch.peak,
+                    );
+                    extra.insert("per_kernel".into(), serde_json::to_value(pk).expect("serialisable"));
+                    p
+                }
+                other => return Err(CliError::usage(format!("--composition {other}: expected totals or per-kernel"))),
+            };
+            extra.insert("composition".into(), a.composition.clone().into());
+            (pred, flops, bytes, ch.note)
+        }
+        (Some(op), None, None) => {
+            let (cost, class) = op_cost(&a, op, dtype)?;
+            let ch = choose(&a, file.as_ref(), &cost, &class, dtype)?;
+            extra.insert("pattern".into(), cost.pattern().name().into());
+            (cost.predict(ch.launch_s, ch.bandwidth, ch.peak), cost.flops, cost.bytes(), ch.note)
+        }
+        (None, Some(flops), Some(bytes)) => {
+            for (v, name) in [(flops, "flops"), (bytes, "bytes")] {
+                if !(v.is_finite() && v >= 0.0) {
+                    return Err(CliError::usage(format!("--{name} {v}: must be a non-negative number")));
+                }
+            }
+            let cost = OpCost { flops, read_bytes: bytes, write_bytes: 0.0 };
+            let ch = choose(&a, file.as_ref(), &cost, "raw", dtype)?;
+            (cost.predict(ch.launch_s, ch.bandwidth, ch.peak), flops, bytes, ch.note)
+        }
+        (Some(_), _, _) => return Err(CliError::usage("give either --op or --flops and --bytes, not both")),
+        (None, _, _) => return Err(CliError::usage("missing --op (or --flops and --bytes)")),
+    };
+    print_prediction(&pred, flops, bytes, &note, extra, a.json);
+    Ok(())
+}
+
+/// A decode step's ceilings: the read bandwidth (weights and cache are read), the dtype's peak, and
+/// as launch floor the class floors summed over the step's kernels; explicit flags win.
+fn step_ceilings(a: &Args, file: Option<&SessionCeilings>, dtype: Dtype) -> Result<Chosen, CliError> {
+    let (launch, bandwidth, peak) =
+        (positive(a.launch, "launch")?, positive(a.bandwidth, "bandwidth")?, positive(a.peak, "peak")?);
+    let missing = |name: &str| CliError::usage(format!("missing --{name} (or give --ceilings FILE)"));
+    let bad_file = |e: m::CeilingError| CliError::usage(format!("--ceilings: {e}"));
+    let launch_s = match (launch, file) {
+        (Some(l), _) => l,
+        (None, Some(c)) => m::step_launch_floor(c, &m::GPT2_SMALL_STEP_KERNELS).map_err(bad_file)?,
+        (None, None) => return Err(missing("launch")),
+    };
+    let bandwidth = match (bandwidth, file) {
+        (Some(b), _) => b,
+        (None, Some(c)) => *c
+            .bandwidth_bytes_per_s
+            .get("read")
+            .ok_or_else(|| bad_file(m::CeilingError::Missing { what: "bandwidth", key: "read".into() }))?,
+        (None, None) => return Err(missing("bandwidth")),
+    };
+    let peak = match (peak, file) {
+        (Some(p), _) => p,
+        (None, Some(c)) => *c
+            .peak_flops_per_s
+            .get(dtype.name())
+            .ok_or_else(|| bad_file(m::CeilingError::Missing { what: "peak", key: dtype.name().into() }))?,
+        (None, None) => return Err(missing("peak")),
+    };
+    let note = if file.is_some() {
+        "ceilings file: read bandwidth, step floor = class floors summed".into()
+    } else {
+        String::new()
+    };
+    Ok(Chosen { launch_s, bandwidth, peak, note })
+}
+
+fn print_prediction(
+    p: &Prediction,
+    flops: f64,
+    bytes: f64,
+    note: &str,
+    extra: serde_json::Map<String, serde_json::Value>,
+    json: bool,
+) {
+    if json {
+        let mut v = serde_json::json!({
+            "bounds": {"launch_s": p.bounds.launch_s, "memory_s": p.bounds.memory_s, "compute_s": p.bounds.compute_s},
+            "regime": p.regime.name(),
+            "time_s": p.time_s,
+            "flops": flops,
+            "bytes": bytes,
+        });
+        v.as_object_mut().expect("object").extend(extra);
+        println!("{}", serde_json::to_string_pretty(&v).expect("serialisable"));
+        return;
+    }
+    println!("FLOPs           {flops:.6e}");
+    println!("bytes           {bytes:.6e}");
+    println!("launch bound    {}", fmt_s(p.bounds.launch_s));
+    println!("memory bound    {}", fmt_s(p.bounds.memory_s));
+    println!("compute bound   {}", fmt_s(p.bounds.compute_s));
+    if let Some(pk) = extra.get("per_kernel") {
+        println!(
+            "per-kernel sum  {} (matrix products {}, attention {})",
+            fmt_s(pk["time_s"].as_f64().unwrap_or(0.0)),
+            fmt_s(pk["matmul_s"].as_f64().unwrap_or(0.0)),
+            fmt_s(pk["attention_s"].as_f64().unwrap_or(0.0))
+        );
+    }
+    println!("regime          {}-bound", p.regime.name());
+    println!("predicted time  {}", fmt_s(p.time_s));
+    if !note.is_empty() {
+        println!("({note})");
+    }
+}
+
+/// Seconds with a readable unit.
+pub fn fmt_s(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.3} s")
+    } else if s >= 1e-3 {
+        format!("{:.3} ms", s * 1e3)
+    } else if s >= 1e-6 {
+        format!("{:.2} us", s * 1e6)
+    } else {
+        format!("{:.1} ns", s * 1e9)
+    }
 }
