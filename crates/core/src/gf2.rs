@@ -154,7 +154,7 @@ mod tests {
         assert!(same_row_space(&[0b011, 0b110], &[0b101, 0b011]));
         assert!(!same_row_space(&[0b011], &[0b101]));
         assert_eq!(nullspace(&[0b011], 0b111), vec![0b100, 0b011]);
-        assert_eq!(solve(&[0b011, 0b110], 0b01), Some(0b001));
+        assert_eq!(apply(&[0b011, 0b110], solve(&[0b011, 0b110], 0b01).unwrap()), 0b01);
         assert_eq!(solve(&[0b011, 0b011], 0b01), None);
         assert_eq!(parse_mask("0x76a990400"), Some(0x76a990400));
         assert_eq!(format_mask(0x76a990400), "0x76a990400");
