@@ -1,45 +1,32 @@
-//! memscope-sim: the simulated hierarchy. Being written.
+//! memscope-sim: the simulated memory hierarchy of seeds 000/001 (reads) and 004 (writes): sectored
+//! caches with pluggable index functions (the seeds' L2 slice and set functions, XOR masks), LRU
+//! and RRPV replacement, TLB and page table, L2 slices, DRAM banks/rows/refresh, a `Target`
+//! implementation (`SimTarget`), presets, vadd replay and its timeline.
+//!
+//! Constructing a target: `SimTarget::from_preset("rtx4090")`, `SimTarget::from_json_file(path)`,
+//! or `SimTarget::new(hierarchy)` with a `memscope_core::hierarchy::Hierarchy` built in code
+//! (start from `presets::rtx4090()` or `Hierarchy::default()` and change public fields).
 
-use memscope_core::{Probe, TargetError};
+pub mod cache;
+pub mod dram;
+pub mod hash;
+pub mod machine;
+pub mod presets;
+pub mod target;
+pub mod tlb;
 
-/// A simulated hierarchy as a Target (stub until written).
-pub struct SimTarget;
+pub use machine::{Level, Machine, Stats};
+pub use memscope_core::hierarchy::Hierarchy;
+pub use target::SimTarget;
 
-impl SimTarget {
-    pub fn from_preset(name: &str) -> Result<Self, TargetError> {
-        Err(TargetError::Unsupported(format!("sim preset {name}: simulator not written yet")))
-    }
-    pub fn from_json_file(path: &std::path::Path) -> Result<Self, TargetError> {
-        Err(TargetError::Unsupported(format!("sim file {}: simulator not written yet", path.display())))
-    }
-}
+use memscope_core::Probe;
 
 /// Names of the built-in presets.
 pub fn presets() -> &'static [&'static str] {
-    &["rtx4090", "l40s"]
+    presets::PRESETS
 }
 
-/// Simulator-only probes (none yet).
+/// Simulator-only probes (none: every discovery probe runs through the `Target` trait).
 pub fn probes() -> Vec<Box<dyn Probe>> {
     Vec::new()
-}
-
-// Stub: never constructed until the real target is written.
-impl memscope_core::Target for SimTarget {
-    fn info(&self) -> memscope_core::TargetInfo {
-        unreachable!("stub")
-    }
-    fn alloc(&mut self, _bytes: u64) -> Result<memscope_core::Buffer, TargetError> {
-        Err(TargetError::Unsupported("stub".into()))
-    }
-    fn free(&mut self, _buf: memscope_core::Buffer) {}
-    fn flush(&mut self) -> Result<(), TargetError> {
-        Ok(())
-    }
-    fn chase(&mut self, _spec: &memscope_core::ChaseSpec) -> Result<memscope_core::ChaseResult, TargetError> {
-        Err(TargetError::Unsupported("stub".into()))
-    }
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
-    }
 }

@@ -1,0 +1,251 @@
+//! A sectored set-associative cache (seed 000: 128-byte lines of four 32-byte sectors, a slot may
+//! hold only some sectors; seed 004: dirty sector masks, 2-bit RRPV replacement, the 8-dirty rule).
+//! Sets are addressed by a flat index (the L2 uses `slice * sets_per_slice + set`); tags are line
+//! addresses. Replacement: LRU, FIFO, or RRIP (new lines RRPV 1, a hit sets 0, victim = least
+//! recently used among RRPV 2, else age every line and rescan).
+
+use memscope_core::hierarchy::Replacement;
+
+const INVALID: u64 = u64::MAX;
+
+/// One slot.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    tag: u64,
+    /// Last use (LRU order) or insertion (FIFO).
+    stamp: u64,
+    /// Last store (the 8-dirty rule cleans the least recently stored dirty line).
+    store_stamp: u64,
+    valid: u8,
+    dirty: u8,
+    rrpv: u8,
+}
+
+const EMPTY: Slot = Slot { tag: INVALID, stamp: 0, store_stamp: 0, valid: 0, dirty: 0, rrpv: 0 };
+
+/// A line pushed out (or cleaned) with dirty sectors: it goes to the write-back FIFO.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteBack {
+    /// Line address (tag).
+    pub line: u64,
+    /// Dirty sector mask.
+    pub sectors: u8,
+}
+
+/// What a lookup did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// The tag was present.
+    pub tag_hit: bool,
+    /// Sectors asked for that were not valid (fetched from below and now filled).
+    pub missing: u8,
+    /// A dirty line evicted to make room.
+    pub evicted: Option<WriteBack>,
+    /// A dirty line cleaned by the 8-dirty rule (stores only).
+    pub cleaned: Option<WriteBack>,
+}
+
+/// The cache state.
+#[derive(Debug, Clone)]
+pub struct Cache {
+    ways: usize,
+    policy: Replacement,
+    slots: Vec<Slot>,
+    clock: u64,
+    dirty_threshold: u32,
+}
+
+impl Cache {
+    /// `sets` sets of `ways` ways. `dirty_threshold` > 0 enables the 8-dirty rule at that count.
+    pub fn new(sets: usize, ways: usize, policy: Replacement, dirty_threshold: u32) -> Self {
+        Cache { ways, policy, slots: vec![EMPTY; sets * ways], clock: 0, dirty_threshold }
+    }
+
+    /// Forget everything (dirty data is dropped; call `dirty_lines` first to write it back).
+    pub fn clear(&mut self) {
+        self.slots.fill(EMPTY);
+    }
+
+    /// Number of sets.
+    pub fn sets(&self) -> usize {
+        self.slots.len() / self.ways
+    }
+
+    #[inline]
+    fn set_slots(&mut self, set: usize) -> &mut [Slot] {
+        let w = self.ways;
+        &mut self.slots[set * w..set * w + w]
+    }
+
+    /// Whether `line` is present in `set` with all of `sectors` valid (no state change).
+    pub fn probe(&self, set: usize, line: u64, sectors: u8) -> bool {
+        let w = self.ways;
+        self.slots[set * w..set * w + w].iter().any(|s| s.tag == line && s.valid & sectors == sectors)
+    }
+
+    /// Lines present in `set` (tags), for tests and occupancy reports.
+    pub fn lines_in_set(&self, set: usize) -> usize {
+        let w = self.ways;
+        self.slots[set * w..set * w + w].iter().filter(|s| s.tag != INVALID).count()
+    }
+
+    /// A load of `sectors` of `line`: a hit refreshes the line; missing sectors are filled; a miss
+    /// allocates a slot (maybe evicting).
+    #[inline]
+    pub fn load(&mut self, set: usize, line: u64, sectors: u8) -> Outcome {
+        self.clock += 1;
+        let clock = self.clock;
+        let policy = self.policy;
+        let slots = self.set_slots(set);
+        if let Some(s) = slots.iter_mut().find(|s| s.tag == line) {
+            let missing = sectors & !s.valid;
+            s.valid |= sectors;
+            touch(s, policy, clock);
+            return Outcome { tag_hit: true, missing, evicted: None, cleaned: None };
+        }
+        let (way, evicted) = victim(slots, policy);
+        slots[way] = Slot { tag: line, stamp: clock, store_stamp: 0, valid: sectors, dirty: 0, rrpv: 1 };
+        Outcome { tag_hit: false, missing: sectors, evicted, cleaned: None }
+    }
+
+    /// A store writing `sectors` of `line`, of which `full` are written whole (the rest partially,
+    /// under a byte mask). Write-back semantics: the sectors become dirty. `allocate` false: a
+    /// missing line is not allocated (write-around), only reported.
+    #[inline]
+    pub fn store(&mut self, set: usize, line: u64, sectors: u8, full: u8, allocate: bool, mark_dirty: bool) -> Outcome {
+        self.clock += 1;
+        let clock = self.clock;
+        let policy = self.policy;
+        let threshold = self.dirty_threshold;
+        let slots = self.set_slots(set);
+        let mut cleaned = None;
+        if threshold > 0 && mark_dirty {
+            let dirty = slots.iter().filter(|s| s.dirty != 0).count() as u32;
+            if dirty >= threshold {
+                if let Some(s) = slots.iter_mut().filter(|s| s.dirty != 0).min_by_key(|s| s.store_stamp) {
+                    cleaned = Some(WriteBack { line: s.tag, sectors: s.dirty });
+                    s.dirty = 0;
+                }
+            }
+        }
+        if let Some(s) = slots.iter_mut().find(|s| s.tag == line) {
+            s.valid |= full;
+            if mark_dirty {
+                s.dirty |= sectors;
+                s.store_stamp = clock;
+            }
+            touch(s, policy, clock);
+            return Outcome { tag_hit: true, missing: sectors & !s.valid, evicted: None, cleaned };
+        }
+        if !allocate {
+            return Outcome { tag_hit: false, missing: sectors, evicted: None, cleaned };
+        }
+        let (way, evicted) = victim(slots, policy);
+        let dirty = if mark_dirty { sectors } else { 0 };
+        slots[way] = Slot { tag: line, stamp: clock, store_stamp: clock, valid: full, dirty, rrpv: 1 };
+        Outcome { tag_hit: false, missing: sectors & !full, evicted, cleaned }
+    }
+
+    /// Every dirty line (for a final write-back report).
+    pub fn dirty_lines(&self) -> usize {
+        self.slots.iter().filter(|s| s.tag != INVALID && s.dirty != 0).count()
+    }
+}
+
+#[inline]
+fn touch(s: &mut Slot, policy: Replacement, clock: u64) {
+    match policy {
+        Replacement::Lru => s.stamp = clock,
+        Replacement::Fifo => {}
+        Replacement::Rrip => {
+            s.stamp = clock;
+            s.rrpv = 0;
+        }
+    }
+}
+
+/// Pick a victim way: an invalid slot first; LRU/FIFO: smallest stamp; RRIP: least recently used
+/// among RRPV 2, else age all and rescan. A dirty victim goes to the write-back FIFO (seed 004:
+/// handed to the controller, after which the scan finds it clean and takes it).
+#[inline]
+fn victim(slots: &mut [Slot], policy: Replacement) -> (usize, Option<WriteBack>) {
+    if let Some(w) = slots.iter().position(|s| s.tag == INVALID) {
+        return (w, None);
+    }
+    let way = match policy {
+        Replacement::Lru | Replacement::Fifo => {
+            let mut best = 0;
+            for (i, s) in slots.iter().enumerate() {
+                if s.stamp < slots[best].stamp {
+                    best = i;
+                }
+            }
+            best
+        }
+        Replacement::Rrip => loop {
+            let mut best: Option<usize> = None;
+            for (i, s) in slots.iter().enumerate() {
+                if s.rrpv >= 2 && best.is_none_or(|b| s.stamp < slots[b].stamp) {
+                    best = Some(i);
+                }
+            }
+            if let Some(b) = best {
+                break b;
+            }
+            for s in slots.iter_mut() {
+                s.rrpv = (s.rrpv + 1).min(2);
+            }
+        },
+    };
+    let s = slots[way];
+    let wb = if s.dirty != 0 { Some(WriteBack { line: s.tag, sectors: s.dirty }) } else { None };
+    (way, wb)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lru_evicts_least_recent() {
+        let mut c = Cache::new(1, 2, Replacement::Lru, 0);
+        c.load(0, 1, 1);
+        c.load(0, 2, 1);
+        c.load(0, 1, 1);
+        c.load(0, 3, 1);
+        assert!(c.probe(0, 1, 1) && c.probe(0, 3, 1) && !c.probe(0, 2, 1));
+    }
+
+    #[test]
+    fn rrip_keeps_hit_lines_against_a_scan() {
+        let mut c = Cache::new(1, 4, Replacement::Rrip, 0);
+        for l in 0..4 {
+            c.load(0, l, 1);
+        }
+        c.load(0, 0, 1); // RRPV 0
+        for l in 10..13 {
+            c.load(0, l, 1); // streaming lines age and replace the RRPV-1 lines first
+        }
+        assert!(c.probe(0, 0, 1));
+    }
+
+    #[test]
+    fn eight_dirty_rule_cleans_least_recently_stored() {
+        let mut c = Cache::new(1, 16, Replacement::Rrip, 8);
+        for l in 0..8 {
+            assert_eq!(c.store(0, l, 0xf, 0xf, true, true).cleaned, None);
+        }
+        let o = c.store(0, 8, 0xf, 0xf, true, true);
+        assert_eq!(o.cleaned, Some(WriteBack { line: 0, sectors: 0xf }));
+        assert_eq!(c.dirty_lines(), 8);
+    }
+
+    #[test]
+    fn sectors_fill_on_demand() {
+        let mut c = Cache::new(1, 1, Replacement::Lru, 0);
+        assert_eq!(c.load(0, 5, 0b0001).missing, 0b0001);
+        let o = c.load(0, 5, 0b0011);
+        assert!(o.tag_hit);
+        assert_eq!(o.missing, 0b0010);
+    }
+}

@@ -1,0 +1,437 @@
+//! The composed hierarchy (seed 000 read path, seed 004 write path): per-SM L1 (virtually indexed
+//! and tagged, sectored, write-through with allocate-and-update) and TLB, the page table, L2
+//! slices (physically hashed, write-back with dirty sectors, RRPV, 8-dirty rule, optional
+//! near/far partitions), per-controller write-back FIFOs and DRAM. `load`/`store` move one
+//! request (a byte range inside one line) through the levels and return where it was served and
+//! its unloaded latency; counters accumulate in `Stats`.
+
+use crate::cache::{Cache, WriteBack};
+use crate::dram::{Dram, DramAccess};
+use crate::hash::{xor_index, IndexFn};
+use crate::tlb::{PageTable, Tlb};
+use memscope_core::hierarchy::{Hierarchy, Indexing, Replacement};
+use serde::Serialize;
+use std::collections::VecDeque;
+
+/// Where a load was served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Level {
+    L1,
+    L2,
+    /// A hit in the far L2 partition (`l2.far_hit_ns`).
+    L2Far,
+    /// Served from a controller's write-back FIFO (seed 004: "still readable").
+    WriteBackFifo,
+    Dram,
+}
+
+/// One load's path.
+#[derive(Debug, Clone, Copy)]
+pub struct LoadResult {
+    pub level: Level,
+    /// Unloaded latency (plus DRAM bank effects), ns.
+    pub latency_ns: f64,
+    pub tlb_miss: bool,
+    /// L1 set (flat), when L1 was looked up.
+    pub l1_set: u32,
+    /// L2 slice and set (home), when L2 was reached.
+    pub slice: u32,
+    pub l2_set: u32,
+    /// DRAM detail, when DRAM was reached.
+    pub dram: Option<DramAccess>,
+}
+
+/// One store's path.
+#[derive(Debug, Clone, Copy)]
+pub struct StoreResult {
+    pub tlb_miss: bool,
+    pub l1_set: u32,
+    pub slice: u32,
+    pub l2_set: u32,
+    pub l2_hit: bool,
+    /// Dirty lines sent to the write-back FIFO by this store (eviction and the 8-dirty rule).
+    pub writebacks: u32,
+}
+
+/// Counters (all cumulative since construction or `reset_stats`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Stats {
+    pub l1_load_requests: u64,
+    pub l1_load_hits: u64,
+    pub l1_store_requests: u64,
+    pub tlb_lookups: u64,
+    pub tlb_misses: u64,
+    pub l2_read_requests: u64,
+    pub l2_read_sectors: u64,
+    pub l2_read_hits: u64,
+    pub l2_far_hits: u64,
+    pub l2_write_requests: u64,
+    pub l2_write_sectors: u64,
+    pub l2_write_hits: u64,
+    pub l2_writebacks: u64,
+    pub l2_dirty_cleans: u64,
+    pub fifo_read_hits: u64,
+    pub dram_reads: u64,
+    pub dram_read_sectors: u64,
+    pub dram_writes: u64,
+    pub dram_write_sectors: u64,
+    pub dram_activates: u64,
+    pub dram_row_hits: u64,
+    pub dram_refresh_stalls: u64,
+    /// L2 requests (read + write) per slice.
+    pub slice_requests: Vec<u64>,
+}
+
+struct SmState {
+    l1: Cache,
+    tlb: Tlb,
+}
+
+/// The simulated machine's state.
+pub struct Machine {
+    pub h: Hierarchy,
+    l1_masks: Vec<u64>,
+    l1_line_shift: u32,
+    l1_sector_shift: u32,
+    l2_line_shift: u32,
+    l2_sector_shift: u32,
+    l2_sectors_per_line: u32,
+    sets_per_slice: u32,
+    slice_fn: IndexFn,
+    set_fn: IndexFn,
+    slices_per_partition: u32,
+    sms_per_partition: u32,
+    far: Option<f64>,
+    page_shift: u32,
+    sms: Vec<Option<Box<SmState>>>,
+    pub l2: Cache,
+    pub dram: Dram,
+    pub pt: PageTable,
+    fifos: Vec<VecDeque<u64>>,
+    pub stats: Stats,
+}
+
+/// Mask of the sectors covering `[off, off + len)` of a line (`len` >= 1).
+#[inline]
+pub fn sector_mask(off: u64, len: u64, sector_shift: u32) -> u8 {
+    let first = off >> sector_shift;
+    let last = (off + len - 1) >> sector_shift;
+    (((1u32 << (last + 1)) - 1) & !((1u32 << first) - 1)) as u8
+}
+
+impl Machine {
+    /// Build from a validated hierarchy.
+    pub fn new(h: Hierarchy) -> Self {
+        let l2 = &h.l2;
+        let slice_fn = IndexFn::slice(&h.l2_slice_function());
+        let set_fn = IndexFn::set(&h.l2_set_function());
+        let total_sets = (l2.slices * l2.sets_per_slice) as usize;
+        let threshold = if l2.replacement == Replacement::Rrip || l2.dirty_clean_threshold > 0 {
+            l2.dirty_clean_threshold
+        } else {
+            0
+        };
+        let pages = h.dram.capacity_bytes / h.page_bytes;
+        Machine {
+            l1_masks: h.l1_masks(),
+            l1_line_shift: h.l1.line_bytes.trailing_zeros(),
+            l1_sector_shift: h.l1.sector_bytes.trailing_zeros(),
+            l2_line_shift: l2.line_bytes.trailing_zeros(),
+            l2_sector_shift: l2.sector_bytes.trailing_zeros(),
+            l2_sectors_per_line: l2.line_bytes / l2.sector_bytes,
+            sets_per_slice: l2.sets_per_slice,
+            slice_fn,
+            set_fn,
+            slices_per_partition: l2.slices / l2.partitions,
+            sms_per_partition: h.sm.count / l2.partitions,
+            far: if l2.partitions > 1 { l2.far_hit_ns } else { None },
+            page_shift: h.page_bytes.trailing_zeros(),
+            sms: (0..h.sm.count).map(|_| None).collect(),
+            l2: Cache::new(total_sets, l2.ways as usize, l2.replacement, threshold),
+            dram: Dram::new(&h),
+            pt: PageTable::new(h.page_bytes.trailing_zeros(), pages, h.seed),
+            fifos: vec![VecDeque::new(); h.dram.controllers as usize],
+            stats: Stats { slice_requests: vec![0; l2.slices as usize], ..Stats::default() },
+            h,
+        }
+    }
+
+    fn sm(&mut self, sm: u32) -> &mut SmState {
+        let h = &self.h;
+        self.sms[sm as usize].get_or_insert_with(|| {
+            Box::new(SmState {
+                l1: Cache::new(h.l1.sets as usize, h.l1.ways as usize, h.l1.replacement, 0),
+                tlb: Tlb::new(h.tlb.entries as usize, h.tlb.replacement == Replacement::Lru),
+            })
+        })
+    }
+
+    /// Empty every cache, TLB and FIFO (dirty L2 lines are written back first), close DRAM rows.
+    pub fn flush(&mut self) {
+        self.stats.l2_writebacks += self.l2.dirty_lines() as u64;
+        for s in self.sms.iter_mut().flatten() {
+            s.l1.clear();
+            s.tlb.clear();
+        }
+        self.l2.clear();
+        self.fifos.iter_mut().for_each(VecDeque::clear);
+        self.dram.reset();
+    }
+
+    /// Invalidate translations of a virtual page on every SM.
+    pub fn invalidate_page(&mut self, vpn: u64) {
+        for s in self.sms.iter_mut().flatten() {
+            s.tlb.invalidate(vpn);
+        }
+    }
+
+    pub fn reset_stats(&mut self) {
+        let n = self.stats.slice_requests.len();
+        self.stats = Stats { slice_requests: vec![0; n], ..Stats::default() };
+    }
+
+    /// L2 slice of a physical address.
+    #[inline]
+    pub fn slice_of(&self, pa: u64) -> u32 {
+        self.slice_fn.eval(pa)
+    }
+    /// L2 set (inside its slice) of a physical address.
+    #[inline]
+    pub fn l2_set_of(&self, pa: u64) -> u32 {
+        self.set_fn.eval(pa)
+    }
+    /// L1 set of an address (virtual or physical per `l1.indexing`).
+    #[inline]
+    pub fn l1_set_of(&self, a: u64) -> u32 {
+        xor_index(a, &self.l1_masks)
+    }
+    /// Memory controller of a slice.
+    #[inline]
+    pub fn controller_of(&self, slice: u32) -> u32 {
+        (slice as u64 * self.h.dram.controllers as u64 / self.h.l2.slices as u64) as u32
+    }
+    /// L2 partition of an SM.
+    #[inline]
+    pub fn partition_of_sm(&self, sm: u32) -> u32 {
+        sm / self.sms_per_partition
+    }
+
+    /// Translate through SM `sm`'s TLB: (physical address, missed).
+    #[inline]
+    fn translate(&mut self, sm: u32, va: u64) -> (u64, bool) {
+        let shift = self.page_shift;
+        let vpn = va >> shift;
+        self.stats.tlb_lookups += 1;
+        let off = va & ((1u64 << shift) - 1);
+        if let Some(ppn) = self.sm(sm).tlb.lookup(vpn) {
+            return ((ppn << shift) | off, false);
+        }
+        self.stats.tlb_misses += 1;
+        // An unmapped page is a caller bug (SimTarget checks addresses); map it to page 0.
+        let ppn = self.pt.walk(vpn).unwrap_or(0);
+        self.sm(sm).tlb.insert(vpn, ppn);
+        ((ppn << shift) | off, true)
+    }
+
+    /// Send dirty lines to their controller's write-back FIFO; a full FIFO drains its oldest line
+    /// to DRAM.
+    fn write_back(&mut self, wb: WriteBack, now_ns: f64) {
+        self.stats.l2_writebacks += 1;
+        let pa = wb.line << self.l2_line_shift;
+        let c = self.controller_of(self.slice_of(pa)) as usize;
+        let sectors = wb.sectors.count_ones() as u64;
+        self.stats.dram_writes += 1;
+        self.stats.dram_write_sectors += sectors;
+        self.fifos[c].push_back(wb.line);
+        if self.fifos[c].len() > self.h.dram.writeback_fifo_lines as usize {
+            let old = self.fifos[c].pop_front().unwrap_or(wb.line);
+            let a = self.dram.access(c as u32, old << self.l2_line_shift, now_ns, 1.0);
+            self.count_dram(&a);
+        }
+    }
+
+    fn count_dram(&mut self, a: &DramAccess) {
+        if a.row_hit {
+            self.stats.dram_row_hits += 1;
+        } else {
+            self.stats.dram_activates += 1;
+        }
+        if a.refresh_stall_ns > 0.0 {
+            self.stats.dram_refresh_stalls += 1;
+        }
+    }
+
+    /// A load of `len` bytes at virtual address `va` (inside one line) by SM `sm` at time
+    /// `now_ns`; `bypass_l1` for ld.global.cg.
+    pub fn load(&mut self, sm: u32, va: u64, len: u64, bypass_l1: bool, now_ns: f64) -> LoadResult {
+        let h_l1_hit = self.h.l1.hit_ns;
+        let mut tlb_miss = false;
+        let mut pa = None;
+        let mut r = LoadResult {
+            level: Level::L1,
+            latency_ns: h_l1_hit,
+            tlb_miss: false,
+            l1_set: 0,
+            slice: 0,
+            l2_set: 0,
+            dram: None,
+        };
+        if !bypass_l1 {
+            self.stats.l1_load_requests += 1;
+            let a = if self.h.l1.indexing == Indexing::Physical {
+                let (p, m) = self.translate(sm, va);
+                pa = Some(p);
+                tlb_miss = m;
+                p
+            } else {
+                va
+            };
+            let set = self.l1_set_of(a);
+            let line = a >> self.l1_line_shift;
+            let sectors = sector_mask(a & ((1 << self.l1_line_shift) - 1), len, self.l1_sector_shift);
+            r.l1_set = set;
+            let o = self.sm(sm).l1.load(set as usize, line, sectors);
+            if o.missing == 0 {
+                self.stats.l1_load_hits += 1;
+                r.tlb_miss = tlb_miss;
+                r.latency_ns += if tlb_miss { self.h.tlb.miss_ns } else { 0.0 };
+                return r;
+            }
+        }
+        // An L1 miss is translated before it leaves the SM (seed 000), whatever indexes the L2.
+        let pa = match pa {
+            Some(p) => p,
+            None => {
+                let (p, m) = self.translate(sm, va);
+                tlb_miss = m;
+                p
+            }
+        };
+        let key = if self.h.l2.indexing == Indexing::Physical { pa } else { va };
+        let tlb_ns = if tlb_miss { self.h.tlb.miss_ns } else { 0.0 };
+        r.tlb_miss = tlb_miss;
+        let slice = self.slice_of(key);
+        let set = self.l2_set_of(key);
+        r.slice = slice;
+        r.l2_set = set;
+        let line = key >> self.l2_line_shift;
+        let sectors = sector_mask(key & ((1 << self.l2_line_shift) - 1), len, self.l2_sector_shift);
+        self.stats.l2_read_requests += 1;
+        self.stats.l2_read_sectors += sectors.count_ones() as u64;
+        self.stats.slice_requests[slice as usize] += 1;
+        let sps = self.sets_per_slice as usize;
+        // Near/far partitions: look for a copy in the SM's own partition first.
+        let mut far_copy_slot = None;
+        if let Some(far_ns) = self.far {
+            let spp = self.slices_per_partition;
+            let p = self.partition_of_sm(sm);
+            if slice / spp != p {
+                let mirror = (slice % spp + p * spp) as usize;
+                let o = self.l2.load(mirror * sps + set as usize, line, sectors);
+                if let Some(wb) = o.evicted {
+                    self.write_back(wb, now_ns);
+                }
+                if o.missing == 0 {
+                    self.stats.l2_read_hits += 1;
+                    r.level = Level::L2;
+                    r.latency_ns = self.h.l2.hit_ns + tlb_ns;
+                    return r;
+                }
+                far_copy_slot = Some(far_ns);
+            }
+        }
+        let o = self.l2.load(slice as usize * sps + set as usize, line, sectors);
+        if let Some(wb) = o.evicted {
+            self.write_back(wb, now_ns);
+        }
+        if o.missing == 0 {
+            match far_copy_slot {
+                Some(far_ns) => {
+                    self.stats.l2_far_hits += 1;
+                    r.level = Level::L2Far;
+                    r.latency_ns = far_ns + tlb_ns;
+                }
+                None => {
+                    self.stats.l2_read_hits += 1;
+                    r.level = Level::L2;
+                    r.latency_ns = self.h.l2.hit_ns + tlb_ns;
+                }
+            }
+            return r;
+        }
+        let c = self.controller_of(slice);
+        if self.fifos[c as usize].contains(&line) {
+            self.stats.fifo_read_hits += 1;
+            r.level = Level::WriteBackFifo;
+            r.latency_ns = self.h.l2.hit_ns + tlb_ns;
+            return r;
+        }
+        let n = o.missing.count_ones() as u64;
+        self.stats.dram_reads += 1;
+        self.stats.dram_read_sectors += n;
+        let arrive = now_ns + self.h.l2.hit_ns * 0.5;
+        let a = self.dram.access(c, pa, arrive, n as f64 / self.l2_sectors_per_line as f64);
+        self.count_dram(&a);
+        r.level = Level::Dram;
+        r.latency_ns = self.h.dram.latency_ns + a.extra_ns.max(-self.h.dram.activate_ns) + tlb_ns;
+        r.dram = Some(a);
+        r
+    }
+
+    /// A store of `len` bytes at `va` (inside one line): L1 write-through with allocate-and-update,
+    /// then the L2 slice writes the masked bytes and marks the sectors dirty (seed 004).
+    pub fn store(&mut self, sm: u32, va: u64, len: u64, now_ns: f64) -> StoreResult {
+        self.stats.l1_store_requests += 1;
+        let l1_shift = self.l1_line_shift;
+        let l1_off = va & ((1 << l1_shift) - 1);
+        let l1_sectors = sector_mask(l1_off, len, self.l1_sector_shift);
+        let l1_full = full_sectors(l1_off, len, self.l1_sector_shift);
+        let (pa, tlb_miss) = self.translate(sm, va);
+        let l1_key = if self.h.l1.indexing == Indexing::Physical { pa } else { va };
+        let l1_set = self.l1_set_of(l1_key);
+        self.sm(sm).l1.store(l1_set as usize, l1_key >> l1_shift, l1_sectors, l1_full, true, false);
+        let key = if self.h.l2.indexing == Indexing::Physical { pa } else { va };
+        let slice = self.slice_of(key);
+        let set = self.l2_set_of(key);
+        let off = key & ((1 << self.l2_line_shift) - 1);
+        let sectors = sector_mask(off, len, self.l2_sector_shift);
+        let full = full_sectors(off, len, self.l2_sector_shift);
+        self.stats.l2_write_requests += 1;
+        self.stats.l2_write_sectors += sectors.count_ones() as u64;
+        self.stats.slice_requests[slice as usize] += 1;
+        let flat = slice as usize * self.sets_per_slice as usize + set as usize;
+        let o = self.l2.store(flat, key >> self.l2_line_shift, sectors, full, true, true);
+        let mut writebacks = 0;
+        if o.tag_hit {
+            self.stats.l2_write_hits += 1;
+        }
+        if let Some(wb) = o.cleaned {
+            self.stats.l2_dirty_cleans += 1;
+            self.write_back(wb, now_ns);
+            writebacks += 1;
+        }
+        if let Some(wb) = o.evicted {
+            self.write_back(wb, now_ns);
+            writebacks += 1;
+        }
+        StoreResult { tlb_miss, l1_set, slice, l2_set: set, l2_hit: o.tag_hit, writebacks }
+    }
+
+    /// Lines resident in an L2 set of a slice (tests, occupancy).
+    pub fn l2_lines_in(&self, slice: u32, set: u32) -> usize {
+        self.l2.lines_in_set(slice as usize * self.sets_per_slice as usize + set as usize)
+    }
+}
+
+/// Sectors written whole by a store of `[off, off + len)`.
+#[inline]
+fn full_sectors(off: u64, len: u64, sector_shift: u32) -> u8 {
+    let s = 1u64 << sector_shift;
+    let first = off.div_ceil(s);
+    let end = (off + len) / s;
+    if end <= first {
+        return 0;
+    }
+    (((1u32 << end) - 1) & !((1u32 << first) - 1)) as u8
+}

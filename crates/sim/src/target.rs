@@ -1,0 +1,338 @@
+//! `SimTarget`: the simulated hierarchy behind the `Target` trait (DESIGN.md), so every discovery
+//! algorithm runs unchanged on a hierarchy with known ground truth. Buffers get page-aligned,
+//! distinct virtual ranges backed by physical pages from a seeded allocator (virtual != physical
+//! above the page offset); `alloc_aliased` maps one set of physical pages twice (seed 000
+//! footnotes 3 and 6). A chase hops through `Machine::load` (seed 000 appendix "latency chase").
+
+use crate::machine::{Machine, Stats};
+use crate::tlb::SplitMix;
+use memscope_core::hierarchy::Hierarchy;
+use memscope_core::{Buffer, CachePath, ChaseResult, ChaseSpec, Target, TargetError, TargetInfo};
+use std::any::Any;
+use std::path::Path;
+
+#[derive(Debug, Clone)]
+struct Mapping {
+    buf: Buffer,
+    pages: Vec<u64>,
+    /// Id of the other half of an aliased pair (which owns the physical pages).
+    alias_of: Option<u64>,
+}
+
+/// A simulated GPU memory hierarchy as a `Target`.
+pub struct SimTarget {
+    m: Machine,
+    id: String,
+    maps: Vec<Mapping>,
+    next_va: u64,
+    next_id: u64,
+    now_ns: f64,
+    noise: SplitMix,
+}
+
+fn config_err(e: impl std::fmt::Display) -> TargetError {
+    TargetError::Device(format!("invalid simulated hierarchy: {e}"))
+}
+
+impl SimTarget {
+    /// A target simulating `h` (validated first; the error names the offending field).
+    pub fn new(h: Hierarchy) -> Result<Self, TargetError> {
+        h.validate().map_err(config_err)?;
+        let id = format!("sim:{}", h.name);
+        let next_va = 1u64 << (h.address_bits - 1);
+        let noise = SplitMix(h.noise.seed);
+        Ok(SimTarget { m: Machine::new(h), id, maps: Vec::new(), next_va, next_id: 1, now_ns: 0.0, noise })
+    }
+
+    /// A built-in preset (`presets()`).
+    pub fn from_preset(name: &str) -> Result<Self, TargetError> {
+        let h = crate::presets::preset(name).ok_or_else(|| {
+            TargetError::Unsupported(format!(
+                "no simulator preset {name:?} (presets: {})",
+                crate::presets::PRESETS.join(", ")
+            ))
+        })?;
+        let mut t = Self::new(h)?;
+        t.id = format!("sim:{name}");
+        Ok(t)
+    }
+
+    /// A hierarchy JSON file (DESIGN.md format); errors name the offending field.
+    pub fn from_json_file(path: &Path) -> Result<Self, TargetError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| TargetError::Device(format!("cannot read {}: {e}", path.display())))?;
+        let h = Hierarchy::from_json_str(&text).map_err(config_err)?;
+        let mut t = Self::new(h)?;
+        t.id = format!("sim:{}", path.display());
+        Ok(t)
+    }
+
+    /// The hierarchy simulated (ground truth for tests).
+    pub fn hierarchy(&self) -> &Hierarchy {
+        &self.m.h
+    }
+    /// The machine state (counters, direct loads and stores).
+    pub fn machine(&mut self) -> &mut Machine {
+        &mut self.m
+    }
+    /// Counters since construction (or `machine().reset_stats()`).
+    pub fn stats(&self) -> &Stats {
+        &self.m.stats
+    }
+    /// Simulated time so far, ns.
+    pub fn now_ns(&self) -> f64 {
+        self.now_ns
+    }
+    /// Physical address behind a virtual one (what seed 000 reads from the page tables).
+    pub fn physical_address(&self, va: u64) -> Option<u64> {
+        self.m.pt.translate(va)
+    }
+
+    fn map_pages(&mut self, bytes: u64, pages: &[u64], alias_of: Option<u64>) -> Buffer {
+        let shift = self.m.pt.page_shift();
+        let base = self.next_va;
+        for (i, &p) in pages.iter().enumerate() {
+            self.m.pt.map((base >> shift) + i as u64, p);
+        }
+        // distinct ranges with a one-page hole between buffers
+        self.next_va = base + ((pages.len() as u64 + 1) << shift);
+        let buf = Buffer { id: self.next_id, base, bytes };
+        self.next_id += 1;
+        self.maps.push(Mapping { buf, pages: pages.to_vec(), alias_of });
+        buf
+    }
+
+    fn take_pages(&mut self, bytes: u64) -> Result<Vec<u64>, TargetError> {
+        if bytes == 0 {
+            return Err(TargetError::BadSpec("allocation of 0 bytes".into()));
+        }
+        let page = 1u64 << self.m.pt.page_shift();
+        let n = bytes.div_ceil(page);
+        let free = self.m.pt.free_pages();
+        self.m.pt.take(n).ok_or(TargetError::OutOfMemory { asked_bytes: n * page, free_bytes: free * page })
+    }
+
+    /// Allocate `bytes` backed by physically contiguous pages starting at physical address
+    /// `phys_base` (page-aligned), for experiments that need a known physical layout (seed 000:
+    /// "a contiguous 72 MiB").
+    pub fn alloc_contiguous(&mut self, bytes: u64, phys_base: u64) -> Result<Buffer, TargetError> {
+        let shift = self.m.pt.page_shift();
+        if phys_base & ((1 << shift) - 1) != 0 || bytes == 0 {
+            return Err(TargetError::BadSpec(format!("phys_base {phys_base:#x} is not page-aligned (or 0 bytes)")));
+        }
+        let n = bytes.div_ceil(1 << shift);
+        let pages = self.m.pt.take_contiguous(phys_base >> shift, n).ok_or_else(|| {
+            TargetError::BadSpec(format!("physical range {phys_base:#x} + {bytes} bytes is not free"))
+        })?;
+        Ok(self.map_pages(bytes, &pages, None))
+    }
+
+    fn mapping_of(&self, addr: u64) -> Option<&Mapping> {
+        // buffers are few; mappings are kept in base order
+        let i = self.maps.partition_point(|m| m.buf.base <= addr);
+        if i == 0 {
+            return None;
+        }
+        let m = &self.maps[i - 1];
+        m.buf.contains(addr).then_some(m)
+    }
+
+    fn check(&self, spec: &ChaseSpec) -> Result<(u32, usize), TargetError> {
+        if spec.addrs.is_empty() {
+            return Err(TargetError::BadSpec("no addresses".into()));
+        }
+        let w = spec.warps.max(1) as usize;
+        if w > spec.addrs.len() {
+            return Err(TargetError::BadSpec(format!("{} addresses for {w} chains", spec.addrs.len())));
+        }
+        if w > 1024 {
+            return Err(TargetError::BadSpec(format!("warps = {w}: at most 1024")));
+        }
+        let sm = spec.sm.unwrap_or(0);
+        if sm >= self.m.h.sm.count {
+            return Err(TargetError::BadSpec(format!("sm {sm}: this simulated GPU has {} SMs", self.m.h.sm.count)));
+        }
+        for (i, &a) in spec.addrs.iter().enumerate() {
+            if a % 8 != 0 {
+                return Err(TargetError::BadSpec(format!("addrs[{i}] = {a:#x} is not 8-byte aligned")));
+            }
+            if self.mapping_of(a).is_none() {
+                return Err(TargetError::BadSpec(format!("addrs[{i}] = {a:#x} is not inside a live buffer")));
+            }
+        }
+        let mut sorted = spec.addrs.clone();
+        sorted.sort_unstable();
+        if let Some(d) = sorted.windows(2).find(|p| p[0] == p[1]) {
+            return Err(TargetError::BadSpec(format!("address {:#x} appears twice", d[0])));
+        }
+        Ok((sm, w))
+    }
+
+    /// One hop's latency with noise.
+    #[inline]
+    fn hop(&mut self, sm: u32, addr: u64, bypass: bool, t: f64) -> f64 {
+        let mut ns = self.m.load(sm, addr, 8, bypass, t).latency_ns;
+        let n = &self.m.h.noise;
+        if n.jitter_ns > 0.0 {
+            // Box-Muller normal
+            let u1 = self.noise.unit().max(1e-300);
+            let u2 = self.noise.unit();
+            ns += n.jitter_ns * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+        }
+        if n.outlier_fraction > 0.0 && self.noise.unit() < n.outlier_fraction {
+            ns += n.outlier_ns * (1.0 - self.noise.unit());
+        }
+        ns.max(0.0)
+    }
+}
+
+impl Target for SimTarget {
+    fn info(&self) -> TargetInfo {
+        let h = &self.m.h;
+        let mut details = serde_json::Map::new();
+        details.insert("hierarchy".into(), serde_json::to_value(h).unwrap_or_default());
+        TargetInfo {
+            kind: "sim".into(),
+            id: self.id.clone(),
+            name: h.name.clone(),
+            clock_hz: Some(h.clock_hz),
+            bypass_supported: true,
+            aliasing_supported: true,
+            per_hop_supported: true,
+            units: h.sm.count,
+            details,
+        }
+    }
+
+    fn alloc(&mut self, bytes: u64) -> Result<Buffer, TargetError> {
+        let pages = self.take_pages(bytes)?;
+        Ok(self.map_pages(bytes, &pages, None))
+    }
+
+    fn alloc_aliased(&mut self, bytes: u64) -> Result<(Buffer, Buffer), TargetError> {
+        let pages = self.take_pages(bytes)?;
+        let a = self.map_pages(bytes, &pages, None);
+        let b = self.map_pages(bytes, &pages, Some(a.id));
+        Ok((a, b))
+    }
+
+    fn free(&mut self, buf: Buffer) {
+        let Some(i) = self.maps.iter().position(|m| m.buf.id == buf.id) else { return };
+        // free both halves of an aliased pair
+        let partner =
+            self.maps[i].alias_of.or_else(|| self.maps.iter().find(|m| m.alias_of == Some(buf.id)).map(|m| m.buf.id));
+        let ids: Vec<u64> = std::iter::once(buf.id).chain(partner).collect();
+        let shift = self.m.pt.page_shift();
+        let mut give = Vec::new();
+        for id in ids {
+            if let Some(j) = self.maps.iter().position(|m| m.buf.id == id) {
+                let m = self.maps.remove(j);
+                for k in 0..m.pages.len() as u64 {
+                    let vpn = (m.buf.base >> shift) + k;
+                    self.m.pt.unmap(vpn);
+                    self.m.invalidate_page(vpn);
+                }
+                if m.alias_of.is_none() {
+                    give = m.pages;
+                }
+            }
+        }
+        self.m.pt.give_back(&give);
+    }
+
+    fn flush(&mut self) -> Result<(), TargetError> {
+        self.m.flush();
+        Ok(())
+    }
+
+    fn chase(&mut self, spec: &ChaseSpec) -> Result<ChaseResult, TargetError> {
+        let (sm, w) = self.check(spec)?;
+        let bypass = spec.path == CachePath::L1Bypass;
+        let chains: Vec<Vec<u64>> = (0..w).map(|j| spec.addrs.iter().skip(j).step_by(w).copied().collect()).collect();
+        let mut pos = vec![0usize; w];
+        let mut clock = vec![self.now_ns; w];
+        // warm-up laps: every chain walks its whole cycle, interleaved in time
+        let warm_hops: Vec<u64> = chains.iter().map(|c| c.len() as u64 * spec.warmup_laps as u64).collect();
+        let mut sums = vec![0.0; w];
+        self.run_chains(sm, bypass, &chains, &mut pos, &mut clock, &mut sums, &warm_hops, None);
+        let mut res = ChaseResult { ns_per_hop: Vec::new(), cycles_per_hop: Some(Vec::new()), per_hop_ns: None };
+        let hops = spec.hops.max(1);
+        for r in 0..spec.repeats.max(1) {
+            sums.fill(0.0);
+            let mut rec = (spec.per_hop && r + 1 == spec.repeats.max(1)).then(Vec::new);
+            self.run_chains(sm, bypass, &chains, &mut pos, &mut clock, &mut sums, &vec![hops; w], rec.as_mut());
+            let mean = sums.iter().map(|s| s / hops as f64).sum::<f64>() / w as f64;
+            res.ns_per_hop.push(mean);
+            if let Some(c) = res.cycles_per_hop.as_mut() {
+                c.push(mean * self.m.h.clock_hz * 1e-9);
+            }
+            if rec.is_some() {
+                res.per_hop_ns = rec;
+            }
+        }
+        self.now_ns = clock.iter().cloned().fold(self.now_ns, f64::max);
+        Ok(res)
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+impl SimTarget {
+    /// Advance chains: chain j does `hops[j]` dependent loads; with several chains the next hop
+    /// is always the one of the chain whose clock is earliest (they run concurrently).
+    #[allow(clippy::too_many_arguments)]
+    fn run_chains(
+        &mut self,
+        sm: u32,
+        bypass: bool,
+        chains: &[Vec<u64>],
+        pos: &mut [usize],
+        clock: &mut [f64],
+        sums: &mut [f64],
+        hops: &[u64],
+        mut rec: Option<&mut Vec<f64>>,
+    ) {
+        if chains.len() == 1 {
+            let c = &chains[0];
+            let mut t = clock[0];
+            let mut p = pos[0];
+            let mut sum = 0.0;
+            for _ in 0..hops[0] {
+                let ns = self.hop(sm, c[p], bypass, t);
+                t += ns;
+                sum += ns;
+                if let Some(r) = rec.as_deref_mut() {
+                    r.push(ns);
+                }
+                p += 1;
+                if p == c.len() {
+                    p = 0;
+                }
+            }
+            clock[0] = t;
+            sums[0] += sum;
+            pos[0] = p;
+            return;
+        }
+        let mut left: Vec<u64> = hops.to_vec();
+        loop {
+            let mut best: Option<usize> = None;
+            for j in 0..chains.len() {
+                if left[j] > 0 && best.is_none_or(|b| clock[j] < clock[b]) {
+                    best = Some(j);
+                }
+            }
+            let Some(j) = best else { break };
+            let ns = self.hop(sm, chains[j][pos[j]], bypass, clock[j]);
+            clock[j] += ns;
+            sums[j] += ns;
+            if let Some(r) = rec.as_deref_mut() {
+                r.push(ns);
+            }
+            pos[j] = (pos[j] + 1) % chains[j].len();
+            left[j] -= 1;
+        }
+    }
+}

@@ -1,0 +1,192 @@
+//! The per-SM TLB (seed 000 footnote 8: fully associative, 16 entries, least recently used
+//! replaced, shared by the SM's warps; a miss refills in 4.4 ns from a larger on-chip cache) and
+//! the page table with its seeded physical page allocator (footnote 7: the driver picks physical
+//! pages at allocation; one physical page may be mapped at two virtual addresses).
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A fast hasher for page numbers (multiplicative; keys are not adversarial).
+#[derive(Default)]
+pub struct PageHasher(u64);
+impl Hasher for PageHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ *b as u64).wrapping_mul(0x100000001b3);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (n ^ (n >> 29)).wrapping_mul(0x9E3779B97F4A7C15);
+    }
+}
+pub type PageMap<V> = HashMap<u64, V, BuildHasherDefault<PageHasher>>;
+
+/// SplitMix64: the simulator's small deterministic generator (page allocation, noise, phases).
+#[derive(Debug, Clone)]
+pub struct SplitMix(pub u64);
+impl SplitMix {
+    #[inline]
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E3779B97F4A7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in [0, 1).
+    #[inline]
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    /// Uniform in 0..n.
+    #[inline]
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((self.next_u64() as u128 * n as u128) >> 64) as u64
+    }
+}
+
+/// Fully associative TLB of (virtual page, physical page) entries.
+#[derive(Debug, Clone)]
+pub struct Tlb {
+    entries: Vec<(u64, u64, u64)>,
+    capacity: usize,
+    lru: bool,
+    clock: u64,
+}
+
+impl Tlb {
+    pub fn new(capacity: usize, lru: bool) -> Self {
+        Tlb { entries: Vec::with_capacity(capacity), capacity, lru, clock: 0 }
+    }
+    pub fn clear(&mut self) {
+        self.entries.clear();
+    }
+    /// Look up a virtual page; on a hit returns the physical page.
+    #[inline]
+    pub fn lookup(&mut self, vpn: u64) -> Option<u64> {
+        self.clock += 1;
+        let clock = self.clock;
+        let lru = self.lru;
+        self.entries.iter_mut().find(|e| e.0 == vpn).map(|e| {
+            if lru {
+                e.2 = clock;
+            }
+            e.1
+        })
+    }
+    /// Install a translation after a miss, replacing the LRU (or oldest) entry when full.
+    #[inline]
+    pub fn insert(&mut self, vpn: u64, ppn: u64) {
+        self.clock += 1;
+        if self.entries.len() < self.capacity {
+            self.entries.push((vpn, ppn, self.clock));
+            return;
+        }
+        let mut best = 0;
+        for (i, e) in self.entries.iter().enumerate() {
+            if e.2 < self.entries[best].2 {
+                best = i;
+            }
+        }
+        self.entries[best] = (vpn, ppn, self.clock);
+    }
+    /// Drop entries for a virtual page (after `free`).
+    pub fn invalidate(&mut self, vpn: u64) {
+        self.entries.retain(|e| e.0 != vpn);
+    }
+}
+
+/// Virtual-to-physical mapping and the physical page allocator.
+#[derive(Debug, Clone)]
+pub struct PageTable {
+    page_shift: u32,
+    map: PageMap<u64>,
+    free: Vec<u64>,
+    rng: SplitMix,
+}
+
+impl PageTable {
+    /// `pages` physical pages of `1 << page_shift` bytes, handed out in a seeded random order.
+    pub fn new(page_shift: u32, pages: u64, seed: u64) -> Self {
+        PageTable {
+            page_shift,
+            map: PageMap::default(),
+            free: (0..pages).collect(),
+            rng: SplitMix(seed ^ 0x05EE_D0F9_A6E5),
+        }
+    }
+    pub fn page_shift(&self) -> u32 {
+        self.page_shift
+    }
+    pub fn free_pages(&self) -> u64 {
+        self.free.len() as u64
+    }
+    /// Take `n` random free physical pages.
+    pub fn take(&mut self, n: u64) -> Option<Vec<u64>> {
+        if n > self.free.len() as u64 {
+            return None;
+        }
+        Some(
+            (0..n)
+                .map(|_| {
+                    let i = self.rng.below(self.free.len() as u64) as usize;
+                    self.free.swap_remove(i)
+                })
+                .collect(),
+        )
+    }
+    /// Take `n` physically contiguous pages starting at physical page `first`, if all are free.
+    pub fn take_contiguous(&mut self, first: u64, n: u64) -> Option<Vec<u64>> {
+        let want: Vec<u64> = (first..first + n).collect();
+        let set: std::collections::HashSet<u64> = want.iter().copied().collect();
+        if self.free.iter().filter(|p| set.contains(p)).count() as u64 != n {
+            return None;
+        }
+        self.free.retain(|p| !set.contains(p));
+        Some(want)
+    }
+    /// Return physical pages to the allocator.
+    pub fn give_back(&mut self, pages: &[u64]) {
+        self.free.extend_from_slice(pages);
+    }
+    pub fn map(&mut self, vpn: u64, ppn: u64) {
+        self.map.insert(vpn, ppn);
+    }
+    pub fn unmap(&mut self, vpn: u64) {
+        self.map.remove(&vpn);
+    }
+    /// Physical page of a virtual page.
+    #[inline]
+    pub fn walk(&self, vpn: u64) -> Option<u64> {
+        self.map.get(&vpn).copied()
+    }
+    /// Physical address of a virtual address.
+    pub fn translate(&self, va: u64) -> Option<u64> {
+        let mask = (1u64 << self.page_shift) - 1;
+        self.walk(va >> self.page_shift).map(|p| (p << self.page_shift) | (va & mask))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn tlb_lru_cycles_thrash() {
+        let mut t = Tlb::new(16, true);
+        let mut misses = 0;
+        for lap in 0..3 {
+            for p in 0..17 {
+                if t.lookup(p).is_none() {
+                    t.insert(p, p);
+                    if lap > 0 {
+                        misses += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(misses, 34);
+    }
+}
