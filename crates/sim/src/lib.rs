@@ -13,6 +13,7 @@ pub mod hash;
 pub mod machine;
 pub mod presets;
 pub mod target;
+pub mod timeline;
 pub mod tlb;
 
 pub use machine::{Level, Machine, Stats};
