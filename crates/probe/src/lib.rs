@@ -3,6 +3,8 @@
 //! registry of generic probes. Each probe is plan -> measure -> analyze with a pure `analyze`.
 
 pub mod evset;
+pub mod latency;
+pub mod line;
 pub mod measure;
 #[cfg(test)]
 pub(crate) mod testsim;
@@ -11,5 +13,5 @@ use memscope_core::Probe;
 
 /// The generic (backend-independent) probes, in run order (later probes read earlier findings).
 pub fn probes() -> Vec<Box<dyn Probe>> {
-    Vec::new()
+    vec![Box::new(line::LineProbe), Box::new(latency::LatencyProbe)]
 }

@@ -1,0 +1,43 @@
+//! Run the discovery probes on a simulated hierarchy and print the findings with timings:
+//! `cargo run --release -p memscope-probe --example discover -- [PRESET|FILE.json] [probe,...]`.
+
+use memscope_core::{Finding, NoProgress, ProbeContext, Target};
+use std::collections::BTreeMap;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let which = args.get(1).cloned().unwrap_or_else(|| "rtx4090".into());
+    let only: Vec<String> = args.get(2).map(|s| s.split(',').map(String::from).collect()).unwrap_or_default();
+    let mut t: Box<dyn Target> = if which.ends_with(".json") {
+        Box::new(memscope_sim::SimTarget::from_json_file(std::path::Path::new(&which)).expect("sim file"))
+    } else {
+        Box::new(memscope_sim::SimTarget::from_preset(&which).expect("preset"))
+    };
+    let mut earlier: BTreeMap<String, Finding> = BTreeMap::new();
+    let all = std::time::Instant::now();
+    for p in memscope_probe::probes() {
+        if !only.is_empty() && !only.iter().any(|k| k == p.key()) {
+            continue;
+        }
+        let start = std::time::Instant::now();
+        let snapshot = earlier.clone();
+        let mut ctx = ProbeContext { target: &mut *t, quick: false, progress: &NoProgress, earlier: &snapshot };
+        match p.run(&mut ctx) {
+            Ok(out) => {
+                println!("== {} ({:.2} s)", p.key(), start.elapsed().as_secs_f64());
+                for (k, f) in &out.findings {
+                    println!(
+                        "  {k} = {} {} [{:?}] {}",
+                        f.value,
+                        f.unit,
+                        f.confidence,
+                        f.note.clone().unwrap_or_default()
+                    );
+                }
+                earlier.extend(out.findings);
+            }
+            Err(e) => println!("== {} FAILED: {e}", p.key()),
+        }
+    }
+    println!("total {:.2} s", all.elapsed().as_secs_f64());
+}

@@ -1,0 +1,312 @@
+//! `latency`: latency versus footprint through the L1-cached and the L1-bypassing path (seed 000
+//! appendix, "A latency chase": a cycle through the chosen lines, many hops, mean and median ns per
+//! hop). Levels are plateaus (memscope_core::knee), capacities the knees, refined by bisection on
+//! the number of lines; DRAM latency comes from one cold lap. Footprints use dense lines visited
+//! 4 KiB block by block (lines shuffled inside a block), so a TLB miss happens once per page and
+//! cannot masquerade as a level.
+
+use crate::measure::{gpu_applicability, latency_finding, Levels, Meter, Timing};
+use memscope_core::knee::{detect_plateaus, Plateau};
+use memscope_core::{
+    Applicability, CachePath, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, Series, TargetInfo,
+};
+use rand::seq::SliceRandom;
+
+pub struct LatencyProbe;
+
+/// Footprint-ordered addresses: `n` lines of `stride` bytes from `base`, visited block by block
+/// (4 KiB blocks in address order), shuffled within each block.
+pub fn dense_lines(m: &mut Meter<'_>, base: u64, stride: u64, n: u64) -> Vec<u64> {
+    let per_block = (4096 / stride).max(1);
+    let mut out = Vec::with_capacity(n as usize);
+    let mut i = 0;
+    while i < n {
+        let end = (i + per_block).min(n);
+        let mut block: Vec<u64> = (i..end).map(|k| base + k * stride).collect();
+        block.shuffle(m.rng());
+        out.extend(block);
+        i = end;
+    }
+    out
+}
+
+/// One point of a sweep.
+#[derive(Debug, Clone)]
+pub struct Point {
+    pub bytes: u64,
+    pub typical_ns: f64,
+    pub timing: Timing,
+}
+
+/// What the sweeps say, reduced by `analyze`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Levels3 {
+    /// Plateaus of the L1-cached sweep.
+    pub cached: Vec<Plateau>,
+    /// Plateaus of the L1-bypassing sweep.
+    pub bypass: Vec<Plateau>,
+}
+
+/// Pure analysis: plateaus of both curves (x = bytes, y = typical ns per hop).
+pub fn analyze(cached: &[(f64, f64)], bypass: &[(f64, f64)]) -> Levels3 {
+    let split = |v: &[(f64, f64)]| -> (Vec<f64>, Vec<f64>) { v.iter().copied().unzip() };
+    let (cx, cy) = split(cached);
+    let (bx, by) = split(bypass);
+    Levels3 { cached: detect_plateaus(&cx, &cy, 1.15), bypass: detect_plateaus(&bx, &by, 1.15) }
+}
+
+/// Intermediate plateaus of the bypassing curve strictly between the L2 hit level and DRAM.
+pub fn intermediate(bypass: &[Plateau], l2_ns: f64, dram_ns: f64) -> Vec<&Plateau> {
+    bypass.iter().filter(|p| p.latency > l2_ns * 1.1 && p.latency < dram_ns * 0.9).collect()
+}
+
+fn sweep(
+    m: &mut Meter<'_>,
+    base: u64,
+    stride: u64,
+    max_bytes: u64,
+    path: CachePath,
+    stop_ns: Option<f64>,
+    progress: &dyn memscope_core::Progress,
+) -> Result<Vec<Point>, ProbeError> {
+    let mut out: Vec<Point> = Vec::new();
+    let mut k = 0u32;
+    loop {
+        // Half-octave steps from 4 KiB to 1 MiB, then octaves (large chases cost the most).
+        let exp = if k <= 16 { k as f64 / 2.0 } else { (k - 8) as f64 };
+        let bytes = ((4096.0 * 2f64.powf(exp)) as u64 / stride).max(1) * stride;
+        k += 1;
+        if bytes > max_bytes {
+            break;
+        }
+        let lines = dense_lines(m, base, stride, bytes / stride);
+        let t = m.chase(&lines, path, 1, 4000, 1)?;
+        let typical = t.typical_ns();
+        out.push(Point { bytes, typical_ns: typical, timing: t });
+        progress.advance(1);
+        // Stop two points after the curve reaches the stop level (DRAM).
+        if let Some(s) = stop_ns {
+            let n = out.len();
+            if n >= 2 && out[n - 1].typical_ns > 0.93 * s {
+                break;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Smallest line count in `(lo, hi]` at which a chase over the first `n` lines misses (at least
+/// `threshold` misses per lap beyond `baseline`), by bisection; `lo` fits, `hi` misses.
+#[allow(clippy::too_many_arguments)]
+pub fn bisect_capacity(
+    m: &mut Meter<'_>,
+    base: u64,
+    stride: u64,
+    path: CachePath,
+    levels: Levels,
+    mut lo: u64,
+    mut hi: u64,
+    threshold_fraction: f64,
+    steps: u32,
+) -> Result<(u64, u64), ProbeError> {
+    let mut steps_done = 0;
+    while hi - lo > 1 && steps_done < steps {
+        let mid = lo + (hi - lo) / 2;
+        let lines = dense_lines(m, base, stride, mid);
+        let t = m.chase(&lines, path, 2, 4000, 1)?;
+        let misses = levels.misses_per_lap(&t, lines.len());
+        if misses >= (threshold_fraction * mid as f64).max(0.5) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+        steps_done += 1;
+    }
+    Ok((lo, hi))
+}
+
+impl Probe for LatencyProbe {
+    fn key(&self) -> &'static str {
+        "latency"
+    }
+    fn description(&self) -> &'static str {
+        "latency vs footprint through L1 and past it: hit latencies, capacities, far-L2 plateau, DRAM"
+    }
+    fn applicability(&self, info: &TargetInfo) -> Applicability {
+        gpu_applicability(info, true)
+    }
+    fn run(&self, ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError> {
+        let quick = ctx.quick;
+        let progress = ctx.progress;
+        let earlier = ctx.earlier.clone();
+        let mut m = Meter::new(&mut *ctx.target, 11);
+        let info = m.info.clone();
+        let stride = crate::measure::earlier_u64(&earlier, "l1.line_bytes").unwrap_or(32);
+        let max_bytes: u64 = if quick { 256 << 20 } else { 512 << 20 };
+        let buf = m.alloc(max_bytes)?;
+        let base = buf.base;
+        let mut out = ProbeOutput::default();
+
+        // Fixed points: L1 hit, L2 hit (few lines of one block), DRAM (one cold lap).
+        let few = dense_lines(&mut m, base, stride, (2048 / stride).max(4));
+        let l1 = m.chase(&few, CachePath::L1Cached, 200, 4000, 2)?;
+        let l2 = m.chase(&few, CachePath::L1Bypass, 200, 4000, 2)?;
+        let cold = dense_lines(&mut m, base + (64 << 20), stride.max(128), 4096);
+        let dram = m.cold_lap(&cold, CachePath::L1Bypass)?;
+        let (l1_ns, l2_ns, dram_ns) = (l1.typical_ns(), l2.typical_ns(), dram.typical_ns());
+
+        progress.start(40, "latency sweeps");
+        let cached = sweep(&mut m, base, stride, (8 << 20).min(max_bytes), CachePath::L1Cached, Some(l2_ns), progress)?;
+        let bypass = sweep(&mut m, base, stride, max_bytes, CachePath::L1Bypass, Some(dram_ns), progress)?;
+        let pts = |v: &[Point]| v.iter().map(|p| (p.bytes as f64, p.typical_ns)).collect::<Vec<_>>();
+        let lv = analyze(&pts(&cached), &pts(&bypass));
+
+        let method_fix = "pointer chase, median per-hop time";
+        out.finding(
+            "l1.hit_latency_ns",
+            latency_finding(&l1, l1_ns, &info, &format!("{method_fix}, L1-cached, 2 KiB footprint")),
+        );
+        out.finding(
+            "l2.hit_latency_ns",
+            latency_finding(&l2, l2_ns, &info, &format!("{method_fix}, L1-bypassing, 2 KiB footprint")),
+        );
+        out.finding(
+            "dram.latency_ns",
+            latency_finding(
+                &dram,
+                dram_ns,
+                &info,
+                &format!("{method_fix}, one cold lap over 4096 lines after a flush"),
+            ),
+        );
+
+        // L1 capacity: the knee of the cached curve, refined by bisection on the line count.
+        let l1_levels = Levels { hit_ns: l1_ns, miss_ns: l2_ns };
+        let first_miss = cached.iter().position(|p| p.typical_ns > l1_ns + 0.5 * (l2_ns - l1_ns));
+        match first_miss {
+            Some(i) if i > 0 && l1_levels.separable() => {
+                let lo = cached[i - 1].bytes / stride;
+                let hi = cached[i].bytes / stride;
+                let (fit, _) = bisect_capacity(&mut m, base, stride, CachePath::L1Cached, l1_levels, lo, hi, 0.0, 24)?;
+                out.finding(
+                    "l1.capacity_bytes",
+                    Finding::integer(fit * stride, "bytes", "largest dense footprint with no L1 misses (bisection on lines)", Confidence::High)
+                        .with_note("exact when the set-index function is full-rank on the low line bits; otherwise a lower bound (l1.sets comes from the index function)"),
+                );
+            }
+            _ => out.finding(
+                "l1.capacity_bytes",
+                Finding::undetermined(
+                    "bytes",
+                    "L1-cached sweep",
+                    "no step from the L1 hit level to the L2 level on the L1-cached sweep",
+                ),
+            ),
+        }
+
+        // L2 capacity: last footprint on the L2 plateau of the bypassing curve, refined.
+        let l2_levels = Levels { hit_ns: l2_ns, miss_ns: dram_ns };
+        let first_slow = bypass.iter().position(|p| p.typical_ns > l2_ns * 1.1);
+        match first_slow {
+            Some(i) if i > 0 && l2_levels.separable() => {
+                // Miss rate of a fitting footprint: the noise floor of the miss window.
+                let fit_bytes = bypass[i - 1].bytes;
+                let floor_t = &bypass[i - 1].timing;
+                let floor = l2_levels.misses_per_lap(floor_t, 1);
+                let lo = fit_bytes / stride;
+                let hi = bypass[i].bytes / stride;
+                let steps = if quick { 3 } else { 5 };
+                let (fit, miss) =
+                    bisect_capacity(&mut m, base, stride, CachePath::L1Bypass, l2_levels, lo, hi, floor + 3e-4, steps)?;
+                let conf = if miss - fit <= fit / 64 { Confidence::Medium } else { Confidence::Low };
+                out.finding(
+                    "l2.capacity_bytes",
+                    Finding::integer(fit * stride, "bytes", "largest dense footprint with no L2 misses above the noise floor", conf)
+                        .with_note(&format!("resolution {} bytes; physically hashed: a virtual footprint fills sets unevenly, so this is a lower bound", (miss - fit) * stride)),
+                );
+            }
+            _ => out.finding(
+                "l2.capacity_bytes",
+                Finding::undetermined("bytes", "L1-bypassing sweep", "the L1-bypassing sweep never left the L2 level"),
+            ),
+        }
+
+        // Far L2: an intermediate plateau between the L2 hit level and DRAM.
+        let mids = intermediate(&lv.bypass, l2_ns, dram_ns);
+        match mids.first() {
+            Some(p) => {
+                let mut f = Finding::number(
+                    p.latency,
+                    "ns",
+                    "intermediate plateau of the L1-bypassing sweep",
+                    Confidence::Medium,
+                );
+                if let Some(hz) = info.clock_hz {
+                    f = f.with_cycles(p.latency * 1e-9 * hz);
+                }
+                out.finding(
+                    "l2.far_hit_latency_ns",
+                    f.with_note(&format!("plateau from {} to {} bytes", p.x_first, p.x_last)),
+                );
+            }
+            None => out.finding(
+                "l2.far_hit_latency_ns",
+                Finding::undetermined(
+                    "ns",
+                    "L1-bypassing sweep",
+                    "no intermediate plateau between the L2 hit level and DRAM: one L2 partition as seen from this SM",
+                ),
+            ),
+        }
+
+        let series = |v: &[Point], d: &str, marks: Vec<f64>| Series {
+            description: d.into(),
+            x_name: "footprint".into(),
+            x_unit: "bytes".into(),
+            y_name: "latency".into(),
+            y_unit: "ns".into(),
+            x: v.iter().map(|p| p.bytes as f64).collect(),
+            y: v.iter().map(|p| p.typical_ns).collect(),
+            y_spread: Some(v.iter().map(|p| p.timing.sample().map(|s| s.mad()).unwrap_or(0.0)).collect()),
+            marks,
+        };
+        let cmarks = lv.cached.iter().filter_map(|p| p.capacity).collect();
+        let bmarks = lv.bypass.iter().filter_map(|p| p.capacity).collect();
+        out.series("latency.l1_cached", series(&cached, "median ns per hop, ld.global.ca, dense lines", cmarks));
+        out.series("latency.l1_bypass", series(&bypass, "median ns per hop, ld.global.cg, dense lines", bmarks));
+        m.target.free(buf);
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_three_levels_and_a_far_plateau() {
+        let x: Vec<f64> = (0..24).map(|k| 4096.0 * 2f64.powi(k)).collect();
+        let y: Vec<f64> = x
+            .iter()
+            .map(|&b| {
+                if b <= 4e6 {
+                    127.0
+                } else if b <= 3e7 {
+                    200.0
+                } else {
+                    400.0
+                }
+            })
+            .collect();
+        let lv = analyze(
+            &[(1.0, 15.0), (2.0, 15.1), (4.0, 127.0), (8.0, 127.0)],
+            &x.iter().copied().zip(y).collect::<Vec<_>>(),
+        );
+        assert_eq!(lv.cached.len(), 2);
+        assert_eq!(lv.bypass.len(), 3);
+        let mids = intermediate(&lv.bypass, 127.0, 400.0);
+        assert_eq!(mids.len(), 1);
+        assert!((mids[0].latency - 200.0).abs() < 1e-9);
+        assert!(intermediate(&lv.bypass[..1], 127.0, 400.0).is_empty());
+    }
+}
