@@ -1,37 +1,18 @@
-//! memscope-cpu: the host CPU as a `Target` and the CPU-only probes. Being written.
+//! memscope-cpu: the host CPU as a `Target` (pointer chase over a random single cycle of lines,
+//! seed 000 appendix, with huge pages where the kernel gives them) and the CPU-only probes:
+//! `cpu.latency` (latency versus footprint, levels by knee detection) and `cpu.stride` (the
+//! strided copy of seed 002 and the line size it implies).
 
-use memscope_core::{Probe, TargetError};
+pub mod latency;
+pub mod stride;
+pub mod sysinfo;
+mod target;
 
-/// The host CPU target (stub until written).
-pub struct CpuTarget;
+pub use target::{CpuTarget, PageKind};
 
-impl CpuTarget {
-    pub fn new() -> Result<Self, TargetError> {
-        Err(TargetError::Unsupported("CPU target not written yet".into()))
-    }
-}
+use memscope_core::Probe;
 
-/// CPU-only probes.
+/// CPU-only probes, in run order.
 pub fn probes() -> Vec<Box<dyn Probe>> {
-    Vec::new()
-}
-
-// Stub: never constructed until the real target is written.
-impl memscope_core::Target for CpuTarget {
-    fn info(&self) -> memscope_core::TargetInfo {
-        unreachable!("stub")
-    }
-    fn alloc(&mut self, _bytes: u64) -> Result<memscope_core::Buffer, TargetError> {
-        Err(TargetError::Unsupported("stub".into()))
-    }
-    fn free(&mut self, _buf: memscope_core::Buffer) {}
-    fn flush(&mut self) -> Result<(), TargetError> {
-        Ok(())
-    }
-    fn chase(&mut self, _spec: &memscope_core::ChaseSpec) -> Result<memscope_core::ChaseResult, TargetError> {
-        Err(TargetError::Unsupported("stub".into()))
-    }
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
-    }
+    vec![Box::new(latency::CpuLatency), Box::new(stride::CpuStride)]
 }

@@ -1,0 +1,293 @@
+//! `cpu.latency`: latency versus footprint of a random single-cycle pointer chase over the host's
+//! cache lines (seed 000 appendix, "the latency chase", on the CPU), segmented into levels by the
+//! knee detector of `memscope_core::knee`: L1d, L2, L3 hit latency and capacity, DRAM latency.
+//!
+//! Plan: footprints from 4 KiB to four times the OS-reported last-level cache (at least 64 MiB,
+//! at most 1 GiB), four per octave; one buffer of the largest footprint (2 MiB pages where the
+//! kernel gives them, so TLB misses do not raise the far plateaus); each footprint chases every
+//! line of the buffer's first `footprint` bytes in a fresh random order (a random cycle defeats
+//! the prefetchers). Measure: warm-up laps, then `repeats` timed runs of `hops` hops each.
+//! Analyze: median per footprint, plateaus with at least three points differing by 1.3x.
+
+use crate::sysinfo;
+use memscope_core::knee::{detect_plateaus_with, KneeConfig, Plateau};
+use memscope_core::stats::Sample;
+use memscope_core::{
+    Applicability, CachePath, ChaseSpec, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, Series,
+    TargetInfo,
+};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+
+/// Levels must differ by this ratio to count as distinct.
+pub const MIN_STEP_RATIO: f64 = 1.3;
+/// Fewest footprints on a CPU level (no short intermediate levels are expected on a CPU).
+pub const MIN_POINTS: usize = 3;
+
+/// The sweep.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub footprints: Vec<u64>,
+    pub line_bytes: u64,
+    pub hops: u64,
+    pub repeats: u32,
+    /// Footprints up to this size get warm-up laps (beyond it every hop misses anyway).
+    pub warm_limit_bytes: u64,
+}
+
+/// Footprints 4 KiB * 2^(k/4) up to 4x the LLC (64 MiB..1 GiB), rounded down to whole lines.
+pub fn plan(quick: bool, llc_bytes: Option<u64>, line_bytes: Option<u64>) -> Plan {
+    let line = line_bytes.filter(|l| l.is_power_of_two() && (16..=512).contains(l)).unwrap_or(64);
+    let llc = llc_bytes.unwrap_or(64 << 20);
+    let max = (4 * llc).clamp(64 << 20, 1 << 30);
+    let mut footprints = Vec::new();
+    let mut k = 0;
+    loop {
+        let f = ((4096.0 * 2f64.powf(k as f64 / 4.0)) as u64) / line * line;
+        if f > max {
+            break;
+        }
+        footprints.push(f);
+        k += 1;
+    }
+    let (hops, repeats) = if quick { (150_000, 5) } else { (1_000_000, 9) };
+    Plan { footprints, line_bytes: line, hops, repeats, warm_limit_bytes: 2 * llc }
+}
+
+/// The CPU latency-versus-footprint probe.
+pub struct CpuLatency;
+
+impl Probe for CpuLatency {
+    fn key(&self) -> &'static str {
+        "cpu.latency"
+    }
+    fn description(&self) -> &'static str {
+        "CPU latency vs footprint (random pointer chase, 4 KiB to 4x LLC): L1d/L2/L3 latency and capacity, DRAM latency"
+    }
+    fn applicability(&self, target: &TargetInfo) -> Applicability {
+        if target.kind == "cpu" {
+            Applicability::Applicable
+        } else {
+            Applicability::Waived("CPU-only probe".into())
+        }
+    }
+    fn run(&self, ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError> {
+        let p = plan(ctx.quick, sysinfo::os_llc_bytes(), sysinfo::os_line_bytes());
+        let max = *p.footprints.last().expect("non-empty plan");
+        let buf = ctx.target.alloc(max)?;
+        let pages = ctx
+            .target
+            .as_any_mut()
+            .downcast_mut::<crate::CpuTarget>()
+            .map(|t| t.page_note(&buf))
+            .unwrap_or_else(|| "page size unknown".into());
+        ctx.progress.start(p.footprints.len() as u64, "latency vs footprint");
+        let mut samples = Vec::with_capacity(p.footprints.len());
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x6d656d73);
+        let mut result = Ok(());
+        for &f in &p.footprints {
+            let n = f / p.line_bytes;
+            let mut order: Vec<u64> = (0..n).collect();
+            order.shuffle(&mut rng);
+            let addrs: Vec<u64> = order.iter().map(|i| buf.addr(i * p.line_bytes)).collect();
+            let mut spec = ChaseSpec::new(addrs, CachePath::L1Cached, p.hops);
+            spec.repeats = p.repeats;
+            spec.warmup_laps = if f <= p.warm_limit_bytes { (p.hops / 4).div_ceil(n).clamp(1, 1000) as u32 } else { 0 };
+            match ctx.target.chase(&spec) {
+                Ok(r) => samples.push(r.ns_per_hop),
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+            ctx.progress.advance(1);
+        }
+        ctx.target.free(buf);
+        result?;
+        let x: Vec<f64> = p.footprints.iter().map(|&f| f as f64).collect();
+        let method = format!(
+            "random single-cycle pointer chase over {} B lines, {} hops x {} repeats per footprint, 4 footprints per octave; {pages}",
+            p.line_bytes, p.hops, p.repeats
+        );
+        let mut out = analyze(&x, &samples, ctx.target.info().clock_hz, &method);
+        let huge_ok = pages.contains("hugetlbfs") || (pages.starts_with("THP: ") && !pages.starts_with("THP: 0 of"));
+        if !huge_ok {
+            out.warnings
+                .push(format!("huge pages not obtained ({pages}): TLB misses may raise the L3 and DRAM plateaus"));
+        }
+        Ok(out)
+    }
+}
+
+fn level_latency(key: &str, pl: &Plateau, samples: &[Vec<f64>], clock_hz: Option<f64>, method: &str) -> Finding {
+    let pooled: Vec<f64> = samples[pl.points.clone()].iter().flatten().copied().collect();
+    let s = match Sample::new(&pooled) {
+        Ok(s) => s,
+        Err(e) => return Finding::undetermined("ns", method, &format!("{key}: {e}")),
+    };
+    let rel = s.mad() / s.median();
+    let conf = if pl.points.len() >= 4 && rel < 0.05 { Confidence::High } else { Confidence::Medium };
+    let mut f = Finding::number(
+        s.median(),
+        "ns",
+        &format!(
+            "{method}; median of the {} footprints {}..{} B on the plateau",
+            pl.points.len(),
+            pl.x_first,
+            pl.x_last
+        ),
+        conf,
+    )
+    .with_spread(s.spread());
+    if let Some(hz) = clock_hz {
+        f = f.with_cycles(s.median() * hz / 1e9);
+    }
+    f
+}
+
+fn level_capacity(pl: &Plateau, x: &[f64], method: &str) -> Finding {
+    match pl.capacity {
+        Some(c) => {
+            let next = x.get(pl.points.end).copied().unwrap_or(c);
+            Finding::integer(
+                c.round() as u64,
+                "bytes",
+                &format!("{method}; knee: last footprint on the plateau, moved toward the next by its hit fraction"),
+                if pl.points.len() >= 4 { Confidence::High } else { Confidence::Medium },
+            )
+            .with_note(&format!("the level ends between {} and {} bytes (one sweep step)", pl.x_last, next))
+        }
+        None => Finding::undetermined("bytes", method, "the curve ends on this level"),
+    }
+}
+
+/// Pure analysis: footprints `x` (bytes, ascending), `samples[i]` the ns-per-hop repeats at
+/// `x[i]`. Level assignment: the first plateau is L1d, the last is DRAM when the curve ends on
+/// it, the first plateau in between is L2 and the last in between is L3 (extra middle levels
+/// are reported as a warning).
+pub fn analyze(x: &[f64], samples: &[Vec<f64>], clock_hz: Option<f64>, method: &str) -> ProbeOutput {
+    let mut out = ProbeOutput::default();
+    let y: Vec<f64> = samples.iter().map(|s| memscope_core::stats::median(s)).collect();
+    let mad: Vec<f64> = samples.iter().map(|s| Sample::new(s).map(|s| s.mad()).unwrap_or(f64::NAN)).collect();
+    let levels = detect_plateaus_with(x, &y, &KneeConfig { min_step_ratio: MIN_STEP_RATIO, min_points: MIN_POINTS });
+    let marks: Vec<f64> = levels.iter().filter_map(|p| p.capacity).collect();
+    out.series(
+        "cpu.latency",
+        Series {
+            description: "CPU pointer-chase latency versus footprint (median of repeats; y_spread = MAD)".into(),
+            x_name: "footprint".into(),
+            x_unit: "bytes".into(),
+            y_name: "latency".into(),
+            y_unit: "ns".into(),
+            x: x.to_vec(),
+            y: y.clone(),
+            y_spread: Some(mad),
+            marks,
+        },
+    );
+    let ends_on_last = levels.last().is_some_and(|l| l.capacity.is_none());
+    let dram = if levels.len() >= 2 && ends_on_last { levels.last() } else { None };
+    let middle: &[Plateau] = match (levels.len(), dram.is_some()) {
+        (0, _) => &[],
+        (n, true) => &levels[1..n - 1],
+        (n, false) => &levels[1..n],
+    };
+    if middle.len() > 2 {
+        out.warnings.push(format!(
+            "{} levels between L1d and the last: L2 is the first ({:.1} ns), L3 the last ({:.1} ns)",
+            middle.len(),
+            middle[0].latency,
+            middle[middle.len() - 1].latency
+        ));
+    }
+    let l1 = levels.first();
+    let l2 = middle.first();
+    let l3 = if middle.len() >= 2 { middle.last() } else { None };
+    let why = |what: &str| match levels.len() {
+        0 => "no plateau found in the latency curve".to_string(),
+        n => format!("{n} level(s) found; no {what} level between them"),
+    };
+    for (name, lv) in [("l1d", l1), ("l2", l2), ("l3", l3)] {
+        match lv {
+            Some(pl) => {
+                out.finding(&format!("cpu.{name}.hit_latency_ns"), level_latency(name, pl, samples, clock_hz, method));
+                out.finding(&format!("cpu.{name}.capacity_bytes"), level_capacity(pl, x, method));
+            }
+            None => {
+                let reason = why(name);
+                out.finding(&format!("cpu.{name}.hit_latency_ns"), Finding::undetermined("ns", method, &reason));
+                out.finding(&format!("cpu.{name}.capacity_bytes"), Finding::undetermined("bytes", method, &reason));
+            }
+        }
+    }
+    let dram_f = match dram {
+        Some(pl) => level_latency("dram", pl, samples, clock_hz, method),
+        None if levels.is_empty() => Finding::undetermined("ns", method, "no plateau found in the latency curve"),
+        None => Finding::undetermined("ns", method, "latency still rising at the largest footprint: no DRAM plateau"),
+    };
+    out.finding("cpu.dram.latency_ns", dram_f);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_covers_4k_to_4x_llc() {
+        let p = plan(false, Some(32 << 20), Some(64));
+        assert_eq!(p.footprints[0], 4096);
+        assert_eq!(*p.footprints.last().unwrap(), 128 << 20);
+        assert!(p.footprints.contains(&(32 << 10)) && p.footprints.contains(&(512 << 10)));
+        assert!(p.footprints.windows(2).all(|w| w[1] > w[0] && w[1] % 64 == 0));
+        assert_eq!(p.footprints.len(), 15 * 4 + 1);
+        let q = plan(true, None, None);
+        assert!(q.hops < p.hops && q.repeats < p.repeats);
+        assert_eq!(*q.footprints.last().unwrap(), 256 << 20);
+    }
+
+    fn synthetic(levels: &[(f64, f64)], x: &[f64]) -> Vec<Vec<f64>> {
+        x.iter()
+            .enumerate()
+            .map(|(i, &f)| {
+                let lat = levels.iter().find(|l| f <= l.1).map(|l| l.0).unwrap_or(levels.last().unwrap().0);
+                (0..5).map(|r| lat * (1.0 + 0.01 * (((i * 7 + r * 3) % 5) as f64 - 2.0))).collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn analyze_names_four_levels() {
+        let p = plan(false, Some(32 << 20), Some(64));
+        let x: Vec<f64> = p.footprints.iter().map(|&f| f as f64).collect();
+        let s = synthetic(&[(1.2, 32768.0), (4.0, 524288.0), (14.0, 32.0 * 1048576.0), (95.0, f64::INFINITY)], &x);
+        let out = analyze(&x, &s, Some(3e9), "test");
+        let v = |k: &str| out.findings[k].as_f64().unwrap_or(f64::NAN);
+        assert!((v("cpu.l1d.hit_latency_ns") / 1.2 - 1.0).abs() < 0.03);
+        assert_eq!(v("cpu.l1d.capacity_bytes"), 32768.0);
+        assert_eq!(v("cpu.l2.capacity_bytes"), 524288.0);
+        assert_eq!(v("cpu.l3.capacity_bytes"), 32.0 * 1048576.0);
+        assert!((v("cpu.dram.latency_ns") / 95.0 - 1.0).abs() < 0.03);
+        assert!((out.findings["cpu.l2.hit_latency_ns"].cycles.unwrap() / 12.0 - 1.0).abs() < 0.03);
+        assert!(out.findings["cpu.l3.hit_latency_ns"].spread.is_some());
+        assert_eq!(out.series["cpu.latency"].marks.len(), 3);
+    }
+
+    #[test]
+    fn analyze_says_what_is_missing() {
+        let x: Vec<f64> = (0..40).map(|k| 4096.0 * 2f64.powf(k as f64 / 4.0)).collect();
+        // L1, L2, then a curve still rising at the end: no L3 plateau, no DRAM plateau.
+        let mut s = synthetic(&[(1.0, 32768.0), (4.0, 1048576.0), (4.0, f64::INFINITY)], &x);
+        for (i, v) in s.iter_mut().enumerate().skip(29) {
+            v.iter_mut().for_each(|t| *t = 4.0 * 1.5f64.powi(i as i32 - 28));
+        }
+        let out = analyze(&x, &s, None, "test");
+        assert!(out.findings["cpu.l2.hit_latency_ns"].as_f64().is_some());
+        assert!(out.findings["cpu.l2.hit_latency_ns"].cycles.is_none());
+        assert_eq!(out.findings["cpu.l3.capacity_bytes"].confidence, Confidence::Undetermined);
+        assert_eq!(out.findings["cpu.dram.latency_ns"].confidence, Confidence::Undetermined);
+        assert!(out.findings["cpu.dram.latency_ns"].note.as_deref().unwrap().contains("rising"));
+        let none = analyze(&x[..3], &s[..3].iter().map(|_| vec![]).collect::<Vec<_>>(), None, "t");
+        assert_eq!(none.findings["cpu.l1d.hit_latency_ns"].confidence, Confidence::Undetermined);
+    }
+}

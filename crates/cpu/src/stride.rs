@@ -1,0 +1,237 @@
+//! `cpu.stride`: the strided copy of seed 002 (Lemire, "Measuring the size of the cache line
+//! empirically"): copy one byte every N bytes of a 32 MiB buffer into another 32 MiB buffer
+//! (never reading our own writes), N from 16 to 1024 with the odd strides around each power of
+//! two, 10 runs per stride, min/avg/max GB/s where GB/s = buffer bytes / time (the seed's
+//! definition: the speed of "copying" the whole buffer). The line size is where speed jumps.
+
+use memscope_core::stats::Sample;
+use memscope_core::{
+    Applicability, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, Series, TargetInfo,
+};
+use std::time::Instant;
+
+/// Buffer size of the seed (32 MB, taken as 32 MiB).
+pub const BUFFER_BYTES: usize = 32 << 20;
+/// A stride at least twice the line must be this much faster than strides up to the line.
+pub const MIN_SPEEDUP: f64 = 1.4;
+
+/// Strides: for each power of two P in 16..=1024, P - 1, P and P + 1.
+pub fn strides() -> Vec<usize> {
+    (4..=10).flat_map(|k| [(1 << k) - 1, 1 << k, (1 << k) + 1]).collect()
+}
+
+/// The strided copy itself: `dst[i] = src[i]` for i = 0, stride, 2 stride, ...
+#[inline(never)]
+pub fn strided_copy(src: &[u8], dst: &mut [u8], stride: usize) {
+    let n = src.len().min(dst.len());
+    let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
+    let mut i = 0;
+    while i < n {
+        // SAFETY: i < n <= both lengths.
+        unsafe { *d.add(i) = *s.add(i) };
+        i += stride;
+    }
+    std::hint::black_box(dst);
+}
+
+/// The line size implied by speed versus stride (avg GB/s per stride).
+///
+/// Rule: for each power of two L (8 bytes and up), compare the median speed of the strides in
+/// (L/2, L] ("at most one line apart": every line of the buffer is touched) with the median speed
+/// of the strides in [2L, 4L) ("at least two lines apart": whole lines are skipped). The line
+/// size is the smallest L whose second group is at least `MIN_SPEEDUP` (1.4x) faster; a smaller
+/// L sees no such step because strides up to twice it still touch every line. `Err` with the
+/// reason when no candidate shows the step. Returns (L, speedup).
+pub fn line_from_strides(strides: &[usize], gbps: &[f64]) -> Result<(u64, f64), String> {
+    if strides.len() != gbps.len() || strides.is_empty() {
+        return Err("no stride measurements".into());
+    }
+    let group = |lo_excl: usize, hi_incl: usize| -> Option<f64> {
+        let v: Vec<f64> =
+            strides.iter().zip(gbps).filter(|(&s, _)| s > lo_excl && s <= hi_incl).map(|(_, &g)| g).collect();
+        Sample::new(&v).ok().map(|s| s.median())
+    };
+    let max = *strides.iter().max().expect("non-empty");
+    let mut best_ratio: f64 = 0.0;
+    let mut l = 8usize;
+    while 2 * l <= max {
+        if let (Some(slow), Some(fast)) = (group(l / 2, l), group(2 * l - 1, 4 * l - 1)) {
+            let ratio = fast / slow;
+            if ratio >= MIN_SPEEDUP {
+                return Ok((l as u64, ratio));
+            }
+            best_ratio = best_ratio.max(ratio);
+        }
+        l *= 2;
+    }
+    Err(format!(
+        "no power of two L where strides >= 2L are {MIN_SPEEDUP}x faster than strides <= L (best {best_ratio:.2}x)"
+    ))
+}
+
+/// The strided-copy probe.
+pub struct CpuStride;
+
+impl Probe for CpuStride {
+    fn key(&self) -> &'static str {
+        "cpu.stride"
+    }
+    fn description(&self) -> &'static str {
+        "CPU strided copy of seed 002 (one byte every N of 32 MiB, N 15..1025): GB/s per stride and the line size"
+    }
+    fn applicability(&self, target: &TargetInfo) -> Applicability {
+        if target.kind == "cpu" {
+            Applicability::Applicable
+        } else {
+            Applicability::Waived("CPU-only probe".into())
+        }
+    }
+    fn run(&self, ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError> {
+        let runs = if ctx.quick { 5 } else { 10 };
+        let st = strides();
+        // Both buffers written first so no page fault lands inside a timed run.
+        let src = vec![1u8; BUFFER_BYTES];
+        let mut dst = vec![2u8; BUFFER_BYTES];
+        ctx.progress.start(st.len() as u64, "strided copy");
+        let mut per_stride: Vec<Vec<f64>> = Vec::with_capacity(st.len());
+        for &s in &st {
+            strided_copy(&src, &mut dst, s); // warm-up run, not timed
+            let mut v = Vec::with_capacity(runs);
+            for _ in 0..runs {
+                let t = Instant::now();
+                strided_copy(&src, &mut dst, s);
+                v.push(BUFFER_BYTES as f64 / t.elapsed().as_secs_f64() / 1e9);
+            }
+            per_stride.push(v);
+            ctx.progress.advance(1);
+        }
+        Ok(analyze(&st, &per_stride, runs))
+    }
+}
+
+/// Pure analysis of GB/s samples per stride: series (avg with MAD, min, max) and `cpu.line_bytes`.
+pub fn analyze(strides: &[usize], per_stride: &[Vec<f64>], runs: usize) -> ProbeOutput {
+    let mut out = ProbeOutput::default();
+    let samples: Vec<Option<Sample>> = per_stride.iter().map(|v| Sample::new(v).ok()).collect();
+    let pick = |f: &dyn Fn(&Sample) -> f64| -> Vec<f64> {
+        samples.iter().map(|s| s.as_ref().map(f).unwrap_or(f64::NAN)).collect()
+    };
+    let avg = pick(&|s| s.mean());
+    let x: Vec<f64> = strides.iter().map(|&s| s as f64).collect();
+    let series = |desc: &str, y: Vec<f64>, spread: Option<Vec<f64>>| Series {
+        description: desc.into(),
+        x_name: "stride".into(),
+        x_unit: "bytes".into(),
+        y_name: "speed".into(),
+        y_unit: "GB/s".into(),
+        x: x.clone(),
+        y,
+        y_spread: spread,
+        marks: vec![],
+    };
+    let method = format!(
+        "strided copy of seed 002: one byte every N of a {} MiB buffer into another, {runs} runs per stride, GB/s = buffer bytes / time",
+        BUFFER_BYTES >> 20
+    );
+    let line = line_from_strides(strides, &avg);
+    let mut s_avg =
+        series(&format!("{method}; average of the runs (y_spread = MAD)"), avg.clone(), Some(pick(&|s| s.mad())));
+    if let Ok((l, _)) = &line {
+        s_avg.marks = vec![*l as f64, 2.0 * *l as f64];
+    }
+    out.series("cpu.stride", s_avg);
+    out.series("cpu.stride.min", series("strided copy: slowest run per stride", pick(&|s| s.min()), None));
+    out.series("cpu.stride.max", series("strided copy: fastest run per stride", pick(&|s| s.max()), None));
+    let f = match line {
+        Ok((l, ratio)) => Finding::integer(
+            l,
+            "bytes",
+            &format!(
+                "{method}; smallest power of two L with strides >= 2L at least {MIN_SPEEDUP}x faster than strides <= L"
+            ),
+            if ratio >= 1.6 { Confidence::High } else { Confidence::Medium },
+        )
+        .with_note(&format!("strides >= 2L are {ratio:.2}x faster than strides <= L")),
+        Err(why) => Finding::undetermined("bytes", &method, &why),
+    };
+    out.finding("cpu.line_bytes", f);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Speed model: time proportional to lines touched (each access to a new line costs one
+    /// line transfer), so GB/s ~ stride / line for strides above the line, flat below.
+    fn model(line: usize, strides: &[usize]) -> Vec<f64> {
+        strides
+            .iter()
+            .map(|&s| {
+                let lines_touched = (BUFFER_BYTES / s).min(BUFFER_BYTES / line) as f64;
+                10.0 * (BUFFER_BYTES / line) as f64 / lines_touched
+            })
+            .collect()
+    }
+
+    #[test]
+    fn strides_of_the_seed() {
+        let s = strides();
+        assert_eq!(&s[..3], &[15, 16, 17]);
+        assert_eq!(*s.last().unwrap(), 1025);
+        assert_eq!(s.len(), 21);
+    }
+
+    #[test]
+    fn copy_touches_exactly_the_strided_bytes() {
+        let src: Vec<u8> = (0..1000).map(|i| (i % 251) as u8 + 1).collect();
+        let mut dst = vec![0u8; 1000];
+        strided_copy(&src, &mut dst, 64);
+        for (i, (&d, &s)) in dst.iter().zip(&src).enumerate() {
+            assert_eq!(d, if i % 64 == 0 { s } else { 0 }, "byte {i}");
+        }
+    }
+
+    #[test]
+    fn recovers_line_size_from_model_curves() {
+        let s = strides();
+        for line in [32usize, 64, 128, 256] {
+            let (l, r) = line_from_strides(&s, &model(line, &s)).unwrap();
+            assert_eq!(l, line as u64, "line {line}");
+            assert!(r >= 1.9, "{r}");
+        }
+    }
+
+    #[test]
+    fn seed_like_curves() {
+        let s = strides();
+        // Intel server of the seed: 129 is 66% faster than 64, with a dip at multiples of 64.
+        let intel: Vec<f64> = s
+            .iter()
+            .map(|&n| {
+                let base = if n <= 65 { 10.0 } else { 16.6 * (n as f64 / 129.0).max(1.0).powf(0.8) };
+                if n % 128 == 0 {
+                    base * 0.85
+                } else {
+                    base
+                }
+            })
+            .collect();
+        assert_eq!(line_from_strides(&s, &intel).unwrap().0, 64);
+        // A flat curve (no step) is undetermined.
+        let flat = vec![12.0; s.len()];
+        assert!(line_from_strides(&s, &flat).unwrap_err().contains("no power of two"));
+        assert!(line_from_strides(&[], &[]).is_err());
+    }
+
+    #[test]
+    fn analyze_reports_line_and_series() {
+        let s = strides();
+        let per: Vec<Vec<f64>> = model(64, &s).iter().map(|&g| vec![g * 0.98, g, g * 1.01]).collect();
+        let out = analyze(&s, &per, 3);
+        assert_eq!(out.findings["cpu.line_bytes"].value, serde_json::json!(64));
+        assert_eq!(out.series["cpu.stride"].y.len(), s.len());
+        assert!(out.series["cpu.stride.min"].y.iter().zip(&out.series["cpu.stride.max"].y).all(|(a, b)| a <= b));
+        assert_eq!(out.series["cpu.stride"].marks, vec![64.0, 128.0]);
+    }
+}
