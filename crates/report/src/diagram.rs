@@ -85,7 +85,8 @@ fn box_lines(l: &Level, clock_hz: Option<f64>) -> Vec<String> {
         lines.push(format!("capacity {}", show(c)));
     }
     if let Some(c) = l.get("entries") {
-        lines.push(format!("{} entries", show(c)));
+        let n = units::value(&c.value, "");
+        lines.push(format!("{n} entries"));
     }
     let line = l.get("line_bytes").map(show);
     let sector = l.get("sector_bytes").map(show);

@@ -40,6 +40,7 @@ svg.diagram .bt{font-weight:700;font-size:13px;text-anchor:middle}svg.diagram .b
 svg.diagram .lane-t{font-weight:700;font-size:12px}svg.diagram .arrow{stroke:#555;stroke-width:1.5}
 .dot{display:inline-block;width:9px;height:9px;border-radius:50%;margin-right:5px}
 .prov td:first-child{color:#555;white-space:nowrap}code{font-size:12px}
+details pre{max-height:320px;overflow:auto;background:#f6f6f6;padding:6px;font-size:11px}summary{cursor:pointer;color:#0072B2}
 "#;
 
 /// Group series into plots: same top-level key, same x and y units.
@@ -51,7 +52,11 @@ fn plot_groups(results: &Results) -> Vec<(String, Vec<(&str, &Series)>)> {
         let gk = if hist { k.clone() } else { top };
         groups.entry((gk, s.x_unit.clone(), s.y_unit.clone())).or_default().push((k.as_str(), s));
     }
-    groups.into_iter().map(|((g, _, _), v)| (g, v)).collect()
+    let mut out: Vec<(String, Vec<(&str, &Series)>)> = groups.into_iter().map(|((g, _, _), v)| (g, v)).collect();
+    // Path order: latency first, then bandwidth, the CPU, DRAM, the rest.
+    let rank = |g: &str| ["latency", "bw", "cpu", "dram"].iter().position(|p| g.starts_with(p)).unwrap_or(9);
+    out.sort_by_key(|(g, _)| rank(g));
+    out
 }
 
 fn wants_log(vals: impl Iterator<Item = f64>, unit: &str) -> bool {
@@ -100,7 +105,14 @@ fn plots(results: &Results) -> Vec<String> {
         let first = series[0].1;
         let hist = group.contains("hist");
         let x_log = !hist && wants_log(series.iter().flat_map(|(_, s)| s.x.iter().copied()), &first.x_unit);
-        let y_log = wants_log(series.iter().flat_map(|(_, s)| s.y.iter().copied()), &first.y_unit) && !hist;
+        // Histograms: log counts when the tail is 100x rarer than the mode (empty bins are not drawn).
+        let y_log = if hist {
+            let nz: Vec<f64> = series.iter().flat_map(|(_, s)| s.y.iter().copied()).filter(|y| *y > 0.0).collect();
+            let (lo, hi) = nz.iter().fold((f64::INFINITY, 0f64), |(a, b), y| (a.min(*y), b.max(*y)));
+            hi / lo >= 100.0
+        } else {
+            wants_log(series.iter().flat_map(|(_, s)| s.y.iter().copied()), &first.y_unit)
+        };
         let title = if series.len() == 1 {
             format!("{}: {}", series[0].0, first.description)
         } else {
@@ -161,16 +173,22 @@ fn plots(results: &Results) -> Vec<String> {
 fn provenance(results: &Results) -> String {
     let t = &results.target;
     let mut rows: Vec<(String, String)> = vec![
-        ("device".into(), format!("{} ({})", t.name, t.id)),
+        ("device".into(), esc(&format!("{} ({})", t.name, t.id))),
         ("units".into(), format!("{} {}", t.units, if t.kind == "cpu" { "cores" } else { "SMs" })),
     ];
     if let Some(hz) = t.clock_hz {
-        rows.push(("clock used for cycles".into(), units::si(hz, "Hz")));
+        rows.push(("clock used for cycles".into(), esc(&units::si(hz, "Hz"))));
     }
+    // Scalars print as text; objects and lists fold into a <details> with pretty JSON.
     let scalar = |v: &Value| match v {
-        Value::String(s) => s.clone(),
+        Value::String(s) => esc(s),
         Value::Null => "—".into(),
-        other => other.to_string(),
+        Value::Object(_) | Value::Array(_) => format!(
+            "<details><summary>JSON ({} bytes)</summary><pre>{}</pre></details>",
+            v.to_string().len(),
+            esc(&serde_json::to_string_pretty(v).unwrap_or_default())
+        ),
+        other => esc(&other.to_string()),
     };
     for (k, v) in &t.details {
         rows.push((k.replace('_', " "), scalar(v)));
@@ -180,14 +198,14 @@ fn provenance(results: &Results) -> String {
     }
     if results.targets.len() > 1 {
         let ids: Vec<String> = results.targets.iter().map(|t| format!("{} ({})", t.name, t.id)).collect();
-        rows.push(("targets".into(), ids.join("; ")));
+        rows.push(("targets".into(), esc(&ids.join("; "))));
     }
-    rows.push(("tool".into(), format!("{} {}", results.tool.name, results.tool.version)));
-    rows.push(("git commit".into(), results.tool.git_commit.clone().unwrap_or_else(|| "unknown".into())));
-    rows.push(("command".into(), results.tool.command.join(" ")));
+    rows.push(("tool".into(), esc(&format!("{} {}", results.tool.name, results.tool.version))));
+    rows.push(("git commit".into(), esc(results.tool.git_commit.as_deref().unwrap_or("unknown"))));
+    rows.push(("command".into(), esc(&results.tool.command.join(" "))));
     let mut s = String::from("<table class=\"t prov\">");
     for (k, v) in rows {
-        let _ = write!(s, "<tr><td>{}</td><td><code>{}</code></td></tr>", esc(&k), esc(&v));
+        let _ = write!(s, "<tr><td>{}</td><td><code>{v}</code></td></tr>", esc(&k));
     }
     s.push_str("</table>");
     s

@@ -1,6 +1,7 @@
 //! memscope-report: the results schema ("memscope/1", DESIGN.md) and its writers. Writers return
 //! bytes (hyperfine-style: one small file per format); only `json::write_atomic` touches disk.
 
+pub mod animation;
 pub mod compare;
 pub mod csv;
 pub mod diagram;

@@ -158,7 +158,23 @@ fn range(vals: impl Iterator<Item = f64>, log: bool, zero: bool) -> (f64, f64) {
 /// Render a plot as an inline `<svg>` element.
 pub fn render(p: &Plot) -> String {
     let (w, h) = (p.width, p.height);
-    let (ml, mr, mt, mb) = (78.0, 16.0, 30.0, 72.0);
+    // Legend rows: wrap names so none runs off the right edge.
+    let named: Vec<&Line> = p.lines.iter().filter(|l| !l.name.is_empty()).collect();
+    let show_legend = named.len() > 1 || named.iter().any(|l| l.style == Style::Dashed);
+    let mut legend = vec![];
+    let (mut lx, mut row) = (78.0, 0usize);
+    for l in &named {
+        let wd = 24.0 + 6.5 * l.name.chars().count() as f64;
+        if lx + wd > w - 8.0 && lx > 78.0 {
+            lx = 78.0;
+            row += 1;
+        }
+        legend.push((lx, row, *l));
+        lx += wd;
+    }
+    let rows = if show_legend { row as f64 + 1.0 } else { 0.0 };
+    let h = h + rows.max(1.0) * 16.0 - 16.0;
+    let (ml, mr, mt, mb) = (78.0, 16.0, 30.0, 56.0 + rows * 16.0);
     let bars = p.lines.iter().any(|l| l.style == Style::Bars);
     let xs = p.lines.iter().flat_map(|l| l.points.iter().map(|q| q.0)).chain(p.vmarks.iter().map(|m| m.0));
     let ys = p.lines.iter().flat_map(|l| l.points.iter().map(|q| q.1)).chain(p.hmarks.iter().map(|m| m.0));
@@ -293,11 +309,9 @@ pub fn render(p: &Plot) -> String {
         }
     }
     // legend
-    let named: Vec<&Line> = p.lines.iter().filter(|l| !l.name.is_empty()).collect();
-    if named.len() > 1 || named.iter().any(|l| l.style == Style::Dashed) {
-        let mut lx = ml;
-        let ly = h - 14.0;
-        for l in named {
+    if show_legend {
+        for (lx, row, l) in legend {
+            let ly = h - mb + 50.0 + row as f64 * 16.0;
             let _ = write!(
                 s,
                 r#"<rect x="{lx:.1}" y="{:.1}" width="12" height="4" fill="{}"/><text x="{:.1}" y="{ly:.1}" class="lg">{}</text>"#,
@@ -306,7 +320,6 @@ pub fn render(p: &Plot) -> String {
                 lx + 16.0,
                 esc(&l.name)
             );
-            lx += 24.0 + 6.5 * l.name.chars().count() as f64;
         }
     }
     s.push_str("</svg>");

@@ -101,6 +101,7 @@ pub fn si(x: f64, unit: &str) -> String {
 /// A number in `unit` (a `Finding::unit`), human-readable with its unit.
 pub fn number(x: f64, unit: &str) -> String {
     match unit {
+        "ns" | "us" | "µs" | "ms" | "s" if x == 0.0 => format!("0 {unit}"),
         "ns" => seconds(x * 1e-9),
         "us" | "µs" => seconds(x * 1e-6),
         "ms" => seconds(x * 1e-3),
