@@ -1,41 +1,76 @@
 // bw.cu: bandwidth kernels of the `bw` probe (seed 003's table shape): read, write and copy with
-// 16-byte accesses, four independent accesses in flight per thread, a grid-stride loop over a
+// 16-byte accesses, four or eight independent accesses in flight per thread (optionally .cs hints), a grid-stride loop over a
 // grid sized to the SMs. Also the random fill used before timing and matrix products (seed 003:
 // never time on zeros) and the empty kernel of the `launch` probe.
 typedef unsigned long long u64;
 typedef unsigned int u32;
 
-extern "C" __global__ void bw_read(const uint4* __restrict__ a, u64 n16, u64* sink) {
+// Loads and stores with an optional streaming hint (.cs: evict-first, data used once).
+template <bool CS> __device__ __forceinline__ uint4 ld16(const uint4* p) {
+    uint4 v;
+    if (CS) asm volatile("ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    else v = *p;
+    return v;
+}
+template <bool CS> __device__ __forceinline__ void st16(uint4* p, uint4 v) {
+    if (CS) asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+    else *p = v;
+}
+
+// U independent 16-byte accesses in flight per thread, grid-stride.
+template <int U, bool CS> __device__ void read_impl(const uint4* __restrict__ a, u64 n16, u64* sink) {
     u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     const u64 s = (u64)gridDim.x * blockDim.x;
     u32 acc = 0;
-    for (; i + 3 * s < n16; i += 4 * s) {
-        uint4 v0 = a[i], v1 = a[i + s], v2 = a[i + 2 * s], v3 = a[i + 3 * s];
-        acc ^= v0.x ^ v0.y ^ v0.z ^ v0.w ^ v1.x ^ v1.y ^ v1.z ^ v1.w;
-        acc ^= v2.x ^ v2.y ^ v2.z ^ v2.w ^ v3.x ^ v3.y ^ v3.z ^ v3.w;
+    for (; i + (U - 1) * s < n16; i += U * s) {
+        uint4 v[U];
+#pragma unroll
+        for (int k = 0; k < U; k++) v[k] = ld16<CS>(a + i + k * s);
+#pragma unroll
+        for (int k = 0; k < U; k++) acc ^= v[k].x ^ v[k].y ^ v[k].z ^ v[k].w;
     }
-    for (; i < n16; i += s) { uint4 v = a[i]; acc ^= v.x ^ v.y ^ v.z ^ v.w; }
+    for (; i < n16; i += s) { uint4 v = ld16<CS>(a + i); acc ^= v.x ^ v.y ^ v.z ^ v.w; }
     if (acc == 0x9e3779b9u) sink[0] = acc;  // stored conditionally: the loads cannot be removed
 }
 
-extern "C" __global__ void bw_write(uint4* __restrict__ a, u64 n16, u64 seed) {
+template <int U, bool CS> __device__ void write_impl(uint4* __restrict__ a, u64 n16, u64 seed) {
     u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     const u64 s = (u64)gridDim.x * blockDim.x;
     uint4 v;
     v.x = (u32)seed; v.y = (u32)(seed >> 32); v.z = (u32)i; v.w = 0x12345678u;
-    for (; i + 3 * s < n16; i += 4 * s) { a[i] = v; a[i + s] = v; a[i + 2 * s] = v; a[i + 3 * s] = v; }
-    for (; i < n16; i += s) a[i] = v;
+    for (; i + (U - 1) * s < n16; i += U * s) {
+#pragma unroll
+        for (int k = 0; k < U; k++) st16<CS>(a + i + k * s, v);
+    }
+    for (; i < n16; i += s) st16<CS>(a + i, v);
 }
 
-extern "C" __global__ void bw_copy(const uint4* __restrict__ a, uint4* __restrict__ b, u64 n16) {
+template <int U, bool CS> __device__ void copy_impl(const uint4* __restrict__ a, uint4* __restrict__ b, u64 n16) {
     u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     const u64 s = (u64)gridDim.x * blockDim.x;
-    for (; i + 3 * s < n16; i += 4 * s) {
-        uint4 v0 = a[i], v1 = a[i + s], v2 = a[i + 2 * s], v3 = a[i + 3 * s];
-        b[i] = v0; b[i + s] = v1; b[i + 2 * s] = v2; b[i + 3 * s] = v3;
+    for (; i + (U - 1) * s < n16; i += U * s) {
+        uint4 v[U];
+#pragma unroll
+        for (int k = 0; k < U; k++) v[k] = ld16<CS>(a + i + k * s);
+#pragma unroll
+        for (int k = 0; k < U; k++) st16<CS>(b + i + k * s, v[k]);
     }
-    for (; i < n16; i += s) b[i] = a[i];
+    for (; i < n16; i += s) st16<CS>(b + i, ld16<CS>(a + i));
 }
+
+// Variants the `bw` probe tunes over: 4 or 8 accesses in flight, with or without .cs hints.
+extern "C" __global__ void bw_read(const uint4* a, u64 n16, u64* sink) { read_impl<4, false>(a, n16, sink); }
+extern "C" __global__ void bw_read_u8(const uint4* a, u64 n16, u64* sink) { read_impl<8, false>(a, n16, sink); }
+extern "C" __global__ void bw_read_cs(const uint4* a, u64 n16, u64* sink) { read_impl<4, true>(a, n16, sink); }
+extern "C" __global__ void bw_read_u8cs(const uint4* a, u64 n16, u64* sink) { read_impl<8, true>(a, n16, sink); }
+extern "C" __global__ void bw_write(uint4* a, u64 n16, u64 seed) { write_impl<4, false>(a, n16, seed); }
+extern "C" __global__ void bw_write_u8(uint4* a, u64 n16, u64 seed) { write_impl<8, false>(a, n16, seed); }
+extern "C" __global__ void bw_write_cs(uint4* a, u64 n16, u64 seed) { write_impl<4, true>(a, n16, seed); }
+extern "C" __global__ void bw_write_u8cs(uint4* a, u64 n16, u64 seed) { write_impl<8, true>(a, n16, seed); }
+extern "C" __global__ void bw_copy(const uint4* a, uint4* b, u64 n16) { copy_impl<4, false>(a, b, n16); }
+extern "C" __global__ void bw_copy_u8(const uint4* a, uint4* b, u64 n16) { copy_impl<8, false>(a, b, n16); }
+extern "C" __global__ void bw_copy_cs(const uint4* a, uint4* b, u64 n16) { copy_impl<4, true>(a, b, n16); }
+extern "C" __global__ void bw_copy_u8cs(const uint4* a, uint4* b, u64 n16) { copy_impl<8, true>(a, b, n16); }
 
 // Random 32-bit words: (hash(i, seed) & mask) | bits. With mask/bits chosen by the host this gives
 // random fp32, fp16 pairs or bf16 pairs in +-[1, 2) (never zero, never NaN).

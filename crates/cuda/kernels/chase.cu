@@ -15,7 +15,7 @@ __device__ __forceinline__ u64 ld_cg(u64 p) { u64 v; asm volatile("ld.global.cg.
 
 template <bool CG> __device__ __forceinline__ u64 hop(u64 p) { return CG ? ld_cg(p) : ld_ca(p); }
 
-#define PER_HOP_CAP 12288
+#define PER_HOP_CAP 11776
 
 // out: per warp 6 words [t0_ns, t1_ns, c0, c1, final pointer, smid]; per_hop_out: per-hop cycles of warp 0.
 template <bool CG>

@@ -1,1 +1,11 @@
-//! GPU operations of the bottleneck-model experiments (seed 003): being written.
+//! GPU operations of the bottleneck-model experiments (seed 003): the ops kernels and their
+//! correctness checks, the ceilings (bandwidth by pattern and size, launch floor per class, peak
+//! per precision), the 58-operation evaluation, fusion and the batched GPT-2-small decode step.
+
+pub mod batch;
+pub mod ceilings;
+pub mod check;
+pub mod fusion;
+pub mod gpu;
+pub mod kernels;
+pub mod model_set;

@@ -1,7 +1,8 @@
 //! `bw`: read, write and copy bandwidth from 4 KiB to 4 GiB (seed 003's table shape: bandwidth
 //! versus size, launch-bound at the small end, L2 in the middle, HBM at the large end). Kernels in
-//! kernels/bw.cu: 16-byte accesses, 4 in flight per thread, grid sized to the SMs; the launch shape
-//! (threads, blocks per SM) is picked per kernel at the largest size from a few candidates. Each
+//! kernels/bw.cu: 16-byte accesses, 4 or 8 in flight per thread, with or without .cs hints, grid
+//! sized to the SMs; the variant and launch shape (threads, blocks per SM) are picked per kind at
+//! the largest size (3 samples each), then every size is measured afresh with that choice. Each
 //! sample times a batch of launches with events (>= ~2 ms); the value is the median of the samples.
 //! A copy counts the bytes read plus the bytes written.
 
@@ -14,9 +15,21 @@ use memscope_core::{
 
 pub struct BwProbe;
 
-const SHAPES: [(u32, u32); 5] = [(256, 8), (512, 4), (1024, 2), (256, 16), (512, 8)];
+/// (threads per block, blocks per SM); 0 blocks per SM: one pass, a grid covering the whole buffer.
+const SHAPES: [(u32, u32); 7] = [(256, 8), (512, 4), (1024, 2), (256, 16), (512, 8), (256, 0), (512, 0)];
+
+/// Kernel variants (kernels/bw.cu): accesses in flight per thread and whether .cs hints are used.
+const VARIANTS: [(&str, u32, bool); 4] = [("", 4, false), ("_u8", 8, false), ("_cs", 4, true), ("_u8cs", 8, true)];
+
+/// One launch configuration: variant index and (threads, blocks per SM).
+#[derive(Clone, Copy, Debug)]
+struct Config {
+    variant: usize,
+    shape: (u32, u32),
+}
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(usize)]
 enum Kind {
     Read,
     Write,
@@ -32,6 +45,14 @@ impl Kind {
         }
     }
     /// Bytes moved per byte of buffer size.
+    fn kernel(self, variant: usize) -> &'static str {
+        const NAMES: [[&str; 4]; 3] = [
+            ["bw_read", "bw_read_u8", "bw_read_cs", "bw_read_u8cs"],
+            ["bw_write", "bw_write_u8", "bw_write_cs", "bw_write_u8cs"],
+            ["bw_copy", "bw_copy_u8", "bw_copy_cs", "bw_copy_u8cs"],
+        ];
+        NAMES[self as usize][variant]
+    }
     fn factor(self) -> f64 {
         if self == Kind::Copy {
             2.0
@@ -47,15 +68,18 @@ struct Bufs {
     sink: u64,
 }
 
-fn launch(t: &mut CudaTarget, k: Kind, bufs: &Bufs, bytes: u64, shape: (u32, u32)) -> Result<(), TargetError> {
+fn launch(t: &mut CudaTarget, k: Kind, bufs: &Bufs, bytes: u64, cfg: Config) -> Result<(), TargetError> {
     let n16 = bytes / 16;
-    let per_block = shape.0 as u64 * 4;
-    let grid = (n16.div_ceil(per_block) as u32).clamp(1, t.sms * shape.1);
+    let shape = cfg.shape;
+    let per_block = shape.0 as u64 * VARIANTS[cfg.variant].1 as u64;
+    let cap = if shape.1 == 0 { u32::MAX / 2 } else { t.sms * shape.1 };
+    let grid = n16.div_ceil(per_block).clamp(1, cap as u64) as u32;
     let null = std::ptr::null_mut();
+    let name = k.kernel(cfg.variant);
     match k {
-        Kind::Read => t.gpu.launch(Module::Bw, "bw_read", grid, shape.0, 0, &[bufs.a, n16, bufs.sink], null),
-        Kind::Write => t.gpu.launch(Module::Bw, "bw_write", grid, shape.0, 0, &[bufs.b, n16, 0x5151], null),
-        Kind::Copy => t.gpu.launch(Module::Bw, "bw_copy", grid, shape.0, 0, &[bufs.a, bufs.b, n16], null),
+        Kind::Read => t.gpu.launch(Module::Bw, name, grid, shape.0, 0, &[bufs.a, n16, bufs.sink], null),
+        Kind::Write => t.gpu.launch(Module::Bw, name, grid, shape.0, 0, &[bufs.b, n16, 0x5151], null),
+        Kind::Copy => t.gpu.launch(Module::Bw, name, grid, shape.0, 0, &[bufs.a, bufs.b, n16], null),
     }
 }
 
@@ -65,7 +89,7 @@ fn time_per_launch(
     k: Kind,
     bufs: &Bufs,
     bytes: u64,
-    shape: (u32, u32),
+    shape: Config,
     reps: usize,
 ) -> Result<Vec<f64>, TargetError> {
     // Warm-up and a first estimate.
@@ -164,22 +188,25 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
         fill(t, b, max / 4, 0xffff_ffff, 0, 8)?;
         let mut out = ProbeOutput::default();
         for k in [Kind::Read, Kind::Write, Kind::Copy] {
-            // Pick the launch shape at the largest size.
-            let mut best = (SHAPES[0], f64::INFINITY);
-            for &shape in &SHAPES {
-                let s = time_per_launch(t, k, &bufs, max, shape, 3)?;
-                let m = memscope_core::stats::median(&s);
-                if m < best.1 {
-                    best = (shape, m);
+            // Pick the kernel variant and launch shape at the largest size.
+            let mut best = (Config { variant: 0, shape: SHAPES[0] }, f64::INFINITY);
+            for variant in 0..VARIANTS.len() {
+                for &shape in &SHAPES {
+                    let cfg = Config { variant, shape };
+                    let s = time_per_launch(t, k, &bufs, max, cfg, 3)?;
+                    let m = memscope_core::stats::median(&s);
+                    if m < best.1 {
+                        best = (cfg, m);
+                    }
                 }
             }
-            let shape = best.0;
+            let cfg = best.0;
             let mut xs = Vec::new();
             let mut ys = Vec::new();
             let mut spreads = Vec::new();
             let mut last = None;
             for &size in &sizes(max) {
-                let secs = time_per_launch(t, k, &bufs, size, shape, reps)?;
+                let secs = time_per_launch(t, k, &bufs, size, cfg, reps)?;
                 let rates: Vec<f64> = secs.iter().map(|s| size as f64 * k.factor() / s).collect();
                 let (m, spread) = summarize(&rates, "bandwidth")?;
                 xs.push(size as f64);
@@ -189,12 +216,14 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
             }
             let (size, m, spread) = last.ok_or_else(|| ProbeError::Failed("no sizes".into()))?;
             let method = format!(
-                "{} kernel (kernels/bw.cu), 16-byte accesses, 4 in flight per thread, {} threads x {} blocks/SM x {} \
-                 SMs (best of {} shapes), buffer {} MiB, events over batches of launches, median of {}{}",
-                k.name(),
-                shape.0,
-                shape.1,
-                t.sms,
+                "{} (kernels/bw.cu), 16-byte accesses, {} in flight per thread{}, {} threads x {} (best of {} kernel variants x {} shapes at the largest size), buffer {} MiB, events over \
+                 batches of launches, median of {}{}",
+                k.kernel(cfg.variant),
+                VARIANTS[cfg.variant].1,
+                if VARIANTS[cfg.variant].2 { ", .cs streaming hints" } else { "" },
+                cfg.shape.0,
+                if cfg.shape.1 == 0 { "a one-pass grid covering the buffer".to_string() } else { format!("{} blocks/SM x {} SMs", cfg.shape.1, t.sms) },
+                VARIANTS.len(),
                 SHAPES.len(),
                 size >> 20,
                 reps,

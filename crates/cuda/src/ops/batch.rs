@@ -1,0 +1,281 @@
+//! Batched-decode experiment of seed 003: one GPT-2-small decode step as its real kernel sequence
+//! (12 layers of layer norm, QKV product, attention over a static KV cache of 128 tokens, output
+//! product, residual add, layer norm, two MLP products around a GELU, residual add; then the final
+//! layer norm and the LM head; 122 launches, cuBLAS for the products), fp32, batch 1..512. The
+//! measured step is set against the seed's two compositions (max of totals; sum of per-kernel
+//! bounds) and a third: the sum of every kernel's own three-ceiling bound.
+//! Biases, the embedding lookup and the KV-cache append are left out (each is a small kernel; the
+//! seed's weights figure includes the biases).
+
+use super::ceilings::CeilingsReport;
+use super::gpu::{DevBuf, OpsGpu, Timing, R};
+use super::model_set::{attention, Op};
+use memscope_core::model::{self as m, Dtype, OpCost, Prediction, GPT2_SMALL, GPT2_SMALL_STEP_KERNELS};
+use memscope_core::Progress;
+use serde::Serialize;
+
+const D: u64 = 768;
+const H: u64 = 12;
+const FF: u64 = 3072;
+const VOCAB: u64 = 50257;
+const LAYERS: usize = 12;
+pub const CONTEXT: u64 = 128;
+pub const BATCHES: [u64; 8] = [1, 8, 32, 64, 128, 192, 256, 512];
+
+struct Layer {
+    ln1: [DevBuf; 2],
+    ln2: [DevBuf; 2],
+    wqkv: DevBuf,
+    wo: DevBuf,
+    w1: DevBuf,
+    w2: DevBuf,
+    k: DevBuf,
+    v: DevBuf,
+}
+
+/// The model's buffers, sized for the largest batch.
+struct Gpt2 {
+    layers: Vec<Layer>,
+    lnf: [DevBuf; 2],
+    wlm: DevBuf,
+    x: [DevBuf; 2],
+    h: DevBuf,
+    qkv: DevBuf,
+    att: DevBuf,
+    proj: DevBuf,
+    ff: [DevBuf; 2],
+    logits: DevBuf,
+    weights_bytes: u64,
+}
+
+impl Gpt2 {
+    fn new(g: &OpsGpu, max_b: u64) -> R<Self> {
+        let f = Dtype::Fp32;
+        let w = |rows: u64, cols: u64, seed: u32| g.alloc_random(rows * cols, f, seed, 0.02);
+        let ln = |seed: u32| -> R<[DevBuf; 2]> { Ok([g.alloc_random(D, f, seed, 1.0)?, g.alloc_random(D, f, seed + 1, 0.1)?]) };
+        let mut layers = Vec::new();
+        for l in 0..LAYERS as u32 {
+            let s = 500 + 20 * l;
+            let kv = max_b * H * CONTEXT * 64;
+            layers.push(Layer {
+                ln1: ln(s)?,
+                ln2: ln(s + 2)?,
+                wqkv: w(D, 3 * D, s + 4)?,
+                wo: w(D, D, s + 5)?,
+                w1: w(D, FF, s + 6)?,
+                w2: w(FF, D, s + 7)?,
+                k: g.alloc_random(kv, f, s + 8, 1.0)?,
+                v: g.alloc_random(kv, f, s + 9, 1.0)?,
+            });
+        }
+        let act = |cols: u64, seed: u32| g.alloc_random(max_b * cols, f, seed, 1.0);
+        let weights_bytes = 4 * (LAYERS as u64 * (D * 3 * D + D * D + D * FF + FF * D + 4 * D) + D * VOCAB + 2 * D);
+        Ok(Gpt2 {
+            layers,
+            lnf: ln(900)?,
+            wlm: w(D, VOCAB, 902)?,
+            x: [act(D, 903)?, act(D, 904)?],
+            h: act(D, 905)?,
+            qkv: act(3 * D, 906)?,
+            att: act(D, 907)?,
+            proj: act(D, 908)?,
+            ff: [act(FF, 909)?, act(FF, 910)?],
+            logits: act(VOCAB, 911)?,
+            weights_bytes,
+        })
+    }
+
+    /// Issue one decode step for batch `b` (122 launches). The residual stream ping-pongs between
+    /// x[0] and x[1] so no kernel reads and writes the same buffer.
+    fn step(&self, g: &OpsGpu, b: u64) -> R<()> {
+        let f = Dtype::Fp32;
+        let mut cur = 0usize;
+        for l in &self.layers {
+            layernorm(g, self.x[cur].ptr, self.h.ptr, &l.ln1, b)?;
+            g.gemm(f, b, D, 3 * D, self.h.ptr, l.wqkv.ptr, self.qkv.ptr)?;
+            attention(g, self.qkv.ptr, (3 * D) as i32, l.k.ptr, l.v.ptr, self.att.ptr, b, H, CONTEXT, CONTEXT)?;
+            g.gemm(f, b, D, D, self.att.ptr, l.wo.ptr, self.proj.ptr)?;
+            add(g, self.x[cur].ptr, self.proj.ptr, self.x[1 - cur].ptr, b * D)?;
+            cur = 1 - cur;
+            layernorm(g, self.x[cur].ptr, self.h.ptr, &l.ln2, b)?;
+            g.gemm(f, b, D, FF, self.h.ptr, l.w1.ptr, self.ff[0].ptr)?;
+            gelu(g, self.ff[0].ptr, self.ff[1].ptr, b * FF)?;
+            g.gemm(f, b, FF, D, self.ff[1].ptr, l.w2.ptr, self.proj.ptr)?;
+            add(g, self.x[cur].ptr, self.proj.ptr, self.x[1 - cur].ptr, b * D)?;
+            cur = 1 - cur;
+        }
+        layernorm(g, self.x[cur].ptr, self.h.ptr, &self.lnf, b)?;
+        g.gemm(f, b, D, VOCAB, self.h.ptr, self.wlm.ptr, self.logits.ptr)
+    }
+}
+
+fn layernorm(g: &OpsGpu, x: u64, y: u64, p: &[DevBuf; 2], rows: u64) -> R<()> {
+    use super::gpu::Arg::*;
+    let args = [Ptr(x), Ptr(y), Ptr(p[0].ptr), Ptr(p[1].ptr), I32(rows as i32), I32(D as i32), F32(1e-5)];
+    g.launch("layernorm_f32", rows.div_ceil(8) as u32, 256, 0, &args)
+}
+
+fn add(g: &OpsGpu, a: u64, b: u64, o: u64, n: u64) -> R<()> {
+    use super::gpu::Arg::*;
+    g.launch("add_f32", OpsGpu::blocks(n / 4), 256, 0, &[Ptr(a), Ptr(b), Ptr(b), Ptr(o), U64(n)])
+}
+
+fn gelu(g: &OpsGpu, a: u64, o: u64, n: u64) -> R<()> {
+    use super::gpu::Arg::*;
+    g.launch("gelu_f32", OpsGpu::blocks(n / 4), 256, 0, &[Ptr(a), Ptr(a), Ptr(a), Ptr(o), U64(n)])
+}
+
+/// The step's kernels as operations of the model (for the sum of each kernel's own bound).
+pub fn step_ops(b: u64) -> Vec<Op> {
+    let f = Dtype::Fp32;
+    let mut ops = Vec::new();
+    for _ in 0..LAYERS {
+        ops.push(Op::LayerNorm { rows: b, cols: D, dtype: f });
+        ops.push(Op::Matmul { m: b, k: D, n: 3 * D, dtype: f });
+        ops.push(Op::Attention { batch: b, heads: H, tokens: CONTEXT, dtype: f });
+        ops.push(Op::Matmul { m: b, k: D, n: D, dtype: f });
+        ops.push(Op::Add { n: b * D, dtype: f });
+        ops.push(Op::LayerNorm { rows: b, cols: D, dtype: f });
+        ops.push(Op::Matmul { m: b, k: D, n: FF, dtype: f });
+        ops.push(Op::Gelu { n: b * FF, dtype: f });
+        ops.push(Op::Matmul { m: b, k: FF, n: D, dtype: f });
+        ops.push(Op::Add { n: b * D, dtype: f });
+    }
+    ops.push(Op::LayerNorm { rows: b, cols: D, dtype: f });
+    ops.push(Op::Matmul { m: b, k: D, n: VOCAB, dtype: f });
+    ops
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BatchRow {
+    pub batch: u64,
+    pub step: Timing,
+    /// The same step captured once as a CUDA graph and replayed (None if capture failed).
+    pub step_graph_s: Option<f64>,
+    pub tokens_per_s: f64,
+    pub max_of_totals: Prediction,
+    pub per_kernel_seed: Prediction,
+    pub per_kernel_seed_parts: m::PerKernelStep,
+    /// Max of totals with the seed's floor choice (the measured batch-1 step).
+    pub max_of_totals_seed_floor_s: f64,
+    /// Sum of every kernel's own three-ceiling bound.
+    pub kernel_sum_s: f64,
+    pub ratio_max_of_totals: f64,
+    pub ratio_per_kernel: f64,
+    pub ratio_kernel_sum: f64,
+    /// Minimum bytes and FLOPs of the step as the seed counts them.
+    pub step_bytes: f64,
+    pub step_flops: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BatchRun {
+    pub context: u64,
+    pub launches_per_step: u32,
+    /// The step's launch floor: class floors summed over its kernels.
+    pub step_launch_floor_s: f64,
+    /// Weights the kernels actually read per step, bytes (the seed's figure: 475 MiB).
+    pub weights_bytes_allocated: u64,
+    pub bandwidth_bytes_per_s: f64,
+    pub peak_flops_per_s: f64,
+    pub graph_error: Option<String>,
+    pub rows: Vec<BatchRow>,
+}
+
+fn sum_of_kernel_bounds(ceil: &CeilingsReport, b: u64) -> R<f64> {
+    let preds: Vec<Prediction> = step_ops(b)
+        .iter()
+        .map(|op| {
+            let c: OpCost = op.cost();
+            let ch = ceil.ceilings.choose(&c, &op.class(), op.dtype()).map_err(|e| e.to_string())?;
+            Ok(c.predict(ch.launch_s, ch.bandwidth_bytes_per_s, ch.peak_flops_per_s))
+        })
+        .collect::<R<_>>()?;
+    Ok(m::compose_per_kernel(&preds))
+}
+
+fn time_graph(g: &OpsGpu, model: &Gpt2, b: u64) -> R<f64> {
+    use cudarc::driver::sys;
+    let st = &g.stream;
+    st.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).map_err(|e| format!("capture: {e:?}"))?;
+    let issued = model.step(g, b);
+    let graph = st.end_capture(sys::CUgraphInstantiate_flags(0)).map_err(|e| format!("end capture: {e:?}"))?;
+    issued?;
+    let graph = graph.ok_or("capture produced no graph")?;
+    graph.upload().map_err(|e| format!("graph upload: {e:?}"))?;
+    let t = g.time_calls(20e-3, 3, |_| graph.launch().map_err(|e| format!("graph launch: {e:?}")))?;
+    Ok(t.per_call_s)
+}
+
+pub fn run(g: &OpsGpu, ceil: &CeilingsReport, progress: &dyn Progress) -> R<BatchRun> {
+    let c = &ceil.ceilings;
+    let floor = m::step_launch_floor(c, &GPT2_SMALL_STEP_KERNELS).map_err(|e| e.to_string())?;
+    let bw = *c.bandwidth_bytes_per_s.get("read").ok_or("no read bandwidth")?;
+    let peak = *c.peak_flops_per_s.get("fp32").ok_or("no fp32 peak")?;
+    let max_b = *BATCHES.iter().max().expect("batches");
+    let model = Gpt2::new(g, max_b)?;
+    // The kernel sequence must match the class counts the launch floor is summed over.
+    let ops = step_ops(1);
+    for (class, count) in GPT2_SMALL_STEP_KERNELS {
+        let n = ops.iter().filter(|o| o.class() == class).count() as u32;
+        if n != count {
+            return Err(format!("step has {n} '{class}' kernels, the model counts {count}"));
+        }
+    }
+    let mut rows = Vec::new();
+    let mut graph_error = None;
+    let mut batch1 = None;
+    for &b in &BATCHES {
+        let step = g.time_calls(30e-3, 3, |_| model.step(g, b))?;
+        let step_graph_s = if graph_error.is_none() {
+            match time_graph(g, &model, b) {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    graph_error = Some(e);
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let t = step.per_call_s;
+        let b1 = *batch1.get_or_insert(t);
+        let totals = m::decode_step_totals(&GPT2_SMALL, b, CONTEXT, floor, bw, peak);
+        let (parts, per_kernel) = m::decode_step_per_kernel_prediction(&GPT2_SMALL, b, CONTEXT, floor, bw, peak);
+        let kernel_sum_s = sum_of_kernel_bounds(ceil, b)?;
+        progress.message(&format!(
+            "batch {b}: step {:.3} ms (graph {}), totals {:.3} ms, per-kernel {:.3} ms, kernel sum {:.3} ms",
+            t * 1e3,
+            step_graph_s.map(|s| format!("{:.3} ms", s * 1e3)).unwrap_or("-".into()),
+            totals.time_s * 1e3,
+            per_kernel.time_s * 1e3,
+            kernel_sum_s * 1e3
+        ));
+        rows.push(BatchRow {
+            batch: b,
+            tokens_per_s: b as f64 / t,
+            max_of_totals_seed_floor_s: m::decode_step_totals(&GPT2_SMALL, b, CONTEXT, b1, bw, peak).time_s,
+            ratio_max_of_totals: t / totals.time_s,
+            ratio_per_kernel: t / per_kernel.time_s,
+            ratio_kernel_sum: t / kernel_sum_s,
+            step_bytes: m::decode_step_bytes(&GPT2_SMALL, b, CONTEXT),
+            step_flops: m::decode_step_flops(&GPT2_SMALL, b),
+            max_of_totals: totals,
+            per_kernel_seed: per_kernel,
+            per_kernel_seed_parts: parts,
+            kernel_sum_s,
+            step,
+            step_graph_s,
+        });
+    }
+    Ok(BatchRun {
+        context: CONTEXT,
+        launches_per_step: GPT2_SMALL_STEP_KERNELS.iter().map(|k| k.1).sum(),
+        step_launch_floor_s: floor,
+        weights_bytes_allocated: model.weights_bytes,
+        bandwidth_bytes_per_s: bw,
+        peak_flops_per_s: peak,
+        graph_error,
+        rows,
+    })
+}

@@ -1,0 +1,354 @@
+//! The 58-operation evaluation of seed 003: matrix products (cuBLAS) from decode-sized to 4,096
+//! square, adds and GELUs from 1,024 to 134 M elements, layer norms (768 columns) and softmaxes
+//! (1,024 columns) from one row to 16,384 rows, each in fp32 and fp16. For each operation the
+//! prediction is made from the session's ceilings and recorded before it is measured (events over
+//! batched calls, rotating through copies of the working set so calls read device memory), then
+//! all are scored with `ratio_summary`.
+
+use super::ceilings::{CeilingsReport, REPS, REP_S};
+use super::gpu::{Arg, DevBuf, OpsGpu, Timing, R};
+use memscope_core::model::{self as m, ChosenCeilings, Dtype, OpCost, Prediction, RatioSummary, ScoredPoint};
+use memscope_core::Progress;
+use serde::Serialize;
+
+/// One operation of the harness.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Op {
+    Matmul { m: u64, k: u64, n: u64, dtype: Dtype },
+    Add { n: u64, dtype: Dtype },
+    Mul { n: u64, dtype: Dtype },
+    Fma { n: u64, dtype: Dtype },
+    Gelu { n: u64, dtype: Dtype },
+    LayerNorm { rows: u64, cols: u64, dtype: Dtype },
+    Softmax { rows: u64, cols: u64, dtype: Dtype },
+    /// Decode attention, head dim 64, a cache of exactly `tokens` per sequence (fp32 only).
+    Attention { batch: u64, heads: u64, tokens: u64, dtype: Dtype },
+}
+
+impl Op {
+    pub fn dtype(&self) -> Dtype {
+        match *self {
+            Op::Matmul { dtype, .. }
+            | Op::Add { dtype, .. }
+            | Op::Mul { dtype, .. }
+            | Op::Fma { dtype, .. }
+            | Op::Gelu { dtype, .. }
+            | Op::LayerNorm { dtype, .. }
+            | Op::Softmax { dtype, .. }
+            | Op::Attention { dtype, .. } => dtype,
+        }
+    }
+    pub fn label(&self) -> String {
+        let d = self.dtype().name();
+        match *self {
+            Op::Matmul { m, k, n, .. } => format!("matmul {m}x{k} @ {k}x{n} {d}"),
+            Op::Add { n, .. } => format!("add {n} {d}"),
+            Op::Mul { n, .. } => format!("mul {n} {d}"),
+            Op::Fma { n, .. } => format!("fma x*y+z {n} {d}"),
+            Op::Gelu { n, .. } => format!("gelu {n} {d}"),
+            Op::LayerNorm { rows, cols, .. } => format!("layernorm {rows}x{cols} {d}"),
+            Op::Softmax { rows, cols, .. } => format!("softmax {rows}x{cols} {d}"),
+            Op::Attention { batch, heads, tokens, .. } => format!("attention B={batch} h={heads} T={tokens} d=64 {d}"),
+        }
+    }
+    /// The seed's minimum FLOPs and bytes.
+    pub fn cost(&self) -> OpCost {
+        match *self {
+            Op::Matmul { m, k, n, dtype } => m::matmul_cost(m, k, n, dtype),
+            Op::Add { n, dtype } | Op::Mul { n, dtype } => m::add_cost(n, dtype),
+            Op::Fma { n, dtype } => m::fused_mul_add_cost(n, dtype),
+            Op::Gelu { n, dtype } => m::gelu_cost(n, dtype),
+            Op::LayerNorm { rows, cols, dtype } => m::layernorm_cost(rows, cols, dtype),
+            Op::Softmax { rows, cols, dtype } => m::softmax_cost(rows, cols, dtype),
+            Op::Attention { batch, heads, tokens, dtype } => m::decode_attention_cost(batch, heads, tokens, 64, dtype),
+        }
+    }
+    /// The key of its launch floor.
+    pub fn class(&self) -> String {
+        match self {
+            Op::Matmul { dtype, .. } => format!("matmul.{}", dtype.name()),
+            Op::Add { .. } => "add".into(),
+            Op::Mul { .. } => "mul".into(),
+            Op::Fma { .. } => "fma".into(),
+            Op::Gelu { .. } => "gelu".into(),
+            Op::LayerNorm { .. } => "layernorm".into(),
+            Op::Softmax { .. } => "softmax".into(),
+            Op::Attention { .. } => "attention".into(),
+        }
+    }
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Op::Matmul { .. } => "matmul",
+            Op::Add { .. } => "add",
+            Op::Mul { .. } => "mul",
+            Op::Fma { .. } => "fma",
+            Op::Gelu { .. } => "gelu",
+            Op::LayerNorm { .. } => "layernorm",
+            Op::Softmax { .. } => "softmax",
+            Op::Attention { .. } => "attention",
+        }
+    }
+}
+
+/// The 58 operations (29 shapes x fp32, fp16).
+pub fn seed_operations() -> Vec<Op> {
+    let mut ops = Vec::new();
+    for dtype in [Dtype::Fp32, Dtype::Fp16] {
+        for (mm, k, n) in [
+            (1, 768, 3072),
+            (1, 768, 50257),
+            (1, 3072, 768),
+            (32, 768, 3072),
+            (512, 768, 3072),
+            (512, 512, 512),
+            (1024, 1024, 1024),
+            (2048, 2048, 2048),
+            (4096, 4096, 4096),
+        ] {
+            ops.push(Op::Matmul { m: mm, k, n, dtype });
+        }
+        for n in [1024u64, 1 << 16, 1 << 20, 1 << 24, 1 << 27] {
+            ops.push(Op::Add { n, dtype });
+        }
+        for n in [1024u64, 1 << 16, 1 << 20, 1 << 24, 1 << 27] {
+            ops.push(Op::Gelu { n, dtype });
+        }
+        for rows in [1u64, 16, 256, 4096, 16384] {
+            ops.push(Op::LayerNorm { rows, cols: 768, dtype });
+        }
+        for rows in [1u64, 16, 256, 4096, 16384] {
+            ops.push(Op::Softmax { rows, cols: 1024, dtype });
+        }
+    }
+    ops
+}
+
+/// An operation with its rotation sets allocated and initialised.
+pub struct OpRunner {
+    pub op: Op,
+    sets: Vec<Vec<DevBuf>>,
+    /// Layer-norm gamma and beta (fp32, shared by all sets).
+    params: Vec<DevBuf>,
+}
+
+impl OpRunner {
+    pub fn new(g: &OpsGpu, op: &Op) -> R<Self> {
+        let cost = op.cost();
+        let nsets = g.rotation_sets(cost.bytes() as u64);
+        let dt = op.dtype();
+        let s = dt.size_bytes() as u64;
+        let mut sets = Vec::with_capacity(nsets);
+        for i in 0..nsets {
+            let seed = 1000 + 16 * i as u32;
+            let bufs = match *op {
+                Op::Matmul { m, k, n, .. } => {
+                    vec![g.alloc_random(m * k, dt, seed, 1.0)?, g.alloc_random(k * n, dt, seed + 1, 1.0)?, g.alloc(m * n * s)?]
+                }
+                Op::Add { n, .. } | Op::Mul { n, .. } | Op::Fma { n, .. } => vec![
+                    g.alloc_random(n, dt, seed, 1.0)?,
+                    g.alloc_random(n, dt, seed + 1, 1.0)?,
+                    if matches!(op, Op::Fma { .. }) { g.alloc_random(n, dt, seed + 2, 1.0)? } else { g.alloc(16)? },
+                    g.alloc(n * s)?,
+                ],
+                Op::Gelu { n, .. } => vec![g.alloc_random(n, dt, seed, 3.0)?, g.alloc(n * s)?],
+                Op::LayerNorm { rows, cols, .. } | Op::Softmax { rows, cols, .. } => {
+                    vec![g.alloc_random(rows * cols, dt, seed, 3.0)?, g.alloc(rows * cols * s)?]
+                }
+                Op::Attention { batch, heads, tokens, .. } => {
+                    let kv = batch * heads * tokens * 64;
+                    vec![
+                        g.alloc_random(batch * heads * 64, dt, seed, 1.0)?,
+                        g.alloc_random(kv, dt, seed + 1, 1.0)?,
+                        g.alloc_random(kv, dt, seed + 2, 1.0)?,
+                        g.alloc(batch * heads * 64 * s)?,
+                    ]
+                }
+            };
+            sets.push(bufs);
+        }
+        let params = match *op {
+            Op::LayerNorm { cols, .. } => {
+                vec![g.alloc_random(cols, Dtype::Fp32, 7, 1.0)?, g.alloc_random(cols, Dtype::Fp32, 8, 0.1)?]
+            }
+            _ => Vec::new(),
+        };
+        Ok(OpRunner { op: *op, sets, params })
+    }
+
+    pub fn rotation_sets(&self) -> usize {
+        self.sets.len()
+    }
+
+    /// Issue call number `i` (set i mod sets).
+    pub fn call(&mut self, g: &OpsGpu, i: usize) -> R<()> {
+        let b = &self.sets[i % self.sets.len()];
+        let sfx = if self.op.dtype() == Dtype::Fp32 { "f32" } else { "f16" };
+        let vec = if self.op.dtype() == Dtype::Fp32 { 4 } else { 8 };
+        match self.op {
+            Op::Matmul { m, k, n, dtype } => g.gemm(dtype, m, k, n, b[0].ptr, b[1].ptr, b[2].ptr),
+            Op::Add { n, .. } | Op::Mul { n, .. } | Op::Fma { n, .. } | Op::Gelu { n, .. } => {
+                let ptrs = if matches!(self.op, Op::Gelu { .. }) {
+                    [b[0].ptr, b[0].ptr, b[0].ptr, b[1].ptr]
+                } else {
+                    [b[0].ptr, b[1].ptr, b[2].ptr, b[3].ptr]
+                };
+                let args = [Arg::Ptr(ptrs[0]), Arg::Ptr(ptrs[1]), Arg::Ptr(ptrs[2]), Arg::Ptr(ptrs[3]), Arg::U64(n)];
+                g.launch(&format!("{}_{sfx}", self.op.kind()), OpsGpu::blocks(n / vec), 256, 0, &args)
+            }
+            Op::LayerNorm { rows, cols, .. } => {
+                let (p0, p1) = (self.params[0].ptr, self.params[1].ptr);
+                let args = [
+                    Arg::Ptr(b[0].ptr),
+                    Arg::Ptr(b[1].ptr),
+                    Arg::Ptr(p0),
+                    Arg::Ptr(p1),
+                    Arg::I32(rows as i32),
+                    Arg::I32(cols as i32),
+                    Arg::F32(1e-5),
+                ];
+                g.launch(&format!("layernorm_{sfx}"), rows.div_ceil(8) as u32, 256, 0, &args)
+            }
+            Op::Softmax { rows, cols, .. } => {
+                let args = [Arg::Ptr(b[0].ptr), Arg::Ptr(b[1].ptr), Arg::I32(rows as i32), Arg::I32(cols as i32)];
+                g.launch(&format!("softmax_{sfx}"), rows.div_ceil(8) as u32, 256, 0, &args)
+            }
+            Op::Attention { batch, heads, tokens, .. } => {
+                attention(g, b[0].ptr, (heads * 64) as i32, b[1].ptr, b[2].ptr, b[3].ptr, batch, heads, tokens, tokens)
+            }
+        }
+    }
+
+    /// Time per call with the harness's rule.
+    pub fn time(&mut self, g: &OpsGpu) -> R<Timing> {
+        g.time_calls(REP_S, REPS, |i| self.call(g, i))
+    }
+}
+
+/// Launch decode attention (head dim 64) over `tokens` of a cache with room for `t_max`.
+#[allow(clippy::too_many_arguments)]
+pub fn attention(
+    g: &OpsGpu,
+    q: u64,
+    q_stride: i32,
+    k: u64,
+    v: u64,
+    out: u64,
+    batch: u64,
+    heads: u64,
+    tokens: u64,
+    t_max: u64,
+) -> R<()> {
+    let smem = (tokens.next_multiple_of(4) * 4 + 8 * 16 * 16) as u32;
+    let args = [
+        Arg::Ptr(q),
+        Arg::I32(q_stride),
+        Arg::Ptr(k),
+        Arg::Ptr(v),
+        Arg::Ptr(out),
+        Arg::I32(heads as i32),
+        Arg::I32(tokens as i32),
+        Arg::I32(t_max as i32),
+        Arg::F32(0.125),
+    ];
+    g.launch("decode_attention_f32", (batch * heads) as u32, 128, smem, &args)
+}
+
+/// One scored operation.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelPoint {
+    pub operation: String,
+    pub kind: String,
+    pub dtype: String,
+    pub flops: f64,
+    pub bytes: f64,
+    pub ceilings: ChosenCeilings,
+    /// Written before the measurement.
+    pub prediction: Prediction,
+    pub rotation_sets: usize,
+    pub measured: Timing,
+    pub ratio: f64,
+    /// Bytes / measured time.
+    pub achieved_bytes_per_s: f64,
+    pub achieved_flops_per_s: f64,
+}
+
+/// Predict then measure one operation.
+pub fn predict_and_measure(g: &OpsGpu, ceil: &CeilingsReport, op: &Op, progress: &dyn Progress) -> R<ModelPoint> {
+    let cost = op.cost();
+    let chosen = ceil.ceilings.choose(&cost, &op.class(), op.dtype()).map_err(|e| e.to_string())?;
+    let prediction = cost.predict(chosen.launch_s, chosen.bandwidth_bytes_per_s, chosen.peak_flops_per_s);
+    progress.message(&format!(
+        "predict {}: {:.2} us ({}-bound)",
+        op.label(),
+        prediction.time_s * 1e6,
+        prediction.regime.name()
+    ));
+    let mut r = OpRunner::new(g, op)?;
+    let measured = r.time(g)?;
+    let t = measured.per_call_s;
+    progress.message(&format!("measured {}: {:.2} us, ratio {:.2}", op.label(), t * 1e6, t / prediction.time_s));
+    Ok(ModelPoint {
+        operation: op.label(),
+        kind: op.kind().into(),
+        dtype: op.dtype().name().into(),
+        flops: cost.flops,
+        bytes: cost.bytes(),
+        ceilings: chosen,
+        rotation_sets: r.rotation_sets(),
+        ratio: t / prediction.time_s,
+        achieved_bytes_per_s: cost.bytes() / t,
+        achieved_flops_per_s: cost.flops / t,
+        prediction,
+        measured,
+    })
+}
+
+/// A kernel's efficiency at its largest size: achieved bandwidth over its pattern's ceiling.
+#[derive(Debug, Clone, Serialize)]
+pub struct KernelEfficiency {
+    pub operation: String,
+    pub achieved_bytes_per_s: f64,
+    pub ceiling_bytes_per_s: f64,
+    pub pattern: String,
+    pub fraction: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelRun {
+    pub points: Vec<ModelPoint>,
+    pub summary: Option<RatioSummary>,
+    pub kernels: Vec<KernelEfficiency>,
+}
+
+/// The 58 points, scored; plus the efficiency of our own kernels at their largest sizes (the 58
+/// set's largest add, GELU, layer norm, softmax, and decode attention at B=512, h=12, T=128).
+pub fn run(g: &OpsGpu, ceil: &CeilingsReport, progress: &dyn Progress) -> R<ModelRun> {
+    let ops = seed_operations();
+    progress.start(ops.len() as u64, "58 operations");
+    let mut points = Vec::new();
+    for op in &ops {
+        points.push(predict_and_measure(g, ceil, op, progress)?);
+        progress.advance(1);
+    }
+    let scored: Vec<ScoredPoint> = points
+        .iter()
+        .map(|p| ScoredPoint { measured_s: p.measured.per_call_s, predicted_s: p.prediction.time_s, regime: p.prediction.regime })
+        .collect();
+    let summary = m::ratio_summary(&scored);
+    let mut kernels = Vec::new();
+    let big = |p: &&ModelPoint| {
+        matches!(p.kind.as_str(), "add" | "gelu" | "layernorm" | "softmax")
+            && (p.operation.contains("134217728") || p.operation.contains("16384x"))
+    };
+    let eff = |p: &ModelPoint| KernelEfficiency {
+        operation: p.operation.clone(),
+        achieved_bytes_per_s: p.achieved_bytes_per_s,
+        ceiling_bytes_per_s: p.ceilings.bandwidth_bytes_per_s,
+        pattern: p.ceilings.pattern.name().into(),
+        fraction: p.achieved_bytes_per_s / p.ceilings.bandwidth_bytes_per_s,
+    };
+    kernels.extend(points.iter().filter(big).map(eff));
+    let att = predict_and_measure(g, ceil, &Op::Attention { batch: 512, heads: 12, tokens: 128, dtype: Dtype::Fp32 }, progress)?;
+    kernels.push(eff(&att));
+    Ok(ModelRun { points, summary, kernels })
+}
