@@ -3,6 +3,8 @@
 //! registry of generic probes. Each probe is plan -> measure -> analyze with a pure `analyze`.
 
 pub mod evset;
+pub mod geometry;
+pub mod index;
 pub mod latency;
 pub mod line;
 pub mod measure;
@@ -13,5 +15,12 @@ use memscope_core::Probe;
 
 /// The generic (backend-independent) probes, in run order (later probes read earlier findings).
 pub fn probes() -> Vec<Box<dyn Probe>> {
-    vec![Box::new(line::LineProbe), Box::new(latency::LatencyProbe)]
+    vec![
+        Box::new(line::LineProbe),
+        Box::new(latency::LatencyProbe),
+        Box::new(geometry::EvsetProbe),
+        Box::new(geometry::WaysProbe),
+        Box::new(index::IndexProbe),
+        Box::new(geometry::SetsProbe),
+    ]
 }
