@@ -10,6 +10,7 @@ pub mod line;
 pub mod measure;
 #[cfg(test)]
 pub(crate) mod testsim;
+pub mod tlb;
 
 use memscope_core::Probe;
 
@@ -20,6 +21,7 @@ pub fn probes() -> Vec<Box<dyn Probe>> {
         Box::new(latency::LatencyProbe),
         Box::new(geometry::EvsetProbe),
         Box::new(geometry::WaysProbe),
+        Box::new(tlb::TlbProbe),
         Box::new(index::IndexProbe),
         Box::new(geometry::SetsProbe),
     ]
