@@ -5,6 +5,7 @@
 pub mod evset;
 pub mod geometry;
 pub mod index;
+pub mod indexing;
 pub mod latency;
 pub mod line;
 pub mod measure;
@@ -22,6 +23,7 @@ pub fn probes() -> Vec<Box<dyn Probe>> {
         Box::new(geometry::EvsetProbe),
         Box::new(geometry::WaysProbe),
         Box::new(tlb::TlbProbe),
+        Box::new(indexing::IndexingProbe),
         Box::new(index::IndexProbe),
         Box::new(geometry::SetsProbe),
     ]

@@ -1,0 +1,147 @@
+//! `indexing`: virtual or physical indexing of L1 and L2 by mapping one physical allocation at
+//! two virtual addresses (seed 000 footnotes 3 and 6). L1: in a minimal eviction set built inside
+//! one mapping, swap a member for the same physical line seen through the other mapping; a
+//! physically indexed and tagged L1 sees the same line (the set still thrashes, for every member),
+//! a virtually indexed one sees a line of another set (the conflict breaks). L2: chase every line
+//! of a physical footprint of 3/4 of the L2 capacity through both mappings; a physically tagged
+//! L2 holds it like the footprint chased once, a virtually tagged one like a footprint twice as
+//! large (which exceeds the L2).
+
+use crate::evset::find_l1_evset;
+use crate::geometry::{line_bytes, pool_lines};
+use crate::latency::dense_lines;
+use crate::measure::{earlier_u64, gpu_applicability, Meter};
+use memscope_core::{
+    Applicability, CachePath, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, TargetInfo,
+};
+
+pub struct IndexingProbe;
+
+/// Pure: L1 verdict from the swap outcomes (true = the set still thrashed with the alias).
+pub fn analyze_l1(swaps: &[bool]) -> Result<&'static str, String> {
+    if swaps.is_empty() {
+        return Err("no swap was measured".into());
+    }
+    let kept = swaps.iter().filter(|&&s| s).count();
+    if kept == swaps.len() {
+        Ok("physical")
+    } else if kept * 2 <= swaps.len() {
+        Ok("virtual")
+    } else {
+        Err(format!("{kept} of {} alias swaps kept the conflict: inconsistent", swaps.len()))
+    }
+}
+
+/// Pure: L2 verdict from mean ns per hop of the aliased chase and the two controls (the physical
+/// footprint chased once; a fresh footprint of twice the size).
+pub fn analyze_l2(aliased: f64, small: f64, big: f64) -> Result<&'static str, String> {
+    if big - small < 0.05 * small {
+        return Err(format!(
+            "the doubled footprint ({big:.1} ns) is not slower than the single one ({small:.1} ns): the L2 capacity is off"
+        ));
+    }
+    if (aliased - small).abs() < 0.25 * (big - small) {
+        Ok("physical")
+    } else if (aliased - big).abs() < 0.25 * (big - small) {
+        Ok("virtual")
+    } else {
+        Err(format!("aliased {aliased:.1} ns lies between {small:.1} and {big:.1} ns"))
+    }
+}
+
+impl Probe for IndexingProbe {
+    fn key(&self) -> &'static str {
+        "indexing"
+    }
+    fn description(&self) -> &'static str {
+        "virtual or physical indexing of L1 and L2 by aliasing one physical allocation at two virtual addresses"
+    }
+    fn applicability(&self, info: &TargetInfo) -> Applicability {
+        if !info.aliasing_supported && info.kind != "cpu" {
+            return Applicability::Waived(
+                "needs alloc_aliased (one physical allocation at two virtual addresses)".into(),
+            );
+        }
+        gpu_applicability(info, true)
+    }
+    fn run(&self, ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError> {
+        let earlier = ctx.earlier.clone();
+        let mut m = Meter::new(&mut *ctx.target, 71);
+        let mut out = ProbeOutput::default();
+        let line = line_bytes(&mut m, &earlier)?;
+        let n = pool_lines(&earlier, line);
+
+        // L1: alias swaps in a minimal eviction set.
+        let (a, b) = m.target.alloc_aliased(n as u64 * line + (1 << 16))?;
+        let e = find_l1_evset(&mut m, a.base, line, n)?;
+        let set = e.reduction.set.clone();
+        let mut swaps = Vec::new();
+        for i in 0..set.len() {
+            let mut s = set.clone();
+            s[i] = set[i] - a.base + b.base;
+            swaps.push(e.oracle.thrashes(&mut m, &s)?);
+        }
+        m.target.free(a);
+        let m1 = "swap each member of a minimal L1 eviction set for its alias through a second mapping";
+        match analyze_l1(&swaps) {
+            Ok(v) => {
+                let note = if v == "virtual" {
+                    "the alias lands in another set: indexed (and so tagged) by the virtual address"
+                } else {
+                    "every alias keeps the conflict: the same line, so indexed and tagged physically"
+                };
+                out.finding("l1.indexing", Finding::text(v, m1, Confidence::High).with_note(note))
+            }
+            Err(why) => out.finding("l1.indexing", Finding::undetermined("", m1, &why)),
+        }
+
+        // L2: footprint of 3/4 of the capacity chased through both mappings.
+        let m2 = "chase a physical footprint of 3/4 of the L2 capacity through both mappings vs once, and vs a fresh double footprint";
+        match earlier_u64(&earlier, "l2.capacity_bytes") {
+            None => {
+                out.finding("l2.indexing", Finding::undetermined("", m2, "needs l2.capacity_bytes (run latency first)"))
+            }
+            Some(cap) => {
+                let f = (cap * 3 / 4) / line * line;
+                let (a, b) = m.target.alloc_aliased(f)?;
+                let lines_a = dense_lines(&mut m, a.base, line, f / line);
+                let lines_b: Vec<u64> = lines_a.iter().map(|x| x - a.base + b.base).collect();
+                let mut both = lines_a.clone();
+                both.extend_from_slice(&lines_b);
+                let aliased = m.chase(&both, CachePath::L1Bypass, 1, 0, 1)?.mean_ns();
+                let small = m.chase(&lines_a, CachePath::L1Bypass, 2, 0, 1)?.mean_ns();
+                m.target.free(a);
+                let big_buf = m.alloc(2 * f)?;
+                let big_lines = dense_lines(&mut m, big_buf.base, line, 2 * f / line);
+                let big = m.chase(&big_lines, CachePath::L1Bypass, 1, 0, 1)?.mean_ns();
+                m.target.free(big_buf);
+                match analyze_l2(aliased, small, big) {
+                    Ok(v) => out.finding(
+                        "l2.indexing",
+                        Finding::text(v, m2, Confidence::High).with_note(&format!(
+                            "mean ns per hop: aliased {aliased:.1}, once {small:.1}, double {big:.1}"
+                        )),
+                    ),
+                    Err(why) => out.finding("l2.indexing", Finding::undetermined("", m2, &why)),
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts() {
+        assert_eq!(analyze_l1(&[true, true, true]), Ok("physical"));
+        assert_eq!(analyze_l1(&[false, false, true]), Ok("virtual"));
+        assert!(analyze_l1(&[true, true, false]).is_err());
+        assert_eq!(analyze_l2(130.0, 128.0, 200.0), Ok("physical"));
+        assert_eq!(analyze_l2(198.0, 128.0, 200.0), Ok("virtual"));
+        assert!(analyze_l2(165.0, 128.0, 200.0).is_err());
+        assert!(analyze_l2(128.0, 128.0, 129.0).is_err());
+    }
+}
