@@ -8,20 +8,20 @@ use memscope_core::hierarchy::Replacement;
 
 const INVALID: u64 = u64::MAX;
 
-/// One slot.
+/// Replacement and state bits of one slot (tags live in their own array so a lookup reads
+/// one or two host cache lines per set).
 #[derive(Debug, Clone, Copy)]
-struct Slot {
-    tag: u64,
+struct Meta {
     /// Last use (LRU order) or insertion (FIFO).
-    stamp: u64,
+    stamp: u32,
     /// Last store (the 8-dirty rule cleans the least recently stored dirty line).
-    store_stamp: u64,
+    store_stamp: u32,
     valid: u8,
     dirty: u8,
     rrpv: u8,
 }
 
-const EMPTY: Slot = Slot { tag: INVALID, stamp: 0, store_stamp: 0, valid: 0, dirty: 0, rrpv: 0 };
+const EMPTY: Meta = Meta { stamp: 0, store_stamp: 0, valid: 0, dirty: 0, rrpv: 0 };
 
 /// A line pushed out (or cleaned) with dirty sectors: it goes to the write-back FIFO.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,110 +50,196 @@ pub struct Outcome {
 pub struct Cache {
     ways: usize,
     policy: Replacement,
-    slots: Vec<Slot>,
-    clock: u64,
+    tags: Vec<u64>,
+    meta: Vec<Meta>,
+    clock: u32,
     dirty_threshold: u32,
 }
 
 impl Cache {
     /// `sets` sets of `ways` ways. `dirty_threshold` > 0 enables the 8-dirty rule at that count.
     pub fn new(sets: usize, ways: usize, policy: Replacement, dirty_threshold: u32) -> Self {
-        Cache { ways, policy, slots: vec![EMPTY; sets * ways], clock: 0, dirty_threshold }
+        Cache {
+            ways,
+            policy,
+            tags: vec![INVALID; sets * ways],
+            meta: vec![EMPTY; sets * ways],
+            clock: 0,
+            dirty_threshold,
+        }
     }
 
     /// Forget everything (dirty data is dropped; call `dirty_lines` first to write it back).
     pub fn clear(&mut self) {
-        self.slots.fill(EMPTY);
+        self.tags.fill(INVALID);
+        self.meta.fill(EMPTY);
+        self.clock = 0;
     }
 
     /// Number of sets.
     pub fn sets(&self) -> usize {
-        self.slots.len() / self.ways
+        self.tags.len() / self.ways
+    }
+
+    /// Advance the use clock; stamps are 32-bit, so every 2^32 uses they are renormalized
+    /// (order kept by rank within each set).
+    #[inline]
+    fn tick(&mut self) -> u32 {
+        if self.clock == u32::MAX {
+            self.renormalize();
+        }
+        self.clock += 1;
+        self.clock
+    }
+
+    #[cold]
+    fn renormalize(&mut self) {
+        let w = self.ways;
+        for set in self.meta.chunks_mut(w) {
+            let mut order: Vec<usize> = (0..set.len()).collect();
+            order.sort_by_key(|&i| set[i].stamp);
+            for (rank, &i) in order.iter().enumerate() {
+                set[i].stamp = rank as u32 + 1;
+            }
+            let mut order: Vec<usize> = (0..set.len()).collect();
+            order.sort_by_key(|&i| set[i].store_stamp);
+            for (rank, &i) in order.iter().enumerate() {
+                set[i].store_stamp = rank as u32 + 1;
+            }
+        }
+        self.clock = w as u32 + 1;
     }
 
     #[inline]
-    fn set_slots(&mut self, set: usize) -> &mut [Slot] {
+    fn find(&self, set: usize, line: u64) -> Option<usize> {
         let w = self.ways;
-        &mut self.slots[set * w..set * w + w]
+        self.tags[set * w..set * w + w].iter().position(|&t| t == line)
     }
 
     /// Whether `line` is present in `set` with all of `sectors` valid (no state change).
     pub fn probe(&self, set: usize, line: u64, sectors: u8) -> bool {
-        let w = self.ways;
-        self.slots[set * w..set * w + w].iter().any(|s| s.tag == line && s.valid & sectors == sectors)
+        self.find(set, line).is_some_and(|i| self.meta[set * self.ways + i].valid & sectors == sectors)
     }
 
     /// Lines present in `set` (tags), for tests and occupancy reports.
     pub fn lines_in_set(&self, set: usize) -> usize {
         let w = self.ways;
-        self.slots[set * w..set * w + w].iter().filter(|s| s.tag != INVALID).count()
+        self.tags[set * w..set * w + w].iter().filter(|&&t| t != INVALID).count()
     }
 
     /// A load of `sectors` of `line`: a hit refreshes the line; missing sectors are filled; a miss
     /// allocates a slot (maybe evicting).
     #[inline]
     pub fn load(&mut self, set: usize, line: u64, sectors: u8) -> Outcome {
-        self.clock += 1;
-        let clock = self.clock;
-        let policy = self.policy;
-        let slots = self.set_slots(set);
-        if let Some(s) = slots.iter_mut().find(|s| s.tag == line) {
+        let clock = self.tick();
+        let base = set * self.ways;
+        if let Some(i) = self.find(set, line) {
+            let s = &mut self.meta[base + i];
             let missing = sectors & !s.valid;
             s.valid |= sectors;
-            touch(s, policy, clock);
+            touch(s, self.policy, clock);
             return Outcome { tag_hit: true, missing, evicted: None, cleaned: None };
         }
-        let (way, evicted) = victim(slots, policy);
-        slots[way] = Slot { tag: line, stamp: clock, store_stamp: 0, valid: sectors, dirty: 0, rrpv: 1 };
+        let (way, evicted) = self.victim(set);
+        self.tags[base + way] = line;
+        self.meta[base + way] = Meta { stamp: clock, store_stamp: 0, valid: sectors, dirty: 0, rrpv: 1 };
         Outcome { tag_hit: false, missing: sectors, evicted, cleaned: None }
     }
 
     /// A store writing `sectors` of `line`, of which `full` are written whole (the rest partially,
-    /// under a byte mask). Write-back semantics: the sectors become dirty. `allocate` false: a
-    /// missing line is not allocated (write-around), only reported.
+    /// under a byte mask). With `mark_dirty` (write-back) the sectors become dirty; `allocate`
+    /// false: a missing line is not allocated (write-around), only reported.
     #[inline]
     pub fn store(&mut self, set: usize, line: u64, sectors: u8, full: u8, allocate: bool, mark_dirty: bool) -> Outcome {
-        self.clock += 1;
-        let clock = self.clock;
-        let policy = self.policy;
-        let threshold = self.dirty_threshold;
-        let slots = self.set_slots(set);
+        let clock = self.tick();
+        let w = self.ways;
+        let base = set * w;
         let mut cleaned = None;
-        if threshold > 0 && mark_dirty {
-            let dirty = slots.iter().filter(|s| s.dirty != 0).count() as u32;
-            if dirty >= threshold {
-                if let Some(s) = slots.iter_mut().filter(|s| s.dirty != 0).min_by_key(|s| s.store_stamp) {
-                    cleaned = Some(WriteBack { line: s.tag, sectors: s.dirty });
-                    s.dirty = 0;
+        if self.dirty_threshold > 0 && mark_dirty {
+            let metas = &mut self.meta[base..base + w];
+            let dirty = metas.iter().filter(|s| s.dirty != 0).count() as u32;
+            if dirty >= self.dirty_threshold {
+                let mut best: Option<usize> = None;
+                for (i, s) in metas.iter().enumerate() {
+                    if s.dirty != 0 && best.is_none_or(|b| s.store_stamp < metas[b].store_stamp) {
+                        best = Some(i);
+                    }
+                }
+                if let Some(i) = best {
+                    cleaned = Some(WriteBack { line: self.tags[base + i], sectors: metas[i].dirty });
+                    metas[i].dirty = 0;
                 }
             }
         }
-        if let Some(s) = slots.iter_mut().find(|s| s.tag == line) {
+        if let Some(i) = self.find(set, line) {
+            let s = &mut self.meta[base + i];
             s.valid |= full;
             if mark_dirty {
                 s.dirty |= sectors;
                 s.store_stamp = clock;
             }
-            touch(s, policy, clock);
+            touch(s, self.policy, clock);
             return Outcome { tag_hit: true, missing: sectors & !s.valid, evicted: None, cleaned };
         }
         if !allocate {
             return Outcome { tag_hit: false, missing: sectors, evicted: None, cleaned };
         }
-        let (way, evicted) = victim(slots, policy);
+        let (way, evicted) = self.victim(set);
         let dirty = if mark_dirty { sectors } else { 0 };
-        slots[way] = Slot { tag: line, stamp: clock, store_stamp: clock, valid: full, dirty, rrpv: 1 };
+        self.tags[base + way] = line;
+        self.meta[base + way] = Meta { stamp: clock, store_stamp: clock, valid: full, dirty, rrpv: 1 };
         Outcome { tag_hit: false, missing: sectors & !full, evicted, cleaned }
     }
 
-    /// Every dirty line (for a final write-back report).
+    /// Number of lines holding dirty sectors.
     pub fn dirty_lines(&self) -> usize {
-        self.slots.iter().filter(|s| s.tag != INVALID && s.dirty != 0).count()
+        self.tags.iter().zip(&self.meta).filter(|(&t, m)| t != INVALID && m.dirty != 0).count()
+    }
+
+    /// Pick a victim way: an invalid slot first; LRU/FIFO: smallest stamp; RRIP: least recently
+    /// used among RRPV 2, else age all and rescan. A dirty victim goes to the write-back FIFO
+    /// (seed 004: handed to the controller, after which the scan finds it clean and takes it).
+    #[inline]
+    fn victim(&mut self, set: usize) -> (usize, Option<WriteBack>) {
+        let w = self.ways;
+        let base = set * w;
+        if let Some(i) = self.tags[base..base + w].iter().position(|&t| t == INVALID) {
+            return (i, None);
+        }
+        let slots = &mut self.meta[base..base + w];
+        let way = match self.policy {
+            Replacement::Lru | Replacement::Fifo => {
+                let mut best = 0;
+                for (i, s) in slots.iter().enumerate() {
+                    if s.stamp < slots[best].stamp {
+                        best = i;
+                    }
+                }
+                best
+            }
+            Replacement::Rrip => loop {
+                let mut best: Option<usize> = None;
+                for (i, s) in slots.iter().enumerate() {
+                    if s.rrpv >= 2 && best.is_none_or(|b| s.stamp < slots[b].stamp) {
+                        best = Some(i);
+                    }
+                }
+                if let Some(b) = best {
+                    break b;
+                }
+                for s in slots.iter_mut() {
+                    s.rrpv = (s.rrpv + 1).min(2);
+                }
+            },
+        };
+        let s = slots[way];
+        let wb = if s.dirty != 0 { Some(WriteBack { line: self.tags[base + way], sectors: s.dirty }) } else { None };
+        (way, wb)
     }
 }
 
 #[inline]
-fn touch(s: &mut Slot, policy: Replacement, clock: u64) {
+fn touch(s: &mut Meta, policy: Replacement, clock: u32) {
     match policy {
         Replacement::Lru => s.stamp = clock,
         Replacement::Fifo => {}
@@ -162,44 +248,6 @@ fn touch(s: &mut Slot, policy: Replacement, clock: u64) {
             s.rrpv = 0;
         }
     }
-}
-
-/// Pick a victim way: an invalid slot first; LRU/FIFO: smallest stamp; RRIP: least recently used
-/// among RRPV 2, else age all and rescan. A dirty victim goes to the write-back FIFO (seed 004:
-/// handed to the controller, after which the scan finds it clean and takes it).
-#[inline]
-fn victim(slots: &mut [Slot], policy: Replacement) -> (usize, Option<WriteBack>) {
-    if let Some(w) = slots.iter().position(|s| s.tag == INVALID) {
-        return (w, None);
-    }
-    let way = match policy {
-        Replacement::Lru | Replacement::Fifo => {
-            let mut best = 0;
-            for (i, s) in slots.iter().enumerate() {
-                if s.stamp < slots[best].stamp {
-                    best = i;
-                }
-            }
-            best
-        }
-        Replacement::Rrip => loop {
-            let mut best: Option<usize> = None;
-            for (i, s) in slots.iter().enumerate() {
-                if s.rrpv >= 2 && best.is_none_or(|b| s.stamp < slots[b].stamp) {
-                    best = Some(i);
-                }
-            }
-            if let Some(b) = best {
-                break b;
-            }
-            for s in slots.iter_mut() {
-                s.rrpv = (s.rrpv + 1).min(2);
-            }
-        },
-    };
-    let s = slots[way];
-    let wb = if s.dirty != 0 { Some(WriteBack { line: s.tag, sectors: s.dirty }) } else { None };
-    (way, wb)
 }
 
 #[cfg(test)]

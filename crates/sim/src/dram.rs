@@ -1,7 +1,9 @@
 //! DRAM behind the memory controllers (seed 000 "Found in DRAM", footnotes 13-14, "DRAM refresh"):
-//! each controller drives `channels` channels of `banks` banks; a bank opens one row at a time
-//! (an activate) and serves 32-byte columns from it; a row stays open `row_open_ns` after its last
-//! access; each bank refreshes for `refresh_stall_ns` once every `refresh_stall_ns /
+//! each controller drives `channels` channels of `banks` banks (rows spread over them by a hash of
+//! the row); a bank opens one row at a time (an activate: `activate_ns` more latency) and serves
+//! 32-byte columns from it over the channel's data bus (`column_ns` per 128-byte line, the shared
+//! resource); a row stays open `row_open_ns` after its last access, and a read that finds it open
+//! skips the activate; each bank refreshes for `refresh_stall_ns` once every `refresh_stall_ns /
 //! refresh_fraction` ns (staggered seeded phases), so ~2% of accesses wait up to ~210 ns.
 
 use crate::tlb::SplitMix;
@@ -110,11 +112,14 @@ impl Dram {
     /// (flat bank, row, flat channel) of a physical address served by `controller`.
     #[inline]
     pub fn locate(&self, controller: u32, pa: u64) -> (u32, u64, u32) {
+        // Rows are spread over channels and banks by a hash of the row key (controllers hash bank
+        // bits so the bits that pick the controller do not also pick the bank); the row number
+        // reported is the global row key.
         let key = self.row_key(pa);
-        let ch = key % self.channels;
-        let rest = key / self.channels;
-        let bank = rest % self.banks_per_channel;
-        let row = rest / self.banks_per_channel;
+        let hsh = key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+        let ch = hsh % self.channels;
+        let bank = (hsh / self.channels) % self.banks_per_channel;
+        let row = key;
         let flat_ch = controller as u64 * self.channels + ch;
         ((flat_ch * self.banks_per_channel + bank) as u32, row, flat_ch as u32)
     }
@@ -126,7 +131,9 @@ impl Dram {
         let (bank_i, row, ch) = self.locate(controller, pa);
         let period = self.refresh_period_ns;
         let b = &mut self.banks[bank_i as usize];
-        let mut start = arrive_ns.max(b.busy_until_ns);
+        // Banks overlap their activates (a controller keeps many banks busy); what serializes is
+        // the channel's data bus (and a bank's refresh).
+        let mut start = arrive_ns;
         let mut stall = 0.0;
         if period.is_finite() {
             let x = (start - b.phase_ns).rem_euclid(period);

@@ -12,9 +12,11 @@ pub mod dram;
 pub mod hash;
 pub mod machine;
 pub mod presets;
+pub mod replay;
 pub mod target;
 pub mod timeline;
 pub mod tlb;
+pub mod vadd;
 
 pub use machine::{Level, Machine, Stats};
 pub use memscope_core::hierarchy::Hierarchy;

@@ -83,6 +83,10 @@ impl SimTarget {
     pub fn now_ns(&self) -> f64 {
         self.now_ns
     }
+    /// Move simulated time forward (after a replay driven through `machine()`).
+    pub fn advance(&mut self, ns: f64) {
+        self.now_ns += ns.max(0.0);
+    }
     /// Physical address behind a virtual one (what seed 000 reads from the page tables).
     pub fn physical_address(&self, va: u64) -> Option<u64> {
         self.m.pt.translate(va)
