@@ -1,6 +1,7 @@
 //! Browser test of the HTML outputs (issue 7): a real results file from the simulated RTX 4090
 //! (`memscope run --target sim:rtx4090 --quick`), rendered by `memscope report --html` and
-//! `memscope compare --html`, plus the vadd animation page, each loaded in headless Chromium.
+//! `memscope compare --html`, plus the vadd animation page of a simulated full wave, each loaded
+//! in headless Chromium.
 //! Checks: no console output (the pages never log, so any console line is an error or an uncaught
 //! exception), the plots and the hierarchy diagram are present (the page's script writes counts
 //! into data attributes that --dump-dom shows), the animation advances when played (#autoplay),
@@ -192,20 +193,24 @@ fn html_outputs_render_in_headless_chromium() {
     screenshot(&bin, &anim, "#t=0.45", &art.join("vadd-animation.png"), "1400,900");
 }
 
-/// The vadd page: from `memscope sim vadd --html` when that command is wired, else the player on
-/// a synthetic timeline from the report crate.
+/// The vadd page of a full wave of the 4090 (6,144 warps): from `memscope sim vadd --html` when
+/// that command writes one, else the simulator's replay rendered through the library.
 fn animation_page(d: &Path) -> Vec<u8> {
     let f = d.join("vadd-cli.html");
     let ok = Command::new(BIN)
-        .args(["sim", "vadd", "--preset", "rtx4090", "--html", f.to_str().unwrap()])
+        .args(["sim", "vadd", "--preset", "rtx4090", "--n", "196608", "--html", f.to_str().unwrap()])
         .output()
         .map(|o| o.status.success())
         .unwrap_or(false);
     match std::fs::read(&f) {
         Ok(bytes) if ok && !bytes.is_empty() => bytes,
         _ => {
-            eprintln!("note: `memscope sim vadd --html` not available; testing the player on a synthetic timeline");
-            memscope_report::animation::render_anim(&memscope_report::animation::synthetic(2048))
+            eprintln!(
+                "note: `memscope sim vadd --html` did not write a page; rendering the replay through the library"
+            );
+            let mut t = memscope_sim::SimTarget::from_preset("rtx4090").expect("rtx4090 preset");
+            let (_, tl) = memscope_sim::vadd::run_vadd(&mut t, 6144 * 32, 6144).expect("vadd replay");
+            memscope_report::animation::render(&tl.expect("timeline recorded"))
         }
     }
 }

@@ -11,16 +11,32 @@
     for (var i = 0; i < bin.length; i++) u8[i] = bin.charCodeAt(i);
     return new T(u8.buffer);
   }
-  var N = D.n, NB = D.nb;
-  var t0 = dec(D.t0, Float32Array), t1 = dec(D.t1, Float32Array), t2 = dec(D.t2, Float32Array);
-  var t3 = dec(D.t3, Float32Array), t4 = dec(D.t4, Float32Array), t5 = dec(D.t5, Float32Array);
-  var SM = dec(D.sm, Uint16Array), L1 = dec(D.l1, Uint16Array), SL = dec(D.sl, Uint16Array);
-  var L2 = dec(D.l2, Uint16Array), MC = dec(D.mc, Uint16Array), BK = dec(D.bk, Uint16Array);
-  var BY = dec(D.by, Uint16Array);
+  var NB = D.nb;
+  // Request columns: all of them, and the current selection (the op filter).
+  var ALL = {
+    t0: dec(D.t0, Float32Array), t1: dec(D.t1, Float32Array), t2: dec(D.t2, Float32Array),
+    t3: dec(D.t3, Float32Array), t4: dec(D.t4, Float32Array), t5: dec(D.t5, Float32Array),
+    sm: dec(D.sm, Uint16Array), l1: dec(D.l1, Uint16Array), sl: dec(D.sl, Uint16Array),
+    l2: dec(D.l2, Uint16Array), mc: dec(D.mc, Uint16Array), bk: dec(D.bk, Uint16Array),
+    by: dec(D.by, Uint16Array), op: dec(D.op, Uint8Array), sv: dec(D.sv, Uint8Array)
+  };
+  var N, t0, t1, t2, t3, t4, t5, SM, L1, SL, L2, MC, BK, BY, SV;
+  function select(op) {
+    var idx = [];
+    for (var i = 0; i < D.n; i++) if (op === 'all' || ALL.op[i] === +op) idx.push(i);
+    function pick(a) { var o = new a.constructor(idx.length); for (var j = 0; j < idx.length; j++) o[j] = a[idx[j]]; return o; }
+    N = idx.length;
+    t0 = pick(ALL.t0); t1 = pick(ALL.t1); t2 = pick(ALL.t2); t3 = pick(ALL.t3); t4 = pick(ALL.t4); t5 = pick(ALL.t5);
+    SM = pick(ALL.sm); L1 = pick(ALL.l1); SL = pick(ALL.sl); L2 = pick(ALL.l2); MC = pick(ALL.mc);
+    BK = pick(ALL.bk); BY = pick(ALL.by); SV = pick(ALL.sv);
+  }
+  var opSel = document.getElementById('ops');
+  if (Array.prototype.indexOf.call(ALL.op, 1) >= 0) opSel.value = '1'; // seed 000's panel: loading b
+  select(opSel.value);
   var bBank = dec(D.bBank, Uint16Array), bState = dec(D.bState, Uint8Array);
   var bT0 = dec(D.bT0, Float32Array), bT1 = dec(D.bT1, Float32Array);
   var END = Math.max(D.endNs, 1);
-  for (var e = 0; e < N; e++) END = Math.max(END, t5[e]);
+  for (var e = 0; e < D.n; e++) END = Math.max(END, ALL.t5[e]);
   for (e = 0; e < NB; e++) END = Math.max(END, bT1[e]);
 
   // ---- layout (device pixels; one set = S x S) ----
@@ -83,7 +99,7 @@
     ctx.fillStyle = '#1b2229'; ctx.fillRect(PAD + g * colW + 4, mcY0, colW - 8, mcH);
     ctx.fillStyle = '#789'; ctx.fillText('MC ' + g, PAD + g * colW + 6, mcY0 + mcH + 13);
   }
-  ctx.fillStyle = '#9ab'; ctx.fillText(D.dram + ', ' + D.banksPerMc + ' banks each', PAD, dramY0 - 6);
+  ctx.fillStyle = '#9ab'; ctx.fillText('DRAM, ' + D.mcs + ' controllers, ' + D.banksPerMc + ' banks each', PAD, dramY0 - 6);
   var bankX = new Float32Array(D.mcs * D.banksPerMc), bankY = new Float32Array(D.mcs * D.banksPerMc);
   for (g = 0; g < D.mcs; g++) for (k = 0; k < D.banksPerMc; k++) {
     var bi = g * D.banksPerMc + k;
@@ -113,19 +129,22 @@
 
   // ---- derived series: per-controller DRAM bytes and retired bytes per bin ----
   var NBIN = 400, BIN = END / NBIN;
-  var mcBytes = new Float32Array(D.mcs * NBIN), retBytes = new Float32Array(NBIN);
-  for (var i = 0; i < N; i++) {
-    if (BK[i] !== 65535) { var bb = Math.min(NBIN - 1, Math.floor(t4[i] / BIN)); mcBytes[MC[i] * NBIN + bb] += BY[i]; }
-    retBytes[Math.min(NBIN - 1, Math.floor(t5[i] / BIN))] += BY[i];
+  var mcBytes = new Float32Array(D.mcs * NBIN), retBytes = new Float32Array(NBIN), mcPeak = 1e-9, t5s;
+  function derive() {
+    mcBytes.fill(0); retBytes.fill(0); mcPeak = 1e-9;
+    for (var i = 0; i < N; i++) {
+      if (BK[i] !== 65535) { var bb = Math.min(NBIN - 1, Math.floor(t4[i] / BIN)); mcBytes[MC[i] * NBIN + bb] += BY[i]; }
+      retBytes[Math.min(NBIN - 1, Math.floor(t5[i] / BIN))] += BY[i];
+    }
+    for (i = 0; i < mcBytes.length; i++) mcPeak = Math.max(mcPeak, mcBytes[i]);
+    t5s = Float32Array.from(t5).sort();
   }
-  var mcPeak = 1e-9;
-  for (i = 0; i < mcBytes.length; i++) mcPeak = Math.max(mcPeak, mcBytes[i]);
-  var t5s = Float32Array.from(t5).sort();
+  derive();
 
   // ---- state ----
   var heat1 = new Float32Array(D.sms * D.l1Sets), col1 = new Uint8Array(D.sms * D.l1Sets);
   var heat2 = new Float32Array(D.slices * D.l2Sets), col2 = new Uint8Array(D.slices * D.l2Sets);
-  var active = new Int32Array(N), nActive = 0, rp = 0;
+  var active = new Int32Array(D.n), nActive = 0, rp = 0;
   var bankCur = new Int32Array(D.mcs * D.banksPerMc).fill(-1), bp = 0, nAct = 0, nRef = 0;
   var T = 0, lastT = -1, playing = false, frames = 0, lastWall = 0;
   var auto = location.hash === '#autoplay';
@@ -155,6 +174,7 @@
     px.set(bg32);
     for (var a = 0; a < nActive; a++) {
       var r = active[a];
+      if (SV[r] === 0) { var jh = SM[r] * D.l1Sets + L1[r]; heat1[jh] = 1; col1[jh] = 1; continue; } // L1 hit
       if (T < t1[r]) { var j = SM[r] * D.l1Sets + L1[r]; heat1[j] = 1; col1[j] = 0; }
       else if (T < t2[r]) {
         var f = (T - t1[r]) / Math.max(1e-6, t2[r] - t1[r]);
@@ -237,6 +257,7 @@
   playBtn.onclick = function () { setPlaying(!playing); };
   document.getElementById('step').onclick = function () { setPlaying(false); T = Math.min(END, T + rate() / 60); draw(1 / 60); };
   document.getElementById('restart').onclick = function () { T = 0; reset(); lastT = -1; draw(1); };
+  document.getElementById('ops').onchange = function (e) { select(e.target.value); derive(); reset(); lastT = -1; draw(1); };
   document.getElementById('scrub').oninput = function (e) { T = e.target.value / 1000 * END; draw(1); };
   draw(0);
   var seek = /#t=([0-9.]+)/.exec(location.hash); // #t=0.4: show the state at 40 % (screenshots)

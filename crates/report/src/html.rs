@@ -43,16 +43,21 @@ svg.diagram .lane-t{font-weight:700;font-size:12px}svg.diagram .arrow{stroke:#55
 details pre{max-height:320px;overflow:auto;background:#f6f6f6;padding:6px;font-size:11px}summary{cursor:pointer;color:#0072B2}
 "#;
 
+/// A series with its key.
+type Member<'a> = (&'a str, &'a Series);
+/// Series sharing one plot, under their group name.
+type Group<'a> = (String, Vec<Member<'a>>);
+
 /// Group series into plots: same top-level key, same x and y units.
-fn plot_groups(results: &Results) -> Vec<(String, Vec<(&str, &Series)>)> {
-    let mut groups: BTreeMap<(String, String, String), Vec<(&str, &Series)>> = BTreeMap::new();
+fn plot_groups(results: &Results) -> Vec<Group<'_>> {
+    let mut groups: BTreeMap<(String, String, String), Vec<Member<'_>>> = BTreeMap::new();
     for (k, s) in &results.series {
         let top = k.split('.').next().unwrap_or(k).to_string();
         let hist = k.contains("hist");
         let gk = if hist { k.clone() } else { top };
         groups.entry((gk, s.x_unit.clone(), s.y_unit.clone())).or_default().push((k.as_str(), s));
     }
-    let mut out: Vec<(String, Vec<(&str, &Series)>)> = groups.into_iter().map(|((g, _, _), v)| (g, v)).collect();
+    let mut out: Vec<Group<'_>> = groups.into_iter().map(|((g, _, _), v)| (g, v)).collect();
     // Path order: latency first, then bandwidth, the CPU, DRAM, the rest.
     let rank = |g: &str| ["latency", "bw", "cpu", "dram"].iter().position(|p| g.starts_with(p)).unwrap_or(9);
     out.sort_by_key(|(g, _)| rank(g));

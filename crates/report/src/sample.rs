@@ -37,6 +37,7 @@ fn latency_curve(levels: &[(f64, f64)], tail_ns: f64) -> (Vec<f64>, Vec<f64>) {
     (x, y)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn series(desc: &str, xn: &str, xu: &str, yn: &str, yu: &str, x: Vec<f64>, y: Vec<f64>, marks: Vec<f64>) -> Series {
     Series {
         description: desc.into(),

@@ -105,7 +105,7 @@ impl Scale {
                 (10f64, self.lo.log10().ceil() as i32, self.hi.log10().floor() as i32)
             };
             let n = (hi - lo + 1).max(1);
-            let step = if binary { ((n + 7) / 8).max(1) } else { ((n + 7) / 8).max(1) };
+            let step = ((n + 7) / 8).max(1);
             let step = if binary && step > 1 && step % 2 == 1 { step + 1 } else { step };
             let start = if binary { lo + (lo.rem_euclid(step) != 0) as i32 * (step - lo.rem_euclid(step)) } else { lo };
             let mut t: Vec<f64> = (start..=hi).step_by(step as usize).map(|e| base.powi(e)).collect();
