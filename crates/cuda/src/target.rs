@@ -206,10 +206,11 @@ impl CudaTarget {
         // The H2D copy and the scatter left lines in L1/L2: evict them, then warm up as asked.
         self.do_flush()?;
         let per_hop_n = if spec.per_hop { spec.hops.min(1 << 20) } else { 0 };
-        let starts: Vec<u64> = chains.iter().map(|c| c[0]).collect();
+        // Each chain's position: repetitions continue around the cycle (so a chase of fewer hops
+        // than lines keeps visiting new lines), warm-up laps run before the first repetition only.
+        let mut pos: Vec<u64> = vec![0; w];
         let scratch = self.scratch(4096 + per_hop_n * 4)?;
         let (starts_d, claim_d, out_d, hops_d) = (scratch, scratch + 256, scratch + 512, scratch + 4096);
-        self.gpu.htod(starts_d, &starts)?;
         let name = match spec.path {
             CachePath::L1Cached => "chase_ca",
             CachePath::L1Bypass => "chase_cg",
@@ -226,8 +227,10 @@ impl CudaTarget {
         let mut per_hop = None;
         for r in 0..reps {
             let last = r + 1 == reps;
-            let warm = spec.warmup_laps as u64 * min_len;
+            let warm = if r == 0 { spec.warmup_laps as u64 * min_len } else { 0 };
             let ph = if last { per_hop_n } else { 0 };
+            let starts: Vec<u64> = chains.iter().zip(&pos).map(|(c, p)| c[(*p % c.len() as u64) as usize]).collect();
+            self.gpu.htod(starts_d, &starts)?;
             let mut ok = false;
             for _attempt in 0..4 {
                 self.gpu.memset(claim_d, 8)?;
@@ -242,6 +245,18 @@ impl CudaTarget {
                 if let Some(sm) = spec.sm {
                     if out[5] != sm as u64 {
                         return Err(TargetError::Device(format!("chase ran on SM {} instead of {sm}", out[5])));
+                    }
+                }
+                // The chase must have followed the cycle: check each chain's final pointer.
+                for (k, c) in chains.iter().enumerate() {
+                    let extra = if k == 0 { ph } else { 0 };
+                    pos[k] += warm + spec.hops + extra;
+                    let expect = c[(pos[k] % c.len() as u64) as usize];
+                    if out[k * 6 + 4] != expect {
+                        return Err(TargetError::Device(format!(
+                            "chain {k} ended at {:#x}, expected {expect:#x}: the cycle was not followed",
+                            out[k * 6 + 4]
+                        )));
                     }
                 }
                 let mut rep_ns = Vec::new();

@@ -123,3 +123,32 @@ fn too_large_an_allocation_is_a_clear_error() {
     let e = t.alloc(1 << 50).unwrap_err();
     assert!(matches!(e, memscope_core::TargetError::OutOfMemory { .. }), "{e}");
 }
+
+/// Latency versus footprint (random 128-byte lines, ld.global.cg), cold after a flush and warm
+/// after one lap: printed for the record; asserts only that the chases ran and were followed.
+#[test]
+fn latency_versus_footprint_report() {
+    let Some(mut t) = gpu() else { return };
+    use rand::seq::SliceRandom;
+    use rand::SeedableRng;
+    for mib in [1u64, 16, 48, 96, 256, 1024, 4096] {
+        let lines = mib << 13; // 128-byte lines
+        let buf = t.alloc(mib << 20).unwrap();
+        let mut order: Vec<u64> = (0..lines).collect();
+        order.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(mib));
+        let addrs: Vec<u64> = order.iter().map(|i| buf.addr(i * 128)).collect();
+        let mut spec = ChaseSpec::new(addrs, CachePath::L1Bypass, 20_000);
+        spec.warmup_laps = 0;
+        spec.repeats = 1;
+        let cold = t.chase(&spec).unwrap().ns_per_hop[0];
+        let warm = if mib <= 96 {
+            spec.warmup_laps = 1;
+            spec.repeats = 3;
+            memscope_core::stats::median(&t.chase(&spec).unwrap().ns_per_hop)
+        } else {
+            f64::NAN
+        };
+        eprintln!("footprint {mib:>5} MiB: cold {cold:.1} ns/hop, warm {warm:.1} ns/hop");
+        t.free(buf);
+    }
+}

@@ -9,7 +9,7 @@
 
 use super::ceilings::CeilingsReport;
 use super::gpu::{DevBuf, OpsGpu, Timing, R};
-use super::model_set::{attention, Op};
+use super::model_set::{attention, launch_rows, Op};
 use memscope_core::model::{self as m, Dtype, OpCost, Prediction, GPT2_SMALL, GPT2_SMALL_STEP_KERNELS};
 use memscope_core::Progress;
 use serde::Serialize;
@@ -110,9 +110,7 @@ impl Gpt2 {
 }
 
 fn layernorm(g: &OpsGpu, x: u64, y: u64, p: &[DevBuf; 2], rows: u64) -> R<()> {
-    use super::gpu::Arg::*;
-    let args = [Ptr(x), Ptr(y), Ptr(p[0].ptr), Ptr(p[1].ptr), I32(rows as i32), I32(D as i32), F32(1e-5)];
-    g.launch("layernorm_f32", rows.div_ceil(8) as u32, 256, 0, &args)
+    launch_rows(g, "layernorm", Dtype::Fp32, x, y, Some((p[0].ptr, p[1].ptr)), rows, D)
 }
 
 fn add(g: &OpsGpu, a: u64, b: u64, o: u64, n: u64) -> R<()> {

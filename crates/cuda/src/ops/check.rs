@@ -73,16 +73,15 @@ pub fn run_all(g: &OpsGpu) -> R<Vec<Check>> {
             push(name, rel_err(&got, &want), tol(dtype));
         }
         // Rows: cols within the register cache and beyond it.
-        for (rows, cols) in [(5u64, 768u64), (3, 4096), (16, 1024)] {
+        for (rows, cols) in [(5u64, 768u64), (3, 4096), (37, 1024), (70, 768)] {
             let x = g.alloc_random(rows * cols, dtype, 4, 3.0)?;
             let y = g.alloc(rows * cols * dtype.size_bytes() as u64)?;
             let gamma = g.alloc_random(cols, Dtype::Fp32, 5, 1.0)?;
             let beta = g.alloc_random(cols, Dtype::Fp32, 6, 1.0)?;
             let hx = read(g, &x, (rows * cols) as usize, dtype)?;
             let (hg, hbeta) = (read(g, &gamma, cols as usize, Dtype::Fp32)?, read(g, &beta, cols as usize, Dtype::Fp32)?);
-            let grid = rows.div_ceil(8) as u32;
-            let (ri, ci) = (rows as i32, cols as i32);
-            g.launch(&format!("layernorm_{sfx}"), grid, 256, 0, &[Arg::Ptr(x.ptr), Arg::Ptr(y.ptr), Arg::Ptr(gamma.ptr), Arg::Ptr(beta.ptr), Arg::I32(ri), Arg::I32(ci), Arg::F32(1e-5)])?;
+            use super::model_set::launch_rows;
+            launch_rows(g, "layernorm", dtype, x.ptr, y.ptr, Some((gamma.ptr, beta.ptr)), rows, cols)?;
             let got = read(g, &y, (rows * cols) as usize, dtype)?;
             let mut want = Vec::new();
             for r in hx.chunks_exact(cols as usize) {
@@ -92,7 +91,7 @@ pub fn run_all(g: &OpsGpu) -> R<Vec<Check>> {
                 want.extend(r.iter().enumerate().map(|(j, v)| (v - mean) * rstd * hg[j] + hbeta[j]));
             }
             push(format!("layernorm_{sfx} {rows}x{cols}"), rel_err(&got, &want), tol(dtype));
-            g.launch(&format!("softmax_{sfx}"), grid, 256, 0, &[Arg::Ptr(x.ptr), Arg::Ptr(y.ptr), Arg::I32(ri), Arg::I32(ci)])?;
+            launch_rows(g, "softmax", dtype, x.ptr, y.ptr, None, rows, cols)?;
             let got = read(g, &y, (rows * cols) as usize, dtype)?;
             let mut want = Vec::new();
             for r in hx.chunks_exact(cols as usize) {

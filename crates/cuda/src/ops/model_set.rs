@@ -195,23 +195,11 @@ impl OpRunner {
                 let args = [Arg::Ptr(ptrs[0]), Arg::Ptr(ptrs[1]), Arg::Ptr(ptrs[2]), Arg::Ptr(ptrs[3]), Arg::U64(n)];
                 g.launch(&format!("{}_{sfx}", self.op.kind()), OpsGpu::blocks(n / vec), 256, 0, &args)
             }
-            Op::LayerNorm { rows, cols, .. } => {
-                let (p0, p1) = (self.params[0].ptr, self.params[1].ptr);
-                let args = [
-                    Arg::Ptr(b[0].ptr),
-                    Arg::Ptr(b[1].ptr),
-                    Arg::Ptr(p0),
-                    Arg::Ptr(p1),
-                    Arg::I32(rows as i32),
-                    Arg::I32(cols as i32),
-                    Arg::F32(1e-5),
-                ];
-                g.launch(&format!("layernorm_{sfx}"), rows.div_ceil(8) as u32, 256, 0, &args)
+            Op::LayerNorm { rows, cols, dtype } => {
+                let p = Some((self.params[0].ptr, self.params[1].ptr));
+                launch_rows(g, "layernorm", dtype, b[0].ptr, b[1].ptr, p, rows, cols)
             }
-            Op::Softmax { rows, cols, .. } => {
-                let args = [Arg::Ptr(b[0].ptr), Arg::Ptr(b[1].ptr), Arg::I32(rows as i32), Arg::I32(cols as i32)];
-                g.launch(&format!("softmax_{sfx}"), rows.div_ceil(8) as u32, 256, 0, &args)
-            }
+            Op::Softmax { rows, cols, dtype } => launch_rows(g, "softmax", dtype, b[0].ptr, b[1].ptr, None, rows, cols),
             Op::Attention { batch, heads, tokens, .. } => {
                 attention(g, b[0].ptr, (heads * 64) as i32, b[1].ptr, b[2].ptr, b[3].ptr, batch, heads, tokens, tokens)
             }
@@ -221,6 +209,43 @@ impl OpRunner {
     /// Time per call with the harness's rule.
     pub fn time(&mut self, g: &OpsGpu) -> R<Timing> {
         g.time_calls(REP_S, REPS, |i| self.call(g, i))
+    }
+}
+
+/// Rows up to this many bytes go to the staged (cp.async, shared-memory) row kernels.
+pub const STAGED_ROW_BYTES: u64 = 6144;
+
+/// Launch layer norm (`params` = gamma, beta) or softmax over rows x cols: the staged kernel for
+/// rows up to 6 KiB (rows per warp chosen so that each warp has ~6 KiB of loads in flight), the
+/// register kernel beyond.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_rows(
+    g: &OpsGpu,
+    kind: &str,
+    dtype: Dtype,
+    x: u64,
+    y: u64,
+    params: Option<(u64, u64)>,
+    rows: u64,
+    cols: u64,
+) -> R<()> {
+    let sfx = if dtype == Dtype::Fp32 { "f32" } else { "f16" };
+    let row_bytes = cols * dtype.size_bytes() as u64;
+    let mut args = vec![Arg::Ptr(x), Arg::Ptr(y)];
+    if let Some((gamma, beta)) = params {
+        args.extend([Arg::Ptr(gamma), Arg::Ptr(beta)]);
+    }
+    args.extend([Arg::I32(rows as i32), Arg::I32(cols as i32)]);
+    if params.is_some() {
+        args.push(Arg::F32(1e-5));
+    }
+    if row_bytes <= STAGED_ROW_BYTES {
+        let rpw = (STAGED_ROW_BYTES / row_bytes).clamp(1, 8);
+        args.push(Arg::I32(rpw as i32));
+        let smem = (8 * rpw * row_bytes) as u32;
+        g.launch(&format!("{kind}_staged_{sfx}"), rows.div_ceil(8 * rpw) as u32, 256, smem, &args)
+    } else {
+        g.launch(&format!("{kind}_{sfx}"), rows.div_ceil(8) as u32, 256, 0, &args)
     }
 }
 

@@ -16,10 +16,21 @@ use memscope_core::{
 pub struct BwProbe;
 
 /// (threads per block, blocks per SM); 0 blocks per SM: one pass, a grid covering the whole buffer.
-const SHAPES: [(u32, u32); 7] = [(256, 8), (512, 4), (1024, 2), (256, 16), (512, 8), (256, 0), (512, 0)];
+const SHAPES: [(u32, u32); 8] = [(256, 8), (512, 4), (1024, 2), (256, 16), (512, 8), (128, 0), (256, 0), (512, 0)];
 
 /// Kernel variants (kernels/bw.cu): accesses in flight per thread and whether .cs hints are used.
-const VARIANTS: [(&str, u32, bool); 4] = [("", 4, false), ("_u8", 8, false), ("_cs", 4, true), ("_u8cs", 8, true)];
+/// The last two exist for copy only (block-contiguous chunks); read and write skip them.
+const VARIANTS: [(&str, u32, bool); 9] = [
+    ("", 4, false),
+    ("_u8", 8, false),
+    ("_cs", 4, true),
+    ("_u8cs", 8, true),
+    ("_u2", 2, false),
+    ("_u2cs", 2, true),
+    ("_stcs", 4, true),
+    ("_blk4", 4, false),
+    ("_blk4cs", 4, true),
+];
 
 /// One launch configuration: variant index and (threads, blocks per SM).
 #[derive(Clone, Copy, Debug)]
@@ -46,10 +57,10 @@ impl Kind {
     }
     /// Bytes moved per byte of buffer size.
     fn kernel(self, variant: usize) -> &'static str {
-        const NAMES: [[&str; 4]; 3] = [
-            ["bw_read", "bw_read_u8", "bw_read_cs", "bw_read_u8cs"],
-            ["bw_write", "bw_write_u8", "bw_write_cs", "bw_write_u8cs"],
-            ["bw_copy", "bw_copy_u8", "bw_copy_cs", "bw_copy_u8cs"],
+        const NAMES: [[&str; 9]; 3] = [
+            ["bw_read", "bw_read_u8", "bw_read_cs", "bw_read_u8cs", "bw_read_u2", "bw_read_u2cs", "bw_read_stcs", "", ""],
+            ["bw_write", "bw_write_u8", "bw_write_cs", "bw_write_u8cs", "bw_write_u2", "bw_write_u2cs", "bw_write_stcs", "", ""],
+            ["bw_copy", "bw_copy_u8", "bw_copy_cs", "bw_copy_u8cs", "bw_copy_u2", "bw_copy_u2cs", "bw_copy_stcs", "bw_copy_blk4", "bw_copy_blk4cs"],
         ];
         NAMES[self as usize][variant]
     }
@@ -190,7 +201,7 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
         for k in [Kind::Read, Kind::Write, Kind::Copy] {
             // Pick the kernel variant and launch shape at the largest size.
             let mut best = (Config { variant: 0, shape: SHAPES[0] }, f64::INFINITY);
-            for variant in 0..VARIANTS.len() {
+            for variant in (0..VARIANTS.len()).filter(|v| !k.kernel(*v).is_empty()) {
                 for &shape in &SHAPES {
                     let cfg = Config { variant, shape };
                     let s = time_per_launch(t, k, &bufs, max, cfg, 3)?;
@@ -220,10 +231,10 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
                  batches of launches, median of {}{}",
                 k.kernel(cfg.variant),
                 VARIANTS[cfg.variant].1,
-                if VARIANTS[cfg.variant].2 { ", .cs streaming hints" } else { "" },
+                match VARIANTS[cfg.variant].0 { "_stcs" => ", .cs hint on stores", _ if VARIANTS[cfg.variant].2 => ", .cs streaming hints", _ => "" },
                 cfg.shape.0,
                 if cfg.shape.1 == 0 { "a one-pass grid covering the buffer".to_string() } else { format!("{} blocks/SM x {} SMs", cfg.shape.1, t.sms) },
-                VARIANTS.len(),
+                (0..VARIANTS.len()).filter(|v| !k.kernel(*v).is_empty()).count(),
                 SHAPES.len(),
                 size >> 20,
                 reps,
