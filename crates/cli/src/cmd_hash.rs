@@ -1,13 +1,99 @@
-//! `memscope hash`: the seeds' slice and set-index functions. Being written.
+//! `memscope hash slice --gpu rtx4090|l40s ADDR...` and `memscope hash l2-set ADDR...`: evaluate
+//! seed 000's L2 slice function `slice_of(a, N)` and within-slice set index `set_index(a)` (the
+//! appendix code, implemented exactly in memscope_sim::hash) on physical addresses given in hex
+//! (0x...) or decimal. One line per address "ADDR VALUE", or with --json an array of
+//! {"addr": "0x...", "slice"|"set": n}.
 
 use crate::error::{CliError, CliResult};
+use memscope_sim::hash::{set_index, slice_of};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Arguments (not written yet).
-    pub rest: Vec<String>,
+    #[command(subcommand)]
+    pub command: HashCommand,
 }
 
-pub fn run(_args: Args) -> CliResult {
-    Err(CliError::usage("memscope hash: not written yet"))
+#[derive(clap::Subcommand, Debug)]
+pub enum HashCommand {
+    /// The L2 slice of each physical address (seed 000 `slice_of(a, N)`: 36 slices on the RTX 4090,
+    /// 48 on the L40S).
+    Slice {
+        /// Which chip's function: rtx4090 (N = 36) or l40s (N = 48).
+        #[arg(long, default_value = "rtx4090")]
+        gpu: String,
+        /// Print a JSON array instead of lines.
+        #[arg(long)]
+        json: bool,
+        /// Physical addresses, hex (0x...) or decimal.
+        #[arg(required = true, value_name = "ADDR")]
+        addrs: Vec<String>,
+    },
+    /// The L2 set (0..1024) inside its slice of each physical address (seed 000 `set_index(a)`).
+    L2Set {
+        /// Print a JSON array instead of lines.
+        #[arg(long)]
+        json: bool,
+        /// Physical addresses, hex (0x...) or decimal.
+        #[arg(required = true, value_name = "ADDR")]
+        addrs: Vec<String>,
+    },
+}
+
+/// Parse an address: hex with 0x, or decimal. Bad input is a usage error naming it.
+pub fn parse_addr(text: &str) -> Result<u64, CliError> {
+    let a = memscope_core::hierarchy::parse_u64(text).ok_or_else(|| {
+        CliError::usage(format!("address {text:?} is not a number (accepted: hex 0x1f000 or decimal 126976)"))
+    })?;
+    // the seed's code adds 2^16 before shifting; keep clear of u64 overflow
+    if a > u64::MAX - (1 << 16) {
+        return Err(CliError::usage(format!("address {text:?} is out of range (at most {:#x})", u64::MAX - (1 << 16))));
+    }
+    Ok(a)
+}
+
+fn print(values: &[(u64, u32)], field: &str, json: bool) {
+    if json {
+        let arr: Vec<serde_json::Value> =
+            values.iter().map(|(a, v)| serde_json::json!({"addr": format!("{a:#x}"), field: v})).collect();
+        println!("{}", serde_json::Value::Array(arr));
+    } else {
+        for (a, v) in values {
+            println!("{a:#x} {v}");
+        }
+    }
+}
+
+pub fn run(args: Args) -> CliResult {
+    match args.command {
+        HashCommand::Slice { gpu, json, addrs } => {
+            let n = match gpu.as_str() {
+                "rtx4090" | "4090" => 36,
+                "l40s" => 48,
+                other => return Err(CliError::usage(format!("--gpu {other:?}: accepted: rtx4090, l40s"))),
+            };
+            let addrs = addrs.iter().map(|a| parse_addr(a)).collect::<Result<Vec<u64>, _>>()?;
+            let values: Vec<(u64, u32)> =
+                addrs.iter().map(|&a| (a, slice_of(a, n).expect("36 and 48 are supported"))).collect();
+            print(&values, "slice", json);
+        }
+        HashCommand::L2Set { json, addrs } => {
+            let addrs = addrs.iter().map(|a| parse_addr(a)).collect::<Result<Vec<u64>, _>>()?;
+            let values: Vec<(u64, u32)> = addrs.iter().map(|&a| (a, set_index(a))).collect();
+            print(&values, "set", json);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn addresses_parse_or_name_the_bad_one() {
+        assert_eq!(parse_addr("0x1f000").unwrap(), 0x1f000);
+        assert_eq!(parse_addr("126976").unwrap(), 126976);
+        let e = parse_addr("0xzz").unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("0xzz"));
+    }
 }

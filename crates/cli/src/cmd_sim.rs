@@ -1,13 +1,261 @@
-//! `memscope sim`: dump a preset, replay vadd, chase, calibrate. Being written.
+//! `memscope sim`: the simulated hierarchy (memscope-sim). `dump` prints a preset as hierarchy
+//! JSON (DESIGN.md format; it round-trips through `--target sim:FILE.json`), `vadd` replays the
+//! seeds' vector add and reports per-level counts, slice balance, DRAM activity, modeled time and
+//! GB/s (`--timeline` writes the per-request timeline the animation plays), `chase` runs one
+//! pointer chase, `calibrate` builds a hierarchy from a real GPU's results file.
 
 use crate::error::{CliError, CliResult};
+use crate::sizes::parse_size;
+use memscope_core::hierarchy::Hierarchy;
+use memscope_core::{CachePath, ChaseSpec, Target};
+use memscope_sim::SimTarget;
+use std::path::{Path, PathBuf};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Arguments (not written yet).
-    pub rest: Vec<String>,
+    #[command(subcommand)]
+    pub command: SimCommand,
 }
 
-pub fn run(_args: Args) -> CliResult {
-    Err(CliError::usage("memscope sim: not written yet"))
+/// Which hierarchy: a preset or a JSON file.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Which {
+    /// A built-in preset (rtx4090, l40s).
+    #[arg(long, default_value = "rtx4090")]
+    pub preset: String,
+    /// A hierarchy JSON file instead of a preset.
+    #[arg(long, value_name = "FILE")]
+    pub file: Option<PathBuf>,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum SimCommand {
+    /// Print a preset (or a file, validated) as hierarchy JSON.
+    Dump(Which),
+    /// Replay vadd (c[i] = a[i] + b[i]) and report what every level did.
+    Vadd {
+        #[command(flatten)]
+        which: Which,
+        /// Number of floats (e.g. 16777216 or 16M).
+        #[arg(long, default_value = "16777216", value_parser = parse_size)]
+        n: u64,
+        /// Write the per-request timeline (JSON, memscope_sim::timeline) to FILE.
+        #[arg(long, value_name = "FILE")]
+        timeline: Option<PathBuf>,
+        /// Warps recorded in the timeline (default: one full wave, SMs x resident warps).
+        #[arg(long)]
+        record_warps: Option<u64>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Write the HTML animation of the timeline to FILE.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
+    },
+    /// One pointer chase on the simulator: mean ns per hop over a footprint.
+    Chase {
+        #[command(flatten)]
+        which: Which,
+        /// Bytes covered by the chased lines (e.g. 64KiB, 32MiB, 1GiB).
+        #[arg(long, value_parser = parse_size)]
+        footprint: u64,
+        /// Bytes between chased addresses (default 128, one line).
+        #[arg(long, default_value = "128", value_parser = parse_size)]
+        stride: u64,
+        /// Cache path: ca (ld.global.ca, through L1) or cg (ld.global.cg, bypassing L1).
+        #[arg(long, default_value = "ca")]
+        path: String,
+        /// Timed hops.
+        #[arg(long, default_value = "20000")]
+        hops: u64,
+        /// Visit order: random (one shuffled cycle) or sequential.
+        #[arg(long, default_value = "random")]
+        order: String,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Build a hierarchy JSON from a real GPU's results (fields with no finding keep the base
+    /// preset's value and are listed under "provenance").
+    Calibrate {
+        /// A results file (memscope/1) from `memscope run` on a GPU.
+        results: PathBuf,
+        /// Write the hierarchy to FILE instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Preset supplying every value that was not measured.
+        #[arg(long, default_value = "rtx4090")]
+        base: String,
+    },
+}
+
+fn preset(name: &str) -> Result<Hierarchy, CliError> {
+    memscope_sim::presets::preset(name).ok_or_else(|| {
+        CliError::usage(format!("--preset {name:?}: no such preset (presets: {})", memscope_sim::presets().join(", ")))
+    })
+}
+
+fn hierarchy(w: &Which) -> Result<Hierarchy, CliError> {
+    match &w.file {
+        Some(f) => {
+            let text = std::fs::read_to_string(f)
+                .map_err(|e| CliError::usage(format!("--file {}: cannot read: {e}", f.display())))?;
+            Hierarchy::from_json_str(&text).map_err(|e| CliError::usage(format!("{}: {e}", f.display())))
+        }
+        None => preset(&w.preset),
+    }
+}
+
+fn target(w: &Which) -> Result<SimTarget, CliError> {
+    SimTarget::new(hierarchy(w)?).map_err(|e| CliError::usage(e.to_string()))
+}
+
+fn write(path: &Path, bytes: &[u8], what: &str) -> CliResult {
+    std::fs::write(path, bytes).map_err(|e| CliError::usage(format!("--{what} {}: cannot write: {e}", path.display())))
+}
+
+pub fn run(args: Args) -> CliResult {
+    match args.command {
+        SimCommand::Dump(w) => {
+            println!("{}", hierarchy(&w)?.to_json_pretty());
+            Ok(())
+        }
+        SimCommand::Vadd { which, n, timeline, record_warps, json, html } => {
+            if n == 0 {
+                return Err(CliError::usage("--n 0: vadd needs at least one element"));
+            }
+            if html.is_some() {
+                return Err(CliError::usage(
+                    "--html: not available yet (the animation writer memscope_report::animation::render is not there); use --timeline FILE",
+                ));
+            }
+            let mut t = target(&which)?;
+            let wave = t.hierarchy().sm.count as u64 * t.hierarchy().sm.resident_warps as u64;
+            let record = if timeline.is_some() { record_warps.unwrap_or(wave) } else { 0 };
+            let (rep, tl) =
+                memscope_sim::vadd::run_vadd(&mut t, n, record).map_err(|e| CliError::failure(e.to_string()))?;
+            if let (Some(path), Some(tl)) = (&timeline, &tl) {
+                write(path, tl.to_json().as_bytes(), "timeline")?;
+            }
+            if json {
+                println!("{}", serde_json::to_string_pretty(&rep).unwrap_or_default());
+            } else {
+                print_vadd(&rep, t.hierarchy());
+            }
+            Ok(())
+        }
+        SimCommand::Chase { which, footprint, stride, path, hops, order, json } => {
+            let path = match path.as_str() {
+                "ca" => CachePath::L1Cached,
+                "cg" => CachePath::L1Bypass,
+                other => return Err(CliError::usage(format!("--path {other:?}: accepted: ca, cg"))),
+            };
+            if stride < 8 || stride % 8 != 0 {
+                return Err(CliError::usage(format!("--stride {stride}: must be a multiple of 8 bytes")));
+            }
+            let lines = footprint / stride;
+            if lines == 0 || lines > 1 << 26 {
+                return Err(CliError::usage(format!(
+                    "--footprint {footprint} with --stride {stride} gives {lines} addresses (accepted: 1 to 2^26)"
+                )));
+            }
+            if hops == 0 {
+                return Err(CliError::usage("--hops 0: at least one hop"));
+            }
+            let mut t = target(&which)?;
+            let buf = t.alloc(footprint.max(stride)).map_err(|e| CliError::usage(format!("--footprint: {e}")))?;
+            let mut addrs: Vec<u64> = (0..lines).map(|i| buf.base + i * stride).collect();
+            match order.as_str() {
+                "random" => shuffle(&mut addrs, 1),
+                "sequential" => {}
+                other => return Err(CliError::usage(format!("--order {other:?}: accepted: random, sequential"))),
+            }
+            let mut spec = ChaseSpec::new(addrs, path, hops);
+            spec.repeats = 3;
+            t.machine().reset_stats();
+            let r = t.chase(&spec).map_err(|e| CliError::failure(e.to_string()))?;
+            let ns = memscope_core::stats::median(&r.ns_per_hop);
+            let cycles = ns * t.hierarchy().clock_hz * 1e-9;
+            let s = t.stats().clone();
+            if json {
+                let v = serde_json::json!({"footprint_bytes": footprint, "stride_bytes": stride, "ns_per_hop": r.ns_per_hop,
+                    "median_ns_per_hop": ns, "cycles_per_hop": cycles, "stats": s});
+                println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+            } else {
+                println!(
+                    "chase on {}: {lines} addresses, footprint {footprint} B, stride {stride} B: {ns:.2} ns/hop ({cycles:.0} cycles)",
+                    t.hierarchy().name
+                );
+                println!(
+                    "  L1 hits {} of {} loads; L2 requests {} (hits {}); DRAM reads {}; TLB misses {} of {}",
+                    s.l1_load_hits,
+                    s.l1_load_requests,
+                    s.l2_read_requests,
+                    s.l2_read_hits,
+                    s.dram_reads,
+                    s.tlb_misses,
+                    s.tlb_lookups
+                );
+            }
+            Ok(())
+        }
+        SimCommand::Calibrate { results, out, base } => {
+            let (res, _) = crate::cmd_report::load_results(&results)?;
+            let name = format!("calibrated from {} ({})", res.target.name, res.target.id);
+            let h =
+                memscope_sim::calibrate::calibrate(preset(&base)?, &base, &res.findings, res.target.clock_hz, &name)
+                    .map_err(|e| {
+                        CliError::usage(format!("{}: the findings give an invalid hierarchy: {e}", results.display()))
+                    })?;
+            let text = h.to_json_pretty();
+            match out {
+                Some(p) => write(&p, format!("{text}\n").as_bytes(), "out")?,
+                None => println!("{text}"),
+            }
+            Ok(())
+        }
+    }
+}
+
+fn shuffle(v: &mut [u64], seed: u64) {
+    let mut x = seed;
+    for i in (1..v.len()).rev() {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        v.swap(i, ((x >> 33) % (i as u64 + 1)) as usize);
+    }
+}
+
+fn print_vadd(r: &memscope_sim::vadd::VaddReport, h: &Hierarchy) {
+    let s = &r.stats;
+    println!(
+        "vadd n={} on {} ({} SMs x {} resident warps; {} warps)",
+        r.n, h.name, r.sms, r.resident_warps_per_sm, r.warps
+    );
+    println!(
+        "  modeled time {:.1} us, {:.0} GB/s ({} bytes: read a, b; write c)",
+        r.time_ns / 1e3,
+        r.gb_per_s,
+        r.bytes
+    );
+    println!(
+        "  L1: {} load requests, {} hits; {} store requests (write-through)",
+        s.l1_load_requests, s.l1_load_hits, s.l1_store_requests
+    );
+    println!("  TLB: {} lookups, {} misses", s.tlb_lookups, s.tlb_misses);
+    println!(
+        "  L2 reads: {} requests, {} sectors, {} hits; writes: {} requests, {} sectors, {} hits",
+        s.l2_read_requests, s.l2_read_sectors, s.l2_read_hits, s.l2_write_requests, s.l2_write_sectors, s.l2_write_hits
+    );
+    println!(
+        "  L2 write-backs {} (8-dirty cleans {}), dirty lines left {}",
+        s.l2_writebacks, s.l2_dirty_cleans, r.dirty_lines_at_end
+    );
+    println!(
+        "  slice balance: min {} / mean {:.0} / max {} requests per slice (max/mean {:.3})",
+        r.slice_min, r.slice_mean, r.slice_max, r.slice_imbalance
+    );
+    println!(
+        "  DRAM: {} reads ({} sectors), {} writes ({} sectors), {} activates, {} open-row hits, {} refresh stalls, {} refreshes",
+        s.dram_reads, s.dram_read_sectors, s.dram_writes, s.dram_write_sectors, s.dram_activates, s.dram_row_hits, s.dram_refresh_stalls, r.refreshes
+    );
 }

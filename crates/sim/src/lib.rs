@@ -8,6 +8,7 @@
 //! (start from `presets::rtx4090()` or `Hierarchy::default()` and change public fields).
 
 pub mod cache;
+pub mod calibrate;
 pub mod dram;
 pub mod hash;
 pub mod machine;
