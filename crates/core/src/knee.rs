@@ -14,7 +14,8 @@
 //!    mimic a two-point level; callers that expect no short levels set `min_points` to 3;
 //! 4. neighbouring plateaus whose levels differ by less than `min_step_ratio` are merged, and a
 //!    plateau above a later, lower one (two adjacent outliers) is dropped;
-//! 5. each plateau that is followed by higher points gets a capacity (see [`Plateau::capacity`]).
+//! 5. each plateau that is followed by higher points gets a capacity (see [`Plateau::capacity`])
+//!    and a transition midpoint (see [`Plateau::midpoint`]).
 
 use crate::stats::Sample;
 
@@ -40,6 +41,17 @@ pub struct Plateau {
     /// the first footprint that is not. With a sharp step (m = 1) it is `x_last`; with a ramp
     /// over several points it is close to where the ramp starts.
     pub capacity: Option<f64>,
+    /// Where the transition to the next level is half done: the footprint at which latency
+    /// first crosses the geometric mean of this level's and the next level's latency (the
+    /// highest later point when no plateau follows), interpolated linearly in log-footprint /
+    /// log-latency between the two points around the crossing, and never below `capacity`.
+    /// `None` when `capacity` is. For a sharp step it lies within one sweep step of `capacity`.
+    /// When a physically indexed cache is filled through randomly placed 4 KiB pages (a VM
+    /// whose host uses small pages, a kernel without huge pages), set conflicts start missing
+    /// at about half the capacity and the ramp is long; half of the misses are reached near the
+    /// capacity, so this is then the better capacity estimate. With a replacement policy that
+    /// keeps a fraction C/F of the lines (random, adaptive), it overestimates (up to ~1.5x).
+    pub midpoint: Option<f64>,
     /// Indices of the points in the plateau.
     pub points: std::ops::Range<usize>,
 }
@@ -168,12 +180,26 @@ pub fn detect_plateaus_with(x: &[f64], y: &[f64], cfg: &KneeConfig) -> Vec<Plate
         } else {
             None
         };
+        let midpoint = capacity.and_then(|c| {
+            let hi = match runs.get(k + 1) {
+                Some(nr) => median_of(&y[nr.clone()]),
+                None => zf[r.end..].iter().cloned().fold(f64::MIN, f64::max).exp(),
+            };
+            let target = (lo.ln() + hi.ln()) / 2.0;
+            let stop = runs.get(k + 1).map(|nr| nr.end).unwrap_or(n);
+            let j = (r.end..stop).find(|&j| zf[j] >= target)?;
+            let (z0, z1) = (zf[j - 1].min(target), zf[j]);
+            let t = if z1 > z0 { (target - z0) / (z1 - z0) } else { 1.0 };
+            let (a, b) = (x[j - 1].ln(), x[j].ln());
+            Some((a + t * (b - a)).exp().max(c))
+        });
         out.push(Plateau {
             latency: lo,
             latency_mad: s.mad(),
             x_first: x[r.start],
             x_last: x[r.end - 1],
             capacity,
+            midpoint,
             points: r.clone(),
         });
     }

@@ -82,6 +82,12 @@ fn clean_four_levels() {
     assert_eq!(p[1].capacity, Some(512.0 * KIB));
     assert_eq!(p[2].capacity, Some(32.0 * MIB));
     assert_eq!(p[3].capacity, None);
+    assert_eq!(p[3].midpoint, None);
+    // A sharp step: the midpoint lies within the one sweep step after the knee.
+    for k in 0..3 {
+        let (c, m) = (p[k].capacity.unwrap(), p[k].midpoint.unwrap());
+        assert!(m >= c && m <= c * 1.19, "{c} {m}");
+    }
     assert_eq!(p[0].points.start, 0);
     assert_eq!(p[3].points.end, x.len());
 }
@@ -216,6 +222,31 @@ fn interpolated_capacity_between_grid_points() {
     assert!((p[0].capacity.unwrap() - 4.5).abs() < 1e-9, "{:?}", p[0].capacity);
 }
 
+#[test]
+fn midpoint_of_a_page_colouring_ramp() {
+    // Random 4 KiB pages into a physically indexed cache of capacity C: misses start near C/2
+    // and reach half at about C. Model the miss fraction as a logistic in log2(F / C).
+    let x = grid(4.0 * KIB, 64.0 * MIB, 4);
+    let c = 512.0 * KIB;
+    let (lo, hi) = (4.0, 15.0);
+    let y: Vec<f64> = x
+        .iter()
+        .map(|&f| {
+            let m = 1.0 / (1.0 + (-4.0 * (f / c).log2()).exp());
+            lo + m * (hi - lo)
+        })
+        .collect();
+    let p = detect_plateaus(&x, &y, 1.3);
+    assert_eq!(p.len(), 2, "{p:#?}");
+    let ramp_start = p[0].capacity.unwrap();
+    let mid = p[0].midpoint.unwrap();
+    assert!(ramp_start < 0.75 * c, "the ramp starts early: {ramp_start}");
+    assert!(within(mid, c, 0.2), "midpoint {mid}");
+    // By construction the midpoint crosses sqrt(lo * hi).
+    let i = x.iter().position(|&v| v >= mid).unwrap();
+    assert!(y[i - 1] <= (lo * hi).sqrt() && y[i] >= (lo * hi).sqrt() * 0.999);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
     #[test]
@@ -251,5 +282,10 @@ proptest! {
             }
         }
         prop_assert!(p.last().unwrap().capacity.is_none());
+        for q in &p[..n_levels - 1] {
+            let (c, m) = (q.capacity.unwrap(), q.midpoint.unwrap());
+            // Sharp steps and short ramps: the midpoint is at most a few sweep steps past the knee.
+            prop_assert!(m >= c && m <= c * 2f64.powf((ramp as f64 + 2.0) / 4.0), "{} {}", c, m);
+        }
     }
 }

@@ -23,14 +23,22 @@ use rand::SeedableRng;
 pub const MIN_STEP_RATIO: f64 = 1.3;
 /// Fewest footprints on a CPU level (no short intermediate levels are expected on a CPU).
 pub const MIN_POINTS: usize = 3;
+/// Target duration of one timed repeat; slow (DRAM) footprints get fewer hops, at least 200k.
+pub const REPEAT_NS: f64 = 25e6;
+const MIN_HOPS: u64 = 100_000;
 
 /// The sweep.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
     pub footprints: Vec<u64>,
     pub line_bytes: u64,
+    /// Most timed hops per repeat (fewer where a repeat would take over `REPEAT_NS`).
     pub hops: u64,
+    /// Timed repeats per footprint in each pass.
     pub repeats: u32,
+    /// Passes over the whole sweep; each footprint's curve value is the smallest of its
+    /// per-pass medians, so a burst of activity of other processes spoils one pass, not the curve.
+    pub passes: u32,
     /// Footprints up to this size get warm-up laps (beyond it every hop misses anyway).
     pub warm_limit_bytes: u64,
 }
@@ -50,8 +58,8 @@ pub fn plan(quick: bool, llc_bytes: Option<u64>, line_bytes: Option<u64>) -> Pla
         footprints.push(f);
         k += 1;
     }
-    let (hops, repeats) = if quick { (150_000, 5) } else { (1_000_000, 9) };
-    Plan { footprints, line_bytes: line, hops, repeats, warm_limit_bytes: 2 * llc }
+    let (hops, repeats, passes) = if quick { (150_000, 2, 2) } else { (1_000_000, 3, 3) };
+    Plan { footprints, line_bytes: line, hops, repeats, passes, warm_limit_bytes: 2 * llc }
 }
 
 /// The CPU latency-versus-footprint probe.
@@ -81,35 +89,50 @@ impl Probe for CpuLatency {
             .downcast_mut::<crate::CpuTarget>()
             .map(|t| t.page_note(&buf))
             .unwrap_or_else(|| "page size unknown".into());
-        ctx.progress.start(p.footprints.len() as u64, "latency vs footprint");
-        let mut samples = Vec::with_capacity(p.footprints.len());
+        ctx.progress.start(p.footprints.len() as u64 * p.passes as u64, "latency vs footprint");
+        let nf = p.footprints.len();
+        let mut samples: Vec<Vec<f64>> = vec![Vec::new(); nf];
+        let mut pass_medians: Vec<Vec<f64>> = vec![Vec::new(); nf];
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x6d656d73);
         let mut result = Ok(());
-        for &f in &p.footprints {
-            let n = f / p.line_bytes;
-            let mut order: Vec<u64> = (0..n).collect();
-            order.shuffle(&mut rng);
-            let addrs: Vec<u64> = order.iter().map(|i| buf.addr(i * p.line_bytes)).collect();
-            let mut spec = ChaseSpec::new(addrs, CachePath::L1Cached, p.hops);
-            spec.repeats = p.repeats;
-            spec.warmup_laps = if f <= p.warm_limit_bytes { (p.hops / 4).div_ceil(n).clamp(1, 1000) as u32 } else { 0 };
-            match ctx.target.chase(&spec) {
-                Ok(r) => samples.push(r.ns_per_hop),
-                Err(e) => {
-                    result = Err(e);
-                    break;
+        'passes: for _ in 0..p.passes {
+            let mut last_ns = 1.0;
+            for (i, &f) in p.footprints.iter().enumerate() {
+                let n = f / p.line_bytes;
+                let mut order: Vec<u64> = (0..n).collect();
+                order.shuffle(&mut rng);
+                let addrs: Vec<u64> = order.iter().map(|i| buf.addr(i * p.line_bytes)).collect();
+                let hops = ((REPEAT_NS / last_ns) as u64).clamp(MIN_HOPS.min(p.hops), p.hops);
+                let mut spec = ChaseSpec::new(addrs, CachePath::L1Cached, hops);
+                spec.repeats = p.repeats;
+                spec.warmup_laps =
+                    if f <= p.warm_limit_bytes { (hops / 4).div_ceil(n).clamp(1, 1000) as u32 } else { 0 };
+                match ctx.target.chase(&spec) {
+                    Ok(r) => {
+                        let m = memscope_core::stats::median(&r.ns_per_hop);
+                        if m.is_finite() && m > 0.0 {
+                            last_ns = m;
+                        }
+                        pass_medians[i].push(m);
+                        samples[i].extend(r.ns_per_hop);
+                    }
+                    Err(e) => {
+                        result = Err(e);
+                        break 'passes;
+                    }
                 }
+                ctx.progress.advance(1);
             }
-            ctx.progress.advance(1);
         }
         ctx.target.free(buf);
         result?;
+        let curve: Vec<f64> = pass_medians.iter().map(|v| v.iter().cloned().fold(f64::INFINITY, f64::min)).collect();
         let x: Vec<f64> = p.footprints.iter().map(|&f| f as f64).collect();
         let method = format!(
-            "random single-cycle pointer chase over {} B lines, {} hops x {} repeats per footprint, 4 footprints per octave; {pages}",
-            p.line_bytes, p.hops, p.repeats
+            "random single-cycle pointer chase over {} B lines, 4 footprints per octave, {} passes x {} repeats of up to {} hops per footprint, curve = smallest per-pass median; {pages}",
+            p.line_bytes, p.passes, p.repeats, p.hops
         );
-        let mut out = analyze(&x, &samples, ctx.target.info().clock_hz, &method);
+        let mut out = analyze(&x, &curve, &samples, ctx.target.info().clock_hz, &method);
         let huge_ok = pages.contains("hugetlbfs") || (pages.starts_with("THP: ") && !pages.starts_with("THP: 0 of"));
         if !huge_ok {
             out.warnings
@@ -128,10 +151,10 @@ fn level_latency(key: &str, pl: &Plateau, samples: &[Vec<f64>], clock_hz: Option
     let rel = s.mad() / s.median();
     let conf = if pl.points.len() >= 4 && rel < 0.05 { Confidence::High } else { Confidence::Medium };
     let mut f = Finding::number(
-        s.median(),
+        pl.latency,
         "ns",
         &format!(
-            "{method}; median of the {} footprints {}..{} B on the plateau",
+            "{method}; median over the {} footprints {}..{} B on the plateau (spread: all their repeats)",
             pl.points.len(),
             pl.x_first,
             pl.x_last
@@ -140,41 +163,63 @@ fn level_latency(key: &str, pl: &Plateau, samples: &[Vec<f64>], clock_hz: Option
     )
     .with_spread(s.spread());
     if let Some(hz) = clock_hz {
-        f = f.with_cycles(s.median() * hz / 1e9);
+        f = f.with_cycles(pl.latency * hz / 1e9);
     }
     f
 }
 
+/// Capacity of a level. A sharp step (the first footprint past the plateau is already more than
+/// half-way, in log latency, to the next level): the knee (`Plateau::capacity`). A gradual
+/// transition: the transition midpoint (`Plateau::midpoint`), because on hosts whose physical
+/// pages are 4 KiB and randomly placed (VMs; this project's dev machine) set conflicts in the
+/// physically indexed L2/L3 start at about half the capacity, while the point where half the
+/// transition is done stays near the capacity.
 fn level_capacity(pl: &Plateau, x: &[f64], method: &str) -> Finding {
-    match pl.capacity {
-        Some(c) => {
-            let next = x.get(pl.points.end).copied().unwrap_or(c);
+    match (pl.midpoint, pl.capacity) {
+        (Some(mid), Some(knee)) => {
+            let next = x.get(pl.points.end).copied().unwrap_or(knee);
+            let sharp = mid <= next * 1.0001;
             Finding::integer(
-                c.round() as u64,
+                if sharp { knee.round() as u64 } else { mid.round() as u64 },
                 "bytes",
-                &format!("{method}; knee: last footprint on the plateau, moved toward the next by its hit fraction"),
-                if pl.points.len() >= 4 { Confidence::High } else { Confidence::Medium },
+                &format!(
+                    "{method}; {}",
+                    if sharp {
+                        "sharp step: knee (last footprint on the plateau, moved toward the next by its hit fraction)"
+                    } else {
+                        "gradual transition: footprint where latency crosses the geometric mean of this level and the next (log-log interpolation)"
+                    }
+                ),
+                if sharp && pl.points.len() >= 4 { Confidence::High } else { Confidence::Medium },
             )
-            .with_note(&format!("the level ends between {} and {} bytes (one sweep step)", pl.x_last, next))
+            .with_note(&format!(
+                "latency starts rising after {} B (knee {:.0} B); half-way to the next level at {:.0} B{}",
+                pl.x_last,
+                knee,
+                mid,
+                if sharp { "" } else { " (gradual transition: conflict misses or shared use start before the capacity)" }
+            ))
         }
-        None => Finding::undetermined("bytes", method, "the curve ends on this level"),
+        _ => Finding::undetermined("bytes", method, "the curve ends on this level"),
     }
 }
 
-/// Pure analysis: footprints `x` (bytes, ascending), `samples[i]` the ns-per-hop repeats at
-/// `x[i]`. Level assignment: the first plateau is L1d, the last is DRAM when the curve ends on
+/// Pure analysis: footprints `x` (bytes, ascending), `curve[i]` the latency the knee detector
+/// sees at `x[i]` (smallest per-pass median), `samples[i]` every ns-per-hop repeat at `x[i]`. Level assignment: the first plateau is L1d, the last is DRAM when the curve ends on
 /// it, the first plateau in between is L2 and the last in between is L3 (extra middle levels
 /// are reported as a warning).
-pub fn analyze(x: &[f64], samples: &[Vec<f64>], clock_hz: Option<f64>, method: &str) -> ProbeOutput {
+pub fn analyze(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Option<f64>, method: &str) -> ProbeOutput {
     let mut out = ProbeOutput::default();
-    let y: Vec<f64> = samples.iter().map(|s| memscope_core::stats::median(s)).collect();
+    let y = curve.to_vec();
     let mad: Vec<f64> = samples.iter().map(|s| Sample::new(s).map(|s| s.mad()).unwrap_or(f64::NAN)).collect();
     let levels = detect_plateaus_with(x, &y, &KneeConfig { min_step_ratio: MIN_STEP_RATIO, min_points: MIN_POINTS });
-    let marks: Vec<f64> = levels.iter().filter_map(|p| p.capacity).collect();
+    let marks: Vec<f64> = levels.iter().filter_map(|p| p.midpoint).collect();
     out.series(
         "cpu.latency",
         Series {
-            description: "CPU pointer-chase latency versus footprint (median of repeats; y_spread = MAD)".into(),
+            description:
+                "CPU pointer-chase latency versus footprint (smallest per-pass median; y_spread = MAD of all repeats)"
+                    .into(),
             x_name: "footprint".into(),
             x_unit: "bytes".into(),
             y_name: "latency".into(),
@@ -261,7 +306,8 @@ mod tests {
         let p = plan(false, Some(32 << 20), Some(64));
         let x: Vec<f64> = p.footprints.iter().map(|&f| f as f64).collect();
         let s = synthetic(&[(1.2, 32768.0), (4.0, 524288.0), (14.0, 32.0 * 1048576.0), (95.0, f64::INFINITY)], &x);
-        let out = analyze(&x, &s, Some(3e9), "test");
+        let c: Vec<f64> = s.iter().map(|v| memscope_core::stats::median(v)).collect();
+        let out = analyze(&x, &c, &s, Some(3e9), "test");
         let v = |k: &str| out.findings[k].as_f64().unwrap_or(f64::NAN);
         assert!((v("cpu.l1d.hit_latency_ns") / 1.2 - 1.0).abs() < 0.03);
         assert_eq!(v("cpu.l1d.capacity_bytes"), 32768.0);
@@ -281,13 +327,14 @@ mod tests {
         for (i, v) in s.iter_mut().enumerate().skip(29) {
             v.iter_mut().for_each(|t| *t = 4.0 * 1.5f64.powi(i as i32 - 28));
         }
-        let out = analyze(&x, &s, None, "test");
+        let c: Vec<f64> = s.iter().map(|v| memscope_core::stats::median(v)).collect();
+        let out = analyze(&x, &c, &s, None, "test");
         assert!(out.findings["cpu.l2.hit_latency_ns"].as_f64().is_some());
         assert!(out.findings["cpu.l2.hit_latency_ns"].cycles.is_none());
         assert_eq!(out.findings["cpu.l3.capacity_bytes"].confidence, Confidence::Undetermined);
         assert_eq!(out.findings["cpu.dram.latency_ns"].confidence, Confidence::Undetermined);
         assert!(out.findings["cpu.dram.latency_ns"].note.as_deref().unwrap().contains("rising"));
-        let none = analyze(&x[..3], &s[..3].iter().map(|_| vec![]).collect::<Vec<_>>(), None, "t");
+        let none = analyze(&x[..3], &[f64::NAN; 3], &s[..3].iter().map(|_| vec![]).collect::<Vec<_>>(), None, "t");
         assert_eq!(none.findings["cpu.l1d.hit_latency_ns"].confidence, Confidence::Undetermined);
     }
 }
