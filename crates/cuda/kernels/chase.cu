@@ -2,7 +2,7 @@
 // a cycle of absolute device pointers with dependent loads, ld.global.ca (through L1) or
 // ld.global.cg (past L1), unrolled by 16, after warm-up hops; %globaltimer (ns) and clock64
 // (cycles) around the timed hops; optional per-hop clock64 deltas through shared memory (refresh
-// probe). Placement: every block checks %smid and only the first block on the chosen SM runs.
+// probe; the recorded hops are the timed hops). Placement: every block checks %smid and only the first block on the chosen SM runs.
 // All parameters are 64-bit so the host passes one array of u64.
 typedef unsigned long long u64;
 typedef unsigned int u32;
@@ -17,7 +17,8 @@ template <bool CG> __device__ __forceinline__ u64 hop(u64 p) { return CG ? ld_cg
 
 #define PER_HOP_CAP 11776
 
-// out: per warp 6 words [t0_ns, t1_ns, c0, c1, final pointer, smid]; per_hop_out: per-hop cycles of warp 0.
+// out: per warp 6 words [t0_ns, t1_ns, c0, c1, final pointer, smid]; per_hop_out: per-hop cycles,
+// warp-major (per_hop_n per warp), of the timed hops when per_hop_n > 0.
 template <bool CG>
 __device__ void chase_impl(const u64* starts, u64 warm, u64 hops, u64 target_sm, u32* claim, u64* out,
                            u64 per_hop_n, u32* per_hop_out) {
@@ -43,40 +44,52 @@ __device__ void chase_impl(const u64* starts, u64 warm, u64 hops, u64 target_sm,
     }
     __syncthreads();
     if (leader) {
+        u64 excl = 0;  // ns spent copying per-hop records out, excluded from the timed span
+        u64 exclc = 0;
         u64 t0 = gtimer();
         u64 c0 = clk64();
-        u64 n = hops;
-        while (n >= 16) {
+        if (per_hop_n == 0) {
+            u64 n = hops;
+            while (n >= 16) {
 #pragma unroll
-            for (int k = 0; k < 16; k++) p = hop<CG>(p);
-            n -= 16;
+                for (int k = 0; k < 16; k++) p = hop<CG>(p);
+                n -= 16;
+            }
+            while (n > 0) { p = hop<CG>(p); n--; }
+        } else {
+            // The timed hops themselves are recorded: clock64 after each hop (the store of p to
+            // shared memory makes the warp wait for the load), per warp in its own region of
+            // shared memory, copied out to per_hop_out[warp * per_hop_n + i] chunk by chunk.
+            const u64 region = PER_HOP_CAP / (blockDim.x >> 5);
+            u32* mine = hop_cycles + warp * region;
+            u64 done = 0;
+            u64 prev = clk64();
+            while (done < hops) {
+                u64 chunk = hops - done;
+                if (chunk > region) chunk = region;
+                for (u64 i = 0; i < chunk; i++) {
+                    p = hop<CG>(p);
+                    vs[warp] = p;
+                    u64 now = clk64();
+                    mine[i] = (u32)(now - prev);
+                    prev = now;
+                }
+                u64 e0 = gtimer(), ec0 = clk64();
+                for (u64 i = 0; i < chunk && done + i < per_hop_n; i++) per_hop_out[warp * per_hop_n + done + i] = mine[i];
+                done += chunk;
+                prev = clk64();
+                excl += gtimer() - e0;
+                exclc += prev - ec0;
+            }
         }
-        while (n > 0) { p = hop<CG>(p); n--; }
         vs[warp] = p;  // a use of p: the warp stalls here until the last load returns
         u64 c1 = clk64();
         u64 t1 = gtimer();
         out[warp * 6 + 0] = t0;
-        out[warp * 6 + 1] = t1;
+        out[warp * 6 + 1] = t1 - excl;
         out[warp * 6 + 2] = c0;
-        out[warp * 6 + 3] = c1;
+        out[warp * 6 + 3] = c1 - exclc;
         out[warp * 6 + 5] = smid();
-        if (warp == 0 && per_hop_n > 0) {
-            u64 done = 0;
-            while (done < per_hop_n) {
-                u64 chunk = per_hop_n - done;
-                if (chunk > PER_HOP_CAP) chunk = PER_HOP_CAP;
-                u64 prev = clk64();
-                for (u64 i = 0; i < chunk; i++) {
-                    p = hop<CG>(p);
-                    vs[0] = p;
-                    u64 now = clk64();
-                    hop_cycles[i] = (u32)(now - prev);
-                    prev = now;
-                }
-                for (u64 i = 0; i < chunk; i++) per_hop_out[done + i] = hop_cycles[i];
-                done += chunk;
-            }
-        }
         // The result, stored so the chase cannot be optimised away.
         out[warp * 6 + 4] = p;
     }

@@ -2,7 +2,9 @@
 //! appendix, the latency chase). Allocations are plain cuMemAlloc checked against free memory;
 //! aliased pairs use the driver's virtual memory API (seed 000 footnotes 3 and 6); `flush` writes
 //! and reads a buffer of max(4x L2, 512 MiB) and sweeps one line per 2 MiB page from every SM;
-//! `chase` writes the cycle's next pointers on the device, flushes, then warms up as asked.
+//! `chase` writes the cycle's next pointers on the device, flushes, then warms up as asked;
+//! repetitions continue around the cycle and per-hop times are those of the last repetition's
+//! timed hops, chain-major.
 
 use crate::driver::{ck, Gpu};
 use crate::kernels::Module;
@@ -209,7 +211,7 @@ impl CudaTarget {
         // Each chain's position: repetitions continue around the cycle (so a chase of fewer hops
         // than lines keeps visiting new lines), warm-up laps run before the first repetition only.
         let mut pos: Vec<u64> = vec![0; w];
-        let scratch = self.scratch(4096 + per_hop_n * 4)?;
+        let scratch = self.scratch(4096 + w as u64 * per_hop_n * 4)?;
         let (starts_d, claim_d, out_d, hops_d) = (scratch, scratch + 256, scratch + 512, scratch + 4096);
         let name = match spec.path {
             CachePath::L1Cached => "chase_ca",
@@ -219,7 +221,7 @@ impl CudaTarget {
             Some(sm) => (self.sms * 8, sm as u64),
             None => (1, u64::MAX),
         };
-        let shmem = (per_hop_n.min(PER_HOP_CAP) * 4) as u32;
+        let shmem = if per_hop_n > 0 { (PER_HOP_CAP * 4) as u32 } else { 0 };
         let reps = spec.repeats.max(1);
         let clock = self.clock_hz;
         let mut ns = Vec::new();
@@ -249,8 +251,7 @@ impl CudaTarget {
                 }
                 // The chase must have followed the cycle: check each chain's final pointer.
                 for (k, c) in chains.iter().enumerate() {
-                    let extra = if k == 0 { ph } else { 0 };
-                    pos[k] += warm + spec.hops + extra;
+                    pos[k] += warm + spec.hops;
                     let expect = c[(pos[k] % c.len() as u64) as usize];
                     if out[k * 6 + 4] != expect {
                         return Err(TargetError::Device(format!(
@@ -269,7 +270,8 @@ impl CudaTarget {
                 ns.push(rep_ns.iter().sum::<f64>() / w as f64);
                 cyc.push(rep_cyc.iter().sum::<f64>() / w as f64);
                 if ph > 0 {
-                    let c: Vec<u32> = self.gpu.dtoh(hops_d, ph as usize)?;
+                    // Warp-major: every chain's hops of this (last) repetition, in chain order.
+                    let c: Vec<u32> = self.gpu.dtoh(hops_d, w * ph as usize)?;
                     let hz = clock.unwrap_or(1e9);
                     per_hop = Some(c.iter().map(|&x| x as f64 / hz * 1e9).collect());
                 }

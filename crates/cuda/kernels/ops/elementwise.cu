@@ -57,9 +57,11 @@ extern "C" __global__ void init_f16(half_t* __restrict__ p, u64 n, unsigned int 
 
 // ---- the operations ----
 __device__ __forceinline__ float gelu_f(float x) {
-    // tanh approximation (GPT-2's): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+    // GPT-2's tanh approximation, 0.5 x (1 + tanh(u)) with u = sqrt(2/pi) (x + 0.044715 x^3), written
+    // as x / (1 + exp(-2u)) (the same function): one exponential and one reciprocal, so that the
+    // fp16 kernel stays memory-bound (tanhf's full-precision path made it arithmetic-bound).
     float u = 0.7978845608f * (x + 0.044715f * x * x * x);
-    return 0.5f * x * (1.0f + tanhf(u));
+    return __fdividef(x, 1.0f + __expf(-2.0f * u));
 }
 
 // OP: 0 add (a+b), 1 mul (a*b), 2 fma (a*b+c), 3 gelu (a). V elements per 16-byte vector.

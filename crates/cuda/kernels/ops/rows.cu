@@ -1,10 +1,20 @@
 // Row-wise kernels of the bottleneck model (seed 003): layer norm and softmax, fp32 and fp16. One
-// warp per row; 16-byte vectors; each lane keeps up to CACHED vectors of its row in registers, so
-// the row is read from memory once and written once (2 n s bytes, the seed's minimum). Rows longer
-// than 32 * CACHED vectors re-read the rest (from L1/L2). Requires cols % V == 0.
-#define CACHED 8
+// warp per row; 16-byte vectors; each lane unpacks up to CV vectors of its row once into float
+// registers (CV = 8 for fp32, 4 for fp16: rows up to 1,024 columns stay in registers), so the row is
+// read from memory once and written once (2 n s bytes, the seed's minimum) and each element is
+// converted and exponentiated once. Longer rows re-read the rest (from L1/L2). gamma and beta are
+// read as float4. Requires cols % V == 0.
 
-template <int V, typename T>
+// V floats of a parameter vector (fp32 in memory) for vector index v.
+template <int V> __device__ __forceinline__ void load_params(const float* __restrict__ p, int v, float* out) {
+#pragma unroll
+    for (int j = 0; j < V / 4; j++) {
+        float4 t = ((const float4*)p)[v * (V / 4) + j];
+        out[4 * j] = t.x; out[4 * j + 1] = t.y; out[4 * j + 2] = t.z; out[4 * j + 3] = t.w;
+    }
+}
+
+template <int V, int CV, typename T>
 __device__ __forceinline__ void layernorm(const T* __restrict__ x, T* __restrict__ y, const float* __restrict__ gamma,
                                           const float* __restrict__ beta, int rows, int cols, float eps) {
     int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
@@ -13,44 +23,55 @@ __device__ __forceinline__ void layernorm(const T* __restrict__ x, T* __restrict
     int nvec = cols / V;
     const uint4* xr = (const uint4*)(x + (u64)row * cols);
     uint4* yr = (uint4*)(y + (u64)row * cols);
-    uint4 cache[CACHED];
-    float s = 0.f, ss = 0.f, f[V];
+    float c[CV][V], f[V], g[V], b[V];
 #pragma unroll
-    for (int k = 0; k < CACHED; k++) {
+    for (int k = 0; k < CV; k++) {
         int v = lane + 32 * k;
-        if (v < nvec) {
-            cache[k] = xr[v];
-            load_vec<V>(cache[k], f);
-#pragma unroll
-            for (int j = 0; j < V; j++) { s += f[j]; ss += f[j] * f[j]; }
-        }
+        if (v < nvec) load_vec<V>(xr[v], c[k]);
     }
-    for (int v = lane + 32 * CACHED; v < nvec; v += 32) {
+    float s = 0.f;
+#pragma unroll
+    for (int k = 0; k < CV; k++)
+        if (lane + 32 * k < nvec)
+#pragma unroll
+            for (int j = 0; j < V; j++) s += c[k][j];
+    for (int v = lane + 32 * CV; v < nvec; v += 32) {
         load_vec<V>(xr[v], f);
-        for (int j = 0; j < V; j++) { s += f[j]; ss += f[j] * f[j]; }
+        for (int j = 0; j < V; j++) s += f[j];
     }
-    s = warp_sum(s);
-    ss = warp_sum(ss);
-    float mean = s / cols;
-    float rstd = rsqrtf(fmaxf(ss / cols - mean * mean, 0.f) + eps);
+    float mean = warp_sum(s) / cols;
+    float ss = 0.f;
 #pragma unroll
-    for (int k = 0; k < CACHED; k++) {
+    for (int k = 0; k < CV; k++)
+        if (lane + 32 * k < nvec)
+#pragma unroll
+            for (int j = 0; j < V; j++) { float d = c[k][j] - mean; ss += d * d; }
+    for (int v = lane + 32 * CV; v < nvec; v += 32) {
+        load_vec<V>(xr[v], f);
+        for (int j = 0; j < V; j++) { float d = f[j] - mean; ss += d * d; }
+    }
+    float rstd = rsqrtf(warp_sum(ss) / cols + eps);
+#pragma unroll
+    for (int k = 0; k < CV; k++) {
         int v = lane + 32 * k;
         if (v < nvec) {
-            load_vec<V>(cache[k], f);
+            load_params<V>(gamma, v, g);
+            load_params<V>(beta, v, b);
 #pragma unroll
-            for (int j = 0; j < V; j++) f[j] = (f[j] - mean) * rstd * gamma[v * V + j] + beta[v * V + j];
+            for (int j = 0; j < V; j++) f[j] = (c[k][j] - mean) * rstd * g[j] + b[j];
             yr[v] = store_vec<V>(f);
         }
     }
-    for (int v = lane + 32 * CACHED; v < nvec; v += 32) {
+    for (int v = lane + 32 * CV; v < nvec; v += 32) {
         load_vec<V>(xr[v], f);
-        for (int j = 0; j < V; j++) f[j] = (f[j] - mean) * rstd * gamma[v * V + j] + beta[v * V + j];
+        load_params<V>(gamma, v, g);
+        load_params<V>(beta, v, b);
+        for (int j = 0; j < V; j++) f[j] = (f[j] - mean) * rstd * g[j] + b[j];
         yr[v] = store_vec<V>(f);
     }
 }
 
-template <int V, typename T>
+template <int V, int CV, typename T>
 __device__ __forceinline__ void softmax(const T* __restrict__ x, T* __restrict__ y, int rows, int cols) {
     int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     int lane = threadIdx.x & 31;
@@ -58,49 +79,44 @@ __device__ __forceinline__ void softmax(const T* __restrict__ x, T* __restrict__
     int nvec = cols / V;
     const uint4* xr = (const uint4*)(x + (u64)row * cols);
     uint4* yr = (uint4*)(y + (u64)row * cols);
-    uint4 cache[CACHED];
-    float m = -3.402823466e38f, f[V];
+    float c[CV][V], f[V];
 #pragma unroll
-    for (int k = 0; k < CACHED; k++) {
+    for (int k = 0; k < CV; k++) {
         int v = lane + 32 * k;
-        if (v < nvec) {
-            cache[k] = xr[v];
-            load_vec<V>(cache[k], f);
-#pragma unroll
-            for (int j = 0; j < V; j++) m = fmaxf(m, f[j]);
-        }
+        if (v < nvec) load_vec<V>(xr[v], c[k]);
     }
-    for (int v = lane + 32 * CACHED; v < nvec; v += 32) {
+    float m = -3.402823466e38f;
+#pragma unroll
+    for (int k = 0; k < CV; k++)
+        if (lane + 32 * k < nvec)
+#pragma unroll
+            for (int j = 0; j < V; j++) m = fmaxf(m, c[k][j]);
+    for (int v = lane + 32 * CV; v < nvec; v += 32) {
         load_vec<V>(xr[v], f);
         for (int j = 0; j < V; j++) m = fmaxf(m, f[j]);
     }
     m = warp_max(m);
     float s = 0.f;
 #pragma unroll
-    for (int k = 0; k < CACHED; k++) {
-        int v = lane + 32 * k;
-        if (v < nvec) {
-            load_vec<V>(cache[k], f);
+    for (int k = 0; k < CV; k++)
+        if (lane + 32 * k < nvec)
 #pragma unroll
-            for (int j = 0; j < V; j++) s += __expf(f[j] - m);
-        }
-    }
-    for (int v = lane + 32 * CACHED; v < nvec; v += 32) {
+            for (int j = 0; j < V; j++) { c[k][j] = __expf(c[k][j] - m); s += c[k][j]; }
+    for (int v = lane + 32 * CV; v < nvec; v += 32) {
         load_vec<V>(xr[v], f);
         for (int j = 0; j < V; j++) s += __expf(f[j] - m);
     }
     float inv = 1.0f / warp_sum(s);
 #pragma unroll
-    for (int k = 0; k < CACHED; k++) {
+    for (int k = 0; k < CV; k++) {
         int v = lane + 32 * k;
         if (v < nvec) {
-            load_vec<V>(cache[k], f);
 #pragma unroll
-            for (int j = 0; j < V; j++) f[j] = __expf(f[j] - m) * inv;
+            for (int j = 0; j < V; j++) f[j] = c[k][j] * inv;
             yr[v] = store_vec<V>(f);
         }
     }
-    for (int v = lane + 32 * CACHED; v < nvec; v += 32) {
+    for (int v = lane + 32 * CV; v < nvec; v += 32) {
         load_vec<V>(xr[v], f);
         for (int j = 0; j < V; j++) f[j] = __expf(f[j] - m) * inv;
         yr[v] = store_vec<V>(f);
@@ -108,10 +124,118 @@ __device__ __forceinline__ void softmax(const T* __restrict__ x, T* __restrict__
 }
 
 extern "C" __global__ void layernorm_f32(const float* x, float* y, const float* g, const float* b, int rows, int cols, float eps) {
-    layernorm<4, float>(x, y, g, b, rows, cols, eps);
+    layernorm<4, 8, float>(x, y, g, b, rows, cols, eps);
 }
 extern "C" __global__ void layernorm_f16(const half_t* x, half_t* y, const float* g, const float* b, int rows, int cols, float eps) {
-    layernorm<8, half_t>(x, y, g, b, rows, cols, eps);
+    layernorm<8, 4, half_t>(x, y, g, b, rows, cols, eps);
 }
-extern "C" __global__ void softmax_f32(const float* x, float* y, int rows, int cols) { softmax<4, float>(x, y, rows, cols); }
-extern "C" __global__ void softmax_f16(const half_t* x, half_t* y, int rows, int cols) { softmax<8, half_t>(x, y, rows, cols); }
+extern "C" __global__ void softmax_f32(const float* x, float* y, int rows, int cols) { softmax<4, 8, float>(x, y, rows, cols); }
+extern "C" __global__ void softmax_f16(const half_t* x, half_t* y, int rows, int cols) { softmax<8, 4, half_t>(x, y, rows, cols); }
+
+// ---- staged variants: rows up to 6 KiB. Each warp copies RPW rows into shared memory with
+// cp.async (16 bytes per lane per instruction, no registers held while the loads are in flight),
+// then computes from shared memory. Many rows' loads are in flight per warp, which the register
+// version above cannot afford for short rows (its bytes in flight per warp are one row).
+// Dynamic shared memory: 8 warps x rpw rows x cols x sizeof(T). blockDim.x must be 256.
+__device__ __forceinline__ unsigned int smem_addr(const void* p) {
+    unsigned int a;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+    return a;
+}
+__device__ __forceinline__ void stage_rows(uint4* dst, const uint4* src, int nrows, int nvec, int lane) {
+    for (int i = lane; i < nrows * nvec; i += 32)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr(dst + i)), "l"(src + i));
+    asm volatile("cp.async.commit_group;");
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+    __syncwarp();
+}
+
+template <int V, typename T>
+__device__ __forceinline__ void layernorm_staged(const T* __restrict__ x, T* __restrict__ y, const float* __restrict__ gamma,
+                                                 const float* __restrict__ beta, int rows, int cols, float eps, int rpw) {
+    extern __shared__ uint4 stage[];
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    int nvec = cols / V;
+    int row0 = (blockIdx.x * 8 + warp) * rpw;
+    int nrows = min(rpw, rows - row0);
+    if (nrows <= 0) return;
+    uint4* my = stage + (u64)warp * rpw * nvec;
+    stage_rows(my, (const uint4*)(x + (u64)row0 * cols), nrows, nvec, lane);
+    float f[V], g[V], b[V];
+    for (int r = 0; r < nrows; r++) {
+        const uint4* sr = my + r * nvec;
+        float s = 0.f;
+        for (int v = lane; v < nvec; v += 32) {
+            load_vec<V>(sr[v], f);
+#pragma unroll
+            for (int j = 0; j < V; j++) s += f[j];
+        }
+        float mean = warp_sum(s) / cols;
+        float ss = 0.f;
+        for (int v = lane; v < nvec; v += 32) {
+            load_vec<V>(sr[v], f);
+#pragma unroll
+            for (int j = 0; j < V; j++) { float d = f[j] - mean; ss += d * d; }
+        }
+        float rstd = rsqrtf(warp_sum(ss) / cols + eps);
+        uint4* yr = (uint4*)(y + (u64)(row0 + r) * cols);
+        for (int v = lane; v < nvec; v += 32) {
+            load_vec<V>(sr[v], f);
+            load_params<V>(gamma, v, g);
+            load_params<V>(beta, v, b);
+#pragma unroll
+            for (int j = 0; j < V; j++) f[j] = (f[j] - mean) * rstd * g[j] + b[j];
+            yr[v] = store_vec<V>(f);
+        }
+    }
+}
+
+template <int V, typename T>
+__device__ __forceinline__ void softmax_staged(const T* __restrict__ x, T* __restrict__ y, int rows, int cols, int rpw) {
+    extern __shared__ uint4 stage[];
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    int nvec = cols / V;
+    int row0 = (blockIdx.x * 8 + warp) * rpw;
+    int nrows = min(rpw, rows - row0);
+    if (nrows <= 0) return;
+    uint4* my = stage + (u64)warp * rpw * nvec;
+    stage_rows(my, (const uint4*)(x + (u64)row0 * cols), nrows, nvec, lane);
+    float f[V];
+    for (int r = 0; r < nrows; r++) {
+        const uint4* sr = my + r * nvec;
+        float m = -3.402823466e38f;
+        for (int v = lane; v < nvec; v += 32) {
+            load_vec<V>(sr[v], f);
+#pragma unroll
+            for (int j = 0; j < V; j++) m = fmaxf(m, f[j]);
+        }
+        m = warp_max(m);
+        float s = 0.f;
+        for (int v = lane; v < nvec; v += 32) {
+            load_vec<V>(sr[v], f);
+#pragma unroll
+            for (int j = 0; j < V; j++) s += __expf(f[j] - m);
+        }
+        float inv = 1.0f / warp_sum(s);
+        uint4* yr = (uint4*)(y + (u64)(row0 + r) * cols);
+        for (int v = lane; v < nvec; v += 32) {
+            load_vec<V>(sr[v], f);
+#pragma unroll
+            for (int j = 0; j < V; j++) f[j] = __expf(f[j] - m) * inv;
+            yr[v] = store_vec<V>(f);
+        }
+    }
+}
+
+extern "C" __global__ void layernorm_staged_f32(const float* x, float* y, const float* g, const float* b, int rows, int cols, float eps, int rpw) {
+    layernorm_staged<4, float>(x, y, g, b, rows, cols, eps, rpw);
+}
+extern "C" __global__ void layernorm_staged_f16(const half_t* x, half_t* y, const float* g, const float* b, int rows, int cols, float eps, int rpw) {
+    layernorm_staged<8, half_t>(x, y, g, b, rows, cols, eps, rpw);
+}
+extern "C" __global__ void softmax_staged_f32(const float* x, float* y, int rows, int cols, int rpw) {
+    softmax_staged<4, float>(x, y, rows, cols, rpw);
+}
+extern "C" __global__ void softmax_staged_f16(const half_t* x, half_t* y, int rows, int cols, int rpw) {
+    softmax_staged<8, half_t>(x, y, rows, cols, rpw);
+}
