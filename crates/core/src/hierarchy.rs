@@ -200,8 +200,10 @@ pub struct L2Spec {
     /// 166.4 = 64 B/cycle at 2.6 GHz, an assumption, not a seed figure).
     pub slice_bytes_per_ns: f64,
     /// Extension: the 8-dirty rule of seed 004: a store to a set holding at least this many dirty
-    /// lines first cleans the least-recently-stored one. Default 8; 0 disables it.
-    pub dirty_clean_threshold: u32,
+    /// lines first cleans the least-recently-stored one. Default: half the ways (8 of 16 on the
+    /// 4090); 0 disables it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dirty_clean_threshold: Option<u32>,
 }
 
 /// How DRAM rows are formed from a physical address.
@@ -337,7 +339,7 @@ impl Default for L2Spec {
             far_hit_ns: None,
             partitions: 1,
             slice_bytes_per_ns: 166.4,
-            dirty_clean_threshold: 8,
+            dirty_clean_threshold: None,
         }
     }
 }

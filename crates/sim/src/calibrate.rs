@@ -130,7 +130,7 @@ pub fn calibrate(
     }
     if let Some(v) = as_ns("l2.far_hit_latency_ns") {
         h.l2.far_hit_ns = Some(v);
-        if h.l2.partitions < 2 && h.l2.slices % 2 == 0 && h.sm.count % 2 == 0 {
+        if h.l2.partitions < 2 && h.l2.slices.is_multiple_of(2) && h.sm.count.is_multiple_of(2) {
             h.l2.partitions = 2;
         }
         measured(&mut prov, "l2.far_hit_ns", "l2.far_hit_latency_ns", &v);
@@ -175,7 +175,7 @@ pub fn calibrate(
         if h.dram.controllers > h.l2.slices {
             h.dram.controllers = h.l2.slices;
         }
-        if h.l2.partitions > 1 && h.l2.slices % h.l2.partitions != 0 {
+        if h.l2.partitions > 1 && !h.l2.slices.is_multiple_of(h.l2.partitions) {
             h.l2.partitions = 1;
         }
     }

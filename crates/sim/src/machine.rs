@@ -127,11 +127,7 @@ impl Machine {
         let slice_fn = IndexFn::slice(&h.l2_slice_function());
         let set_fn = IndexFn::set(&h.l2_set_function());
         let total_sets = (l2.slices * l2.sets_per_slice) as usize;
-        let threshold = if l2.replacement == Replacement::Rrip || l2.dirty_clean_threshold > 0 {
-            l2.dirty_clean_threshold
-        } else {
-            0
-        };
+        let threshold = l2.dirty_clean_threshold.unwrap_or(l2.ways / 2);
         let pages = h.dram.capacity_bytes / h.page_bytes;
         Machine {
             l1_masks: h.l1_masks(),

@@ -56,7 +56,7 @@ pub fn rtx4090() -> Hierarchy {
             far_hit_ns: None,
             partitions: 1,
             slice_bytes_per_ns: 166.4,
-            dirty_clean_threshold: 8,
+            dirty_clean_threshold: Some(8),
         },
         dram: DramSpec {
             latency_ns: 255.4,

@@ -53,6 +53,8 @@ pub struct ReplayOptions {
     pub record_warps: u64,
     /// Use only SMs `0..sms` (None: all).
     pub sms: Option<u32>,
+    /// Loads bypass L1 (ld.global.cg).
+    pub bypass_l1: bool,
 }
 
 /// Replay `k` on `m`, starting at `t0_ns`. Returns totals and, when asked, the timeline.
@@ -162,7 +164,7 @@ pub fn replay(m: &mut Machine, k: &dyn Kernel, t0_ns: f64, opt: ReplayOptions) -
                 let st = arrive.max(slice_free[s]);
                 let svc = len as f64 * slice_ns_per_byte;
                 let l2_done = st + svc_line.max(svc);
-                let r = m.load(sm, va, len, false, l2_done - h.l2.hit_ns * 0.5);
+                let r = m.load(sm, va, len, opt.bypass_l1, l2_done - h.l2.hit_ns * 0.5);
                 let mut rq = Request {
                     warp: w as u32,
                     sm: sm as u16,

@@ -73,7 +73,7 @@ pub fn run_vadd(t: &mut SimTarget, n: u64, record_warps: u64) -> Result<(VaddRep
     let m = t.machine();
     m.reset_stats();
     let k = Vadd { a: a.base, b: b.base, c: c.base, n };
-    let (tot, mut tl) = replay(m, &k, t0, ReplayOptions { record_warps, sms: None });
+    let (tot, mut tl) = replay(m, &k, t0, ReplayOptions { record_warps, sms: None, bypass_l1: false });
     let stats = m.stats.clone();
     let h = &m.h;
     let sl = &stats.slice_requests;

@@ -194,7 +194,7 @@ impl Hierarchy {
         if !(h.l2.slice_bytes_per_ns.is_finite() && h.l2.slice_bytes_per_ns > 0.0) {
             return err("l2.slice_bytes_per_ns", format!("must be > 0 (got {})", h.l2.slice_bytes_per_ns));
         }
-        if h.l2.dirty_clean_threshold > h.l2.ways {
+        if h.l2.dirty_clean_threshold.is_some_and(|t| t > h.l2.ways) {
             return err("l2.dirty_clean_threshold", format!("must be at most l2.ways ({})", h.l2.ways));
         }
         if h.page_bytes < h.l1.line_bytes.max(h.l2.line_bytes) as u64 {
