@@ -99,6 +99,7 @@ fn box_lines(l: &Level, clock_hz: Option<f64>) -> Vec<String> {
     let sets = l.get("sets").map(|f| units::value(&f.value, ""));
     match (ways, sets) {
         (Some(w), Some(s)) => lines.push(format!("{w} ways × {s} sets")),
+        (Some(w), None) if w == "undetermined" => lines.push("ways undetermined".into()),
         (Some(w), None) => lines.push(format!("{w} ways")),
         (None, Some(s)) => lines.push(format!("{s} sets")),
         _ => {}
@@ -131,14 +132,18 @@ fn box_lines(l: &Level, clock_hz: Option<f64>) -> Vec<String> {
         if used.contains(&k.as_str()) {
             continue;
         }
-        let mut v = show(f);
-        if v.chars().count() > 22 {
-            v = format!("{}…", v.chars().take(21).collect::<String>());
-        }
-        lines.push(format!("{} {v}", quantity(k)));
+        lines.push(format!("{} {}", quantity(k), show(f)));
     }
     lines.truncate(8);
+    // Undetermined values read "ways undetermined", not "undetermined ways"; long lines are cut.
     lines
+        .into_iter()
+        .map(|l| match l.strip_prefix("undetermined ") {
+            Some(rest) => format!("{rest} undetermined"),
+            None => l,
+        })
+        .map(|l| if l.chars().count() > 30 { format!("{}…", l.chars().take(29).collect::<String>()) } else { l })
+        .collect()
 }
 
 /// The diagram as an inline `<svg id="hierarchy">`.
@@ -152,9 +157,14 @@ pub fn render(results: &Results) -> String {
     let mut y = 10.0;
     for (lane, lv) in &lanes {
         let clock = if lane == "CPU" { None } else { results.target.clock_hz };
+        // A level named like the lane itself ("cpu.line_bytes") describes the whole device: its
+        // lines go into the source box.
+        let (root, lv): (Vec<&Level>, Vec<&Level>) =
+            lv.iter().partition(|l| !l.prefix.contains('.') && l.prefix == "cpu");
+        let src_lines: Vec<String> = root.iter().flat_map(|l| box_lines(l, clock)).collect();
         let boxes: Vec<(String, Vec<String>)> =
             lv.iter().map(|l| (l.prefix.to_uppercase(), box_lines(l, clock))).collect();
-        let max_lines = boxes.iter().map(|b| b.1.len()).max().unwrap_or(1).max(2) as f64;
+        let max_lines = boxes.iter().map(|b| b.1.len()).chain([src_lines.len() + 1]).max().unwrap_or(1).max(2) as f64;
         let bh = 30.0 + max_lines * lh;
         let mut s = String::new();
         // the source of loads
@@ -174,6 +184,9 @@ pub fn render(results: &Results) -> String {
             y + 62.0,
             if units_n > 0 { units_n.to_string() } else { "?".into() }
         );
+        for (j, line) in src_lines.iter().enumerate() {
+            let _ = write!(s, r#"<text x="55" y="{:.1}" class="bl">{}</text>"#, y + 77.0 + j as f64 * lh, esc(line));
+        }
         let mut x = 100.0 + gap;
         for (i, (title, lines)) in boxes.iter().enumerate() {
             let class = if title.contains("TLB") {

@@ -23,7 +23,7 @@ h3{font-size:15px;margin:18px 0 6px}
 .sub{color:#555;margin:0 0 12px}.note{color:#555;font-size:13px}
 table.t{border-collapse:collapse;font-size:13px;background:#fff}
 table.t th,table.t td{border:1px solid #e0e0e0;padding:3px 8px;text-align:left;vertical-align:top}
-table.t th{background:#f0f2f5;font-weight:600}table.t td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+table.t th{background:#f0f2f5;font-weight:600}table.t td.txt{min-width:180px;max-width:300px;overflow-wrap:anywhere}table.t td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 table.t tr.sec td{background:#eef3f8;font-weight:600}
 .c-high{color:#11772d}.c-medium{color:#8a6d00}.c-low{color:#b3541e}.c-undetermined{color:#888;font-style:italic}
 .plots{display:flex;flex-wrap:wrap;gap:14px}.plots figure{margin:0;background:#fff;border:1px solid #e3e3e3;border-radius:6px;padding:6px}
@@ -118,11 +118,14 @@ fn plots(results: &Results) -> Vec<String> {
         } else {
             wants_log(series.iter().flat_map(|(_, s)| s.y.iter().copied()), &first.y_unit)
         };
-        let title = if series.len() == 1 {
+        let mut title = if series.len() == 1 {
             format!("{}: {}", series[0].0, first.description)
         } else {
             format!("{} versus {} ({})", first.y_name, first.x_name, group)
         };
+        if title.chars().count() > 78 {
+            title = format!("{}…", title.chars().take(77).collect::<String>());
+        }
         let mut p = Plot::new(
             &format!("plot-{i}-{}", group.replace(|c: char| !c.is_ascii_alphanumeric(), "-")),
             &title,
@@ -155,9 +158,7 @@ fn plots(results: &Results) -> Vec<String> {
             for m in &s.marks {
                 p.vmarks.push((*m, format!("knee {}", units::tick(*m, &s.x_unit))));
             }
-            if series.len() > 1 {
-                caption.push(format!("{k}: {}", s.description));
-            }
+            caption.push(format!("{k}: {}", s.description));
         }
         p.vmarks.dedup_by(|a, b| (a.0 - b.0).abs() <= 1e-9 * a.0.abs());
         if first.y_unit == "ns" && matches!(first.x_unit.as_str(), "bytes" | "B") {
@@ -240,8 +241,9 @@ fn findings_table(results: &Results) -> String {
             let conf = confidence_text(f.confidence);
             let _ = write!(
                 s,
-                "<tr><td><code>{}</code></td><td class=\"num\" title=\"{}\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"c-{conf}\">{conf}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td><code>{}</code></td><td class=\"{}\" title=\"{}\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"c-{conf}\">{conf}</td><td>{}</td><td>{}</td></tr>",
                 esc(k),
+                if f.value.is_number() { "num" } else { "txt" },
                 esc(&f.value.to_string()),
                 esc(&table::value_text(f)),
                 esc(&table::cycles_text(f)),

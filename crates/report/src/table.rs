@@ -150,12 +150,18 @@ pub fn summary(results: &Results) -> String {
             }
         }
     }
-    let mut not_ok = results.probes.iter().filter(|(_, p)| p.status != ProbeStatus::Ok).peekable();
-    if not_ok.peek().is_some() {
+    // Probes not run, one line per (status, target, reason) listing the probe keys.
+    let mut grouped: std::collections::BTreeMap<(bool, &str, &str), Vec<&str>> = Default::default();
+    for (k, p) in results.probes.iter().filter(|(_, p)| p.status != ProbeStatus::Ok) {
+        let probe = k.split('@').next().unwrap_or(k);
+        let reason = p.reason.as_deref().unwrap_or("");
+        grouped.entry((p.status == ProbeStatus::Waived, p.target.as_str(), reason)).or_default().push(probe);
+    }
+    if !grouped.is_empty() {
         out.push_str("\nProbes not run\n");
-        for (k, p) in not_ok {
-            let what = if p.status == ProbeStatus::Failed { "FAILED" } else { "waived" };
-            out.push_str(&format!("  {what:<7} {k}: {}\n", p.reason.as_deref().unwrap_or("")));
+        for ((waived, target, reason), keys) in grouped {
+            let what = if waived { "waived" } else { "FAILED" };
+            out.push_str(&format!("  {what:<7} on {target}: {} — {reason}\n", keys.join(", ")));
         }
     }
     out

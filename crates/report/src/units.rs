@@ -120,7 +120,7 @@ pub fn number(x: f64, unit: &str) -> String {
                 sig(x, 4)
             }
         }
-        "" => plain(x),
+        "" | "count" => plain(x),
         u => {
             let n = plain(x);
             format!("{n} {u}")
@@ -191,7 +191,8 @@ mod tests {
         assert_eq!(number(1.008e12, "bytes/s"), "1.008 TB/s");
         assert_eq!(number(8.26e13, "flops/s"), "82.6 TFLOP/s");
         assert_eq!(number(0.02, "ratio"), "2 %");
-        assert_eq!(number(4194304.0, "count"), "4,194,304 count");
+        assert_eq!(number(4194304.0, "count"), "4,194,304");
+        assert_eq!(number(4.0, "ways"), "4 ways");
         assert_eq!(value(&serde_json::json!(["0x1", "0x2"]), ""), "0x1, 0x2");
         assert_eq!(value(&Value::Null, "ns"), "undetermined");
     }
