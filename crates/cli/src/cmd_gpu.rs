@@ -82,7 +82,10 @@ fn open(device: usize, log: &Log) -> Result<(OpsGpu, Vec<check::Check>), CliErro
         log.message(&format!("check {}: rel err {:.2e} ({})", c.kernel, c.rel_err, if c.ok { "ok" } else { "FAILED" }));
     }
     if let Some(bad) = checks.iter().find(|c| !c.ok) {
-        return Err(fail(format!("kernel check failed: {} (rel err {:.3e} > {:.0e})", bad.kernel, bad.rel_err, bad.tolerance)));
+        return Err(fail(format!(
+            "kernel check failed: {} (rel err {:.3e} > {:.0e})",
+            bad.kernel, bad.rel_err, bad.tolerance
+        )));
     }
     Ok((g, checks))
 }
@@ -91,7 +94,12 @@ fn clocks(device: usize) -> Value {
     memscope_cuda::nvml::read(device, None).map(|r| r.to_json()).unwrap_or(Value::Null)
 }
 
-fn envelope(command: &str, g: &OpsGpu, clocks_before: Value, checks: &[check::Check]) -> serde_json::Map<String, Value> {
+fn envelope(
+    command: &str,
+    g: &OpsGpu,
+    clocks_before: Value,
+    checks: &[check::Check],
+) -> serde_json::Map<String, Value> {
     let mut m = serde_json::Map::new();
     m.insert("schema".into(), json!("memscope/bottleneck-model/1"));
     m.insert("command".into(), json!(command));
@@ -119,13 +127,26 @@ fn gbs(x: f64) -> String {
 }
 
 fn print_ceilings(c: &ceilings::CeilingsReport) {
-    println!("\nCeilings ({}, {} SMs, L2 {} MiB); sustainable = best at >= {} MiB", c.device, c.sm_count, c.l2_bytes >> 20, c.sustained_min_bytes >> 20);
+    println!(
+        "\nCeilings ({}, {} SMs, L2 {} MiB); sustainable = best at >= {} MiB",
+        c.device,
+        c.sm_count,
+        c.l2_bytes >> 20,
+        c.sustained_min_bytes >> 20
+    );
     println!("{:>12} {:>12} {:>12} {:>12} {:>14}", "buffer", "copy", "read (sum)", "write (fill)", "copy per call");
     for &size in &ceilings::SIZES {
         let get = |p: &str| c.bandwidth.iter().find(|b| b.pattern == p && b.buffer_bytes == size);
         let cell = |p: &str| get(p).map(|b| gbs(b.bytes_per_s)).unwrap_or_default();
         let per = get("copy").map(|b| fmt_s(b.timing.per_call_s)).unwrap_or_default();
-        println!("{:>12} {:>12} {:>12} {:>12} {:>14}", human_bytes(size), cell("copy"), cell("read"), cell("write"), per);
+        println!(
+            "{:>12} {:>12} {:>12} {:>12} {:>14}",
+            human_bytes(size),
+            cell("copy"),
+            cell("read"),
+            cell("write"),
+            per
+        );
     }
     for (p, v) in &c.ceilings.bandwidth_bytes_per_s {
         println!("sustainable {p:<6} {}", gbs(*v));
@@ -151,7 +172,10 @@ fn human_bytes(b: u64) -> String {
     }
 }
 
-fn session(device: usize, quiet: bool) -> Result<(OpsGpu, Vec<check::Check>, Value, ceilings::CeilingsReport), CliError> {
+fn session(
+    device: usize,
+    quiet: bool,
+) -> Result<(OpsGpu, Vec<check::Check>, Value, ceilings::CeilingsReport), CliError> {
     let log = Log(quiet);
     let before = clocks(device);
     let (g, checks) = open(device, &log)?;
@@ -170,7 +194,10 @@ pub fn ceilings(a: CeilingsArgs) -> CliResult {
 }
 
 fn print_model(r: &model_set::ModelRun) {
-    println!("\n{:<34} {:>11} {:>11} {:>8} {:>6} {:>10}", "operation", "predicted", "measured", "regime", "ratio", "achieved");
+    println!(
+        "\n{:<34} {:>11} {:>11} {:>8} {:>6} {:>10}",
+        "operation", "predicted", "measured", "regime", "ratio", "achieved"
+    );
     for p in &r.points {
         println!(
             "{:<34} {:>11} {:>11} {:>8} {:>6.2} {:>10}",
@@ -183,7 +210,10 @@ fn print_model(r: &model_set::ModelRun) {
         );
     }
     if let Some(s) = &r.summary {
-        println!("\n{:<10} {:>6} {:>8} {:>10} {:>10} {:>14}", "regime", "points", "median", "within25%", "within2x", "faster>5%");
+        println!(
+            "\n{:<10} {:>6} {:>8} {:>10} {:>10} {:>14}",
+            "regime", "points", "median", "within25%", "within2x", "faster>5%"
+        );
         let row = |name: &str, st: &memscope_core::model::RatioStats| {
             println!(
                 "{:<10} {:>6} {:>8.3} {:>9.0}% {:>9.0}% {:>13.0}%",
@@ -202,12 +232,22 @@ fn print_model(r: &model_set::ModelRun) {
     }
     println!("\nkernel efficiency at the largest size (achieved / pattern ceiling):");
     for k in &r.kernels {
-        println!("  {:<40} {:>10} / {:>10} ({}) = {:.1}%", k.operation, gbs(k.achieved_bytes_per_s), gbs(k.ceiling_bytes_per_s), k.pattern, 100.0 * k.fraction);
+        println!(
+            "  {:<40} {:>10} / {:>10} ({}) = {:.1}%",
+            k.operation,
+            gbs(k.achieved_bytes_per_s),
+            gbs(k.ceiling_bytes_per_s),
+            k.pattern,
+            100.0 * k.fraction
+        );
     }
 }
 
 fn print_fusion(f: &fusion::FusionRun) {
-    println!("\n{:<6} {:>12} {:>12} {:>10} {:>10} {:>12} {:>10}", "dtype", "two kernels", "fused", "ratio", "predicted", "fused BW", "of ceiling");
+    println!(
+        "\n{:<6} {:>12} {:>12} {:>10} {:>10} {:>12} {:>10}",
+        "dtype", "two kernels", "fused", "ratio", "predicted", "fused BW", "of ceiling"
+    );
     for r in &f.rows {
         println!(
             "{:<6} {:>12} {:>12} {:>10.3} {:>10.3} {:>12} {:>9.1}%",
@@ -220,7 +260,10 @@ fn print_fusion(f: &fusion::FusionRun) {
             100.0 * r.fused_fraction_of_ceiling
         );
     }
-    println!("fp16 speed-up over fp32: two kernels {:.2}x, fused {:.2}x", f.fp16_speedup_two_kernels, f.fp16_speedup_fused);
+    println!(
+        "fp16 speed-up over fp32: two kernels {:.2}x, fused {:.2}x",
+        f.fp16_speedup_two_kernels, f.fp16_speedup_fused
+    );
 }
 
 fn print_batch(b: &batch::BatchRun) {

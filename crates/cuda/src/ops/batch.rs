@@ -52,7 +52,9 @@ impl Gpt2 {
     fn new(g: &OpsGpu, max_b: u64) -> R<Self> {
         let f = Dtype::Fp32;
         let w = |rows: u64, cols: u64, seed: u32| g.alloc_random(rows * cols, f, seed, 0.02);
-        let ln = |seed: u32| -> R<[DevBuf; 2]> { Ok([g.alloc_random(D, f, seed, 1.0)?, g.alloc_random(D, f, seed + 1, 0.1)?]) };
+        let ln = |seed: u32| -> R<[DevBuf; 2]> {
+            Ok([g.alloc_random(D, f, seed, 1.0)?, g.alloc_random(D, f, seed + 1, 0.1)?])
+        };
         let mut layers = Vec::new();
         for l in 0..LAYERS as u32 {
             let s = 500 + 20 * l;
@@ -195,7 +197,8 @@ fn sum_of_kernel_bounds(ceil: &CeilingsReport, b: u64) -> R<f64> {
 fn time_graph(g: &OpsGpu, model: &Gpt2, b: u64) -> R<f64> {
     use cudarc::driver::sys;
     let st = &g.stream;
-    st.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).map_err(|e| format!("capture: {e:?}"))?;
+    st.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+        .map_err(|e| format!("capture: {e:?}"))?;
     let issued = model.step(g, b);
     let graph = st.end_capture(sys::CUgraphInstantiate_flags(0)).map_err(|e| format!("end capture: {e:?}"))?;
     issued?;

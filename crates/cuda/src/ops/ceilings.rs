@@ -57,18 +57,8 @@ pub struct CeilingsReport {
     pub peak: Vec<PeakPoint>,
 }
 
-pub const SIZES: [u64; 10] = [
-    4 << 10,
-    64 << 10,
-    256 << 10,
-    1 << 20,
-    4 << 20,
-    16 << 20,
-    64 << 20,
-    256 << 20,
-    1 << 30,
-    2 << 30,
-];
+pub const SIZES: [u64; 10] =
+    [4 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20, 1 << 30, 2 << 30];
 
 /// Target duration of one timed repetition, seconds.
 pub const REP_S: f64 = 2e-3;
@@ -78,16 +68,30 @@ fn pattern_point(g: &OpsGpu, pattern: &str, bytes: u64) -> R<BandwidthPoint> {
     let footprint = if pattern == "copy" { 2 * bytes } else { bytes };
     let sets = g.rotation_sets(footprint);
     let nvec = bytes / 16;
-    let srcs: Vec<DevBuf> = (0..sets).map(|i| g.alloc_random(bytes / 4, Dtype::Fp32, 100 + i as u32, 1.0)).collect::<R<_>>()?;
-    let dsts: Vec<DevBuf> = if pattern == "copy" { (0..sets).map(|_| g.alloc(bytes)).collect::<R<_>>()? } else { Vec::new() };
+    let srcs: Vec<DevBuf> =
+        (0..sets).map(|i| g.alloc_random(bytes / 4, Dtype::Fp32, 100 + i as u32, 1.0)).collect::<R<_>>()?;
+    let dsts: Vec<DevBuf> =
+        if pattern == "copy" { (0..sets).map(|_| g.alloc(bytes)).collect::<R<_>>()? } else { Vec::new() };
     let acc = g.alloc(16)?;
     let sum_grid = OpsGpu::blocks(nvec).min(g.sm_count * 8);
     let timing = g.time_calls(REP_S, REPS, |i| {
         let s = &srcs[i % sets];
         match pattern {
-            "copy" => g.launch("copy_u32", OpsGpu::blocks(nvec), 256, 0, &[Arg::Ptr(s.ptr), Arg::Ptr(dsts[i % sets].ptr), Arg::U64(nvec)]),
+            "copy" => g.launch(
+                "copy_u32",
+                OpsGpu::blocks(nvec),
+                256,
+                0,
+                &[Arg::Ptr(s.ptr), Arg::Ptr(dsts[i % sets].ptr), Arg::U64(nvec)],
+            ),
             "read" => g.launch("sum_u32", sum_grid, 256, 0, &[Arg::Ptr(s.ptr), Arg::U64(nvec), Arg::Ptr(acc.ptr)]),
-            _ => g.launch("fill_u32", OpsGpu::blocks(nvec), 256, 0, &[Arg::Ptr(s.ptr), Arg::U64(nvec), Arg::U32(i as u32)]),
+            _ => g.launch(
+                "fill_u32",
+                OpsGpu::blocks(nvec),
+                256,
+                0,
+                &[Arg::Ptr(s.ptr), Arg::U64(nvec), Arg::U32(i as u32)],
+            ),
         }
     })?;
     Ok(BandwidthPoint {

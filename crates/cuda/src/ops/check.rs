@@ -58,7 +58,8 @@ pub fn run_all(g: &OpsGpu) -> R<Vec<Check>> {
         let (a, b, c) =
             (g.alloc_random(n, dtype, 1, 2.0)?, g.alloc_random(n, dtype, 2, 2.0)?, g.alloc_random(n, dtype, 3, 2.0)?);
         let o = g.alloc(n * dtype.size_bytes() as u64)?;
-        let (ha, hb, hc) = (read(g, &a, n as usize, dtype)?, read(g, &b, n as usize, dtype)?, read(g, &c, n as usize, dtype)?);
+        let (ha, hb, hc) =
+            (read(g, &a, n as usize, dtype)?, read(g, &b, n as usize, dtype)?, read(g, &c, n as usize, dtype)?);
         for (op, f) in [
             ("add", &(|x: f64, y: f64, _z: f64| x + y) as &dyn Fn(f64, f64, f64) -> f64),
             ("mul", &|x, y, _| x * y),
@@ -67,7 +68,13 @@ pub fn run_all(g: &OpsGpu) -> R<Vec<Check>> {
         ] {
             let name = format!("{op}_{sfx}");
             let vec = if dtype == Dtype::Fp32 { 4 } else { 8 };
-            g.launch(&name, OpsGpu::blocks(n / vec), 256, 0, &[Arg::Ptr(a.ptr), Arg::Ptr(b.ptr), Arg::Ptr(c.ptr), Arg::Ptr(o.ptr), Arg::U64(n)])?;
+            g.launch(
+                &name,
+                OpsGpu::blocks(n / vec),
+                256,
+                0,
+                &[Arg::Ptr(a.ptr), Arg::Ptr(b.ptr), Arg::Ptr(c.ptr), Arg::Ptr(o.ptr), Arg::U64(n)],
+            )?;
             let got = read(g, &o, n as usize, dtype)?;
             let want: Vec<f64> = (0..n as usize).map(|i| f(ha[i], hb[i], hc[i])).collect();
             push(name, rel_err(&got, &want), tol(dtype));
@@ -79,7 +86,8 @@ pub fn run_all(g: &OpsGpu) -> R<Vec<Check>> {
             let gamma = g.alloc_random(cols, Dtype::Fp32, 5, 1.0)?;
             let beta = g.alloc_random(cols, Dtype::Fp32, 6, 1.0)?;
             let hx = read(g, &x, (rows * cols) as usize, dtype)?;
-            let (hg, hbeta) = (read(g, &gamma, cols as usize, Dtype::Fp32)?, read(g, &beta, cols as usize, Dtype::Fp32)?);
+            let (hg, hbeta) =
+                (read(g, &gamma, cols as usize, Dtype::Fp32)?, read(g, &beta, cols as usize, Dtype::Fp32)?);
             use super::model_set::launch_rows;
             launch_rows(g, "layernorm", dtype, x.ptr, y.ptr, Some((gamma.ptr, beta.ptr)), rows, cols)?;
             let got = read(g, &y, (rows * cols) as usize, dtype)?;
@@ -123,13 +131,23 @@ pub fn run_all(g: &OpsGpu) -> R<Vec<Check>> {
     g.launch("copy_u32", OpsGpu::blocks(n / 4), 256, 0, &[Arg::Ptr(src.ptr), Arg::Ptr(dst.ptr), Arg::U64(n / 4)])?;
     let (hs, hd) = (read(g, &src, n as usize - 4, Dtype::Fp32)?, read(g, &dst, n as usize - 4, Dtype::Fp32)?);
     push("copy_u32".into(), rel_err(&hd, &hs), 0.0);
-    g.launch("fill_u32", OpsGpu::blocks(n / 4), 256, 0, &[Arg::Ptr(dst.ptr), Arg::U64(n / 4), Arg::U32(1.5f32.to_bits())])?;
+    g.launch(
+        "fill_u32",
+        OpsGpu::blocks(n / 4),
+        256,
+        0,
+        &[Arg::Ptr(dst.ptr), Arg::U64(n / 4), Arg::U32(1.5f32.to_bits())],
+    )?;
     let hd = read(g, &dst, n as usize - 4, Dtype::Fp32)?;
     push("fill_u32".into(), rel_err(&hd, &vec![1.5; hd.len()]), 0.0);
     let acc = g.alloc(16)?;
     g.htod_bytes(&acc, &[0u8; 16])?;
     g.launch("sum_u32", 4, 256, 0, &[Arg::Ptr(src.ptr), Arg::U64(n / 4), Arg::Ptr(acc.ptr)])?;
-    let words: Vec<u32> = g.dtoh_bytes(&src, (n / 4 * 16) as usize)?.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+    let words: Vec<u32> = g
+        .dtoh_bytes(&src, (n / 4 * 16) as usize)?
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
     let got = u32::from_le_bytes(g.dtoh_bytes(&acc, 4)?[..4].try_into().expect("4 bytes"));
     let want = sum_u32_host(&words, 4 * 256);
     push("sum_u32".into(), if got == want { 0.0 } else { 1.0 }, 0.0);
@@ -177,7 +195,17 @@ fn check_attention(g: &OpsGpu) -> R<Check> {
         (b * h) as u32,
         128,
         smem,
-        &[Arg::Ptr(q.ptr), Arg::I32(qs as i32), Arg::Ptr(k.ptr), Arg::Ptr(v.ptr), Arg::Ptr(o.ptr), Arg::I32(h as i32), Arg::I32(t as i32), Arg::I32(tmax as i32), Arg::F32(scale)],
+        &[
+            Arg::Ptr(q.ptr),
+            Arg::I32(qs as i32),
+            Arg::Ptr(k.ptr),
+            Arg::Ptr(v.ptr),
+            Arg::Ptr(o.ptr),
+            Arg::I32(h as i32),
+            Arg::I32(t as i32),
+            Arg::I32(tmax as i32),
+            Arg::F32(scale),
+        ],
     )?;
     let (hq, hk, hv) = (
         read(g, &q, (b * qs) as usize, Dtype::Fp32)?,

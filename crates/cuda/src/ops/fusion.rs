@@ -50,19 +50,26 @@ pub fn run(g: &OpsGpu, ceil: &CeilingsReport, progress: &dyn Progress) -> R<Fusi
         let p_two = mul.predict(cm.launch_s, cm.bandwidth_bytes_per_s, cm.peak_flops_per_s).time_s
             + add.predict(ca.launch_s, ca.bandwidth_bytes_per_s, ca.peak_flops_per_s).time_s;
         let p_fused = fused.predict(cf.launch_s, cf.bandwidth_bytes_per_s, cf.peak_flops_per_s).time_s;
-        progress.message(&format!("fusion {sfx}: predicted two kernels {:.3} ms, fused {:.3} ms", p_two * 1e3, p_fused * 1e3));
+        progress.message(&format!(
+            "fusion {sfx}: predicted two kernels {:.3} ms, fused {:.3} ms",
+            p_two * 1e3,
+            p_fused * 1e3
+        ));
         let x = g.alloc_random(n, dtype, 21, 1.0)?;
         let y = g.alloc_random(n, dtype, 22, 1.0)?;
         let z = g.alloc_random(n, dtype, 23, 1.0)?;
         let t = g.alloc(n * dtype.size_bytes() as u64)?;
         let o = g.alloc(n * dtype.size_bytes() as u64)?;
         let grid = OpsGpu::blocks(n / vec);
-        let kargs = |a: u64, b: u64, c: u64, out: u64| [Arg::Ptr(a), Arg::Ptr(b), Arg::Ptr(c), Arg::Ptr(out), Arg::U64(n)];
+        let kargs =
+            |a: u64, b: u64, c: u64, out: u64| [Arg::Ptr(a), Arg::Ptr(b), Arg::Ptr(c), Arg::Ptr(out), Arg::U64(n)];
         let two = g.time_calls(10e-3, REPS, |_| {
             g.launch(&format!("mul_{sfx}"), grid, 256, 0, &kargs(x.ptr, y.ptr, y.ptr, t.ptr))?;
             g.launch(&format!("add_{sfx}"), grid, 256, 0, &kargs(t.ptr, z.ptr, z.ptr, o.ptr))
         })?;
-        let one = g.time_calls(10e-3, REPS, |_| g.launch(&format!("fma_{sfx}"), grid, 256, 0, &kargs(x.ptr, y.ptr, z.ptr, o.ptr)))?;
+        let one = g.time_calls(10e-3, REPS, |_| {
+            g.launch(&format!("fma_{sfx}"), grid, 256, 0, &kargs(x.ptr, y.ptr, z.ptr, o.ptr))
+        })?;
         let s = dtype.size_bytes();
         let measured_ratio = two.per_call_s / one.per_call_s;
         let predicted_ratio = p_two / p_fused;

@@ -154,7 +154,20 @@ impl OpsGpu {
         unsafe {
             match dtype {
                 Dtype::Fp32 => blas::sgemm(
-                    self.blas, op, op, n, m, k, &alpha, b as *const f32, n, a as *const f32, k, &beta, c as *mut f32, n,
+                    self.blas,
+                    op,
+                    op,
+                    n,
+                    m,
+                    k,
+                    &alpha,
+                    b as *const f32,
+                    n,
+                    a as *const f32,
+                    k,
+                    &beta,
+                    c as *mut f32,
+                    n,
                 ),
                 Dtype::Fp16 | Dtype::Bf16 => {
                     let t = if dtype == Dtype::Fp16 {

@@ -25,16 +25,7 @@ pub const MODULES: [OpsModule; 3] = [
     OpsModule {
         file: "ops/rows.cu",
         source: include_str!("../../kernels/ops/rows.cu"),
-        functions: &[
-            "layernorm_f32",
-            "layernorm_f16",
-            "softmax_f32",
-            "softmax_f16",
-            "layernorm_staged_f32",
-            "layernorm_staged_f16",
-            "softmax_staged_f32",
-            "softmax_staged_f16",
-        ],
+        functions: &["layernorm_f32", "layernorm_f16", "softmax_f32", "softmax_f16"],
     },
     OpsModule {
         file: "ops/attention.cu",

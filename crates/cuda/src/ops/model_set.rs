@@ -14,15 +14,45 @@ use serde::Serialize;
 /// One operation of the harness.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Op {
-    Matmul { m: u64, k: u64, n: u64, dtype: Dtype },
-    Add { n: u64, dtype: Dtype },
-    Mul { n: u64, dtype: Dtype },
-    Fma { n: u64, dtype: Dtype },
-    Gelu { n: u64, dtype: Dtype },
-    LayerNorm { rows: u64, cols: u64, dtype: Dtype },
-    Softmax { rows: u64, cols: u64, dtype: Dtype },
+    Matmul {
+        m: u64,
+        k: u64,
+        n: u64,
+        dtype: Dtype,
+    },
+    Add {
+        n: u64,
+        dtype: Dtype,
+    },
+    Mul {
+        n: u64,
+        dtype: Dtype,
+    },
+    Fma {
+        n: u64,
+        dtype: Dtype,
+    },
+    Gelu {
+        n: u64,
+        dtype: Dtype,
+    },
+    LayerNorm {
+        rows: u64,
+        cols: u64,
+        dtype: Dtype,
+    },
+    Softmax {
+        rows: u64,
+        cols: u64,
+        dtype: Dtype,
+    },
     /// Decode attention, head dim 64, a cache of exactly `tokens` per sequence (fp32 only).
-    Attention { batch: u64, heads: u64, tokens: u64, dtype: Dtype },
+    Attention {
+        batch: u64,
+        heads: u64,
+        tokens: u64,
+        dtype: Dtype,
+    },
 }
 
 impl Op {
@@ -142,7 +172,11 @@ impl OpRunner {
             let seed = 1000 + 16 * i as u32;
             let bufs = match *op {
                 Op::Matmul { m, k, n, .. } => {
-                    vec![g.alloc_random(m * k, dt, seed, 1.0)?, g.alloc_random(k * n, dt, seed + 1, 1.0)?, g.alloc(m * n * s)?]
+                    vec![
+                        g.alloc_random(m * k, dt, seed, 1.0)?,
+                        g.alloc_random(k * n, dt, seed + 1, 1.0)?,
+                        g.alloc(m * n * s)?,
+                    ]
                 }
                 Op::Add { n, .. } | Op::Mul { n, .. } | Op::Fma { n, .. } => vec![
                     g.alloc_random(n, dt, seed, 1.0)?,
@@ -212,12 +246,9 @@ impl OpRunner {
     }
 }
 
-/// Rows up to this many bytes go to the staged (cp.async, shared-memory) row kernels.
-pub const STAGED_ROW_BYTES: u64 = 6144;
-
-/// Launch layer norm (`params` = gamma, beta) or softmax over rows x cols: the staged kernel for
-/// rows up to 6 KiB (rows per warp chosen so that each warp has ~6 KiB of loads in flight), the
-/// register kernel beyond.
+/// Launch layer norm (`params` = gamma, beta) or softmax over rows x cols: one warp per row, 8 rows
+/// per 256-thread block (kernels/ops/rows.cu). A staged variant (rows copied to shared memory with
+/// cp.async, several rows per warp) was measured slower on the H200 and removed (docs/MODEL.md).
 #[allow(clippy::too_many_arguments)]
 pub fn launch_rows(
     g: &OpsGpu,
@@ -230,7 +261,13 @@ pub fn launch_rows(
     cols: u64,
 ) -> R<()> {
     let sfx = if dtype == Dtype::Fp32 { "f32" } else { "f16" };
-    let row_bytes = cols * dtype.size_bytes() as u64;
+    let vec = 16 / dtype.size_bytes() as u64;
+    if cols % vec != 0 || rows == 0 {
+        return Err(format!(
+            "{kind}: {rows} x {cols} ({}): columns must be a positive multiple of {vec}",
+            dtype.name()
+        ));
+    }
     let mut args = vec![Arg::Ptr(x), Arg::Ptr(y)];
     if let Some((gamma, beta)) = params {
         args.extend([Arg::Ptr(gamma), Arg::Ptr(beta)]);
@@ -239,14 +276,7 @@ pub fn launch_rows(
     if params.is_some() {
         args.push(Arg::F32(1e-5));
     }
-    if row_bytes <= STAGED_ROW_BYTES {
-        let rpw = (STAGED_ROW_BYTES / row_bytes).clamp(1, 8);
-        args.push(Arg::I32(rpw as i32));
-        let smem = (8 * rpw * row_bytes) as u32;
-        g.launch(&format!("{kind}_staged_{sfx}"), rows.div_ceil(8 * rpw) as u32, 256, smem, &args)
-    } else {
-        g.launch(&format!("{kind}_{sfx}"), rows.div_ceil(8) as u32, 256, 0, &args)
-    }
+    g.launch(&format!("{kind}_{sfx}"), rows.div_ceil(8) as u32, 256, 0, &args)
 }
 
 /// Launch decode attention (head dim 64) over `tokens` of a cache with room for `t_max`.
@@ -357,7 +387,11 @@ pub fn run(g: &OpsGpu, ceil: &CeilingsReport, progress: &dyn Progress) -> R<Mode
     }
     let scored: Vec<ScoredPoint> = points
         .iter()
-        .map(|p| ScoredPoint { measured_s: p.measured.per_call_s, predicted_s: p.prediction.time_s, regime: p.prediction.regime })
+        .map(|p| ScoredPoint {
+            measured_s: p.measured.per_call_s,
+            predicted_s: p.prediction.time_s,
+            regime: p.prediction.regime,
+        })
         .collect();
     let summary = m::ratio_summary(&scored);
     let mut kernels = Vec::new();
@@ -373,7 +407,12 @@ pub fn run(g: &OpsGpu, ceil: &CeilingsReport, progress: &dyn Progress) -> R<Mode
         fraction: p.achieved_bytes_per_s / p.ceilings.bandwidth_bytes_per_s,
     };
     kernels.extend(points.iter().filter(big).map(eff));
-    let att = predict_and_measure(g, ceil, &Op::Attention { batch: 512, heads: 12, tokens: 128, dtype: Dtype::Fp32 }, progress)?;
+    let att = predict_and_measure(
+        g,
+        ceil,
+        &Op::Attention { batch: 512, heads: 12, tokens: 128, dtype: Dtype::Fp32 },
+        progress,
+    )?;
     kernels.push(eff(&att));
     Ok(ModelRun { points, summary, kernels })
 }
