@@ -19,7 +19,11 @@ const PER_HOP_CAP: u64 = 11776;
 enum Alloc {
     Plain,
     /// An aliased pair: the reserved range (both halves), its size, and the physical handle.
-    Aliased { va: u64, reserved: u64, handle: sys::CUmemGenericAllocationHandle },
+    Aliased {
+        va: u64,
+        reserved: u64,
+        handle: sys::CUmemGenericAllocationHandle,
+    },
     /// The second view of an aliased pair (freed with the first, id - 1).
     AliasView,
 }
@@ -179,20 +183,34 @@ impl CudaTarget {
             }
         }
         let gen = self.gpu.generation;
-        let mut live: Vec<(u64, u64)> =
-            self.allocs.values().filter(|e| e.generation == gen).map(|e| (e.base, e.base + e.bytes)).collect();
+        // (start, end, canonical start): the second view of an aliased pair maps onto the first, so
+        // one physical word reached through both views is seen as a duplicate.
+        let mut live: Vec<(u64, u64, u64)> = self
+            .allocs
+            .values()
+            .filter(|e| e.generation == gen)
+            .map(|e| {
+                let canon = if matches!(e.kind, Alloc::AliasView) { e.base - e.bytes } else { e.base };
+                (e.base, e.base + e.bytes, canon)
+            })
+            .collect();
         live.sort_unstable();
         let mut seen = std::collections::HashSet::new();
         for &a in &spec.addrs {
-            if a % 8 != 0 {
+            if !a.is_multiple_of(8) {
                 return Err(TargetError::BadSpec(format!("address {a:#x} is not 8-byte aligned")));
             }
             let i = live.partition_point(|r| r.0 <= a);
             if i == 0 || a + 8 > live[i - 1].1 {
                 return Err(TargetError::BadSpec(format!("address {a:#x} is not inside a live buffer of this GPU")));
             }
-            if !seen.insert(a) {
-                return Err(TargetError::BadSpec(format!("address {a:#x} appears twice")));
+            let (start, _, canon) = live[i - 1];
+            let word = canon + (a - start);
+            if !seen.insert(word) {
+                return Err(TargetError::BadSpec(format!(
+                    "address {a:#x} names an 8-byte word already in the chase ({word:#x}, possibly through the other \
+                     view of an aliased pair): each word holds one next pointer; use another word of the line"
+                )));
             }
         }
         Ok(())
@@ -279,10 +297,7 @@ impl CudaTarget {
                 break;
             }
             if !ok {
-                return Err(TargetError::Device(format!(
-                    "no block was scheduled on SM {:?} in 4 launches",
-                    spec.sm
-                )));
+                return Err(TargetError::Device(format!("no block was scheduled on SM {:?} in 4 launches", spec.sm)));
             }
         }
         Ok(ChaseResult { ns_per_hop: ns, cycles_per_hop: Some(cyc), per_hop_ns: per_hop })
@@ -358,11 +373,20 @@ impl Target for CudaTarget {
             d.insert("memory_free_bytes_at_info".into(), free.into());
         }
         d.insert("l2_cache_bytes_attribute".into(), self.l2_bytes.into());
-        d.insert("max_shared_per_sm_bytes_attribute".into(), serde_json::json!(a(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)));
-        d.insert("memory_bus_width_bits_attribute".into(), serde_json::json!(a(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)));
+        d.insert(
+            "max_shared_per_sm_bytes_attribute".into(),
+            serde_json::json!(a(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)),
+        );
+        d.insert(
+            "memory_bus_width_bits_attribute".into(),
+            serde_json::json!(a(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)),
+        );
         d.insert("memory_clock_khz_attribute".into(), serde_json::json!(a(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)));
         d.insert("pci_bus_id".into(), serde_json::json!(self.gpu.pci_bus_id()));
-        d.insert("clock_method".into(), "clock64 cycles over 20 ms of %globaltimer, one thread, after a 50 ms spin".into());
+        d.insert(
+            "clock_method".into(),
+            "clock64 cycles over 20 ms of %globaltimer, one thread, after a 50 ms spin".into(),
+        );
         d.insert("nvml_at_info".into(), crate::nvml::nvml_snapshot(self.gpu.ordinal));
         TargetInfo {
             kind: "cuda".into(),

@@ -56,7 +56,9 @@ fn bandwidth_and_store_ptx_have_the_intended_instructions() {
         return;
     }
     let bw = compile_ptx(Module::Bw.source(), "bw.cu", "sm_90").unwrap();
-    assert!(entry(&bw, "bw_read").contains("ld.global.nc.v4.u32") || entry(&bw, "bw_read").contains("ld.global.v4.u32"));
+    assert!(
+        entry(&bw, "bw_read").contains("ld.global.nc.v4.u32") || entry(&bw, "bw_read").contains("ld.global.v4.u32")
+    );
     assert!(entry(&bw, "bw_write").contains("st.global.v4.u32"));
     let copy = entry(&bw, "bw_copy");
     assert!(copy.contains("st.global.v4.u32") && copy.contains(".v4.u32"));

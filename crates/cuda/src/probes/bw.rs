@@ -58,9 +58,39 @@ impl Kind {
     /// Bytes moved per byte of buffer size.
     fn kernel(self, variant: usize) -> &'static str {
         const NAMES: [[&str; 9]; 3] = [
-            ["bw_read", "bw_read_u8", "bw_read_cs", "bw_read_u8cs", "bw_read_u2", "bw_read_u2cs", "bw_read_stcs", "", ""],
-            ["bw_write", "bw_write_u8", "bw_write_cs", "bw_write_u8cs", "bw_write_u2", "bw_write_u2cs", "bw_write_stcs", "", ""],
-            ["bw_copy", "bw_copy_u8", "bw_copy_cs", "bw_copy_u8cs", "bw_copy_u2", "bw_copy_u2cs", "bw_copy_stcs", "bw_copy_blk4", "bw_copy_blk4cs"],
+            [
+                "bw_read",
+                "bw_read_u8",
+                "bw_read_cs",
+                "bw_read_u8cs",
+                "bw_read_u2",
+                "bw_read_u2cs",
+                "bw_read_stcs",
+                "",
+                "",
+            ],
+            [
+                "bw_write",
+                "bw_write_u8",
+                "bw_write_cs",
+                "bw_write_u8cs",
+                "bw_write_u2",
+                "bw_write_u2cs",
+                "bw_write_stcs",
+                "",
+                "",
+            ],
+            [
+                "bw_copy",
+                "bw_copy_u8",
+                "bw_copy_cs",
+                "bw_copy_u8cs",
+                "bw_copy_u2",
+                "bw_copy_u2cs",
+                "bw_copy_stcs",
+                "bw_copy_blk4",
+                "bw_copy_blk4cs",
+            ],
         ];
         NAMES[self as usize][variant]
     }
@@ -160,7 +190,15 @@ pub(crate) fn timed(
 /// Fill `n32` words at `p` with random bits (mask, or).
 pub(crate) fn fill(t: &mut CudaTarget, p: u64, n32: u64, mask: u32, bits: u32, seed: u64) -> Result<(), TargetError> {
     let grid = t.sms * 8;
-    t.gpu.launch(Module::Bw, "fill_bits", grid, 256, 0, &[p, n32, mask as u64, bits as u64, seed], std::ptr::null_mut())?;
+    t.gpu.launch(
+        Module::Bw,
+        "fill_bits",
+        grid,
+        256,
+        0,
+        &[p, n32, mask as u64, bits as u64, seed],
+        std::ptr::null_mut(),
+    )?;
     t.gpu.sync()
 }
 

@@ -9,7 +9,9 @@ use super::{cuda_only, run_gpu};
 use crate::kernels::Module;
 use crate::CudaTarget;
 use memscope_core::stats::median;
-use memscope_core::{Applicability, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, Series, TargetInfo};
+use memscope_core::{
+    Applicability, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, Series, TargetInfo,
+};
 
 pub struct CoalesceProbe;
 
@@ -31,7 +33,9 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
             t.gpu.launch(Module::Store, "coalesce_load", grid, 256, 0, &args, null)?;
             let mut v = Vec::new();
             for _ in 0..reps {
-                v.push(timed(t, null, 1, |tt| tt.gpu.launch(Module::Store, "coalesce_load", grid, 256, 0, &args, null))?);
+                v.push(timed(t, null, 1, |tt| {
+                    tt.gpu.launch(Module::Store, "coalesce_load", grid, 256, 0, &args, null)
+                })?);
             }
             times.push(median(&v));
         }

@@ -94,7 +94,9 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
         Finding::number(
             m,
             "s",
-            &format!("the same {BATCH} empty launches captured in one CUDA graph, replayed between events, median of {reps}"),
+            &format!(
+                "the same {BATCH} empty launches captured in one CUDA graph, replayed between events, median of {reps}"
+            ),
             Confidence::High,
         )
         .with_spread(s),

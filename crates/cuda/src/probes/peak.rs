@@ -37,11 +37,27 @@ fn gemm(h: cb::cublasHandle_t, p: Prec, n: i32, a: u64, b: u64, c: u64) -> Resul
     unsafe {
         match p {
             Prec::F32 => cbk(
-                cb::cublasSgemm_v2(h, op, op, n, n, n, &alpha, a as *const f32, n, b as *const f32, n, &beta, c as *mut f32, n),
+                cb::cublasSgemm_v2(
+                    h,
+                    op,
+                    op,
+                    n,
+                    n,
+                    n,
+                    &alpha,
+                    a as *const f32,
+                    n,
+                    b as *const f32,
+                    n,
+                    &beta,
+                    c as *mut f32,
+                    n,
+                ),
                 "cublasSgemm",
             ),
             Prec::F16 | Prec::Bf16 => {
-                let ty = if matches!(p, Prec::F16) { cb::cudaDataType::CUDA_R_16F } else { cb::cudaDataType::CUDA_R_16BF };
+                let ty =
+                    if matches!(p, Prec::F16) { cb::cudaDataType::CUDA_R_16F } else { cb::cudaDataType::CUDA_R_16BF };
                 cbk(
                     cb::cublasGemmEx(
                         h,

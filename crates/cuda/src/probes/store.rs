@@ -18,11 +18,23 @@ pub struct FenceProbe;
 
 /// Launch one kernel that writes [c0, c1, t0, t1] (or [t0, t1, c0, c1] with `time_first`), return
 /// (cycles, ns).
-fn run_timed(t: &mut CudaTarget, name: &'static str, grid: u32, block: u32, args: &[u64], out: u64, time_first: bool) -> Result<(f64, f64), TargetError> {
+fn run_timed(
+    t: &mut CudaTarget,
+    name: &'static str,
+    grid: u32,
+    block: u32,
+    args: &[u64],
+    out: u64,
+    time_first: bool,
+) -> Result<(f64, f64), TargetError> {
     t.gpu.launch(Module::Store, name, grid, block, 0, args, std::ptr::null_mut())?;
     t.gpu.sync()?;
     let v: Vec<u64> = t.gpu.dtoh(out, 4)?;
-    let (c, n) = if time_first { (v[3].wrapping_sub(v[2]), v[1].wrapping_sub(v[0])) } else { (v[1].wrapping_sub(v[0]), v[3].wrapping_sub(v[2])) };
+    let (c, n) = if time_first {
+        (v[3].wrapping_sub(v[2]), v[1].wrapping_sub(v[0]))
+    } else {
+        (v[1].wrapping_sub(v[0]), v[3].wrapping_sub(v[2]))
+    };
     Ok((c as f64, n as f64))
 }
 
@@ -40,7 +52,14 @@ fn issue_cycles(t: &mut CudaTarget, buf: u64, out: u64, lanes: u64, reps: usize)
 
 /// Bytes per cycle of one SM (1024 threads x 16 B x 8 per round), stores (mode 0) or L1 loads
 /// (mode 1) over `span` bytes; slope over 64 and 256 rounds.
-fn sm_bytes_per_cycle(t: &mut CudaTarget, buf: u64, out: u64, span: u64, mode: u64, reps: usize) -> Result<Vec<f64>, TargetError> {
+fn sm_bytes_per_cycle(
+    t: &mut CudaTarget,
+    buf: u64,
+    out: u64,
+    span: u64,
+    mode: u64,
+    reps: usize,
+) -> Result<Vec<f64>, TargetError> {
     let mut v = Vec::new();
     let per_round = 1024.0 * 16.0 * 8.0;
     for _ in 0..reps {
@@ -63,7 +82,9 @@ fn read_after(t: &mut CudaTarget, r: u64, rbytes: u64, w: u64, wbytes: u64, dirt
         t.gpu.launch(Module::Bw, "bw_read", grid, 512, 0, &[w, wbytes / 16, sink], null)?;
     }
     t.gpu.sync()?;
-    let ms = super::bw::timed(t, null, 1, |tt| tt.gpu.launch(Module::Bw, "bw_read", grid, 512, 0, &[r, rbytes / 16, sink], null))?;
+    let ms = super::bw::timed(t, null, 1, |tt| {
+        tt.gpu.launch(Module::Bw, "bw_read", grid, 512, 0, &[r, rbytes / 16, sink], null)
+    })?;
     Ok(ms / 1e3)
 }
 
@@ -84,7 +105,12 @@ fn measure_store(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeEr
             .with_spread(s)
             .with_note(&format!("with 1 active lane: {:.2} cycles", median(&one)));
         if let Some(hz) = hz {
-            f = f.with_note(&format!("with 1 active lane: {:.2} cycles; {:.2} ns at the measured {:.0} MHz", median(&one), m / hz * 1e9, hz / 1e6));
+            f = f.with_note(&format!(
+                "with 1 active lane: {:.2} cycles; {:.2} ns at the measured {:.0} MHz",
+                median(&one),
+                m / hz * 1e9,
+                hz / 1e6
+            ));
         }
         out.finding("store.issue_cycles", f);
 
@@ -110,7 +136,13 @@ fn measure_store(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeEr
         let wbytes = (l2 * 9 / 10) / (1 << 20) * (1 << 20);
         let rbytes = 4 * l2.div_ceil(1 << 20) * (1 << 20);
         let w = t.gpu.malloc(wbytes)?;
-        let r = match t.gpu.malloc(rbytes) { Ok(r) => r, Err(e) => { t.gpu.free(w); return Err(e.into()); } };
+        let r = match t.gpu.malloc(rbytes) {
+            Ok(r) => r,
+            Err(e) => {
+                t.gpu.free(w);
+                return Err(e.into());
+            }
+        };
         let wb = (|| -> Result<(Vec<f64>, Vec<f64>), TargetError> {
             let (mut dirty, mut clean) = (Vec::new(), Vec::new());
             for _ in 0..reps {
@@ -158,7 +190,11 @@ fn measure_fence(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeEr
                 cyc.push((c1 - c0) / k);
             }
             let (m, s) = summarize(&ns, "fence")?;
-            let ptx = match key { "cta" => "membar.cta", "gpu" => "membar.gl", _ => "membar.sys" };
+            let ptx = match key {
+                "cta" => "membar.cta",
+                "gpu" => "membar.gl",
+                _ => "membar.sys",
+            };
             out.finding(&format!("fence.{key}_ns"), Finding::number(m, "ns",
                 &format!("one thread, {} stores each followed by {ptx} minus the same stores without fences, %globaltimer, per fence, median of {reps}", n * 8),
                 Confidence::High).with_spread(s).with_cycles(median(&cyc)));
