@@ -35,9 +35,16 @@ fn main() {
             o
         } else {
             let per = group * 64;
-            let mut groups: Vec<Vec<u64>> = (0..n.div_ceil(per)).map(|g| (g * per..((g + 1) * per).min(n)).collect()).collect();
+            let mut groups: Vec<Vec<u64>> =
+                (0..n.div_ceil(per)).map(|g| (g * per..((g + 1) * per).min(n)).collect()).collect();
             groups.shuffle(&mut rng);
-            groups.iter_mut().flat_map(|g| { g.shuffle(&mut rng); g.clone() }).collect()
+            groups
+                .iter_mut()
+                .flat_map(|g| {
+                    g.shuffle(&mut rng);
+                    g.clone()
+                })
+                .collect()
         };
         let mut best = f64::MAX;
         for _ in 0..3 {
