@@ -2,6 +2,7 @@
 //! idea": every read-path experiment of seed 000 is a pointer chase over chosen addresses), and the
 //! registry of generic probes. Each probe is plan -> measure -> analyze with a pure `analyze`.
 
+pub mod dram;
 pub mod evset;
 pub mod geometry;
 pub mod index;
@@ -26,5 +27,6 @@ pub fn probes() -> Vec<Box<dyn Probe>> {
         Box::new(indexing::IndexingProbe),
         Box::new(index::IndexProbe),
         Box::new(geometry::SetsProbe),
+        Box::new(dram::DramProbe),
     ]
 }

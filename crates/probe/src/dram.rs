@@ -1,0 +1,318 @@
+//! `dram`: DRAM row size and refresh stalls (seed 000 footnotes 13-14 and appendix "DRAM
+//! refresh"). Refresh: one cold dependent lap records per-hop times; most hops take the DRAM
+//! latency, a small share wait up to a hard ceiling; the excess over the median is fitted by a
+//! two-piece density (refresh stalls uniform up to the stall length, rare outliers spread wider):
+//! the breakpoint is the stall, the mass above the outlier floor the fraction. Row size: with one
+//! read in flight a row closes before the next read, so the instrument keeps two or three reads in
+//! flight (one warp each, one hop each, after a flush): (x, x ^ d) pays an activate more when the
+//! two are in one bank but different rows (T1); (x, z, x ^ d), with z a known row conflict of x,
+//! pays it when x ^ d is in x's bank at all (T2). Same row = same bank and no conflict; the
+//! row-preserving differences form a GF(2) space (single bits, then pairs of bits, so a hashed
+//! row such as footnote 13's 2^8 ^ 2^14 is found), and the row holds sector x 2^rank bytes.
+
+use crate::measure::{earlier_u64, gpu_applicability, Meter};
+use memscope_core::gf2;
+use memscope_core::stats::median;
+use memscope_core::{
+    Applicability, CachePath, ChaseSpec, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, TargetInfo,
+};
+
+pub struct DramProbe;
+
+/// Result of the refresh fit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RefreshFit {
+    pub stall_ns: f64,
+    pub fraction: f64,
+    /// Points attributed to refresh.
+    pub points: f64,
+}
+
+/// Pure: fit the per-hop times of cold DRAM accesses. `floor_ns` is the excess below which a hop
+/// counts as plain (jitter).
+pub fn analyze_refresh(per_hop: &[f64], floor_ns: f64) -> Option<RefreshFit> {
+    let base = median(per_hop);
+    let n = per_hop.len() as f64;
+    let mut ex: Vec<f64> = per_hop.iter().map(|t| t - base).filter(|&e| e > floor_ns).collect();
+    if ex.len() < 20 {
+        return None;
+    }
+    ex.sort_by(|a, b| a.partial_cmp(b).expect("finite"));
+    let top = *ex.last().expect("non-empty");
+    let k = ex.len();
+    // One piece (uniform stalls on (floor, top], no outliers) against two pieces (stalls on
+    // (floor, s], outliers on (s, top]) by log-likelihood with a penalty for the extra parameters;
+    // at least max(5, k/50) points must lie above a breakpoint.
+    let kf = k as f64;
+    let ll1 = kf * (kf / (top - floor_ns)).ln();
+    let above_min = 5.max(k / 50);
+    let mut best: Option<(f64, usize)> = None;
+    for i in 9..k.saturating_sub(above_min) {
+        let s = ex[i];
+        let (n1, n2) = ((i + 1) as f64, (k - i - 1) as f64);
+        let (w1, w2) = (s - floor_ns, top - s);
+        if w1 <= 0.0 || w2 <= 0.0 {
+            continue;
+        }
+        let ll = n1 * (n1 / w1).ln() + n2 * (n2 / w2).ln();
+        if best.is_none_or(|b| ll > b.0) {
+            best = Some((ll, i));
+        }
+    }
+    let i = match best {
+        Some((ll2, i)) if ll2 - ll1 > 10.0 => i,
+        _ => k - 1,
+    };
+    let (n1, n2) = ((i + 1) as f64, (k - i - 1) as f64);
+    let s_obs = ex[i];
+    let outlier_density = if top > s_obs { n2 / (top - s_obs) } else { 0.0 };
+    let refresh_pts = (n1 - outlier_density * (s_obs - floor_ns)).max(0.0);
+    if refresh_pts < 10.0 || n1 / (s_obs - floor_ns) < 3.0 * outlier_density {
+        return None;
+    }
+    // Unbiased upper edge of a uniform sample; add back the part hidden below the floor.
+    let stall = s_obs + (s_obs - floor_ns) / refresh_pts;
+    let fraction = refresh_pts / n * stall / (stall - floor_ns);
+    Some(RefreshFit { stall_ns: stall, fraction, points: refresh_pts })
+}
+
+/// Pure: the row size from the row-preserving differences found (the sector difference included):
+/// the bytes inside a sector times 2^rank.
+pub fn analyze_row(preserving: &[u64], sector: u64) -> u64 {
+    sector << gf2::rank(preserving)
+}
+
+/// The row instrument: two warps after a flush; warp 0 reads `x` from DRAM, warp 1 first walks
+/// `k` L1-resident lines and then reads `x ^ d`, so its read reaches DRAM about `k` L1 hits later.
+/// While `x`'s row is still open, a read of the same row skips the activate; a read of another
+/// row (in any bank) pays it.
+struct RowBench {
+    x: u64,
+    sector: u64,
+    /// L1-resident filler lines (primed after each flush).
+    fillers: Vec<u64>,
+}
+
+impl RowBench {
+    fn sample(&self, m: &mut Meter<'_>, k: usize, d: u64) -> Result<f64, ProbeError> {
+        let x = self.x;
+        let y = x ^ d;
+        let n = self.fillers.len() / 2;
+        let (a, w) = self.fillers.split_at(n);
+        m.target.flush()?;
+        // Prime: fillers into L1, and translate x's page through another sector of x's line.
+        let mut prime: Vec<u64> = self.fillers.clone();
+        prime.push(x ^ (3 * self.sector));
+        if y & !(self.sector * 4 - 1) != x & !(self.sector * 4 - 1) {
+            prime.push(y ^ (3 * self.sector));
+        }
+        let mut p = ChaseSpec::new(prime, CachePath::L1Cached, 1);
+        p.hops = p.addrs.len() as u64;
+        p.warmup_laps = 1;
+        p.repeats = 1;
+        m.target.chase(&p)?;
+        // Chain 0: x then k fillers; chain 1: k fillers then y (round-robin split of the list).
+        let c0: Vec<u64> = std::iter::once(x).chain(a[..k].iter().copied()).collect();
+        let c1: Vec<u64> = w[..k].iter().copied().chain(std::iter::once(y)).collect();
+        let addrs: Vec<u64> = c0.iter().zip(&c1).flat_map(|(p, q)| [*p, *q]).collect();
+        let mut spec = ChaseSpec::new(addrs, CachePath::L1Cached, (k + 1) as u64);
+        spec.warmup_laps = 0;
+        spec.repeats = 1;
+        spec.per_hop = true;
+        spec.warps = 2;
+        m.chases += 2;
+        let r = m.target.chase(&spec)?;
+        let h = r.per_hop_ns.ok_or_else(|| ProbeError::Failed("per-hop times missing".into()))?;
+        // x and y are the only DRAM reads; x is recorded before y whether the per-hop times are
+        // in time order or chain-major: y is the later of the two slowest hops.
+        let mut idx: Vec<usize> = (0..h.len()).collect();
+        idx.sort_by(|&i, &j| h[j].partial_cmp(&h[i]).expect("finite"));
+        match idx.as_slice() {
+            [i, j, ..] => Ok(h[*i.max(j)]),
+            _ => Err(ProbeError::Failed("fewer than two hops recorded".into())),
+        }
+    }
+    fn median_of(&self, m: &mut Meter<'_>, k: usize, d: u64, n: usize) -> Result<f64, ProbeError> {
+        let v: Result<Vec<f64>, ProbeError> = (0..n).map(|_| self.sample(m, k, d)).collect();
+        Ok(median(&v?))
+    }
+}
+
+/// Row-size measurement around `x` (page-aligned); `fillers` are 2 * MAX_K lines elsewhere.
+/// Returns (row bytes, preserving differences, activate saving, k, highest bit tried) or why not.
+#[allow(clippy::type_complexity)]
+fn measure_row(
+    m: &mut Meter<'_>,
+    x: u64,
+    page: u64,
+    sector: u64,
+    fillers: Vec<u64>,
+) -> Result<Result<(u64, Vec<u64>, f64, usize, u32), String>, ProbeError> {
+    let rb = RowBench { x, sector, fillers };
+    let samples = 3;
+    let top_bit = page.trailing_zeros().min(22);
+    let far = page / 2;
+    // Find the delay (in L1 hits) at which the same-row read is cheapest against a far one
+    // (footnote 13: sectors 32 bytes apart share a row; half a page apart they do not).
+    let mut best: Option<(usize, f64, f64)> = None;
+    for k in 0..=MAX_K {
+        let same = rb.median_of(m, k, sector, samples)?;
+        let other = rb.median_of(m, k, far, samples)?;
+        if best.is_none_or(|b| other - same > b.2 - b.1) {
+            best = Some((k, same, other));
+        }
+    }
+    let (k, same, other) = best.expect("MAX_K >= 0");
+    let saving = other - same;
+    if saving < 0.05 * other {
+        return Ok(Err(format!(
+            "no delay up to {MAX_K} L1 hits makes a same-row read cheaper than another row's ({same:.1} vs {other:.1} ns)"
+        )));
+    }
+    let same_row = |m: &mut Meter<'_>, d: u64| -> Result<bool, ProbeError> {
+        Ok(rb.median_of(m, k, d, samples)? < same + 0.5 * saving)
+    };
+    // The reference difference (one sector) preserves the row by assumption (footnote 13).
+    let mut preserving: Vec<u64> = vec![sector];
+    let mut others: Vec<u32> = vec![];
+    for b in sector.trailing_zeros() + 1..top_bit {
+        if same_row(m, 1 << b)? {
+            preserving.push(1 << b);
+        } else {
+            others.push(b);
+        }
+    }
+    for i in 0..others.len() {
+        for j in i + 1..others.len() {
+            let d = (1u64 << others[i]) | (1u64 << others[j]);
+            if !gf2::in_span(&preserving, d) && same_row(m, d)? {
+                preserving.push(d);
+            }
+        }
+    }
+    Ok(Ok((analyze_row(&preserving, sector), preserving, saving, k, top_bit)))
+}
+
+/// Most L1 hits of delay tried.
+pub const MAX_K: usize = 12;
+
+impl Probe for DramProbe {
+    fn key(&self) -> &'static str {
+        "dram"
+    }
+    fn description(&self) -> &'static str {
+        "DRAM row size (reads in flight in one bank: same row or conflict) and refresh stalls (per-hop times)"
+    }
+    fn applicability(&self, info: &TargetInfo) -> Applicability {
+        if info.kind != "cpu" && !info.per_hop_supported {
+            return Applicability::Waived("needs per-hop timing".into());
+        }
+        gpu_applicability(info, true)
+    }
+    fn run(&self, ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError> {
+        let earlier = ctx.earlier.clone();
+        let quick = ctx.quick;
+        let mut m = Meter::new(&mut *ctx.target, 81);
+        let info = m.info.clone();
+        let mut out = ProbeOutput::default();
+        let line = earlier_u64(&earlier, "l1.line_bytes").unwrap_or(128);
+        let sector = earlier_u64(&earlier, "l1.sector_bytes").unwrap_or(32);
+        let page = earlier_u64(&earlier, "tlb.page_bytes").unwrap_or(64 << 10);
+
+        // Refresh: one cold lap over dense lines.
+        let n_lines: u64 = if quick { 8000 } else { 24000 };
+        let buf = m.alloc(n_lines * line + page)?;
+        let lines = crate::latency::dense_lines(&mut m, buf.base, line, n_lines);
+        let t = m.cold_lap(&lines, CachePath::L1Bypass)?;
+        m.target.free(buf);
+        let rmethod = format!("one cold dependent lap over {n_lines} lines, per-hop excess over the median fitted as uniform stalls plus outliers");
+        match &t.per_hop_ns {
+            Some(h) => {
+                let base = median(h);
+                let mad = memscope_core::stats::Sample::new(h).map(|s| s.mad()).unwrap_or(0.0);
+                let floor = (6.0 * 1.4826 * mad).max(0.02 * base);
+                match analyze_refresh(h, floor) {
+                    Some(fit) => {
+                        let mut f =
+                            Finding::number(fit.stall_ns, "ns", &rmethod, Confidence::Medium).with_note(&format!(
+                                "{:.0} stalled hops; excess below {floor:.1} ns is not separable from jitter",
+                                fit.points
+                            ));
+                        if let Some(hz) = info.clock_hz {
+                            f = f.with_cycles(fit.stall_ns * 1e-9 * hz);
+                        }
+                        out.finding("dram.refresh_stall_ns", f);
+                        out.finding(
+                            "dram.refresh_fraction",
+                            Finding::number(fit.fraction, "ratio", &rmethod, Confidence::Medium),
+                        );
+                    }
+                    None => {
+                        let why =
+                            format!("no uniform band of stalled hops above {floor:.1} ns in {n_lines} cold accesses");
+                        out.finding("dram.refresh_stall_ns", Finding::undetermined("ns", &rmethod, &why));
+                        out.finding("dram.refresh_fraction", Finding::undetermined("ratio", &rmethod, &why));
+                    }
+                }
+            }
+            None => {
+                out.finding("dram.refresh_stall_ns", Finding::undetermined("ns", &rmethod, "needs per-hop times"));
+                out.finding("dram.refresh_fraction", Finding::undetermined("ratio", &rmethod, "needs per-hop times"));
+            }
+        }
+
+        // Row size.
+        let mmethod = "two warps after a flush: a read of x, and after k L1 hits a read of x ^ d; a same-row read skips the activate while x's row is open; row-preserving differences as a GF(2) space";
+        let buf = m.alloc(4 * page)?;
+        let x = buf.base.div_ceil(page) * page;
+        let fillers: Vec<u64> = (0..2 * MAX_K as u64).map(|i| x + page + i * line.max(sector * 4)).collect();
+        let res = measure_row(&mut m, x, page, sector, fillers);
+        m.target.free(buf);
+        match res? {
+            Ok((row, preserving, saving, k, top_bit)) => {
+                let basis: Vec<String> = gf2::rref(&preserving).iter().map(|&v| gf2::format_mask(v)).collect();
+                out.finding(
+                    "dram.row_bytes",
+                    Finding::integer(row, "bytes", mmethod, Confidence::Medium).with_note(&format!(
+                        "row-preserving differences: {basis:?}; an open row saves ~{saving:.1} ns at a delay of {k} L1 hits; differences of one or two bits below bit {top_bit} tried"
+                    )),
+                );
+            }
+            Err(why) => out.finding("dram.row_bytes", Finding::undetermined("bytes", mmethod, &why)),
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    #[test]
+    fn refresh_fit_recovers_stall_and_fraction() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        let h: Vec<f64> = (0..30000)
+            .map(|_| {
+                let mut t = 255.0 + rng.gen_range(-3.0..3.0);
+                if rng.gen_bool(0.02) {
+                    t += rng.gen_range(0.0..210.0);
+                }
+                if rng.gen_bool(0.01) {
+                    t += rng.gen_range(0.0..1000.0);
+                }
+                t
+            })
+            .collect();
+        let fit = analyze_refresh(&h, 10.0).unwrap();
+        assert!((fit.stall_ns - 210.0).abs() < 21.0, "{fit:?}");
+        assert!((fit.fraction - 0.02).abs() < 0.004, "{fit:?}");
+        assert!(analyze_refresh(&vec![255.0; 1000], 10.0).is_none());
+    }
+
+    #[test]
+    fn row_from_preserving_space() {
+        assert_eq!(analyze_row(&[32, 64, 128, 512, 256 ^ 16384], 32), 1024);
+        assert_eq!(analyze_row(&[32, 64, 128, 256, 512, 1 << 14 ^ 256], 32), 2048);
+    }
+}
