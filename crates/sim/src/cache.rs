@@ -62,8 +62,8 @@ impl Cache {
         Cache {
             ways,
             policy,
-            tags: vec![INVALID; sets * ways],
-            meta: vec![EMPTY; sets * ways],
+            tags: huge_vec(INVALID, sets * ways),
+            meta: huge_vec(EMPTY, sets * ways),
             clock: 0,
             dirty_threshold,
         }
@@ -236,6 +236,32 @@ impl Cache {
         let wb = if s.dirty != 0 { Some(WriteBack { line: self.tags[base + way], sectors: s.dirty }) } else { None };
         (way, wb)
     }
+}
+
+/// A vector of `n` copies of `x` whose pages are marked for transparent huge pages before first
+/// touch (Linux): the simulator's state is accessed at random, and 4 KiB host pages would make
+/// every access a host TLB miss too.
+pub fn huge_vec<T: Copy>(x: T, n: usize) -> Vec<T> {
+    let mut v: Vec<T> = Vec::with_capacity(n);
+    #[cfg(target_os = "linux")]
+    {
+        let bytes = n * std::mem::size_of::<T>();
+        const HUGE: usize = 2 << 20;
+        if bytes >= 2 * HUGE {
+            let start = v.as_ptr() as usize;
+            let aligned = start.next_multiple_of(HUGE);
+            let end = (start + bytes) / HUGE * HUGE;
+            if end > aligned {
+                // SAFETY: the range lies inside the allocation just made; madvise only changes
+                // how the kernel backs it, and failure is harmless (we ignore the result).
+                unsafe {
+                    libc::madvise(aligned as *mut libc::c_void, end - aligned, libc::MADV_HUGEPAGE);
+                }
+            }
+        }
+    }
+    v.resize(n, x);
+    v
 }
 
 #[inline]

@@ -73,6 +73,25 @@ fn masks(
     Ok(())
 }
 
+/// Masks must stay independent over the address bits that actually vary: below the physical
+/// capacity for a physically indexed cache, below the top address bit (constant in every virtual
+/// address the simulator hands out) for a virtually indexed one.
+fn usable(field: &str, ms: &[u64], bits: u32, what: &str) -> Result<(), HierarchyError> {
+    let keep = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
+    let cut: Vec<u64> = ms.iter().map(|m| m & keep).collect();
+    if gf2_rank(&cut) != ms.len() {
+        return err(field, format!("masks are linearly dependent over the {bits} address bits that vary ({what})"));
+    }
+    Ok(())
+}
+
+fn varying_bits(h: &Hierarchy, indexing: super::Indexing) -> (u32, &'static str) {
+    match indexing {
+        super::Indexing::Physical => (64 - (h.dram.capacity_bytes - 1).leading_zeros(), "below dram.capacity_bytes"),
+        super::Indexing::Virtual => (h.address_bits - 1, "below the top virtual address bit"),
+    }
+}
+
 impl Hierarchy {
     /// Check every field; the error names the first offending one.
     pub fn validate(&self) -> Result<(), HierarchyError> {
@@ -242,6 +261,16 @@ impl Hierarchy {
         at_least("sm.block_threads", h.sm.block_threads as u64, 32)?;
         if !h.sm.block_threads.is_multiple_of(32) {
             return err("sm.block_threads", "must be a multiple of 32");
+        }
+        // index functions over the bits that vary
+        let (bits, what) = varying_bits(h, h.l1.indexing);
+        usable("l1.index_masks", &h.l1_masks(), bits, what)?;
+        let (bits, what) = varying_bits(h, h.l2.indexing);
+        if let HashFunction::Masks { masks: ms } = h.l2_set_function() {
+            usable("l2.set_function.masks", &ms.iter().map(|m| m.0).collect::<Vec<_>>(), bits, what)?;
+        }
+        if let HashFunction::Masks { masks: ms } = h.l2_slice_function() {
+            usable("l2.slice_function.masks", &ms.iter().map(|m| m.0).collect::<Vec<_>>(), bits, what)?;
         }
         time("sm.store_issue_ns", h.sm.store_issue_ns)?;
         if !(h.sm.port_bytes_per_cycle.is_finite() && h.sm.port_bytes_per_cycle > 0.0) {
