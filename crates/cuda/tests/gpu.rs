@@ -118,7 +118,7 @@ fn aliased_views_share_bytes_and_bad_specs_are_refused() {
     let addrs: Vec<u64> = (0..64).map(|i| a.addr(i * 128)).collect();
     t.chase(&ChaseSpec::new(addrs, CachePath::L1Bypass, 1000)).unwrap();
     let mixed: Vec<u64> =
-        (0..64).map(|i| if i if i % 2 == 0 { a.addr 1 == 0 { a.addr(i * 128 + 8) } else { b.addr(i * 128 + 16) }).collect();
+        (0..64u64).map(|i| if i & 1 == 0 { a.addr(i * 128 + 8) } else { b.addr(i * 128 + 16) }).collect();
     t.chase(&ChaseSpec::new(mixed, CachePath::L1Cached, 1000)).unwrap();
     // The same physical word through both views is refused with a clear message.
     let dup = ChaseSpec::new(vec![a.addr(0), b.addr(0)], CachePath::L1Bypass, 10);
