@@ -35,9 +35,11 @@ fn masks(rng: &mut SplitMix, n: u32, lo: u32, hi: u32) -> Vec<Mask> {
 
 fn random_hierarchy(seed: u64) -> Hierarchy {
     let mut r = SplitMix(seed);
-    let mut h = Hierarchy::default();
-    h.name = format!("random {seed}");
-    h.page_bytes = 1 << (16 + r.below(6)); // 64 KiB .. 2 MiB
+    let mut h = Hierarchy {
+        name: format!("random {seed}"),
+        page_bytes: 1 << (16 + r.below(6)), // 64 KiB .. 2 MiB
+        ..Hierarchy::default()
+    };
     h.tlb.entries = 8 + r.below(57) as u32;
     h.l1.ways = 2 + r.below(31) as u32;
     let l1_bits = 3 + r.below(4) as u32;
