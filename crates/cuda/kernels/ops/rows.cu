@@ -132,3 +132,107 @@ extern "C" __global__ void layernorm_f16(const half_t* x, half_t* y, const float
 extern "C" __global__ void softmax_f32(const float* x, float* y, int rows, int cols) { softmax<4, 8, float>(x, y, rows, cols); }
 extern "C" __global__ void softmax_f16(const half_t* x, half_t* y, int rows, int cols) { softmax<8, 4, half_t>(x, y, rows, cols); }
 
+
+// ---- v2: several rows per warp, exact register tiles. Each warp issues the loads of RPW rows
+// (CV 16-byte vectors per lane per row, kept packed) before using any, so RPW rows' bytes are in
+// flight per warp; layer norm takes sum and sum of squares in one pass (two interleaved warp
+// reductions). Instantiated for the shapes the harness uses (cols = 32 * CV * V exactly);
+// the generic kernels above serve every other shape.
+template <int V, int CV, int RPW, typename T>
+__device__ __forceinline__ void layernorm_v2(const T* __restrict__ x, T* __restrict__ y, const float* __restrict__ gamma,
+                                             const float* __restrict__ beta, int rows, float eps) {
+    const int cols = 32 * CV * V;
+    int lane = threadIdx.x & 31;
+    int row0 = (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * RPW;
+    uint4 c[RPW][CV];
+#pragma unroll
+    for (int r = 0; r < RPW; r++)
+        if (row0 + r < rows)
+#pragma unroll
+            for (int k = 0; k < CV; k++) c[r][k] = ((const uint4*)(x + (u64)(row0 + r) * cols))[lane + 32 * k];
+    float f[V], g[V], b[V];
+#pragma unroll
+    for (int r = 0; r < RPW; r++) {
+        if (row0 + r >= rows) break;
+        float s = 0.f, ss = 0.f;
+#pragma unroll
+        for (int k = 0; k < CV; k++) {
+            load_vec<V>(c[r][k], f);
+#pragma unroll
+            for (int j = 0; j < V; j++) { s += f[j]; ss += f[j] * f[j]; }
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            s += __shfl_xor_sync(0xffffffffu, s, o);
+            ss += __shfl_xor_sync(0xffffffffu, ss, o);
+        }
+        float mean = s / cols;
+        float rstd = rsqrtf(fmaxf(ss / cols - mean * mean, 0.f) + eps);
+        uint4* yr = (uint4*)(y + (u64)(row0 + r) * cols);
+#pragma unroll
+        for (int k = 0; k < CV; k++) {
+            int v = lane + 32 * k;
+            load_vec<V>(c[r][k], f);
+            load_params<V>(gamma, v, g);
+            load_params<V>(beta, v, b);
+#pragma unroll
+            for (int j = 0; j < V; j++) f[j] = (f[j] - mean) * rstd * g[j] + b[j];
+            yr[v] = store_vec<V>(f);
+        }
+    }
+}
+
+template <int V, int CV, int RPW, typename T>
+__device__ __forceinline__ void softmax_v2(const T* __restrict__ x, T* __restrict__ y, int rows) {
+    const int cols = 32 * CV * V;
+    int lane = threadIdx.x & 31;
+    int row0 = (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * RPW;
+    uint4 c[RPW][CV];
+#pragma unroll
+    for (int r = 0; r < RPW; r++)
+        if (row0 + r < rows)
+#pragma unroll
+            for (int k = 0; k < CV; k++) c[r][k] = ((const uint4*)(x + (u64)(row0 + r) * cols))[lane + 32 * k];
+    float f[V];
+#pragma unroll
+    for (int r = 0; r < RPW; r++) {
+        if (row0 + r >= rows) break;
+        float m = -3.402823466e38f;
+#pragma unroll
+        for (int k = 0; k < CV; k++) {
+            load_vec<V>(c[r][k], f);
+#pragma unroll
+            for (int j = 0; j < V; j++) m = fmaxf(m, f[j]);
+        }
+        m = warp_max(m);
+        float s = 0.f;
+#pragma unroll
+        for (int k = 0; k < CV; k++) {
+            load_vec<V>(c[r][k], f);
+#pragma unroll
+            for (int j = 0; j < V; j++) s += __expf(f[j] - m);
+        }
+        float inv = 1.0f / warp_sum(s);
+        uint4* yr = (uint4*)(y + (u64)(row0 + r) * cols);
+#pragma unroll
+        for (int k = 0; k < CV; k++) {
+            load_vec<V>(c[r][k], f);
+#pragma unroll
+            for (int j = 0; j < V; j++) f[j] = __expf(f[j] - m) * inv;
+            yr[lane + 32 * k] = store_vec<V>(f);
+        }
+    }
+}
+
+#define ROWS_V2(SFX, T, V, CV, RPW)                                                                              \
+    extern "C" __global__ void __launch_bounds__(256) layernorm_v2_##SFX##_c##CV##_r##RPW(                      \
+        const T* x, T* y, const float* g, const float* b, int rows, float eps) {                                 \
+        layernorm_v2<V, CV, RPW, T>(x, y, g, b, rows, eps);                                                      \
+    }                                                                                                            \
+    extern "C" __global__ void __launch_bounds__(256) softmax_v2_##SFX##_c##CV##_r##RPW(const T* x, T* y, int rows) { \
+        softmax_v2<V, CV, RPW, T>(x, y, rows);                                                                   \
+    }
+ROWS_V2(f32, float, 4, 6, 2)
+ROWS_V2(f32, float, 4, 8, 2)
+ROWS_V2(f16, half_t, 8, 3, 4)
+ROWS_V2(f16, half_t, 8, 4, 4)

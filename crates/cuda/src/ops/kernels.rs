@@ -25,7 +25,20 @@ pub const MODULES: [OpsModule; 3] = [
     OpsModule {
         file: "ops/rows.cu",
         source: include_str!("../../kernels/ops/rows.cu"),
-        functions: &["layernorm_f32", "layernorm_f16", "softmax_f32", "softmax_f16"],
+        functions: &[
+            "layernorm_f32",
+            "layernorm_f16",
+            "softmax_f32",
+            "softmax_f16",
+            "layernorm_v2_f32_c6_r2",
+            "softmax_v2_f32_c6_r2",
+            "layernorm_v2_f32_c8_r2",
+            "softmax_v2_f32_c8_r2",
+            "layernorm_v2_f16_c3_r4",
+            "softmax_v2_f16_c3_r4",
+            "layernorm_v2_f16_c4_r4",
+            "softmax_v2_f16_c4_r4",
+        ],
     },
     OpsModule {
         file: "ops/attention.cu",

@@ -246,9 +246,34 @@ impl OpRunner {
     }
 }
 
-/// Launch layer norm (`params` = gamma, beta) or softmax over rows x cols: one warp per row, 8 rows
-/// per 256-thread block (kernels/ops/rows.cu). A staged variant (rows copied to shared memory with
-/// cp.async, several rows per warp) was measured slower on the H200 and removed (docs/MODEL.md).
+/// The v2 row-kernel specialisation for a shape, if one exists: (columns per lane in vectors, rows
+/// per warp). Off when the environment sets MEMSCOPE_ROWS=v1 (the generic kernels).
+pub fn rows_v2(dtype: Dtype, cols: u64) -> Option<(u64, u64)> {
+    if std::env::var("MEMSCOPE_ROWS").as_deref() == Ok("v1") {
+        return None;
+    }
+    match (dtype, cols) {
+        (Dtype::Fp32, 768) => Some((6, 2)),
+        (Dtype::Fp32, 1024) => Some((8, 2)),
+        (Dtype::Fp16, 768) => Some((3, 4)),
+        (Dtype::Fp16, 1024) => Some((4, 4)),
+        _ => None,
+    }
+}
+
+/// Which row kernels `launch_rows` uses in this process ("v2" or "v1"), for the results file.
+pub fn rows_variant() -> &'static str {
+    if rows_v2(Dtype::Fp32, 768).is_some() {
+        "v2"
+    } else {
+        "v1"
+    }
+}
+
+/// Launch layer norm (`params` = gamma, beta) or softmax over rows x cols: the v2 kernel (several
+/// rows per warp, exact register tile) for the shapes it is instantiated for, else the generic
+/// kernel (one warp per row, 8 rows per 256-thread block; kernels/ops/rows.cu). A staged variant
+/// (rows copied to shared memory with cp.async) was measured slower on the H200 and removed.
 #[allow(clippy::too_many_arguments)]
 pub fn launch_rows(
     g: &OpsGpu,
@@ -260,6 +285,19 @@ pub fn launch_rows(
     rows: u64,
     cols: u64,
 ) -> R<()> {
+    if let Some((cv, rpw)) = rows_v2(dtype, cols) {
+        let sfx = if dtype == Dtype::Fp32 { "f32" } else { "f16" };
+        let mut args = vec![Arg::Ptr(x), Arg::Ptr(y)];
+        if let Some((gamma, beta)) = params {
+            args.extend([Arg::Ptr(gamma), Arg::Ptr(beta)]);
+        }
+        args.push(Arg::I32(rows as i32));
+        if params.is_some() {
+            args.push(Arg::F32(1e-5));
+        }
+        let name = format!("{kind}_v2_{sfx}_c{cv}_r{rpw}");
+        return g.launch(&name, rows.div_ceil(8 * rpw) as u32, 256, 0, &args);
+    }
     let sfx = if dtype == Dtype::Fp32 { "f32" } else { "f16" };
     let vec = 16 / dtype.size_bytes() as u64;
     if cols % vec != 0 || rows == 0 {
@@ -370,6 +408,8 @@ pub struct KernelEfficiency {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ModelRun {
+    /// Row kernels used for layer norm and softmax ("v2" or "v1", see `rows_v2`).
+    pub rows_kernel: String,
     pub points: Vec<ModelPoint>,
     pub summary: Option<RatioSummary>,
     pub kernels: Vec<KernelEfficiency>,
@@ -414,5 +454,5 @@ pub fn run(g: &OpsGpu, ceil: &CeilingsReport, progress: &dyn Progress) -> R<Mode
         progress,
     )?;
     kernels.push(eff(&att));
-    Ok(ModelRun { points, summary, kernels })
+    Ok(ModelRun { rows_kernel: rows_variant().into(), points, summary, kernels })
 }
