@@ -48,7 +48,7 @@ pub enum SimCommand {
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
-        /// Write the HTML animation of the timeline to FILE.
+        /// Write the HTML animation of the recorded warps (memscope_report::animation) to FILE.
         #[arg(long, value_name = "FILE")]
         html: Option<PathBuf>,
     },
@@ -124,18 +124,16 @@ pub fn run(args: Args) -> CliResult {
             if n == 0 {
                 return Err(CliError::usage("--n 0: vadd needs at least one element"));
             }
-            if html.is_some() {
-                return Err(CliError::usage(
-                    "--html: not available yet (the animation writer memscope_report::animation::render is not there); use --timeline FILE",
-                ));
-            }
             let mut t = target(&which)?;
             let wave = t.hierarchy().sm.count as u64 * t.hierarchy().sm.resident_warps as u64;
-            let record = if timeline.is_some() { record_warps.unwrap_or(wave) } else { 0 };
+            let record = if timeline.is_some() || html.is_some() { record_warps.unwrap_or(wave) } else { 0 };
             let (rep, tl) =
                 memscope_sim::vadd::run_vadd(&mut t, n, record).map_err(|e| CliError::failure(e.to_string()))?;
             if let (Some(path), Some(tl)) = (&timeline, &tl) {
                 write(path, tl.to_json().as_bytes(), "timeline")?;
+            }
+            if let (Some(path), Some(tl)) = (&html, &tl) {
+                write(path, &memscope_report::animation::render(tl), "html")?;
             }
             if json {
                 println!("{}", serde_json::to_string_pretty(&rep).unwrap_or_default());
