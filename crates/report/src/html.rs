@@ -39,7 +39,7 @@ svg.diagram .dram rect{fill:#e9f7f0;stroke:#009E73}svg.diagram .src{fill:#f3f3f3
 svg.diagram .bt{font-weight:700;font-size:13px;text-anchor:middle}svg.diagram .bl{font-size:11.5px;text-anchor:middle}
 svg.diagram .lane-t{font-weight:700;font-size:12px}svg.diagram .arrow{stroke:#555;stroke-width:1.5}
 .dot{display:inline-block;width:9px;height:9px;border-radius:50%;margin-right:5px}
-.prov td:first-child{color:#555;white-space:nowrap}code{font-size:12px}
+.prov{max-width:900px}.prov code{overflow-wrap:anywhere}.prov td:first-child{color:#555;white-space:nowrap}code{font-size:12px}
 details pre{max-height:320px;overflow:auto;background:#f6f6f6;padding:6px;font-size:11px}summary{cursor:pointer;color:#0072B2}
 "#;
 
@@ -71,7 +71,8 @@ fn wants_log(vals: impl Iterator<Item = f64>, unit: &str) -> bool {
     }
     let (lo, hi) = v.iter().fold((f64::INFINITY, 0f64), |(a, b), x| (a.min(*x), b.max(*x)));
     let ratio = hi / lo;
-    (matches!(unit, "bytes" | "B") && ratio >= 16.0) || ratio >= 1000.0
+    // Sizes span decades; latencies from L1 (~1 ns) to DRAM (~100 ns) need log y to show both.
+    (matches!(unit, "bytes" | "B") && ratio >= 16.0) || (unit == "ns" && ratio >= 30.0) || ratio >= 1000.0
 }
 
 fn axis_label(name: &str, unit: &str) -> String {
@@ -293,8 +294,11 @@ pub fn report(results: &Results, model: Option<&Value>) -> String {
     let _ = write!(h, "<h1>{}</h1><p class=\"sub\">{}</p>", esc(&title), esc(&table::provenance_line(results)));
     h.push_str("<section id=\"hierarchy-section\"><h2>Discovered hierarchy</h2>");
     h.push_str(&diagram::render(results));
-    h.push_str("<h3>Provenance</h3>");
-    h.push_str(&provenance(results));
+    let _ = write!(
+        h,
+        "<p class=\"note\">Command: <code>{}</code> · full provenance (host, OS, driver, clocks before and after) <a href=\"#provenance\">below</a>.</p>",
+        esc(&results.tool.command.join(" "))
+    );
     h.push_str("</section><section id=\"plots\"><h2>Measurements</h2>");
     if figs.is_empty() {
         h.push_str("<p class=\"note\">The results file holds no series.</p>");
@@ -311,6 +315,8 @@ pub fn report(results: &Results, model: Option<&Value>) -> String {
     h.push_str(&findings_table(results));
     h.push_str("</section><section><h2>Probes waived or failed</h2>");
     h.push_str(&probes_table(results));
+    h.push_str("</section><section id=\"provenance\"><h2>Provenance</h2>");
+    h.push_str(&provenance(results));
     h.push_str("</section></main>");
     // Marks the page as rendered (the browser test reads these attributes from the DOM).
     h.push_str(

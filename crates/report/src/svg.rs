@@ -109,6 +109,14 @@ impl Scale {
             let step = if binary && step > 1 && step % 2 == 1 { step + 1 } else { step };
             let start = if binary { lo + (lo.rem_euclid(step) != 0) as i32 * (step - lo.rem_euclid(step)) } else { lo };
             let mut t: Vec<f64> = (start..=hi).step_by(step as usize).map(|e| base.powi(e)).collect();
+            if !binary && self.hi / self.lo < 1e4 {
+                // Few decades: 1-2-5 ticks so the axis has more than one or two labels.
+                let (a, b) = (self.lo.log10().floor() as i32, self.hi.log10().ceil() as i32);
+                t = (a..=b)
+                    .flat_map(|e| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(e)))
+                    .filter(|v| *v >= self.lo && *v <= self.hi)
+                    .collect();
+            }
             if t.is_empty() {
                 t = vec![self.lo, self.hi];
             }
