@@ -86,6 +86,18 @@ impl CudaTarget {
         Err(TargetError::Device("clock probe: %globaltimer did not advance".into()))
     }
 
+    /// Test hook: run a kernel that stores to an unmapped address, so the fault path (error
+    /// reported as TargetError::Device, context rebuilt) can be checked on a real GPU.
+    #[doc(hidden)]
+    pub fn inject_fault(&mut self) -> Result<(), TargetError> {
+        self.guarded(|t| {
+            let pairs = t.scratch(64)?;
+            t.gpu.htod(pairs, &[0x10u64, 0])?;
+            t.gpu.launch(Module::Chase, "scatter_u64", 1, 1, 0, &[pairs, 1], std::ptr::null_mut())?;
+            t.gpu.sync()
+        })
+    }
+
     /// The measured SM clock (Hz) used to turn cycles into ns.
     pub fn clock_hz(&self) -> Option<f64> {
         self.clock_hz

@@ -163,3 +163,17 @@ fn latency_versus_footprint_report() {
         t.free(buf);
     }
 }
+
+/// A faulting kernel is reported as a device error, the context is rebuilt, and the target keeps
+/// working (DESIGN.md: a kernel fault is reported, the context recovered, the remaining probes run).
+#[test]
+fn a_kernel_fault_is_reported_and_the_context_rebuilt() {
+    let Some(mut t) = gpu() else { return };
+    let e = t.inject_fault().unwrap_err();
+    let msg = e.to_string();
+    eprintln!("{msg}");
+    assert!(matches!(e, memscope_core::TargetError::Device(_)), "{msg}");
+    assert!(msg.contains("rebuilt"), "{msg}");
+    let (l2, _) = chase_ns(&mut t, 256, 128, CachePath::L1Bypass, 2);
+    assert!(l2 > 20.0 && l2 < 1000.0);
+}
