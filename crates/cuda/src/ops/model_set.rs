@@ -246,10 +246,12 @@ impl OpRunner {
     }
 }
 
-/// The v2 row-kernel specialisation for a shape, if one exists: (columns per lane in vectors, rows
-/// per warp). Off when the environment sets MEMSCOPE_ROWS=v1 (the generic kernels).
+/// The v2 row-kernel specialisation for a shape, if one exists and the environment asks for it
+/// (MEMSCOPE_ROWS=v2): (columns per lane in vectors, rows per warp). Off by default: on the H200 it
+/// was no faster for layer norm and slower for fp16 softmax than the generic kernels (docs/MODEL.md,
+/// results/h200/model-attempt3-*.json).
 pub fn rows_v2(dtype: Dtype, cols: u64) -> Option<(u64, u64)> {
-    if std::env::var("MEMSCOPE_ROWS").as_deref() == Ok("v1") {
+    if std::env::var("MEMSCOPE_ROWS").as_deref() != Ok("v2") {
         return None;
     }
     match (dtype, cols) {
@@ -270,9 +272,9 @@ pub fn rows_variant() -> &'static str {
     }
 }
 
-/// Launch layer norm (`params` = gamma, beta) or softmax over rows x cols: the v2 kernel (several
-/// rows per warp, exact register tile) for the shapes it is instantiated for, else the generic
-/// kernel (one warp per row, 8 rows per 256-thread block; kernels/ops/rows.cu). A staged variant
+/// Launch layer norm (`params` = gamma, beta) or softmax over rows x cols: the generic kernel (one
+/// warp per row, 8 rows per 256-thread block; kernels/ops/rows.cu), or with MEMSCOPE_ROWS=v2 the v2
+/// kernel (several rows per warp, exact register tile) where instantiated. A staged variant
 /// (rows copied to shared memory with cp.async) was measured slower on the H200 and removed.
 #[allow(clippy::too_many_arguments)]
 pub fn launch_rows(
@@ -300,7 +302,7 @@ pub fn launch_rows(
     }
     let sfx = if dtype == Dtype::Fp32 { "f32" } else { "f16" };
     let vec = 16 / dtype.size_bytes() as u64;
-    if cols % vec != 0 || rows == 0 {
+    if !cols.is_multiple_of(vec) || rows == 0 {
         return Err(format!(
             "{kind}: {rows} x {cols} ({}): columns must be a positive multiple of {vec}",
             dtype.name()
