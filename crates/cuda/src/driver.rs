@@ -68,6 +68,9 @@ pub(crate) struct Gpu {
     funcs: HashMap<(Module, &'static str), sys::CUfunction>,
     /// Incremented on every context rebuild; allocations of an older generation are gone.
     pub generation: u64,
+    /// Set when a fault left the process's CUDA state unusable (a sticky error survives a context
+    /// reset: the driver needs a new process); every later call fails with this message.
+    poisoned: Option<String>,
 }
 
 // SAFETY: the raw handles are only used with the context made current on the calling thread.
@@ -90,6 +93,7 @@ impl Gpu {
             modules: HashMap::new(),
             funcs: HashMap::new(),
             generation: 0,
+            poisoned: None,
         };
         g.retain()?;
         let major = g.attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
@@ -107,6 +111,9 @@ impl Gpu {
 
     /// Make the context current on this thread.
     pub fn bind(&self) -> Result<(), TargetError> {
+        if let Some(why) = &self.poisoned {
+            return Err(TargetError::Device(why.clone()));
+        }
         unsafe { ck(sys::cuCtxSetCurrent(self.ctx), "cuCtxSetCurrent") }
     }
 
@@ -123,17 +130,38 @@ impl Gpu {
         self.retain()
     }
 
-    /// After an error: if the context is broken (a sticky fault), rebuild it. Returns the error
-    /// with a note on what happened.
+    /// After an error: if the context is broken (a fault), drop it and start a fresh one. A sticky
+    /// fault (an illegal address, say) survives the reset on current drivers (seen on the H200:
+    /// cuDevicePrimaryCtxRetain then returns the same error): the target is then marked unusable
+    /// and every later call says so, so the remaining probes fail fast with that message.
     pub fn recover(&mut self, e: TargetError) -> TargetError {
-        let broken = unsafe { sys::cuCtxSynchronize() } != sys::CUresult::CUDA_SUCCESS;
-        if broken {
-            match self.rebuild() {
-                Ok(()) => TargetError::Device(format!("{e}; the CUDA context was rebuilt")),
-                Err(e2) => TargetError::Device(format!("{e}; rebuilding the CUDA context failed: {e2}")),
+        if self.poisoned.is_some() {
+            return e;
+        }
+        let r = unsafe { sys::cuCtxSynchronize() };
+        if r == sys::CUresult::CUDA_SUCCESS {
+            return e;
+        }
+        let rebuilt = self.rebuild().and_then(|_| {
+            let mut free = 0usize;
+            let mut total = 0usize;
+            unsafe {
+                ck(sys::cuMemGetInfo_v2(&mut free, &mut total), "cuMemGetInfo after rebuild")?;
+                ck(sys::cuCtxSynchronize(), "cuCtxSynchronize after rebuild")
             }
-        } else {
-            e
+        });
+        match rebuilt {
+            Ok(()) => TargetError::Device(format!("{e}; the CUDA context was rebuilt")),
+            Err(e2) => {
+                let why = format!(
+                    "GPU cuda:{} is unusable in this process after a fault ({}): the driver keeps the error \
+                     after a context reset; run the remaining probes again in a new memscope process",
+                    self.ordinal,
+                    describe(r)
+                );
+                self.poisoned = Some(why.clone());
+                TargetError::Device(format!("{e}; rebuilding the CUDA context failed ({e2}); {why}"))
+            }
         }
     }
 
