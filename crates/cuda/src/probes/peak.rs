@@ -116,6 +116,23 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
                 let ms = timed(t, std::ptr::null_mut(), 1, |_| gemm(handle, p, n, bufs[0], bufs[1], bufs[2]))?;
                 rates.push(flops / (ms / 1e3));
             }
+            // The clock while products run: enqueue a few more, read NVML mid-way, then wait.
+            for _ in 0..6 {
+                gemm(handle, p, n, bufs[0], bufs[1], bufs[2])?;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(if quick { 2 } else { 10 }));
+            let during = crate::nvml::read(t.gpu.ordinal, t.gpu.pci_bus_id().as_deref());
+            t.gpu.sync()?;
+            let clock_note = match during {
+                Some(r) => format!(
+                    "during the products (NVML): SM clock {} MHz, power {} W of {} W, throttle reasons [{}]",
+                    r.sm_clock_mhz.map_or("?".into(), |v| v.to_string()),
+                    r.power_w.map_or("?".into(), |v| format!("{v:.0}")),
+                    r.power_limit_w.map_or("?".into(), |v| format!("{v:.0}")),
+                    r.throttle.join(", ")
+                ),
+                None => "NVML unavailable: clock during the products not recorded".into(),
+            };
             let (m, s) = summarize(&rates, "matrix throughput")?;
             out.finding(
                 &format!("peak.{key}_flops_per_s"),
@@ -126,7 +143,7 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
                     Confidence::High,
                 )
                 .with_spread(s)
-                .with_note("clocks are not locked: a sustained product can hit the power cap and lower the SM clock (see the probe's warnings)"),
+                .with_note(&format!("clocks are not locked (a sustained product can hit the power cap and lower the SM clock); {clock_note}")),
             );
         }
         Ok(out)
