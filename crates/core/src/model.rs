@@ -354,13 +354,19 @@ pub struct ChosenCeilings {
 
 impl SessionCeilings {
     /// The fair ceilings for an operation: the launch floor of its class, the bandwidth of the
-    /// pattern its traffic matches, the peak of its precision (bf16 falls back to fp16's peak only
-    /// if no bf16 peak was measured, and says so in `precision`).
+    /// pattern its traffic matches, the peak of its precision (bf16 falls back to fp16's peak and
+    /// floor only if no bf16 one was measured, and says so in `precision` / `launch_class`).
     pub fn choose(&self, cost: &OpCost, launch_class: &str, dtype: Dtype) -> Result<ChosenCeilings, CeilingError> {
-        let launch_s = *self
-            .launch_floor_s
-            .get(launch_class)
-            .ok_or_else(|| CeilingError::Missing { what: "launch floor", key: launch_class.into() })?;
+        // A bf16 class falls back to the fp16 class's floor when none was measured.
+        let fp16_class = launch_class.replace("bf16", "fp16");
+        let (launch_class, launch_s) = match self.launch_floor_s.get(launch_class) {
+            Some(l) => (launch_class.to_string(), *l),
+            None if launch_class.ends_with("bf16") && self.launch_floor_s.contains_key(&fp16_class) => {
+                let l = self.launch_floor_s[&fp16_class];
+                (format!("{fp16_class} (no {launch_class} floor measured)"), l)
+            }
+            None => return Err(CeilingError::Missing { what: "launch floor", key: launch_class.into() }),
+        };
         let pattern = cost.pattern();
         let bandwidth = *self
             .bandwidth_bytes_per_s
@@ -375,7 +381,7 @@ impl SessionCeilings {
         };
         Ok(ChosenCeilings {
             launch_s,
-            launch_class: launch_class.into(),
+            launch_class,
             bandwidth_bytes_per_s: bandwidth,
             pattern,
             peak_flops_per_s: peak,

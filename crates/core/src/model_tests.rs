@@ -164,6 +164,10 @@ fn session_ceilings_pick_the_matching_pattern_class_and_precision() {
     let err = c.choose(&add_cost(1, Dtype::Fp32), "add", Dtype::Fp32).unwrap_err();
     assert_eq!(err.to_string(), "the ceilings have no peak for 'fp32'");
     assert!(c.choose(&add_cost(1, Dtype::Fp16), "gelu", Dtype::Fp16).is_err());
+    c.launch_floor_s.insert("matmul.fp16".into(), 7e-6);
+    let ch = c.choose(&matmul_cost(8, 8, 8, Dtype::Bf16), "matmul.bf16", Dtype::Bf16).unwrap();
+    assert_eq!(ch.launch_s, 7e-6);
+    assert!(ch.launch_class.starts_with("matmul.fp16"), "{}", ch.launch_class);
     let json = serde_json::to_string(&c).unwrap();
     assert_eq!(serde_json::from_str::<SessionCeilings>(&json).unwrap(), c);
 }
