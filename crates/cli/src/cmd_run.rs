@@ -30,6 +30,10 @@ pub struct Args {
     /// No progress bars.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Internal: continue the results file FILE (used when a GPU fault forces the remaining probes
+    /// into a fresh process).
+    #[arg(long, hide = true)]
+    pub continue_from: Option<PathBuf>,
 }
 
 /// Check that every asked probe key exists.
@@ -108,7 +112,10 @@ pub fn run(args: Args) -> CliResult {
     for (spec, target) in opened.iter_mut() {
         let id = spec.id();
         let is_cpu = *spec == TargetSpec::Cpu;
-        let path = file_for(&args.out, if is_cpu { 0 } else { nth_non_cpu }, &id);
+        let path = match &args.continue_from {
+            Some(p) => p.clone(),
+            None => file_for(&args.out, if is_cpu { 0 } else { nth_non_cpu }, &id),
+        };
         if !is_cpu {
             nth_non_cpu += 1;
         }
@@ -133,12 +140,27 @@ pub fn run(args: Args) -> CliResult {
                 p
             }
             None => {
-                docs.push((path.clone(), Results::new(tool.clone(), info.clone(), env.clone())));
+                let doc = match &args.continue_from {
+                    Some(p) => {
+                        let bytes = std::fs::read(p).map_err(|e| CliError::usage(format!("{}: {e}", p.display())))?;
+                        Results::from_json(&bytes).map_err(|e| CliError::usage(format!("{}: {e}", p.display())))?
+                    }
+                    None => Results::new(tool.clone(), info.clone(), env.clone()),
+                };
+                docs.push((path.clone(), doc));
                 docs.len() - 1
             }
         };
         let (path, doc) = &mut docs[pos];
+        if let TargetSpec::Cuda(n) = spec {
+            // Clocks, temperature, power and throttle reasons around the whole run (never changed).
+            doc.environment.insert(format!("nvml_{id}_before"), memscope_cuda::nvml_snapshot(*n));
+        }
         run_target(&mut **target, &id, &probes, &args, doc, path, &mut failures)?;
+        if let TargetSpec::Cuda(n) = spec {
+            doc.environment.insert(format!("nvml_{id}_after"), memscope_cuda::nvml_snapshot(*n));
+            write_doc(path, doc)?;
+        }
     }
 
     for (path, doc) in docs.iter_mut() {
@@ -185,7 +207,7 @@ fn run_target(
     failures: &mut Vec<String>,
 ) -> CliResult {
     let info = target.info();
-    for probe in probes {
+    for (index, probe) in probes.iter().enumerate() {
         let key = format!("{}@{id}", probe.key());
         if let Applicability::Waived(reason) = probe.applicability(&info) {
             // A probe waived on a target is only recorded when asked for explicitly or when it
@@ -266,6 +288,42 @@ fn run_target(
             }
         }
         write_doc(path, doc)?;
+        if let Some(why) = target.unusable() {
+            let remaining: Vec<&str> = probes[index + 1..].iter().map(|p| p.key()).collect();
+            if !remaining.is_empty() {
+                continue_in_child(id, &remaining, args, path, &why, failures)?;
+                *doc = Results::from_json(&std::fs::read(path).unwrap_or_default())
+                    .map_err(|e| CliError::failure(format!("{}: {e}", path.display())))?;
+            }
+            break;
+        }
     }
+    Ok(())
+}
+
+/// A GPU fault left this process's CUDA state unusable (the driver keeps the error until the
+/// process ends): run the remaining probes of this target in a fresh memscope process that
+/// continues the same results file.
+fn continue_in_child(
+    id: &str,
+    remaining: &[&str],
+    args: &Args,
+    path: &Path,
+    why: &str,
+    failures: &mut Vec<String>,
+) -> CliResult {
+    let exe = std::env::current_exe().map_err(|e| CliError::failure(format!("cannot find memscope itself: {e}")))?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("run").arg("--target").arg(id).arg("--probes").arg(remaining.join(","));
+    cmd.arg("--out").arg(&args.out).arg("--continue-from").arg(path);
+    if args.quick {
+        cmd.arg("--quick");
+    }
+    if args.quiet {
+        cmd.arg("--quiet");
+    }
+    cmd.stdout(std::process::Stdio::null());
+    let status = cmd.status().map_err(|e| CliError::failure(format!("cannot start a fresh memscope process: {e}")))?;
+    failures.push(format!("{id}: {why}; the remaining probes ran in a fresh process (exit {:?})", status.code()));
     Ok(())
 }

@@ -140,6 +140,12 @@ pub trait Target: Send {
     fn flush(&mut self) -> Result<(), TargetError>;
     /// Run one timed chase.
     fn chase(&mut self, spec: &ChaseSpec) -> Result<ChaseResult, TargetError>;
+    /// Why this target can no longer be used in this process (a GPU fault the driver keeps until
+    /// the process ends), or None while it works. The runner then continues the remaining probes
+    /// in a fresh memscope process.
+    fn unusable(&self) -> Option<String> {
+        None
+    }
     /// Downcast hook for backend-specific probes (the CPU strided copy, GPU bandwidth...).
     fn as_any_mut(&mut self) -> &mut dyn Any;
 }
