@@ -109,6 +109,11 @@ impl Gpu {
         }
     }
 
+    /// Why the process's CUDA state is unusable, if it is.
+    pub fn poisoned(&self) -> Option<String> {
+        self.poisoned.clone()
+    }
+
     /// Make the context current on this thread.
     pub fn bind(&self) -> Result<(), TargetError> {
         if let Some(why) = &self.poisoned {

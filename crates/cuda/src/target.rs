@@ -459,6 +459,10 @@ impl Target for CudaTarget {
         self.guarded(|t| t.run_chase(spec))
     }
 
+    fn unusable(&self) -> Option<String> {
+        self.gpu.poisoned()
+    }
+
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
         self
     }
