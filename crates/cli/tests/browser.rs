@@ -152,25 +152,41 @@ fn html_outputs_render_in_headless_chromium() {
     assert!(num(&dom, "findings") >= 1.0);
     screenshot(&bin, &report, "", &art.join("report-sim-rtx4090.png"), "1400,2400");
 
-    // Every committed results file renders too (the H200 and CPU runs once they exist).
+    // Every committed results file renders too (results/<machine>/**/...results.json), with the
+    // machine's model.json as the roofline when there is one.
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut committed = vec![];
-    if let Ok(rd) = std::fs::read_dir(repo.join("results")) {
-        for e in rd.flatten() {
-            let p = e.path().join("results.json");
-            if p.is_file() {
-                committed.push(p);
+    if let Ok(machines) = std::fs::read_dir(repo.join("results")) {
+        for m in machines.flatten().map(|e| e.path()).filter(|p| p.is_dir()) {
+            let model = m.join("model.json");
+            let mut stack = vec![m.clone()];
+            while let Some(dir) = stack.pop() {
+                for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                    let p = e.path();
+                    if p.is_dir() {
+                        stack.push(p);
+                    } else if p.to_string_lossy().ends_with("results.json") {
+                        committed.push((p, model.is_file().then(|| model.clone())));
+                    }
+                }
             }
         }
     }
-    for (i, p) in committed.iter().enumerate() {
+    committed.sort();
+    for (i, (p, model)) in committed.iter().enumerate() {
         let html = d.join(format!("committed-{i}.html"));
-        memscope(&["report", p.to_str().unwrap(), "--html", html.to_str().unwrap()]);
+        let mut args = vec!["report", p.to_str().unwrap(), "--html", html.to_str().unwrap()];
+        if let Some(m) = model {
+            args.extend(["--model", m.to_str().unwrap()]);
+        }
+        memscope(&args);
         let (dom, console) = load(&bin, &html, "", 1000);
         assert!(console.is_empty(), "console output on the report of {}: {console:#?}", p.display());
         assert_eq!(body_attr(&dom, "rendered").as_deref(), Some("ok"), "{}", p.display());
-        let name = p.parent().and_then(|x| x.file_name()).map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-        screenshot(&bin, &html, "", &art.join(format!("report-{name}.png")), "1400,2400");
+        assert!(num(&dom, "plots") >= 1.0, "no plots in the report of {}", p.display());
+        if i + 1 == committed.len() {
+            screenshot(&bin, &html, "", &art.join("report-committed-latest.png"), "1400,2400");
+        }
     }
 
     // compare A A: every ratio 1, the shared series overlaid.

@@ -23,7 +23,7 @@ h3{font-size:15px;margin:18px 0 6px}
 .sub{color:#555;margin:0 0 12px}.note{color:#555;font-size:13px}
 table.t{border-collapse:collapse;font-size:13px;background:#fff}
 table.t th,table.t td{border:1px solid #e0e0e0;padding:3px 8px;text-align:left;vertical-align:top}
-table.t th{background:#f0f2f5;font-weight:600}table.t td.txt{min-width:180px;max-width:300px;overflow-wrap:anywhere}table.t td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+table.t th{background:#f0f2f5;font-weight:600}table.t td.wide{min-width:220px}table.t td.txt{min-width:180px;max-width:300px;overflow-wrap:anywhere}table.t td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 table.t tr.sec td{background:#eef3f8;font-weight:600}
 .c-high{color:#11772d}.c-medium{color:#8a6d00}.c-low{color:#b3541e}.c-undetermined{color:#888;font-style:italic}
 .plots{display:flex;flex-wrap:wrap;gap:14px}.plots figure{margin:0;background:#fff;border:1px solid #e3e3e3;border-radius:6px;padding:6px}
@@ -242,7 +242,7 @@ fn findings_table(results: &Results) -> String {
             let conf = confidence_text(f.confidence);
             let _ = write!(
                 s,
-                "<tr><td><code>{}</code></td><td class=\"{}\" title=\"{}\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"c-{conf}\">{conf}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td><code>{}</code></td><td class=\"{}\" title=\"{}\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"wide\">{}</td><td class=\"c-{conf}\">{conf}</td><td class=\"wide\">{}</td><td>{}</td></tr>",
                 esc(k),
                 if f.value.is_number() { "num" } else { "txt" },
                 esc(&f.value.to_string()),

@@ -18,71 +18,63 @@ pub struct Op {
     pub measured_s: f64,
     pub predicted_s: Option<f64>,
     pub regime: String,
+    /// The op's own launch floor (its class's), when the file gives one.
+    pub launch_s: Option<f64>,
 }
 
 /// What the report needs from a model run.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ModelView {
-    pub bandwidth_bytes_per_s: Option<f64>,
-    pub peak_flops_per_s: Option<f64>,
+    /// Bandwidth ceilings by pattern ("read", "copy"; "" when the file gives one number).
+    pub bandwidth_bytes_per_s: Vec<(String, f64)>,
+    /// Peak arithmetic by precision ("fp32", "fp16"; "" for one number).
+    pub peak_flops_per_s: Vec<(String, f64)>,
+    /// The smallest launch floor of the session.
     pub launch_floor_s: Option<f64>,
     pub ops: Vec<Op>,
 }
 
-/// Look up the first of `names` in `v`, also one level down in nested objects.
-fn field<'a>(v: &'a Value, names: &[&str]) -> Option<&'a Value> {
-    let obj = v.as_object()?;
-    for n in names {
-        if let Some(x) = obj.get(*n) {
-            if !x.is_null() {
-                return Some(x);
-            }
-        }
-    }
-    for (_, sub) in obj {
-        if sub.is_object() {
-            for n in names {
-                if let Some(x) = sub.get(*n) {
-                    if !x.is_null() {
-                        return Some(x);
-                    }
-                }
-            }
-        }
-    }
-    None
+/// The value at a dotted path ("measured.per_call_s").
+fn at<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.').try_fold(v, |cur, k| cur.get(k))
 }
 
-/// A number, or the best of a map of numbers (`pick` chooses: max for rates, min for floors).
-fn number_or_map(v: &Value, pick: fn(f64, f64) -> f64) -> Option<f64> {
-    match v {
-        Value::Number(n) => n.as_f64(),
-        Value::Object(m) => m.values().filter_map(|x| number_or_map(x, pick)).reduce(pick),
-        _ => None,
-    }
+/// The first path that holds a number.
+fn num(v: &Value, paths: &[&str]) -> Option<f64> {
+    paths.iter().find_map(|p| at(v, p).and_then(Value::as_f64))
 }
 
-fn num(v: &Value, names: &[&str]) -> Option<f64> {
-    field(v, names).and_then(Value::as_f64)
+fn text(v: &Value, paths: &[&str]) -> Option<String> {
+    paths.iter().find_map(|p| at(v, p).and_then(Value::as_str).map(String::from))
 }
 
 fn parse_op(v: &Value) -> Option<Op> {
-    let flops = num(v, &["flops", "flop"])?;
-    let bytes = num(v, &["bytes", "total_bytes"]).or_else(|| {
-        let r = num(v, &["read_bytes"]);
-        let w = num(v, &["write_bytes"]);
-        match (r, w) {
-            (None, None) => None,
-            _ => Some(r.unwrap_or(0.0) + w.unwrap_or(0.0)),
-        }
+    let flops = num(v, &["flops", "cost.flops", "counts.flops"])?;
+    let bytes = num(v, &["bytes", "total_bytes", "cost.bytes", "counts.bytes"]).or_else(|| {
+        let r = num(v, &["read_bytes", "cost.read_bytes"]);
+        let w = num(v, &["write_bytes", "cost.write_bytes"]);
+        (r.is_some() || w.is_some()).then(|| r.unwrap_or(0.0) + w.unwrap_or(0.0))
     })?;
-    let measured_s = num(v, &["measured_s", "measured_time_s", "measured", "median_s", "time_measured_s"])?;
-    let predicted_s = num(v, &["predicted_s", "predicted_time_s", "predicted", "bound_s", "time_s"]);
-    let regime = field(v, &["regime"]).and_then(Value::as_str).unwrap_or("unknown").to_lowercase();
-    let name = field(v, &["name", "op", "operation", "label"])
-        .map(|x| x.as_str().map(String::from).unwrap_or_else(|| x.to_string()))
-        .unwrap_or_else(|| "op".into());
-    Some(Op { name, flops, bytes, measured_s, predicted_s, regime })
+    let measured_s = num(
+        v,
+        &[
+            "measured_s",
+            "measured_time_s",
+            "measured",
+            "measured.per_call_s",
+            "measured.time_s",
+            "measured.median_s",
+            "median_s",
+        ],
+    )?;
+    let predicted_s = num(
+        v,
+        &["predicted_s", "predicted_time_s", "predicted", "prediction.time_s", "prediction.predicted_s", "bound_s"],
+    );
+    let regime = text(v, &["regime", "prediction.regime"]).unwrap_or_else(|| "unknown".into()).to_lowercase();
+    let name = text(v, &["name", "operation", "op", "label"]).unwrap_or_else(|| "op".into());
+    let launch_s = num(v, &["ceilings.launch_s", "launch_s", "prediction.bounds.launch_s"]);
+    Some(Op { name, flops, bytes, measured_s, predicted_s, regime, launch_s })
 }
 
 /// Find the first array (depth-first) whose elements parse as operations.
@@ -103,19 +95,31 @@ fn find_ops(v: &Value, depth: usize) -> Vec<Op> {
     }
 }
 
-fn find_num(v: &Value, names: &[&str], pick: fn(f64, f64) -> f64, depth: usize) -> Option<f64> {
-    let obj = v.as_object()?;
+/// A ceiling given as a number or as a map of named numbers, found under `names` at the top
+/// level or in a "ceilings" object (searched depth-first, operations excluded).
+fn find_ceiling(v: &Value, names: &[&str], depth: usize) -> Vec<(String, f64)> {
+    let Some(obj) = v.as_object() else { return vec![] };
     for n in names {
-        if let Some(x) = obj.get(*n).and_then(|x| number_or_map(x, pick)) {
-            return Some(x);
+        match obj.get(*n) {
+            Some(Value::Number(x)) => return x.as_f64().map(|x| vec![(String::new(), x)]).unwrap_or_default(),
+            Some(Value::Object(m)) => {
+                let named: Vec<(String, f64)> =
+                    m.iter().filter_map(|(k, x)| x.as_f64().map(|x| (k.clone(), x))).collect();
+                if !named.is_empty() {
+                    return named;
+                }
+            }
+            _ => {}
         }
     }
     if depth > 3 {
-        return None;
+        return vec![];
     }
     obj.iter()
-        .filter(|(k, _)| k.as_str() != "operations" && k.as_str() != "ops")
-        .find_map(|(_, x)| find_num(x, names, pick, depth + 1))
+        .filter(|(_, x)| x.is_object())
+        .map(|(_, x)| find_ceiling(x, names, depth + 1))
+        .find(|c| !c.is_empty())
+        .unwrap_or_default()
 }
 
 /// Read a model run from JSON (a model.json, or a results file's "model" section). `None` when no
@@ -125,10 +129,11 @@ pub fn parse(v: &Value) -> Option<ModelView> {
     if ops.is_empty() {
         return None;
     }
+    let launch = find_ceiling(v, &["launch_floor_s", "launch_s"], 0);
     Some(ModelView {
-        bandwidth_bytes_per_s: find_num(v, &["bandwidth_bytes_per_s", "bw_bytes_per_s", "bandwidth"], f64::max, 0),
-        peak_flops_per_s: find_num(v, &["peak_flops_per_s", "peak"], f64::max, 0),
-        launch_floor_s: find_num(v, &["launch_floor_s", "launch_s", "launch"], f64::min, 0),
+        bandwidth_bytes_per_s: find_ceiling(v, &["bandwidth_bytes_per_s", "bw_bytes_per_s"], 0),
+        peak_flops_per_s: find_ceiling(v, &["peak_flops_per_s"], 0),
+        launch_floor_s: launch.iter().map(|x| x.1).reduce(f64::min),
         ops,
     })
 }
@@ -154,14 +159,22 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 /// The model section as HTML (two plots and the scoring tables).
 pub fn section(m: &ModelView) -> String {
     let mut out = String::from("<section id=\"model\"><h2>Bottleneck model: roofline and scoring</h2>");
-    let ceil = |x: Option<f64>, u| x.map(|v| units::number(v, u)).unwrap_or_else(|| "not in the file".into());
+    let list = |c: &[(String, f64)], u| {
+        if c.is_empty() {
+            return "not in the file".to_string();
+        }
+        c.iter()
+            .map(|(k, x)| if k.is_empty() { units::number(*x, u) } else { format!("{} {k}", units::number(*x, u)) })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let _ = write!(
         out,
-        "<p class=\"note\">Ceilings of the session: bandwidth {}, peak arithmetic {}, launch floor {}. An operation \
-         takes at least the largest of launch, bytes/bandwidth and FLOPs/peak; that term names its regime.</p>",
-        ceil(m.bandwidth_bytes_per_s, "bytes/s"),
-        ceil(m.peak_flops_per_s, "flops/s"),
-        ceil(m.launch_floor_s, "s")
+        "<p class=\"note\">Ceilings of the session: bandwidth {}; peak arithmetic {}; launch floor from {}. An \
+         operation takes at least the largest of launch, bytes/bandwidth and FLOPs/peak; that term names its regime.</p>",
+        svg::esc(&list(&m.bandwidth_bytes_per_s, "bytes/s")),
+        svg::esc(&list(&m.peak_flops_per_s, "flops/s")),
+        m.launch_floor_s.map(|x| units::seconds(x)).unwrap_or_else(|| "not in the file".into())
     );
     out.push_str("<div class=\"plots\">");
     // Roofline: attained FLOP/s against arithmetic intensity.
@@ -175,34 +188,37 @@ pub fn section(m: &ModelView) -> String {
     let ai: Vec<f64> = on_plot.iter().map(|o| o.flops / o.bytes).collect();
     let lo = ai.iter().cloned().fold(f64::INFINITY, f64::min) / 2.0;
     let hi = ai.iter().cloned().fold(0.0, f64::max) * 2.0;
-    if let (Some(b), true) = (m.bandwidth_bytes_per_s, lo.is_finite()) {
-        let pts = (0..=24).map(|i| lo * (hi / lo).powf(i as f64 / 24.0)).map(|x| (x, b * x)).collect();
-        p.lines.push(Line {
-            name: "bandwidth × intensity".into(),
-            color: "#444".into(),
-            style: Style::Dashed,
-            points: pts,
-            labels: vec![],
-        });
+    if lo.is_finite() {
+        // The bandwidth ceilings (one diagonal per pattern) and the peaks (one line per precision).
+        for (i, (k, b)) in m.bandwidth_bytes_per_s.iter().enumerate() {
+            let pts = (0..=24).map(|j| lo * (hi / lo).powf(j as f64 / 24.0)).map(|x| (x, b * x)).collect();
+            let name = if k.is_empty() { "bandwidth × intensity".into() } else { format!("{k} bandwidth") };
+            let color = ["#444", "#666", "#888"][i % 3];
+            p.lines.push(Line { name, color: color.into(), style: Style::Dashed, points: pts, labels: vec![] });
+        }
+        for (i, (k, pk)) in m.peak_flops_per_s.iter().enumerate() {
+            let name = if k.is_empty() { "peak".into() } else { format!("{k} peak") };
+            let color = ["#999", "#bbb", "#777"][i % 3];
+            p.lines.push(Line {
+                name,
+                color: color.into(),
+                style: Style::Dashed,
+                points: vec![(lo, *pk), (hi, *pk)],
+                labels: vec![],
+            });
+        }
     }
-    if let (Some(pk), true) = (m.peak_flops_per_s, lo.is_finite()) {
-        p.lines.push(Line {
-            name: "peak".into(),
-            color: "#999".into(),
-            style: Style::Dashed,
-            points: vec![(lo, pk), (hi, pk)],
-            labels: vec![],
-        });
-    }
-    if let Some(l) = m.launch_floor_s {
-        let pts = on_plot.iter().map(|o| (o.flops / o.bytes, o.flops / l)).collect();
-        let labels = on_plot
+    let floors: Vec<(&&Op, f64)> =
+        on_plot.iter().filter_map(|o| o.launch_s.or(m.launch_floor_s).map(|l| (o, l))).collect();
+    if !floors.is_empty() {
+        let pts = floors.iter().map(|(o, l)| (o.flops / o.bytes, o.flops / l)).collect();
+        let labels = floors
             .iter()
-            .map(|o| format!("{}: launch ceiling FLOPs/floor = {}", o.name, units::number(o.flops / l, "flops/s")))
+            .map(|(o, l)| format!("{}: launch ceiling FLOPs/floor = {}", o.name, units::number(o.flops / l, "flops/s")))
             .collect();
         p.lines.push(Line {
             name: "launch ceiling (per op)".into(),
-            color: "#bbbbbb".into(),
+            color: "#c8c8c8".into(),
             style: Style::Points,
             points: pts,
             labels,
@@ -311,13 +327,14 @@ mod tests {
         let v = json!({
             "ceilings": {"bandwidth_bytes_per_s": {"read": 9.0e11, "copy": 8.5e11}, "launch_floor_s": {"matmul": 5e-6, "elementwise": 3e-6}, "peak_flops_per_s": 8e13},
             "operations": [
-                {"name": "add", "cost": {"flops": 1e6, "read_bytes": 8e6, "write_bytes": 4e6}, "measured_s": 2e-5, "prediction": {"time_s": 1.4e-5, "regime": "memory"}},
+                {"operation": "add", "cost": {"flops": 1e6, "read_bytes": 8e6, "write_bytes": 4e6}, "measured": {"per_call_s": 2e-5}, "prediction": {"time_s": 1.4e-5, "regime": "memory"}},
                 {"name": "mm", "flops": 1e12, "bytes": 1e8, "measured_s": 1.4e-2, "predicted_s": 1.25e-2, "regime": "compute"}
             ]
         });
         let m = parse(&v).expect("ops found");
         assert_eq!(m.ops.len(), 2);
-        assert_eq!(m.bandwidth_bytes_per_s, Some(9.0e11));
+        assert_eq!(m.bandwidth_bytes_per_s, vec![("read".to_string(), 9.0e11), ("copy".to_string(), 8.5e11)]);
+        assert_eq!(m.peak_flops_per_s, vec![(String::new(), 8e13)]);
         assert_eq!(m.launch_floor_s, Some(3e-6));
         assert_eq!(m.ops[0].bytes, 1.2e7);
         assert_eq!(m.ops[0].regime, "memory");
