@@ -116,6 +116,36 @@ impl Cache {
         self.tags[set * w..set * w + w].iter().position(|&t| t == line)
     }
 
+    /// Hint the host CPU to fetch `set`'s state (the simulated L2 is far larger than host caches;
+    /// a chase knows its next addresses, so it can overlap those host misses).
+    #[inline]
+    pub fn prefetch(&self, set: usize) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            let i = set * self.ways;
+            if i < self.tags.len() {
+                let t = self.tags[i..].as_ptr() as *const i8;
+                let m = self.meta[i..].as_ptr() as *const i8;
+                let tb = self.ways * 8;
+                let mb = self.ways * std::mem::size_of::<Meta>();
+                let mut off = 0;
+                while off < tb.max(mb) {
+                    // SAFETY: prefetch is a hint that never faults; SSE is baseline on x86_64.
+                    unsafe {
+                        if off < tb {
+                            _mm_prefetch::<_MM_HINT_T0>(t.wrapping_add(off));
+                        }
+                        if off < mb {
+                            _mm_prefetch::<_MM_HINT_T0>(m.wrapping_add(off));
+                        }
+                    }
+                    off += 64;
+                }
+            }
+        }
+    }
+
     /// Whether `line` is present in `set` with all of `sectors` valid (no state change).
     pub fn probe(&self, set: usize, line: u64, sectors: u8) -> bool {
         self.find(set, line).is_some_and(|i| self.meta[set * self.ways + i].valid & sectors == sectors)

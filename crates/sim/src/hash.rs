@@ -15,7 +15,7 @@ const SHIFT: [i64; 3] = [5, 0, 1];
 const OFFSET: [i64; 3] = [1, 0, 0];
 
 /// `_state(a, N)` of the seed: (P1c, P1, P2, A, q2, d, u).
-#[inline]
+#[inline(always)]
 fn state(a: u64, wide: bool) -> (i64, i64, i64, i64, i64, i64, i64) {
     let b35: u64 = if wide { 1 << 35 } else { 0 };
     let p1c = parity(a & 0x76A990400);
@@ -35,7 +35,7 @@ fn state(a: u64, wide: bool) -> (i64, i64, i64, i64, i64, i64, i64) {
 }
 
 /// Seed 000's `slice_of(a, 36)`: the RTX 4090 L2 slice (0..36) of physical address `a`.
-#[inline]
+#[inline(always)]
 pub fn slice_rtx4090(a: u64) -> u32 {
     let (p1c, _p1, p2, big_a, q2, d, u) = state(a, false);
     let controller = (2 * p1c + p2) * 3 + big_a;
@@ -52,7 +52,7 @@ pub fn slice_rtx4090(a: u64) -> u32 {
 }
 
 /// Seed 000's `slice_of(a, 48)`: the L40S L2 slice (0..48) of physical address `a`.
-#[inline]
+#[inline(always)]
 pub fn slice_l40s(a: u64) -> u32 {
     let (p1c, p1, p2, big_a, q2, _d, u) = state(a, true);
     let controller = (2 * p1c + p2) * 3 + big_a;
@@ -71,7 +71,7 @@ pub fn slice_of(a: u64, n: u32) -> Option<u32> {
 }
 
 /// Seed 000's `set_index(a)`: the L2 set (0..1024) inside a slice of physical address `a`.
-#[inline]
+#[inline(always)]
 pub fn set_index(a: u64) -> u32 {
     let q = a / 1152;
     let p = |m: u64| m.count_ones() & 1;
@@ -90,7 +90,7 @@ pub fn set_index(a: u64) -> u32 {
 }
 
 /// Index from XOR masks: bit i = parity(a & masks[i]).
-#[inline]
+#[inline(always)]
 pub fn xor_index(a: u64, masks: &[u64]) -> u32 {
     let mut idx = 0u32;
     for (i, &m) in masks.iter().enumerate() {
@@ -131,11 +131,47 @@ impl IndexFn {
     /// Evaluate on an address.
     #[inline]
     pub fn eval(&self, a: u64) -> u32 {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if popcnt() {
+                // SAFETY: the CPU has POPCNT (checked at run time).
+                return unsafe { self.eval_popcnt(a) };
+            }
+        }
+        self.eval_plain(a)
+    }
+
+    #[inline(always)]
+    fn eval_plain(&self, a: u64) -> u32 {
         match self {
             IndexFn::Xor(m) => xor_index(a, m),
             IndexFn::SliceRtx4090 => slice_rtx4090(a),
             IndexFn::SliceL40s => slice_l40s(a),
             IndexFn::SeedSet => set_index(a),
+        }
+    }
+
+    /// The same functions compiled with the POPCNT instruction (the parities are most of the work).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "popcnt")]
+    unsafe fn eval_popcnt(&self, a: u64) -> u32 {
+        self.eval_plain(a)
+    }
+}
+
+/// Whether the host CPU has POPCNT (detected once).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn popcnt() -> bool {
+    use std::sync::atomic::{AtomicU8, Ordering};
+    static HAS: AtomicU8 = AtomicU8::new(0);
+    match HAS.load(Ordering::Relaxed) {
+        1 => true,
+        2 => false,
+        _ => {
+            let has = std::is_x86_feature_detected!("popcnt");
+            HAS.store(if has { 1 } else { 2 }, Ordering::Relaxed);
+            has
         }
     }
 }

@@ -7,7 +7,7 @@
 
 use crate::cache::{Cache, WriteBack};
 use crate::dram::{Dram, DramAccess};
-use crate::hash::{xor_index, IndexFn};
+use crate::hash::IndexFn;
 use crate::tlb::{PageTable, Tlb};
 use memscope_core::hierarchy::{Hierarchy, Indexing, Replacement};
 use serde::Serialize;
@@ -91,7 +91,7 @@ struct SmState {
 /// The simulated machine's state.
 pub struct Machine {
     pub h: Hierarchy,
-    l1_masks: Vec<u64>,
+    l1_fn: IndexFn,
     l1_line_shift: u32,
     l1_sector_shift: u32,
     l2_line_shift: u32,
@@ -130,7 +130,7 @@ impl Machine {
         let threshold = l2.dirty_clean_threshold.unwrap_or(l2.ways / 2);
         let pages = h.dram.capacity_bytes / h.page_bytes;
         Machine {
-            l1_masks: h.l1_masks(),
+            l1_fn: IndexFn::Xor(h.l1_masks()),
             l1_line_shift: h.l1.line_bytes.trailing_zeros(),
             l1_sector_shift: h.l1.sector_bytes.trailing_zeros(),
             l2_line_shift: l2.line_bytes.trailing_zeros(),
@@ -200,7 +200,7 @@ impl Machine {
     /// L1 set of an address (virtual or physical per `l1.indexing`).
     #[inline]
     pub fn l1_set_of(&self, a: u64) -> u32 {
-        xor_index(a, &self.l1_masks)
+        self.l1_fn.eval(a)
     }
     /// Memory controller of a slice.
     #[inline]
@@ -412,6 +412,21 @@ impl Machine {
             writebacks += 1;
         }
         StoreResult { tlb_miss, l1_set, slice, l2_set: set, l2_hit: o.tag_hit, writebacks }
+    }
+
+    /// Prefetch (on the host) the L2 set a later load of `va` will look up.
+    #[inline]
+    pub fn prefetch_l2(&self, va: u64) {
+        let key = if self.h.l2.indexing == Indexing::Physical {
+            match self.pt.translate(va) {
+                Some(p) => p,
+                None => return,
+            }
+        } else {
+            va
+        };
+        let flat = self.slice_of(key) as usize * self.sets_per_slice as usize + self.l2_set_of(key) as usize;
+        self.l2.prefetch(flat);
     }
 
     /// Lines resident in an L2 set of a slice (tests, occupancy).

@@ -303,8 +303,18 @@ impl SimTarget {
             let mut t = clock[0];
             let mut p = pos[0];
             let mut sum = 0.0;
+            // Host prefetch of the L2 set PREFETCH hops ahead while hops miss L1 (pure speed:
+            // the simulated state is not touched).
+            const AHEAD: usize = 6;
+            let mut l2_bound = bypass;
             for _ in 0..hops[0] {
+                if l2_bound && c.len() > AHEAD {
+                    let q = if p + AHEAD < c.len() { p + AHEAD } else { p + AHEAD - c.len() };
+                    self.m.prefetch_l2(c[q]);
+                }
+                let before = self.m.stats.l1_load_hits;
                 let ns = self.hop(sm, c[p], bypass, t);
+                l2_bound = bypass || self.m.stats.l1_load_hits == before;
                 t += ns;
                 sum += ns;
                 if let Some(r) = rec.as_deref_mut() {
