@@ -190,6 +190,14 @@ pub fn render(p: &Plot) -> String {
     let (y0, y1) = range(ys, p.y.log, bars || !p.y.log);
     let sx = Scale::new(x0, x1, p.x.log, ml, w - mr);
     let sy = Scale::new(y0, y1, p.y.log, h - mb, mt);
+    // Widen the left margin so the longest y tick label clears the rotated axis label.
+    let widest = sy.ticks(&p.y.unit).iter().map(|t| units::tick(*t, &p.y.unit).chars().count()).max().unwrap_or(4);
+    let ml_needed = 30.0 + 6.2 * widest as f64;
+    let (ml, sx, sy) = if ml_needed > ml {
+        (ml_needed, Scale::new(x0, x1, p.x.log, ml_needed, w - mr), Scale::new(y0, y1, p.y.log, h - mb, mt))
+    } else {
+        (ml, sx, sy)
+    };
     let mut s = String::new();
     let _ = write!(
         s,
