@@ -174,7 +174,7 @@ pub fn section(m: &ModelView) -> String {
          operation takes at least the largest of launch, bytes/bandwidth and FLOPs/peak; that term names its regime.</p>",
         svg::esc(&list(&m.bandwidth_bytes_per_s, "bytes/s")),
         svg::esc(&list(&m.peak_flops_per_s, "flops/s")),
-        m.launch_floor_s.map(|x| units::seconds(x)).unwrap_or_else(|| "not in the file".into())
+        m.launch_floor_s.map(units::seconds).unwrap_or_else(|| "not in the file".into())
     );
     out.push_str("<div class=\"plots\">");
     // Roofline: attained FLOP/s against arithmetic intensity.
