@@ -12,8 +12,9 @@
 //!    per point, a short plateau by much less); otherwise its first point is declared a ramp
 //!    point and the scan retries one point later. Limitation: an outlier on a ramp point can
 //!    mimic a two-point level; callers that expect no short levels set `min_points` to 3;
-//! 4. neighbouring plateaus whose levels differ by less than `min_step_ratio` are merged, and a
-//!    plateau above a later, lower one (two adjacent outliers) is dropped;
+//! 4. neighbouring plateaus whose levels differ by less than `min_step_ratio` are merged, a
+//!    plateau above a later, lower one (two adjacent outliers) is dropped, and points after the
+//!    last plateau whose median is within `min_step_ratio` of it join it;
 //! 5. each plateau that is followed by higher points gets a capacity (see [`Plateau::capacity`])
 //!    and a transition midpoint (see [`Plateau::midpoint`]).
 
@@ -155,6 +156,17 @@ pub fn detect_plateaus_with(x: &[f64], y: &[f64], cfg: &KneeConfig) -> Vec<Plate
         }
         if !changed {
             break;
+        }
+    }
+
+    // Points after the last plateau whose median stays within a step of it are the same level,
+    // broken into pieces by noise (a loaded DRAM level jitters by +-20%), not a new level.
+    if let Some(last) = runs.last_mut() {
+        if last.end < n {
+            let level = median_of(&z[last.clone()]);
+            if (median_of(&z[last.end..]) - level).abs() < step {
+                last.end = n;
+            }
         }
     }
 

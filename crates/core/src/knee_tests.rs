@@ -179,6 +179,22 @@ fn two_adjacent_outliers_are_not_a_level() {
 }
 
 #[test]
+fn very_noisy_last_level_is_still_one_level() {
+    // A DRAM level on a loaded machine: +-25% jitter around 140 ns after a clean 16 ns level.
+    let x: Vec<f64> = (0..40).map(|i| 1000.0 * 1.19f64.powi(i)).collect();
+    let mut y = vec![16.0; 20];
+    let jitter =
+        [0.9, 1.2, 0.8, 1.25, 1.0, 0.78, 1.22, 1.05, 0.85, 1.2, 0.95, 1.24, 0.8, 1.1, 0.9, 1.25, 0.82, 1.0, 1.15, 0.88];
+    y.extend(jitter.iter().map(|j| 140.0 * j));
+    let p = detect_plateaus(&x, &y, 1.3);
+    assert_eq!(p.len(), 2, "{p:#?}");
+    assert_eq!(p[1].points.end, 40);
+    assert_eq!(p[1].capacity, None);
+    assert!(within(p[1].latency, 140.0, 0.1));
+    assert_eq!(p[0].capacity, Some(x[19]));
+}
+
+#[test]
 fn slope_below_the_step_ratio_stays_one_level() {
     // A plateau creeping up 20% over 20 points (TLB pressure) is one level at min ratio 1.3.
     let x: Vec<f64> = (0..30).map(|i| 1000.0 * 1.19f64.powi(i)).collect();
