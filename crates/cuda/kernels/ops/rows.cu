@@ -236,3 +236,110 @@ ROWS_V2(f32, float, 4, 6, 2)
 ROWS_V2(f32, float, 4, 8, 2)
 ROWS_V2(f16, half_t, 8, 3, 4)
 ROWS_V2(f16, half_t, 8, 4, 4)
+
+// ---- v3: a persistent grid of warps striding over rows, each warp prefetching its next row into
+// registers before normalising the current one, so loads stay in flight while a row is reduced and
+// written (one-row-per-warp blocks run in lock-step waves whose load and compute phases do not
+// overlap). Exact register tiles: cols = 32 * CV * V.
+template <int V, int CV>
+__device__ __forceinline__ void load_row(uint4* r, const uint4* src, int lane) {
+#pragma unroll
+    for (int k = 0; k < CV; k++) r[k] = src[lane + 32 * k];
+}
+
+template <int V, int CV, typename T>
+__device__ __forceinline__ void layernorm_v3(const T* __restrict__ x, T* __restrict__ y, const float* __restrict__ gamma,
+                                             const float* __restrict__ beta, int rows, float eps) {
+    const int cols = 32 * CV * V;
+    int lane = threadIdx.x & 31;
+    int nwarps = gridDim.x * (blockDim.x >> 5);
+    int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    uint4 cur[CV], nxt[CV];
+    if (row < rows) load_row<V, CV>(cur, (const uint4*)(x + (u64)row * cols), lane);
+    float f[V], g[V], b[V];
+    for (; row < rows; row += nwarps) {
+        int nrow = row + nwarps;
+        if (nrow < rows) load_row<V, CV>(nxt, (const uint4*)(x + (u64)nrow * cols), lane);
+        float s = 0.f, ss = 0.f;
+#pragma unroll
+        for (int k = 0; k < CV; k++) {
+            load_vec<V>(cur[k], f);
+#pragma unroll
+            for (int j = 0; j < V; j++) { s += f[j]; ss += f[j] * f[j]; }
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            s += __shfl_xor_sync(0xffffffffu, s, o);
+            ss += __shfl_xor_sync(0xffffffffu, ss, o);
+        }
+        float mean = s / cols;
+        float rstd = rsqrtf(fmaxf(ss / cols - mean * mean, 0.f) + eps);
+        uint4* yr = (uint4*)(y + (u64)row * cols);
+#pragma unroll
+        for (int k = 0; k < CV; k++) {
+            int v = lane + 32 * k;
+            load_vec<V>(cur[k], f);
+            load_params<V>(gamma, v, g);
+            load_params<V>(beta, v, b);
+#pragma unroll
+            for (int j = 0; j < V; j++) f[j] = (f[j] - mean) * rstd * g[j] + b[j];
+            yr[v] = store_vec<V>(f);
+        }
+#pragma unroll
+        for (int k = 0; k < CV; k++) cur[k] = nxt[k];
+    }
+}
+
+template <int V, int CV, typename T>
+__device__ __forceinline__ void softmax_v3(const T* __restrict__ x, T* __restrict__ y, int rows) {
+    const int cols = 32 * CV * V;
+    int lane = threadIdx.x & 31;
+    int nwarps = gridDim.x * (blockDim.x >> 5);
+    int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    uint4 cur[CV], nxt[CV];
+    if (row < rows) load_row<V, CV>(cur, (const uint4*)(x + (u64)row * cols), lane);
+    float f[V];
+    for (; row < rows; row += nwarps) {
+        int nrow = row + nwarps;
+        if (nrow < rows) load_row<V, CV>(nxt, (const uint4*)(x + (u64)nrow * cols), lane);
+        float m = -3.402823466e38f;
+#pragma unroll
+        for (int k = 0; k < CV; k++) {
+            load_vec<V>(cur[k], f);
+#pragma unroll
+            for (int j = 0; j < V; j++) m = fmaxf(m, f[j]);
+        }
+        m = warp_max(m);
+        float s = 0.f;
+#pragma unroll
+        for (int k = 0; k < CV; k++) {
+            load_vec<V>(cur[k], f);
+#pragma unroll
+            for (int j = 0; j < V; j++) s += __expf(f[j] - m);
+        }
+        float inv = 1.0f / warp_sum(s);
+        uint4* yr = (uint4*)(y + (u64)row * cols);
+#pragma unroll
+        for (int k = 0; k < CV; k++) {
+            load_vec<V>(cur[k], f);
+#pragma unroll
+            for (int j = 0; j < V; j++) f[j] = __expf(f[j] - m) * inv;
+            yr[lane + 32 * k] = store_vec<V>(f);
+        }
+#pragma unroll
+        for (int k = 0; k < CV; k++) cur[k] = nxt[k];
+    }
+}
+
+#define ROWS_V3(SFX, T, V, CV)                                                                                   \
+    extern "C" __global__ void __launch_bounds__(256) layernorm_v3_##SFX##_c##CV(                               \
+        const T* x, T* y, const float* g, const float* b, int rows, float eps) {                                 \
+        layernorm_v3<V, CV, T>(x, y, g, b, rows, eps);                                                           \
+    }                                                                                                            \
+    extern "C" __global__ void __launch_bounds__(256) softmax_v3_##SFX##_c##CV(const T* x, T* y, int rows) {    \
+        softmax_v3<V, CV, T>(x, y, rows);                                                                        \
+    }
+ROWS_V3(f32, float, 4, 6)
+ROWS_V3(f32, float, 4, 8)
+ROWS_V3(f16, half_t, 8, 3)
+ROWS_V3(f16, half_t, 8, 4)

@@ -1,7 +1,9 @@
 //! Correctness first (METHOD.md): every ops kernel and both cuBLAS paths on small random inputs,
 //! against a float64 reference on the host, before anything is timed (seed 003's harness).
 //! Sizes are chosen to exercise the scalar tails, the register-cached and the re-read parts of the
-//! row kernels, and a token count that is not a multiple of 16 in attention.
+//! generic row kernels, partial blocks and (17,000 rows: more than fit on the GPU at once) the
+//! prefetch loop of the persistent row kernels, and a token count that is not a multiple of 16 in
+//! attention.
 
 use super::gpu::{Arg, DevBuf, OpsGpu, R};
 use memscope_core::model::Dtype;
@@ -80,7 +82,7 @@ pub fn run_all(g: &OpsGpu) -> R<Vec<Check>> {
             push(name, rel_err(&got, &want), tol(dtype));
         }
         // Rows: cols within the register cache and beyond it.
-        for (rows, cols) in [(5u64, 768u64), (3, 4096), (37, 1024), (70, 768)] {
+        for (rows, cols) in [(5u64, 768u64), (3, 4096), (37, 1024), (70, 768), (17000, 768)] {
             let x = g.alloc_random(rows * cols, dtype, 4, 3.0)?;
             let y = g.alloc(rows * cols * dtype.size_bytes() as u64)?;
             let gamma = g.alloc_random(cols, Dtype::Fp32, 5, 1.0)?;

@@ -51,6 +51,8 @@ pub struct OpsGpu {
     pub ctx: Arc<CudaContext>,
     pub stream: Arc<CudaStream>,
     funcs: HashMap<&'static str, CudaFunction>,
+    /// Blocks of 256 threads that fit on one SM at once, per kernel (occupancy API).
+    resident: HashMap<&'static str, u32>,
     blas: bsys::cublasHandle_t,
     pub name: String,
     pub sm_count: u32,
@@ -81,11 +83,14 @@ impl OpsGpu {
             format!("sm_{ma}{mi}")
         };
         let mut funcs = HashMap::new();
+        let mut resident = HashMap::new();
         for m in kernels::MODULES {
             let ptx = kernels::compile(&m, &arch).map_err(|err| format!("NVRTC {}: {err}", m.file))?;
             let module = ctx.load_module(ptx).map_err(e("load module"))?;
             for f in m.functions {
-                funcs.insert(*f, module.load_function(f).map_err(e(f))?);
+                let func = module.load_function(f).map_err(e(f))?;
+                resident.insert(*f, func.occupancy_max_active_blocks_per_multiprocessor(256, 0, None).map_err(e(f))?);
+                funcs.insert(*f, func);
             }
         }
         let handle = blas::create_handle().map_err(e("cuBLAS handle"))?;
@@ -99,8 +104,14 @@ impl OpsGpu {
             ctx,
             stream,
             funcs,
+            resident,
             blas: handle,
         })
+    }
+
+    /// Blocks of 256 threads of kernel `name` resident on one SM at once (at least 1).
+    pub fn resident_blocks(&self, name: &str) -> u32 {
+        self.resident.get(name).copied().unwrap_or(1).max(1)
     }
 
     /// Allocate `bytes` (at least 16) of device memory, uninitialised.

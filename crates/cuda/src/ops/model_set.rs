@@ -246,14 +246,19 @@ impl OpRunner {
     }
 }
 
-/// The v2 row-kernel specialisation for a shape, if one exists and the environment asks for it
-/// (MEMSCOPE_ROWS=v2): (columns per lane in vectors, rows per warp). Off by default: on the H200 it
-/// was no faster for layer norm and slower for fp16 softmax than the generic kernels (docs/MODEL.md,
-/// results/h200/model-attempt3-*.json).
-pub fn rows_v2(dtype: Dtype, cols: u64) -> Option<(u64, u64)> {
-    if std::env::var("MEMSCOPE_ROWS").as_deref() != Ok("v2") {
-        return None;
+/// Which row kernels layer norm and softmax use: MEMSCOPE_ROWS=v1 (generic: one warp per row),
+/// v2 (several rows per warp) or v3 (persistent warps prefetching their next row; the default).
+/// v2 and v3 exist for the harness's shapes only; other shapes use v1.
+pub fn rows_variant() -> &'static str {
+    match std::env::var("MEMSCOPE_ROWS").as_deref() {
+        Ok("v1") => "v1",
+        Ok("v2") => "v2",
+        _ => "v3",
     }
+}
+
+/// The instantiated register tile of a shape: (vectors per lane, v2's rows per warp).
+fn rows_tile(dtype: Dtype, cols: u64) -> Option<(u64, u64)> {
     match (dtype, cols) {
         (Dtype::Fp32, 768) => Some((6, 2)),
         (Dtype::Fp32, 1024) => Some((8, 2)),
@@ -263,19 +268,10 @@ pub fn rows_v2(dtype: Dtype, cols: u64) -> Option<(u64, u64)> {
     }
 }
 
-/// Which row kernels `launch_rows` uses in this process ("v2" or "v1"), for the results file.
-pub fn rows_variant() -> &'static str {
-    if rows_v2(Dtype::Fp32, 768).is_some() {
-        "v2"
-    } else {
-        "v1"
-    }
-}
-
-/// Launch layer norm (`params` = gamma, beta) or softmax over rows x cols: the generic kernel (one
-/// warp per row, 8 rows per 256-thread block; kernels/ops/rows.cu), or with MEMSCOPE_ROWS=v2 the v2
-/// kernel (several rows per warp, exact register tile) where instantiated. A staged variant
-/// (rows copied to shared memory with cp.async) was measured slower on the H200 and removed.
+/// Launch layer norm (`params` = gamma, beta) or softmax over rows x cols with the variant of
+/// `rows_variant` (kernels/ops/rows.cu). v3's grid is the rows' warps, capped at what fits on the
+/// GPU at once (occupancy API). A staged variant (rows copied to shared memory with cp.async) was
+/// measured slower on the H200 and removed (docs/MODEL.md).
 #[allow(clippy::too_many_arguments)]
 pub fn launch_rows(
     g: &OpsGpu,
@@ -287,7 +283,8 @@ pub fn launch_rows(
     rows: u64,
     cols: u64,
 ) -> R<()> {
-    if let Some((cv, rpw)) = rows_v2(dtype, cols) {
+    let variant = rows_variant();
+    if let (Some((cv, rpw)), true) = (rows_tile(dtype, cols), variant != "v1") {
         let sfx = if dtype == Dtype::Fp32 { "f32" } else { "f16" };
         let mut args = vec![Arg::Ptr(x), Arg::Ptr(y)];
         if let Some((gamma, beta)) = params {
@@ -297,8 +294,13 @@ pub fn launch_rows(
         if params.is_some() {
             args.push(Arg::F32(1e-5));
         }
-        let name = format!("{kind}_v2_{sfx}_c{cv}_r{rpw}");
-        return g.launch(&name, rows.div_ceil(8 * rpw) as u32, 256, 0, &args);
+        if variant == "v2" {
+            let name = format!("{kind}_v2_{sfx}_c{cv}_r{rpw}");
+            return g.launch(&name, rows.div_ceil(8 * rpw) as u32, 256, 0, &args);
+        }
+        let name = format!("{kind}_v3_{sfx}_c{cv}");
+        let cap = (g.sm_count * g.resident_blocks(&name)) as u64;
+        return g.launch(&name, rows.div_ceil(8).min(cap) as u32, 256, 0, &args);
     }
     let sfx = if dtype == Dtype::Fp32 { "f32" } else { "f16" };
     let vec = 16 / dtype.size_bytes() as u64;
@@ -410,7 +412,7 @@ pub struct KernelEfficiency {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ModelRun {
-    /// Row kernels used for layer norm and softmax ("v2" or "v1", see `rows_v2`).
+    /// Row kernels used for layer norm and softmax ("v1", "v2" or "v3", see `rows_variant`).
     pub rows_kernel: String,
     pub points: Vec<ModelPoint>,
     pub summary: Option<RatioSummary>,
