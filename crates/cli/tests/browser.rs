@@ -206,6 +206,10 @@ fn html_outputs_render_in_headless_chromium() {
     assert!(num(&dom, "frames") > 5.0, "animation did not advance: {:?}", body_attr(&dom, "frames"));
     assert!(num(&dom, "sim-ns") > 0.0);
     assert!(num(&dom, "retired") > 0.0, "no request retired while playing");
+    // A full wave must stay smooth: the mean frame costs well under a 60 Hz frame here (about 2 ms
+    // on a 2-core VM); 50 ms only catches a player that went quadratic.
+    let draw_ms = num(&dom, "draw-ms");
+    assert!(draw_ms < 50.0, "a frame takes {draw_ms} ms");
     screenshot(&bin, &anim, "#t=0.45", &art.join("vadd-animation.png"), "1400,900");
 }
 

@@ -168,7 +168,9 @@
   function upper(arr, v) { var lo = 0, hi = arr.length; while (lo < hi) { var mid = (lo + hi) >> 1; if (arr[mid] <= v) lo = mid + 1; else hi = mid; } return lo; }
   function fmtNs(ns) { return ns < 1000 ? ns.toFixed(0) + ' ns' : (ns / 1000).toFixed(2) + ' µs'; }
 
+  var drawMsSum = 0;
   function draw(dtWall) {
+    var started = performance.now();
     advanceTo(T);
     var decay = Math.exp(-dtWall / 0.25);
     px.set(bg32);
@@ -230,6 +232,8 @@
     document.getElementById('scrub').value = Math.round(T / END * 1000);
     var body = document.body.dataset;
     body.frames = frames; body.simNs = T.toFixed(1); body.retired = retired; body.playing = playing ? '1' : '0';
+    drawMsSum += performance.now() - started;
+    body.drawMs = (drawMsSum / frames).toFixed(2); // mean cost of one frame, for checking smoothness
   }
 
   // ---- loop: rAF, with a timer fallback when frames are not delivered ----
