@@ -85,8 +85,11 @@ fn box_lines(l: &Level, clock_hz: Option<f64>) -> Vec<String> {
         lines.push(format!("capacity {}", show(c)));
     }
     if let Some(c) = l.get("entries") {
-        let n = units::value(&c.value, "");
-        lines.push(format!("{n} entries"));
+        if c.value.is_null() {
+            lines.push("entries undetermined".into());
+        } else {
+            lines.push(format!("{} entries", units::value(&c.value, "")));
+        }
     }
     let line = l.get("line_bytes").map(show);
     let sector = l.get("sector_bytes").map(show);
@@ -113,7 +116,11 @@ fn box_lines(l: &Level, clock_hz: Option<f64>) -> Vec<String> {
                 _ => "latency",
             };
             let c = cyc.map(|c| format!(" ({} cyc)", units::sig(c, 3))).unwrap_or_default();
-            lines.push(format!("{label} {}{c}", show(f)));
+            if f.value.is_null() {
+                lines.push(format!("{} undetermined", label.trim_end_matches(" +")));
+            } else {
+                lines.push(format!("{label} {}{c}", show(f)));
+            }
         }
     }
     let used = [
