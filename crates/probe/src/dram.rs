@@ -265,7 +265,9 @@ impl Probe for DramProbe {
         let mmethod = "two warps after a flush: a read of x, and after k L1 hits a read of x ^ d; a same-row read skips the activate while x's row is open; row-preserving differences as a GF(2) space";
         let buf = m.alloc(4 * page)?;
         let x = buf.base.div_ceil(page) * page;
-        let fillers: Vec<u64> = (0..2 * MAX_K as u64).map(|i| x + page + i * line.max(sector * 4)).collect();
+        // Fillers: words of one small region per warp (a line or two), so they cannot crowd L1.
+        let fillers: Vec<u64> =
+            (0..2 * MAX_K as u64).map(|i| x + page + (i / MAX_K as u64) * 4096 + (i % MAX_K as u64) * 8).collect();
         let res = measure_row(&mut m, x, page, sector, fillers);
         m.target.free(buf);
         match res? {

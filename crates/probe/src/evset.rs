@@ -27,20 +27,23 @@ pub struct Oracle {
 
 impl Oracle {
     /// Missing lines per lap of a chase over `set`.
-    pub fn misses(&self, m: &mut Meter<'_>, set: &[u64]) -> Result<f64, ProbeError> {
+    /// Missing lines per lap and the noise of that estimate.
+    pub fn misses(&self, m: &mut Meter<'_>, set: &[u64]) -> Result<(f64, f64), ProbeError> {
         let t: Timing = m.chase(set, self.path, TEST_LAPS, MIN_HOPS, WARMUP_LAPS)?;
         Ok(self.levels.misses_per_lap(&t, set.len()))
     }
+    /// Thrashes: at least `threshold` misses per lap and four standard deviations of the floor.
     pub fn thrashes(&self, m: &mut Meter<'_>, set: &[u64]) -> Result<bool, ProbeError> {
-        Ok(self.misses(m, set)? >= self.threshold)
+        let (misses, sigma) = self.misses(m, set)?;
+        Ok(misses >= self.threshold.max(4.0 * sigma))
     }
 }
 
 /// Measure the L1 hit and miss (L2 hit) latencies on a few lines of `buf`-like addresses.
 pub fn calibrate_l1(m: &mut Meter<'_>, lines: &[u64]) -> Result<Levels, ProbeError> {
-    let hit = m.chase(lines, CachePath::L1Cached, 64, 2000, 2)?.typical_ns();
+    let hits = m.chase(lines, CachePath::L1Cached, 64, 20_000, 2)?;
     let miss = m.chase(lines, CachePath::L1Bypass, 64, 2000, 2)?.typical_ns();
-    Ok(Levels { hit_ns: hit, miss_ns: miss })
+    Ok(Levels::new(hits.typical_ns(), miss).with_floor_from(&hits))
 }
 
 /// Outcome of a reduction.
@@ -158,8 +161,12 @@ pub struct L1Evset {
     pub pool_lines: usize,
 }
 
-/// Build an L1 eviction set from a pool inside `[base, base + pool_lines * stride)` (the caller
-/// owns the memory).
+/// Pool growth: a pool that does not thrash is doubled up to this many times (callers allocate
+/// `pool_lines << POOL_DOUBLINGS` lines).
+pub const POOL_DOUBLINGS: u32 = 4;
+
+/// Build an L1 eviction set from a pool inside `[base, base + (pool_lines << POOL_DOUBLINGS) *
+/// stride)` (the caller owns the memory); the pool doubles while it does not thrash.
 pub fn find_l1_evset(m: &mut Meter<'_>, base: u64, stride: u64, pool_lines: usize) -> Result<L1Evset, ProbeError> {
     let calib: Vec<u64> = (0..8).map(|i| base + i * stride).collect();
     let levels = calibrate_l1(m, &calib)?;
@@ -170,10 +177,18 @@ pub fn find_l1_evset(m: &mut Meter<'_>, base: u64, stride: u64, pool_lines: usiz
         )));
     }
     let oracle = Oracle { path: CachePath::L1Cached, levels, threshold: 0.5 };
-    let mut pool: Vec<u64> = (0..pool_lines as u64).map(|i| base + i * stride).collect();
+    let mut n = pool_lines;
+    for _ in 0..POOL_DOUBLINGS {
+        let probe: Vec<u64> = (0..n as u64).map(|i| base + i * stride).collect();
+        if oracle.thrashes(m, &probe)? {
+            break;
+        }
+        n *= 2;
+    }
+    let mut pool: Vec<u64> = (0..n as u64).map(|i| base + i * stride).collect();
     m.shuffle(&mut pool);
     let reduction = reduce_groups(m, &oracle, &pool, 20_000)?;
-    Ok(L1Evset { levels, oracle, reduction, pool_lines })
+    Ok(L1Evset { levels, oracle, reduction, pool_lines: n })
 }
 
 #[cfg(test)]

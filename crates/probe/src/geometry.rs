@@ -16,7 +16,7 @@ pub fn line_bytes(m: &mut Meter<'_>, earlier: &BTreeMap<String, Finding>) -> Res
     if let Some(l) = earlier_u64(earlier, "l1.line_bytes") {
         return Ok(l);
     }
-    let buf = m.alloc(4096 * POOL_STRIDE + (1 << 16))?;
+    let buf = m.alloc((4096 << crate::evset::POOL_DOUBLINGS) * POOL_STRIDE + (1 << 16))?;
     let e = find_l1_evset(m, buf.base, POOL_STRIDE, 4096)?;
     let outcomes = measure_line(m, &e)?;
     m.target.free(buf);
@@ -36,7 +36,7 @@ pub fn fresh_evset(
 ) -> Result<(L1Evset, Buffer, u64), ProbeError> {
     let line = line_bytes(m, earlier)?;
     let n = pool_lines(earlier, line);
-    let buf = m.alloc(n as u64 * line + (1 << 16))?;
+    let buf = m.alloc(((n as u64) << crate::evset::POOL_DOUBLINGS) * line + (1 << 16))?;
     let e = find_l1_evset(m, buf.base, line, n)?;
     Ok((e, buf, line))
 }

@@ -72,7 +72,7 @@ impl Probe for IndexingProbe {
         let n = pool_lines(&earlier, line);
 
         // L1: alias swaps in a minimal eviction set.
-        let (a, b) = m.target.alloc_aliased(n as u64 * line + (1 << 16))?;
+        let (a, b) = m.target.alloc_aliased(((n as u64) << crate::evset::POOL_DOUBLINGS) * line + (1 << 16))?;
         let e = find_l1_evset(&mut m, a.base, line, n)?;
         let set = e.reduction.set.clone();
         let mut swaps = Vec::new();

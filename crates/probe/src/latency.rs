@@ -114,8 +114,8 @@ pub fn bisect_capacity(
         let mid = lo + (hi - lo) / 2;
         let lines = dense_lines(m, base, stride, mid);
         let t = m.chase(&lines, path, 2, 4000, 1)?;
-        let misses = levels.misses_per_lap(&t, lines.len());
-        if misses >= (threshold_fraction * mid as f64).max(0.5) {
+        let (misses, sigma) = levels.misses_per_lap(&t, lines.len());
+        if misses >= (threshold_fraction * mid as f64).max(0.5).max(4.0 * sigma) {
             hi = mid;
         } else {
             lo = mid;
@@ -149,8 +149,8 @@ impl Probe for LatencyProbe {
 
         // Fixed points: L1 hit, L2 hit (few lines of one block), DRAM (one cold lap).
         let few = dense_lines(&mut m, base, stride, (2048 / stride).max(4));
-        let l1 = m.chase(&few, CachePath::L1Cached, 200, 4000, 2)?;
-        let l2 = m.chase(&few, CachePath::L1Bypass, 200, 4000, 2)?;
+        let l1 = m.chase(&few, CachePath::L1Cached, 200, 20_000, 2)?;
+        let l2 = m.chase(&few, CachePath::L1Bypass, 200, 20_000, 2)?;
         let cold = dense_lines(&mut m, base + (64 << 20), stride.max(128), 4096);
         let dram = m.cold_lap(&cold, CachePath::L1Bypass)?;
         let (l1_ns, l2_ns, dram_ns) = (l1.typical_ns(), l2.typical_ns(), dram.typical_ns());
@@ -181,7 +181,7 @@ impl Probe for LatencyProbe {
         );
 
         // L1 capacity: the knee of the cached curve, refined by bisection on the line count.
-        let l1_levels = Levels { hit_ns: l1_ns, miss_ns: l2_ns };
+        let l1_levels = Levels::new(l1_ns, l2_ns).with_floor_from(&l1);
         let first_miss = cached.iter().position(|p| p.typical_ns > l1_ns + 0.5 * (l2_ns - l1_ns));
         match first_miss {
             Some(i) if i > 0 && l1_levels.separable() => {
@@ -205,14 +205,13 @@ impl Probe for LatencyProbe {
         }
 
         // L2 capacity: last footprint on the L2 plateau of the bypassing curve, refined.
-        let l2_levels = Levels { hit_ns: l2_ns, miss_ns: dram_ns };
+        let l2_levels = Levels::new(l2_ns, dram_ns).with_floor_from(&l2);
         let first_slow = bypass.iter().position(|p| p.typical_ns > l2_ns * 1.1);
         match first_slow {
             Some(i) if i > 0 && l2_levels.separable() => {
-                // Miss rate of a fitting footprint: the noise floor of the miss window.
+                // Extra miss rate of a fitting footprint (beyond the floor of a tiny one).
                 let fit_bytes = bypass[i - 1].bytes;
-                let floor_t = &bypass[i - 1].timing;
-                let floor = l2_levels.misses_per_lap(floor_t, 1);
+                let floor = l2_levels.misses_per_lap(&bypass[i - 1].timing, 1).0.max(0.0);
                 let lo = fit_bytes / stride;
                 let hi = bypass[i].bytes / stride;
                 let steps = if quick { 3 } else { 5 };

@@ -77,7 +77,7 @@ impl Probe for LineProbe {
         let mut m = Meter::new(&mut *ctx.target, 21);
         let mut out = ProbeOutput::default();
         let pool_lines = 4096usize;
-        let buf = m.alloc(pool_lines as u64 * POOL_STRIDE + (1 << 16))?;
+        let buf = m.alloc(((pool_lines as u64) << crate::evset::POOL_DOUBLINGS) * POOL_STRIDE + (1 << 16))?;
         let e = find_l1_evset(&mut m, buf.base, POOL_STRIDE, pool_lines)?;
         let outcomes = measure_line(&mut m, &e)?;
         let line = analyze_line(&outcomes);
@@ -97,7 +97,7 @@ impl Probe for LineProbe {
         // Sector: cold laps over 64 lines' worth of bytes at strides 8 .. line.
         let line_b = line.unwrap_or(128);
         let region = 64 * line_b;
-        let levels = Levels { hit_ns: e.levels.hit_ns, miss_ns: e.levels.miss_ns };
+        let levels = e.levels;
         let mut fractions = Vec::new();
         let mut s = 8u64;
         while s <= line_b {

@@ -54,21 +54,41 @@ impl Timing {
 pub struct Levels {
     pub hit_ns: f64,
     pub miss_ns: f64,
+    /// Fraction of hops of a chase that only hits which still land above the midpoint (outliers:
+    /// interrupts, refresh, noise); subtracted when counting misses.
+    pub floor: f64,
 }
 
 impl Levels {
+    pub fn new(hit_ns: f64, miss_ns: f64) -> Self {
+        Levels { hit_ns, miss_ns, floor: 0.0 }
+    }
+    /// The midpoint between the levels: a hop slower than this is a miss.
+    pub fn mid(&self) -> f64 {
+        0.5 * (self.hit_ns + self.miss_ns)
+    }
     /// Whether the two levels are far enough apart to classify hops (at least 10% of the hit).
     pub fn separable(&self) -> bool {
         self.miss_ns - self.hit_ns > 0.1 * self.hit_ns.max(1.0)
     }
-    /// Estimated number of missing lines per lap of a chase over `n` lines: the fraction of hops
-    /// in the miss window `[mid, miss + (miss - hit)]` times `n`, or without per-hop times the
-    /// excess of the mean over the hit latency in units of the miss penalty.
-    pub fn misses_per_lap(&self, t: &Timing, n: usize) -> f64 {
+    /// Set the floor from a chase that only hits.
+    pub fn with_floor_from(mut self, hits_only: &Timing) -> Self {
+        self.floor = hits_only.fraction_in(self.mid(), f64::INFINITY).unwrap_or(0.0);
+        self
+    }
+    /// Estimated number of missing lines per lap of a chase over `n` lines, and its noise (one
+    /// standard deviation from the floor's binomial count): the fraction of hops slower than the
+    /// midpoint, less the floor, times `n`; without per-hop times, the excess of the mean over the
+    /// hit latency in units of the miss penalty.
+    pub fn misses_per_lap(&self, t: &Timing, n: usize) -> (f64, f64) {
         let gap = self.miss_ns - self.hit_ns;
-        match t.fraction_in(self.hit_ns + 0.5 * gap, self.miss_ns + gap) {
-            Some(f) => f * n as f64,
-            None => ((t.mean_ns() - self.hit_ns) / gap).max(0.0) * n as f64,
+        match (t.fraction_in(self.mid(), f64::INFINITY), &t.per_hop_ns) {
+            (Some(f), Some(h)) => {
+                let hops = h.len() as f64;
+                let sigma = (self.floor * (1.0 - self.floor) / hops).sqrt() * n as f64;
+                ((f - self.floor) * n as f64, sigma)
+            }
+            _ => (((t.mean_ns() - self.hit_ns) / gap).max(0.0) * n as f64, 0.0),
         }
     }
 }
@@ -223,18 +243,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn misses_per_lap_counts_the_window_only() {
-        let lv = Levels { hit_ns: 15.0, miss_ns: 127.0 };
+    fn misses_per_lap_less_the_floor() {
+        let lv = Levels { hit_ns: 15.0, miss_ns: 127.0, floor: 0.02 };
         // 100 hops of a 10-line chase: 20 misses, 2 huge outliers on hits, the rest hits.
         let mut h = vec![15.0; 78];
         h.extend(vec![127.0; 20]);
         h.extend(vec![900.0; 2]);
         let t = Timing { means_ns: vec![0.0], per_hop_ns: Some(h) };
-        assert!((lv.misses_per_lap(&t, 10) - 2.0).abs() < 1e-9);
+        let (m, sigma) = lv.misses_per_lap(&t, 10);
+        assert!((m - 2.0).abs() < 1e-9);
+        assert!((sigma - (0.02f64 * 0.98 / 100.0).sqrt() * 10.0).abs() < 1e-12);
         // Without per-hop times: the mean excess.
         let t = Timing { means_ns: vec![15.0 + 0.2 * 112.0], per_hop_ns: None };
-        assert!((lv.misses_per_lap(&t, 10) - 2.0).abs() < 1e-9);
+        assert!((lv.misses_per_lap(&t, 10).0 - 2.0).abs() < 1e-9);
         assert!(lv.separable());
-        assert!(!Levels { hit_ns: 100.0, miss_ns: 105.0 }.separable());
+        assert!(!Levels::new(100.0, 105.0).separable());
     }
 }

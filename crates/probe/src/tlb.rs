@@ -17,10 +17,12 @@ pub struct TlbProbe;
 pub const MAX_STRIDE: u64 = 8 << 20;
 pub const MAX_PAGES: u64 = 256;
 
-/// Line `i` of a chase at `stride`: one line per stride block, the offset inside the block varied
-/// (in 128-byte steps, below 4 KiB) so the lines do not pile into one L2 set.
+/// Line `i` of a chase at `stride`: one line per stride block, the offset inside the block spread
+/// over the block (in 128-byte slots, by an odd multiplier) so the lines do not pile into a few
+/// L2 sets.
 pub fn page_line(base: u64, stride: u64, i: u64) -> u64 {
-    base + i * stride + ((i * 5) % 32) * 128 % stride
+    let slots = (stride / 128).max(1);
+    base + i * stride + ((i * 2_654_435_761) % slots) * 128 % stride
 }
 
 struct Bench {
@@ -33,7 +35,9 @@ impl Bench {
     fn lines(&self, n: u64, stride: u64) -> Vec<u64> {
         (0..n).map(|i| page_line(self.base, stride, i)).collect()
     }
+    /// A chase from an empty TLB (a FIFO TLB keeps hits from an earlier chase's pages for good).
     fn run(&self, m: &mut Meter<'_>, n: u64, stride: u64, warps: u32) -> Result<Timing, ProbeError> {
+        m.target.flush()?;
         let addrs = self.lines(n, stride);
         let mut spec = ChaseSpec::new(addrs, CachePath::L1Bypass, (n * 8).max(2000));
         spec.warmup_laps = 2;
@@ -187,6 +191,7 @@ impl Probe for TlbProbe {
         let n = addrs.len() as u64;
         let mut spec = ChaseSpec::new(addrs, CachePath::L1Bypass, n * (40_000 / n).max(4));
         spec.warmup_laps = 3;
+        m.target.flush()?;
         let t = m.run(spec)?;
         let thr = 0.5 * (b.fit_ns + b.thrash_ns);
         match &t.per_hop_ns {
@@ -212,10 +217,13 @@ impl Probe for TlbProbe {
         }
 
         // Scope: the entries + 1 pages split round-robin among 2 warps of one block.
-        let smethod = "entries + 1 (rounded up to even) pages split among 2 warps of one block";
-        // Even counts so both warps walk cycles of one length and stay in step.
-        let shared = b.thrashes(&mut m, (entries + 2) / 2 * 2, page_stride, 2)?;
-        let split_fits = !b.thrashes(&mut m, entries / 2 * 2, page_stride, 2)?;
+        let smethod = "1.5 x entries pages split among 2 warps of one block";
+        // 1.5 x entries pages (even, so both warps walk cycles of one length): a shared TLB
+        // misses (every reuse distance is ~1.5 x entries even when jitter lets the warps drift),
+        // per-warp TLBs of `entries` each hold their 0.75 x entries pages.
+        let n_split = (3 * entries / 4).max(1) * 2;
+        let shared = b.thrashes(&mut m, n_split, page_stride, 2)?;
+        let split_fits = !b.thrashes(&mut m, (entries / 4).max(1) * 2, page_stride, 2)?;
         if shared && split_fits {
             out.finding(
                 "tlb.l1.scope",
@@ -226,12 +234,12 @@ impl Probe for TlbProbe {
             out.finding(
                 "tlb.l1.scope",
                 Finding::text("warp", smethod, Confidence::Medium)
-                    .with_note("no step at entries + 1 pages when split: each warp has its own entries"),
+                    .with_note("no step at 1.5 x entries pages when split: each warp has its own entries"),
             );
         } else {
             out.finding(
                 "tlb.l1.scope",
-                Finding::undetermined("", smethod, "split chase thrashed already at entries pages"),
+                Finding::undetermined("", smethod, "the split chase thrashed already at entries / 2 pages"),
             );
         }
         m.target.free(buf);
@@ -252,6 +260,6 @@ mod tests {
         assert_eq!(analyze_replacement(1.0 / 16.0, 1.0, 16), Ok("fifo"));
         assert!(analyze_replacement(0.5, 1.0, 16).is_err());
         assert!(analyze_replacement(0.0, 0.3, 16).is_err());
-        assert_eq!(page_line(0, 4096, 1), 4096 + 640);
+        assert_eq!(page_line(0, 4096, 1), 4096 + (2_654_435_761 % 32) * 128);
     }
 }

@@ -18,9 +18,13 @@ fn discover(t: &mut dyn Target) -> (BTreeMap<String, Finding>, Vec<String>) {
     for p in memscope_probe::probes() {
         let snapshot = found.clone();
         let mut ctx = ProbeContext { target: &mut *t, quick: false, progress: &NoProgress, earlier: &snapshot };
+        let start = std::time::Instant::now();
         match p.run(&mut ctx) {
             Ok(out) => found.extend(out.findings),
             Err(e) => errors.push(format!("probe {} failed: {e}", p.key())),
+        }
+        if start.elapsed().as_secs_f64() > 2.0 {
+            eprintln!("  probe {} took {:.1} s", p.key(), start.elapsed().as_secs_f64());
         }
     }
     (found, errors)
@@ -161,7 +165,12 @@ fn rtx4090_preset_is_recovered() {
 
 #[test]
 fn random_hierarchies_20() {
-    run_random(1..21);
+    // MEMSCOPE_SEEDS=a..b narrows the run when debugging one hierarchy.
+    let range = std::env::var("MEMSCOPE_SEEDS").ok().and_then(|v| {
+        let (a, b) = v.split_once("..")?;
+        Some(a.parse().ok()?..b.parse().ok()?)
+    });
+    run_random(range.unwrap_or(1..21));
 }
 
 #[test]
