@@ -161,6 +161,7 @@ impl Cache {
     /// allocates a slot (maybe evicting).
     #[inline]
     pub fn load(&mut self, set: usize, line: u64, sectors: u8) -> Outcome {
+        self.prefetch(set); // tags and metadata misses overlap on the host
         let clock = self.tick();
         let base = set * self.ways;
         if let Some(i) = self.find(set, line) {
@@ -181,6 +182,7 @@ impl Cache {
     /// false: a missing line is not allocated (write-around), only reported.
     #[inline]
     pub fn store(&mut self, set: usize, line: u64, sectors: u8, full: u8, allocate: bool, mark_dirty: bool) -> Outcome {
+        self.prefetch(set);
         let clock = self.tick();
         let w = self.ways;
         let base = set * w;

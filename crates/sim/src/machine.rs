@@ -414,6 +414,16 @@ impl Machine {
         StoreResult { tlb_miss, l1_set, slice, l2_set: set, l2_hit: o.tag_hit, writebacks }
     }
 
+    /// Prefetch (on the host) the L1 set of SM `sm` a later access to `va` will look up.
+    #[inline]
+    pub fn prefetch_l1(&self, sm: u32, va: u64) {
+        if self.h.l1.indexing == Indexing::Virtual {
+            if let Some(Some(s)) = self.sms.get(sm as usize) {
+                s.l1.prefetch(self.l1_set_of(va) as usize);
+            }
+        }
+    }
+
     /// Prefetch (on the host) the L2 set a later load of `va` will look up.
     #[inline]
     pub fn prefetch_l2(&self, va: u64) {

@@ -132,6 +132,8 @@ pub fn replay(m: &mut Machine, k: &dyn Kernel, t0_ns: f64, opt: ReplayOptions) -
     }
     let mut loads = Vec::new();
     let mut stores = Vec::new();
+    let mut pre_loads = Vec::new();
+    let mut pre_stores = Vec::new();
     let mut end = t0_ns;
     let mut requests = 0u64;
     let mut rec_end = t0_ns;
@@ -141,6 +143,17 @@ pub fn replay(m: &mut Machine, k: &dyn Kernel, t0_ns: f64, opt: ReplayOptions) -
         let slot = slot_of_block[b as usize];
         let sm = slot.sm;
         let smu = sm as usize;
+        // host prefetch of the next event's L1 and L2 sets (speed only; no simulated state)
+        if let Some(Reverse((_, nw, nphase))) = heap.peek() {
+            pre_loads.clear();
+            pre_stores.clear();
+            k.ops(*nw, &mut pre_loads, &mut pre_stores);
+            let nsm = slot_of_block[(*nw / warps_per_block as u64) as usize].sm;
+            for op in if *nphase == 0 { &pre_loads } else { &pre_stores } {
+                m.prefetch_l1(nsm, op.va);
+                m.prefetch_l2(op.va);
+            }
+        }
         loads.clear();
         stores.clear();
         k.ops(w, &mut loads, &mut stores);
