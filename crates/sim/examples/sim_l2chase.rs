@@ -4,14 +4,18 @@ use memscope_sim::SimTarget;
 fn main() {
     let mut t = SimTarget::from_preset("rtx4090").unwrap();
     let buf = t.alloc(1 << 30).unwrap();
-    let n = 262_144u64;
+    let n: u64 = std::env::args().nth(1).map(|s| s.parse().unwrap()).unwrap_or(262_144);
     let mut v: Vec<u64> = (0..n).map(|i| buf.base + i * 128).collect();
     let mut x = 7u64;
     for i in (1..v.len()).rev() {
         x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         v.swap(i, (x >> 33) as usize % (i + 1));
     }
-    let mut spec = ChaseSpec::new(v, CachePath::L1Bypass, 5_000_000);
+    let mut spec = ChaseSpec::new(
+        v,
+        if std::env::args().nth(2).is_some() { CachePath::L1Cached } else { CachePath::L1Bypass },
+        5_000_000,
+    );
     spec.warmup_laps = 0;
     spec.repeats = 1;
     let s = std::time::Instant::now();
