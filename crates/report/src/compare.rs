@@ -91,9 +91,11 @@ pub fn html(a: &Results, b: &Results) -> String {
     );
     h.push_str("<h2>Shared findings</h2><table class=\"t\" id=\"compare\"><tr><th>finding</th><th>A</th><th>B</th><th>B / A</th></tr>");
     for r in &shared {
+        // Numbers align right; long text (mask lists) wraps.
+        let c = if r.ratio.is_some() { "num" } else { "txt" };
         let _ = write!(
             h,
-            "<tr><td><code>{}</code></td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            "<tr><td><code>{}</code></td><td class=\"{c}\">{}</td><td class=\"{c}\">{}</td><td class=\"num\">{}</td></tr>",
             esc(&r.key),
             esc(&r.a),
             esc(&r.b),
