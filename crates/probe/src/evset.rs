@@ -32,6 +32,28 @@ impl Oracle {
         let t: Timing = m.chase(set, self.path, TEST_LAPS, MIN_HOPS, WARMUP_LAPS)?;
         Ok(self.levels.misses_per_lap(&t, set.len()))
     }
+    /// With per-hop times: the members that missed on at least half of their visits (under LRU
+    /// or FIFO exactly the lines of over-full sets), and whether the set thrashes. `None` when
+    /// the target records no per-hop times.
+    pub fn profile(&self, m: &mut Meter<'_>, set: &[u64]) -> Result<Option<(Vec<u64>, bool)>, ProbeError> {
+        if !m.per_hop() {
+            return Ok(None);
+        }
+        let t: Timing = m.chase(set, self.path, TEST_LAPS, MIN_HOPS, WARMUP_LAPS)?;
+        let (misses, sigma) = self.levels.misses_per_lap(&t, set.len());
+        let Some(h) = &t.per_hop_ns else { return Ok(None) };
+        let n = set.len();
+        let mut slow = vec![0u32; n];
+        let mut seen = vec![0u32; n];
+        for (i, &x) in h.iter().enumerate() {
+            seen[i % n] += 1;
+            if x > self.levels.mid() {
+                slow[i % n] += 1;
+            }
+        }
+        let kept = set.iter().enumerate().filter(|(i, _)| 2 * slow[*i] >= seen[*i].max(1)).map(|(_, &a)| a).collect();
+        Ok(Some((kept, misses >= self.threshold.max(4.0 * sigma))))
+    }
     /// Thrashes: at least `threshold` misses per lap and four standard deviations of the floor.
     pub fn thrashes(&self, m: &mut Meter<'_>, set: &[u64]) -> Result<bool, ProbeError> {
         let (misses, sigma) = self.misses(m, set)?;
@@ -76,9 +98,24 @@ pub fn reduce_groups(
     let mut history: Vec<Vec<u64>> = Vec::new();
     let mut groups = 8usize;
     let mut backtracks = 0u32;
+    let mut filter = m.per_hop();
     loop {
         if m.chases - start > max_chases {
             return Err(ProbeError::Failed(format!("eviction-set search exceeded {max_chases} chases")));
+        }
+        // Per-hop filter: keep only the lines that keep missing (lines of over-full sets), when
+        // what is kept still thrashes; a filter that breaks the set is not used again (a
+        // replacement policy that protects some lines of an over-full set).
+        if filter {
+            if let Some((kept, _)) = oracle.profile(m, &set)? {
+                if kept.len() < set.len() && kept.len() > 1 {
+                    if oracle.thrashes(m, &kept)? {
+                        history.push(std::mem::replace(&mut set, kept));
+                    } else {
+                        filter = false;
+                    }
+                }
+            }
         }
         let g = groups.min(set.len());
         let chunk = set.len().div_ceil(g);
@@ -95,9 +132,15 @@ pub fn reduce_groups(
             if oracle.thrashes(m, &candidate)? {
                 history.push(std::mem::replace(&mut set, candidate));
                 removed = true;
+                if filter {
+                    break;
+                }
             }
         }
         if removed {
+            if filter {
+                groups = 8;
+            }
             continue;
         }
         if g < set.len() {
