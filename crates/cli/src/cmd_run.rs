@@ -36,6 +36,9 @@ pub struct Args {
     pub continue_from: Option<PathBuf>,
 }
 
+/// A target as opened: usable, or why not.
+type OpenedTarget = Result<Box<dyn Target>, CliError>;
+
 /// Check that every asked probe key exists.
 fn select_probes(all: Vec<Box<dyn Probe>>, asked: &[String]) -> Result<Vec<Box<dyn Probe>>, CliError> {
     if asked.is_empty() {
@@ -93,7 +96,7 @@ pub fn run(args: Args) -> CliResult {
     }
 
     // Open every target first so bad simulator files fail before any measurement.
-    let mut opened: Vec<(TargetSpec, Result<Box<dyn Target>, CliError>)> = Vec::new();
+    let mut opened: Vec<(TargetSpec, OpenedTarget)> = Vec::new();
     for spec in &specs {
         let t = targets::open(spec);
         if let Err(CliError::Usage(_)) = &t {
