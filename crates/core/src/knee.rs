@@ -5,8 +5,8 @@
 //! The algorithm, on z = ln(latency) so that steps are ratios:
 //! 1. a 3-point running median removes isolated outliers (a monotone ramp passes unchanged);
 //! 2. a greedy scan grows a run from each start while the next point stays within
-//!    `ln(min_step_ratio) / 2` of the run's median; a rising tail that jumps out of the noise is
-//!    trimmed off (it is the start of a ramp, not the plateau);
+//!    `ln(min_step_ratio) / 2` of the run's median; a rising tail (head) that jumps out of the
+//!    noise is trimmed off (it is the start (end) of a ramp, not the plateau);
 //! 3. a run is a plateau when it has `min_points` points and, if short (<= 4 points), is flat
 //!    compared with the steps into and out of it (a ramp of 2-4 points rises by about one step
 //!    per point, a short plateau by much less); otherwise its first point is declared a ramp
@@ -125,8 +125,19 @@ pub fn detect_plateaus_with(x: &[f64], y: &[f64], cfg: &KneeConfig) -> Vec<Plate
                 break;
             }
         }
-        if j - i >= min_points && is_flat(&z, &zf, i, j, broke_at) {
-            runs.push(i..j);
+        // Trim a rising head the same way: a first point below the run's median, that the curve
+        // climbs out of by more than the noise after climbing into it, ends the ramp from below.
+        let mut start = i;
+        while j - start > min_points && start > 0 {
+            let below = median_of(&zf[start..j]) - zf[start];
+            if below > trim_floor && zf[start + 1] - zf[start] > trim_floor && zf[start] > zf[start - 1] {
+                start += 1;
+            } else {
+                break;
+            }
+        }
+        if j - start >= min_points && is_flat(&z, &zf, start, j, broke_at) {
+            runs.push(start..j);
             i = j;
         } else {
             i += 1;
