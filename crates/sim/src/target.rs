@@ -331,6 +331,9 @@ impl SimTarget {
             return;
         }
         let mut left: Vec<u64> = hops.to_vec();
+        // per-hop times are reported chain-major (every hop of chain 0, then chain 1, ...), as
+        // the CUDA target reports them
+        let mut per_chain: Vec<Vec<f64>> = if rec.is_some() { vec![Vec::new(); chains.len()] } else { Vec::new() };
         loop {
             let mut best: Option<usize> = None;
             for j in 0..chains.len() {
@@ -342,11 +345,14 @@ impl SimTarget {
             let ns = self.hop(sm, chains[j][pos[j]], bypass, clock[j]);
             clock[j] += ns;
             sums[j] += ns;
-            if let Some(r) = rec.as_deref_mut() {
-                r.push(ns);
+            if let Some(v) = per_chain.get_mut(j) {
+                v.push(ns);
             }
             pos[j] = (pos[j] + 1) % chains[j].len();
             left[j] -= 1;
+        }
+        if let Some(r) = rec {
+            r.extend(per_chain.into_iter().flatten());
         }
     }
 }
