@@ -47,8 +47,7 @@ pub fn analyze_refresh(per_hop: &[f64], floor_ns: f64) -> Option<RefreshFit> {
     let ll1 = kf * (kf / (top - floor_ns)).ln();
     let above_min = 5.max(k / 50);
     let mut best: Option<(f64, usize)> = None;
-    for i in 9..k.saturating_sub(above_min) {
-        let s = ex[i];
+    for (i, &s) in ex.iter().enumerate().take(k.saturating_sub(above_min)).skip(9) {
         let (n1, n2) = ((i + 1) as f64, (k - i - 1) as f64);
         let (w1, w2) = (s - floor_ns, top - s);
         if w1 <= 0.0 || w2 <= 0.0 {

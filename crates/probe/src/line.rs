@@ -7,7 +7,7 @@
 //! and 5: a miss fetches only the sectors asked for).
 
 use crate::evset::{find_l1_evset, L1Evset};
-use crate::measure::{gpu_applicability, Levels, Meter};
+use crate::measure::{gpu_applicability, Meter};
 use memscope_core::{
     Applicability, CachePath, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, TargetInfo,
 };
@@ -54,8 +54,9 @@ pub fn measure_line(m: &mut Meter<'_>, e: &L1Evset) -> Result<Vec<(u64, bool)>, 
         t2[1] = moved;
         let a = e.oracle.thrashes(m, &t1)?;
         let b = e.oracle.thrashes(m, &t2)?;
-        outcomes.push((d, a && !b));
-        if !(a && !b) {
+        let same_line = a && !b;
+        outcomes.push((d, same_line));
+        if !same_line {
             break;
         }
         d *= 2;

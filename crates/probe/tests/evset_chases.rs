@@ -18,7 +18,7 @@ fn group_testing_takes_a_tenth_of_the_baseline_bound() {
     let mut t = SimTarget::from_preset("rtx4090").unwrap();
     let (base, mut pool) = setup(&mut t);
     let mut m = Meter::new(&mut t, 5);
-    let levels = calibrate_l1(&mut m, &pool[..8].to_vec()).unwrap();
+    let levels = calibrate_l1(&mut m, &pool[..8]).unwrap();
     let o = Oracle { path: CachePath::L1Cached, levels, threshold: 0.5 };
     m.shuffle(&mut pool);
     let r = reduce_groups(&mut m, &o, &pool, 20_000).unwrap();
@@ -36,7 +36,7 @@ fn baseline_one_at_a_time() {
     let mut t = SimTarget::from_preset("rtx4090").unwrap();
     let (_, mut pool) = setup(&mut t);
     let mut m = Meter::new(&mut t, 5);
-    let levels = calibrate_l1(&mut m, &pool[..8].to_vec()).unwrap();
+    let levels = calibrate_l1(&mut m, &pool[..8]).unwrap();
     let o = Oracle { path: CachePath::L1Cached, levels, threshold: 0.5 };
     m.shuffle(&mut pool);
     let start = std::time::Instant::now();
