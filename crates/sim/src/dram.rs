@@ -15,6 +15,11 @@ struct Bank {
     open_until_ns: f64,
     busy_until_ns: f64,
     phase_ns: f64,
+    /// The row open before the current one, and when its episode ended (the conflicting
+    /// activate began): a read of it that arrived before then is served as a row hit, the way
+    /// an FR-FCFS controller serves pending same-row reads before switching rows.
+    prev_row: u64,
+    prev_end_ns: f64,
 }
 
 /// What one DRAM access did.
@@ -69,6 +74,8 @@ impl Dram {
                 open_until_ns: f64::NEG_INFINITY,
                 busy_until_ns: 0.0,
                 phase_ns: if period.is_finite() { rng.unit() * period } else { 0.0 },
+                prev_row: u64::MAX,
+                prev_end_ns: f64::NEG_INFINITY,
             })
             .collect();
         Dram {
@@ -92,6 +99,8 @@ impl Dram {
             b.open_row = u64::MAX;
             b.open_until_ns = f64::NEG_INFINITY;
             b.busy_until_ns = 0.0;
+            b.prev_row = u64::MAX;
+            b.prev_end_ns = f64::NEG_INFINITY;
         }
         self.channel_free_ns.fill(0.0);
     }
@@ -135,6 +144,22 @@ impl Dram {
         // channel's data bus; a read of another row of a busy bank (a row conflict) waits until
         // the bank is done, then activates (footnote 14: ~15x the cost of a same-row read).
         let conflict = b.open_row != row && arrive_ns < b.busy_until_ns;
+        if conflict && row == b.prev_row && arrive_ns < b.prev_end_ns {
+            // FR-FCFS: served with the previous row's reads, before the switch; the bank state
+            // (the row opened after) is left as it is; only the channel is shared.
+            let chf = &mut self.channel_free_ns[ch as usize];
+            let xfer_start = arrive_ns.max(*chf);
+            *chf = xfer_start + self.column_ns * lines;
+            return DramAccess {
+                extra_ns: xfer_start - arrive_ns - self.activate_ns,
+                row_hit: true,
+                refresh_stall_ns: 0.0,
+                bank: bank_i,
+                row,
+                channel: ch,
+                start_ns: arrive_ns,
+            };
+        }
         let mut start = if conflict { b.busy_until_ns } else { arrive_ns };
         let mut stall = 0.0;
         if period.is_finite() {
@@ -153,6 +178,10 @@ impl Dram {
         let done = xfer_start + self.column_ns * lines;
         *chf = done;
         b.busy_until_ns = b.busy_until_ns.max(done);
+        if b.open_row != row {
+            b.prev_row = b.open_row;
+            b.prev_end_ns = start;
+        }
         b.open_row = row;
         b.open_until_ns = done + self.row_open_ns;
         let extra = (xfer_start - arrive_ns) - self.activate_ns;
