@@ -225,9 +225,10 @@ fn level_capacity(pl: &Plateau, x: &[f64], method: &str) -> Finding {
 }
 
 /// Pure analysis: footprints `x` (bytes, ascending), `curve[i]` the latency the knee detector
-/// sees at `x[i]` (smallest per-pass median), `samples[i]` every ns-per-hop repeat at `x[i]`. Level assignment: the first plateau is L1d, the last is DRAM when the curve ends on
-/// it, the first plateau in between is L2 and the last in between is L3 (extra middle levels
-/// are reported as a warning).
+/// sees at `x[i]` (the fastest repeat), `samples[i]` every ns-per-hop repeat at `x[i]`. Level
+/// assignment: the plateaus before a last one the curve ends on are caches; the first is L1d, the
+/// second L2, the longest later one L3; DRAM is the plateau right after L3 (the last plateau when
+/// there is no L3). Extra levels are reported as a warning.
 pub fn analyze(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Option<f64>, method: &str) -> ProbeOutput {
     let mut out = ProbeOutput::default();
     let y = curve.to_vec();
@@ -251,23 +252,32 @@ pub fn analyze(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Option<
         },
     );
     let ends_on_last = levels.last().is_some_and(|l| l.capacity.is_none());
-    let dram = if levels.len() >= 2 && ends_on_last { levels.last() } else { None };
-    let middle: &[Plateau] = match (levels.len(), dram.is_some()) {
-        (0, _) => &[],
-        (n, true) => &levels[1..n - 1],
-        (n, false) => &levels[1..n],
+    // Cache levels: every plateau but a last one the curve ends on (DRAM).
+    let caches: &[Plateau] = if levels.len() >= 2 && ends_on_last { &levels[..levels.len() - 1] } else { &levels };
+    let l1 = caches.first();
+    let l2 = caches.get(1);
+    // L3: the longest of the later cache plateaus (an L3 spans octaves; a TLB-reach step or a
+    // page-walk step on a loaded VM spans a few points). DRAM: the plateau right after L3 (later
+    // ones are DRAM plus page walks), or the last plateau when there is no L3.
+    let l3_index = (2..caches.len()).max_by_key(|&k| (caches[k].points.len(), std::cmp::Reverse(k)));
+    let l3 = l3_index.map(|k| &caches[k]);
+    let dram = if levels.len() >= 2 && ends_on_last {
+        match l3_index {
+            Some(k) => levels.get(k + 1),
+            None => levels.last(),
+        }
+    } else {
+        None
     };
-    if middle.len() > 2 {
+    let named = l1.is_some() as usize + l2.is_some() as usize + l3.is_some() as usize + dram.is_some() as usize;
+    if levels.len() > named {
+        let all: Vec<String> = levels.iter().map(|p| format!("{:.1} ns from {:.0} B", p.latency, p.x_first)).collect();
         out.warnings.push(format!(
-            "{} levels between L1d and the last: L2 is the first ({:.1} ns), L3 the last ({:.1} ns)",
-            middle.len(),
-            middle[0].latency,
-            middle[middle.len() - 1].latency
+            "{} levels found ({}); L1d, L2 are the first two, L3 the longest later cache level, DRAM the level after it",
+            levels.len(),
+            all.join(", ")
         ));
     }
-    let l1 = levels.first();
-    let l2 = middle.first();
-    let l3 = if middle.len() >= 2 { middle.last() } else { None };
     let why = |what: &str| match levels.len() {
         0 => "no plateau found in the latency curve".to_string(),
         n => format!("{n} level(s) found; no {what} level between them"),
@@ -363,6 +373,31 @@ mod tests {
         assert!((v("cpu.l2.hit_latency_ns") / 3.73 - 1.0).abs() < 0.03);
         assert!(v("cpu.l3.hit_latency_ns") > 14.0 && v("cpu.l3.hit_latency_ns") < 20.0);
         assert!(v("cpu.dram.latency_ns") > 120.0);
+    }
+
+    #[test]
+    fn page_walk_level_after_dram_is_not_l3() {
+        // Dev-machine run with a loaded L3: DRAM at ~115 ns up to 24 MiB, then ~175 ns (page-walk
+        // entries no longer cached). L3 must stay the long 16 ns level, DRAM the level after it.
+        let p = plan(false, Some(32 << 20), Some(64));
+        let x: Vec<f64> = p.footprints.iter().map(|&f| f as f64).collect();
+        let y: Vec<f64> = x
+            .iter()
+            .map(|&f| match f as u64 {
+                0..=32768 => 1.23,
+                32769..=262144 => 3.7,
+                262145..=700000 => 3.7 * (f / 262144.0).powf(1.5),
+                700001..=5000000 => 16.0,
+                5000001..=24000000 => 115.0,
+                _ => 175.0,
+            })
+            .collect();
+        let s: Vec<Vec<f64>> = y.iter().map(|&v| vec![v]).collect();
+        let out = analyze(&x, &y, &s, None, "test");
+        let v = |k: &str| out.findings[k].as_f64().unwrap();
+        assert!((v("cpu.l3.hit_latency_ns") - 16.0).abs() < 0.5);
+        assert!((v("cpu.dram.latency_ns") - 115.0).abs() < 2.0);
+        assert_eq!(out.warnings.len(), 1, "{:?}", out.warnings);
     }
 
     #[test]
