@@ -31,6 +31,9 @@ pub struct ModelArgs {
     /// Also run the fusion and batch experiments against the same session's ceilings.
     #[arg(long)]
     pub all: bool,
+    /// Only the kernel-efficiency checks (checks, ceilings, efficiency; no 58 points, no --all).
+    #[arg(long, conflicts_with = "all")]
+    pub efficiency_only: bool,
     #[arg(long)]
     pub quiet: bool,
 }
@@ -230,7 +233,8 @@ fn print_model(r: &model_set::ModelRun) {
             row(k, st);
         }
     }
-    println!("\nkernel efficiency at the largest size (achieved / pattern ceiling):");
+    println!("\nrow kernels: {}", r.rows_kernel);
+    println!("kernel efficiency at the 58 set's largest sizes (achieved / pattern ceiling):");
     for k in &r.kernels {
         println!(
             "  {:<40} {:>10} / {:>10} ({}) = {:.1}%",
@@ -239,6 +243,26 @@ fn print_model(r: &model_set::ModelRun) {
             gbs(k.ceiling_bytes_per_s),
             k.pattern,
             100.0 * k.fraction
+        );
+    }
+    println!(
+        "kernel-efficiency check at large sizes (buffers >= the ceilings' sustained minimum, best of those sizes):"
+    );
+    for k in &r.kernels_large {
+        let sizes: Vec<String> = k
+            .points
+            .iter()
+            .map(|p| format!("{} {}", human_bytes(p.buffer_bytes), gbs(p.achieved_bytes_per_s)))
+            .collect();
+        println!(
+            "  {:<10} {:<5} {:>10} / {:>10} ({}) = {:.1}%   [{}]",
+            k.kernel,
+            k.dtype,
+            gbs(k.achieved_bytes_per_s),
+            gbs(k.ceiling_bytes_per_s),
+            k.pattern,
+            100.0 * k.fraction,
+            sizes.join(", ")
         );
     }
 }
@@ -304,7 +328,7 @@ pub fn model(a: ModelArgs) -> CliResult {
     let log = Log(a.quiet);
     let mut m = envelope("model", &g, before, &checks);
     m.insert("ceilings".into(), serde_json::to_value(&c).expect("serialisable"));
-    let r = model_set::run(&g, &c, &log).map_err(fail)?;
+    let r = model_set::run(&g, &c, a.efficiency_only, &log).map_err(fail)?;
     print_model(&r);
     m.insert("model".into(), serde_json::to_value(&r).expect("serialisable"));
     if a.all {

@@ -343,3 +343,184 @@ ROWS_V3(f32, float, 4, 6)
 ROWS_V3(f32, float, 4, 8)
 ROWS_V3(f16, half_t, 8, 3)
 ROWS_V3(f16, half_t, 8, 4)
+
+// ---- v4: v3's persistent warps and next-row register prefetch, plus a deeper prefetch into L2
+// that costs no registers: on starting a row, a warp asks L2 for the row it will take PD rows later
+// (prefetch.global.L2, one 128-byte line per lane), so about PD rows per warp are in flight from
+// DRAM while it reduces and writes (the occupancy of v1-v3, 24-32 warps of one or two 1.5-4 KiB
+// rows, leaves too few bytes in flight per SM, worst for fp16 layer norm). Row loads bypass L1
+// (ld.global.nc.L1::no_allocate), results are written with streaming stores (st.global.cs), fp16
+// results are packed two per instruction (cvt.rn.f16x2.f32), layer-norm statistics take one pass
+// (sum and sum of squares, two interleaved shuffle reductions). Exact tiles: cols = 32 * CV * V.
+// v5 is v4 without the register prefetch (RP = false: fewer registers, more warps per SM) and with
+// the L2 prefetch one row deeper (PD = 4 instead of 3).
+__device__ __forceinline__ uint4 ld_stream(const uint4* p) {
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+__device__ __forceinline__ void st_stream(uint4* p, uint4 v) {
+    asm volatile("st.global.cs.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+                 : "memory");
+}
+// Lane `lane` asks L2 for the 128-byte line `lane` of a row of `bytes` (at most 4,096) bytes.
+__device__ __forceinline__ void prefetch_row_l2(const void* row, int bytes, int lane) {
+    if (lane * 128 < bytes) asm volatile("prefetch.global.L2 [%0];" ::"l"((const char*)row + lane * 128));
+}
+// load_params through a volatile load: re-read from L1 for every row, never hoisted out of the row
+// loop into 2 x CV x V registers (v5 keeps its registers for warps).
+template <int V> __device__ __forceinline__ void load_params_l1(const float* __restrict__ p, int v, float* out) {
+#pragma unroll
+    for (int j = 0; j < V / 4; j++) {
+        const float* a = p + 4 * (v * (V / 4) + j);
+        asm volatile("ld.global.nc.v4.f32 {%0,%1,%2,%3}, [%4];"
+                     : "=f"(out[4 * j]), "=f"(out[4 * j + 1]), "=f"(out[4 * j + 2]), "=f"(out[4 * j + 3])
+                     : "l"(a));
+    }
+}
+template <int V> __device__ __forceinline__ uint4 store_vec2(const float* f);
+template <> __device__ __forceinline__ uint4 store_vec2<4>(const float* f) { return store_vec<4>(f); }
+template <> __device__ __forceinline__ uint4 store_vec2<8>(const float* f) {
+#if __CUDA_ARCH__ >= 800
+    unsigned int w[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(w[i]) : "f"(f[2 * i + 1]), "f"(f[2 * i]));
+    return make_uint4(w[0], w[1], w[2], w[3]);
+#else
+    return pack8(f);
+#endif
+}
+template <int CV>
+__device__ __forceinline__ void load_row4(uint4* r, const uint4* src, int lane) {
+#pragma unroll
+    for (int k = 0; k < CV; k++) r[k] = ld_stream(src + lane + 32 * k);
+}
+
+template <int V, int CV, typename T, bool RP, int PD>
+__device__ __forceinline__ void layernorm_v4(const T* __restrict__ x, T* __restrict__ y, const float* __restrict__ gamma,
+                                             const float* __restrict__ beta, int rows, float eps) {
+    const int cols = 32 * CV * V;
+    const int row_bytes = cols * (int)sizeof(T);
+    int lane = threadIdx.x & 31;
+    int nwarps = gridDim.x * (blockDim.x >> 5);
+    int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (row >= rows) return;
+#pragma unroll
+    for (int d = RP ? 2 : 1; d <= PD; d++)
+        if (row + d * nwarps < rows) prefetch_row_l2(x + (u64)(row + d * nwarps) * cols, row_bytes, lane);
+    uint4 cur[CV], nxt[CV];
+    if (RP) load_row4<CV>(cur, (const uint4*)(x + (u64)row * cols), lane);
+    float f[V], g[V], b[V];
+    for (; row < rows; row += nwarps) {
+        int nrow = row + nwarps;
+        if (!RP) load_row4<CV>(cur, (const uint4*)(x + (u64)row * cols), lane);
+        else if (nrow < rows) load_row4<CV>(nxt, (const uint4*)(x + (u64)nrow * cols), lane);
+        int prow = row + (RP ? PD + 1 : PD) * nwarps;
+        if (prow < rows) prefetch_row_l2(x + (u64)prow * cols, row_bytes, lane);
+        float s = 0.f, ss = 0.f;
+#pragma unroll
+        for (int k = 0; k < CV; k++) {
+            load_vec<V>(cur[k], f);
+#pragma unroll
+            for (int j = 0; j < V; j++) { s += f[j]; ss = fmaf(f[j], f[j], ss); }
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            s += __shfl_xor_sync(0xffffffffu, s, o);
+            ss += __shfl_xor_sync(0xffffffffu, ss, o);
+        }
+        float mean = s * (1.0f / cols);
+        float rstd = rsqrtf(fmaxf(ss * (1.0f / cols) - mean * mean, 0.f) + eps);
+        uint4* yr = (uint4*)(y + (u64)row * cols);
+#pragma unroll
+        for (int k = 0; k < CV; k++) {
+            int v = lane + 32 * k;
+            load_vec<V>(cur[k], f);
+            if (RP) {
+                load_params<V>(gamma, v, g);
+                load_params<V>(beta, v, b);
+            } else {
+                load_params_l1<V>(gamma, v, g);
+                load_params_l1<V>(beta, v, b);
+            }
+#pragma unroll
+            for (int j = 0; j < V; j++) f[j] = fmaf((f[j] - mean) * rstd, g[j], b[j]);
+            st_stream(yr + v, store_vec2<V>(f));
+        }
+        if (RP)
+#pragma unroll
+            for (int k = 0; k < CV; k++) cur[k] = nxt[k];
+    }
+}
+
+template <int V, int CV, typename T, bool RP, int PD>
+__device__ __forceinline__ void softmax_v4(const T* __restrict__ x, T* __restrict__ y, int rows) {
+    const int cols = 32 * CV * V;
+    const int row_bytes = cols * (int)sizeof(T);
+    int lane = threadIdx.x & 31;
+    int nwarps = gridDim.x * (blockDim.x >> 5);
+    int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (row >= rows) return;
+#pragma unroll
+    for (int d = RP ? 2 : 1; d <= PD; d++)
+        if (row + d * nwarps < rows) prefetch_row_l2(x + (u64)(row + d * nwarps) * cols, row_bytes, lane);
+    uint4 cur[CV], nxt[CV];
+    if (RP) load_row4<CV>(cur, (const uint4*)(x + (u64)row * cols), lane);
+    float f[V];
+    for (; row < rows; row += nwarps) {
+        int nrow = row + nwarps;
+        if (!RP) load_row4<CV>(cur, (const uint4*)(x + (u64)row * cols), lane);
+        else if (nrow < rows) load_row4<CV>(nxt, (const uint4*)(x + (u64)nrow * cols), lane);
+        int prow = row + (RP ? PD + 1 : PD) * nwarps;
+        if (prow < rows) prefetch_row_l2(x + (u64)prow * cols, row_bytes, lane);
+        float m = -3.402823466e38f;
+#pragma unroll
+        for (int k = 0; k < CV; k++) {
+            load_vec<V>(cur[k], f);
+#pragma unroll
+            for (int j = 0; j < V; j++) m = fmaxf(m, f[j]);
+        }
+        m = warp_max(m);
+        float s = 0.f;
+#pragma unroll
+        for (int k = 0; k < CV; k++) {
+            load_vec<V>(cur[k], f);
+#pragma unroll
+            for (int j = 0; j < V; j++) s += __expf(f[j] - m);
+        }
+        float inv = 1.0f / warp_sum(s);
+        uint4* yr = (uint4*)(y + (u64)row * cols);
+#pragma unroll
+        for (int k = 0; k < CV; k++) {
+            load_vec<V>(cur[k], f);
+#pragma unroll
+            for (int j = 0; j < V; j++) f[j] = __expf(f[j] - m) * inv;
+            st_stream(yr + lane + 32 * k, store_vec2<V>(f));
+        }
+        if (RP)
+#pragma unroll
+            for (int k = 0; k < CV; k++) cur[k] = nxt[k];
+    }
+}
+
+#define ROWS_V45(SFX, T, V, CV, LB)                                                                              \
+    extern "C" __global__ void __launch_bounds__(256) layernorm_v4_##SFX##_c##CV(                               \
+        const T* x, T* y, const float* g, const float* b, int rows, float eps) {                                 \
+        layernorm_v4<V, CV, T, true, 3>(x, y, g, b, rows, eps);                                                  \
+    }                                                                                                            \
+    extern "C" __global__ void __launch_bounds__(256) softmax_v4_##SFX##_c##CV(const T* x, T* y, int rows) {    \
+        softmax_v4<V, CV, T, true, 3>(x, y, rows);                                                               \
+    }                                                                                                            \
+    extern "C" __global__ void __launch_bounds__(256, LB) layernorm_v5_##SFX##_c##CV(                           \
+        const T* x, T* y, const float* g, const float* b, int rows, float eps) {                                 \
+        layernorm_v4<V, CV, T, false, 4>(x, y, g, b, rows, eps);                                                 \
+    }                                                                                                            \
+    extern "C" __global__ void __launch_bounds__(256, LB) softmax_v5_##SFX##_c##CV(const T* x, T* y, int rows) { \
+        softmax_v4<V, CV, T, false, 4>(x, y, rows);                                                              \
+    }
+ROWS_V45(f32, float, 4, 6, 4)
+ROWS_V45(f32, float, 4, 8, 3)
+ROWS_V45(f16, half_t, 8, 3, 4)
+ROWS_V45(f16, half_t, 8, 4, 3)

@@ -246,15 +246,21 @@ impl OpRunner {
     }
 }
 
-/// Which row kernels layer norm and softmax use: v1 (generic: one warp per row; the default), or
-/// with MEMSCOPE_ROWS=v2 (several rows per warp) or v3 (persistent warps prefetching their next
-/// row). v2 and v3 exist for the harness's shapes only; other shapes use v1. On the H200 neither
-/// beat v1 on both operations (v3: layer norm +1-8 points of the copy ceiling, softmax -4-5 points;
-/// docs/MODEL.md), so the recorded runs and the default are v1.
-pub fn rows_variant() -> &'static str {
-    match std::env::var("MEMSCOPE_ROWS").as_deref() {
-        Ok("v2") => "v2",
-        Ok("v3") => "v3",
+/// Which row kernels `kind` ("layernorm" or "softmax") uses: v1 (generic: one warp per row; the
+/// default), v2 (several rows per warp), v3 (persistent warps prefetching their next row) or v4 (v3
+/// with L1-bypassing loads, streaming stores, packed fp16 stores and layer norm's gamma and beta held
+/// in registers when the compiler hoists them, and an L2 prefetch 3 rows ahead) or v5 (v4 without the
+/// register prefetch, parameters re-read from L1, L2 prefetch 4 rows ahead: fewer registers, more
+/// warps). `MEMSCOPE_ROWS_LAYERNORM` / `MEMSCOPE_ROWS_SOFTMAX` choose per operation and
+/// override `MEMSCOPE_ROWS`, which chooses for both. v2-v4 exist for the harness's shapes only; other
+/// shapes use v1. The H200 measurements of each are in docs/MODEL.md ("Attempts").
+pub fn rows_variant(kind: &str) -> &'static str {
+    let per_op = std::env::var(format!("MEMSCOPE_ROWS_{}", kind.to_uppercase())).ok();
+    match per_op.or_else(|| std::env::var("MEMSCOPE_ROWS").ok()).as_deref() {
+        Some("v2") => "v2",
+        Some("v3") => "v3",
+        Some("v4") => "v4",
+        Some("v5") => "v5",
         _ => "v1",
     }
 }
@@ -271,7 +277,7 @@ fn rows_tile(dtype: Dtype, cols: u64) -> Option<(u64, u64)> {
 }
 
 /// Launch layer norm (`params` = gamma, beta) or softmax over rows x cols with the variant of
-/// `rows_variant` (kernels/ops/rows.cu). v3's grid is the rows' warps, capped at what fits on the
+/// `rows_variant` (kernels/ops/rows.cu). v3's and v4's grid is the rows' warps, capped at what fits on the
 /// GPU at once (occupancy API). A staged variant (rows copied to shared memory with cp.async) was
 /// measured slower on the H200 and removed (docs/MODEL.md).
 #[allow(clippy::too_many_arguments)]
@@ -285,7 +291,7 @@ pub fn launch_rows(
     rows: u64,
     cols: u64,
 ) -> R<()> {
-    let variant = rows_variant();
+    let variant = rows_variant(kind);
     if let (Some((cv, rpw)), true) = (rows_tile(dtype, cols), variant != "v1") {
         let sfx = if dtype == Dtype::Fp32 { "f32" } else { "f16" };
         let mut args = vec![Arg::Ptr(x), Arg::Ptr(y)];
@@ -300,9 +306,14 @@ pub fn launch_rows(
             let name = format!("{kind}_v2_{sfx}_c{cv}_r{rpw}");
             return g.launch(&name, rows.div_ceil(8 * rpw) as u32, 256, 0, &args);
         }
-        let name = format!("{kind}_v3_{sfx}_c{cv}");
+        let name = format!("{kind}_{variant}_{sfx}_c{cv}");
         let cap = (g.sm_count * g.resident_blocks(&name)) as u64;
-        return g.launch(&name, rows.div_ceil(8).min(cap) as u32, 256, 0, &args);
+        if variant == "v3" {
+            return g.launch(&name, rows.div_ceil(8).min(cap) as u32, 256, 0, &args);
+        }
+        // v4, v5: as many warps as give every warp the same number of rows, within what fits.
+        let per_warp = rows.div_ceil(8 * cap);
+        return g.launch(&name, rows.div_ceil(per_warp).div_ceil(8) as u32, 256, 0, &args);
     }
     let sfx = if dtype == Dtype::Fp32 { "f32" } else { "f16" };
     let vec = 16 / dtype.size_bytes() as u64;
@@ -412,19 +423,127 @@ pub struct KernelEfficiency {
     pub fraction: f64,
 }
 
+/// One kernel at one buffer size of the large-size efficiency check.
+#[derive(Debug, Clone, Serialize)]
+pub struct LargePoint {
+    pub operation: String,
+    /// The operation's largest buffer (the input; attention: the key cache), bytes.
+    pub buffer_bytes: u64,
+    pub bytes_per_call: f64,
+    pub rotation_sets: usize,
+    pub measured: Timing,
+    pub achieved_bytes_per_s: f64,
+}
+
+/// The kernel-efficiency check at large sizes: each of our kernels at every buffer size the
+/// ceilings count as sustained (the sweep's sizes >= max(4 x L2, 256 MiB)), its figure the best of
+/// them, exactly as a pattern's ceiling is the best of the same sizes; judged against the ceiling
+/// of the pattern its traffic matches. Separate from (and not part of) the 58-point scoring.
+#[derive(Debug, Clone, Serialize)]
+pub struct LargeEfficiency {
+    pub kernel: String,
+    pub dtype: String,
+    /// The best point's operation.
+    pub operation: String,
+    pub pattern: String,
+    pub ceiling_bytes_per_s: f64,
+    pub achieved_bytes_per_s: f64,
+    pub fraction: f64,
+    pub points: Vec<LargePoint>,
+}
+
+/// The operation of `kind` whose largest buffer is at least `bytes` (the 58 set's row lengths: 768
+/// for layer norm, 1,024 for softmax; attention with 12 heads, 128 tokens, head dim 64, batch grown).
+pub fn large_op(kind: &str, dtype: Dtype, bytes: u64) -> Op {
+    let s = dtype.size_bytes() as u64;
+    match kind {
+        "add" => Op::Add { n: bytes.div_ceil(s), dtype },
+        "gelu" => Op::Gelu { n: bytes.div_ceil(s), dtype },
+        "layernorm" => Op::LayerNorm { rows: bytes.div_ceil(768 * s), cols: 768, dtype },
+        "softmax" => Op::Softmax { rows: bytes.div_ceil(1024 * s), cols: 1024, dtype },
+        _ => Op::Attention { batch: bytes.div_ceil(12 * 128 * 64 * s), heads: 12, tokens: 128, dtype },
+    }
+}
+
+/// Run the large-size check for add, GELU, layer norm, softmax (fp32, fp16) and decode attention
+/// (fp32: the only attention kernel).
+pub fn large_efficiency(g: &OpsGpu, ceil: &CeilingsReport, progress: &dyn Progress) -> R<Vec<LargeEfficiency>> {
+    let sizes: Vec<u64> = super::ceilings::SIZES.iter().copied().filter(|&b| b >= ceil.sustained_min_bytes).collect();
+    if sizes.is_empty() {
+        return Err(format!("no ceilings size reaches the sustained minimum of {} bytes", ceil.sustained_min_bytes));
+    }
+    let mut out = Vec::new();
+    for dtype in [Dtype::Fp32, Dtype::Fp16] {
+        for kind in ["add", "gelu", "layernorm", "softmax", "attention"] {
+            if kind == "attention" && dtype != Dtype::Fp32 {
+                continue;
+            }
+            let mut points = Vec::new();
+            for &bytes in &sizes {
+                let op = large_op(kind, dtype, bytes);
+                let cost = op.cost();
+                let mut r = OpRunner::new(g, &op)?;
+                let measured = r.time(g)?;
+                let bps = cost.bytes() / measured.per_call_s;
+                progress.message(&format!(
+                    "large {}: {:.1} us, {:.0} GB/s",
+                    op.label(),
+                    measured.per_call_s * 1e6,
+                    bps / 1e9
+                ));
+                points.push(LargePoint {
+                    operation: op.label(),
+                    buffer_bytes: bytes,
+                    bytes_per_call: cost.bytes(),
+                    rotation_sets: r.rotation_sets(),
+                    measured,
+                    achieved_bytes_per_s: bps,
+                });
+            }
+            let op = large_op(kind, dtype, sizes[0]);
+            let chosen = ceil.ceilings.choose(&op.cost(), &op.class(), dtype).map_err(|e| e.to_string())?;
+            let best = points
+                .iter()
+                .max_by(|a, b| a.achieved_bytes_per_s.total_cmp(&b.achieved_bytes_per_s))
+                .ok_or("no sustained buffer size")?
+                .clone();
+            out.push(LargeEfficiency {
+                kernel: kind.into(),
+                dtype: dtype.name().into(),
+                operation: best.operation.clone(),
+                pattern: chosen.pattern.name().into(),
+                ceiling_bytes_per_s: chosen.bandwidth_bytes_per_s,
+                achieved_bytes_per_s: best.achieved_bytes_per_s,
+                fraction: best.achieved_bytes_per_s / chosen.bandwidth_bytes_per_s,
+                points,
+            });
+        }
+    }
+    Ok(out)
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct ModelRun {
-    /// Row kernels used for layer norm and softmax ("v1", "v2" or "v3", see `rows_variant`).
+    /// Row kernels used: "layernorm vN, softmax vN" (see `rows_variant`).
     pub rows_kernel: String,
     pub points: Vec<ModelPoint>,
     pub summary: Option<RatioSummary>,
+    /// Efficiency at the 58 set's largest sizes (and attention at B=512): kept as before.
     pub kernels: Vec<KernelEfficiency>,
+    /// The kernel-efficiency check at large sizes (`large_efficiency`).
+    pub kernels_large: Vec<LargeEfficiency>,
+}
+
+/// Row kernels in use, for the record.
+pub fn rows_kernel_label() -> String {
+    format!("layernorm {}, softmax {}", rows_variant("layernorm"), rows_variant("softmax"))
 }
 
 /// The 58 points, scored; plus the efficiency of our own kernels at their largest sizes (the 58
-/// set's largest add, GELU, layer norm, softmax, and decode attention at B=512, h=12, T=128).
-pub fn run(g: &OpsGpu, ceil: &CeilingsReport, progress: &dyn Progress) -> R<ModelRun> {
-    let ops = seed_operations();
+/// set's largest add, GELU, layer norm, softmax, and decode attention at B=512, h=12, T=128), and
+/// (unless `efficiency_only`, which skips the 58 points) the large-size check.
+pub fn run(g: &OpsGpu, ceil: &CeilingsReport, efficiency_only: bool, progress: &dyn Progress) -> R<ModelRun> {
+    let ops = if efficiency_only { Vec::new() } else { seed_operations() };
     progress.start(ops.len() as u64, "58 operations");
     let mut points = Vec::new();
     for op in &ops {
@@ -460,5 +579,6 @@ pub fn run(g: &OpsGpu, ceil: &CeilingsReport, progress: &dyn Progress) -> R<Mode
         progress,
     )?;
     kernels.push(eff(&att));
-    Ok(ModelRun { rows_kernel: rows_variant().into(), points, summary, kernels })
+    let kernels_large = large_efficiency(g, ceil, progress)?;
+    Ok(ModelRun { rows_kernel: rows_kernel_label(), points, summary, kernels, kernels_large })
 }
