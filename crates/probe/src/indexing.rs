@@ -17,18 +17,26 @@ use memscope_core::{
 
 pub struct IndexingProbe;
 
-/// Pure: L1 verdict from the swap outcomes (true = the set still thrashed with the alias).
-pub fn analyze_l1(swaps: &[bool]) -> Result<&'static str, String> {
+/// Pure: L1 verdict from the swap outcomes: (kept the conflict, broke it and the break repeated
+/// on a re-test). A physically indexed and tagged L1 can never break the conflict (the alias is
+/// the same line); a virtually indexed one keeps it only when the alias happens to land in the
+/// same set, which depends on each member's address bits.
+pub fn analyze_l1(swaps: &[(bool, bool)]) -> Result<&'static str, String> {
     if swaps.is_empty() {
         return Err("no swap was measured".into());
     }
-    let kept = swaps.iter().filter(|&&s| s).count();
+    let kept = swaps.iter().filter(|s| s.0).count();
+    let confirmed_breaks = swaps.iter().filter(|s| !s.0 && s.1).count();
     if kept == swaps.len() {
         Ok("physical")
-    } else if kept * 2 <= swaps.len() {
+    } else if confirmed_breaks >= 1 {
         Ok("virtual")
     } else {
-        Err(format!("{kept} of {} alias swaps kept the conflict: inconsistent", swaps.len()))
+        Err(format!(
+            "{} of {} alias swaps broke the conflict once but not on a re-test",
+            swaps.len() - kept,
+            swaps.len()
+        ))
     }
 }
 
@@ -79,14 +87,16 @@ impl Probe for IndexingProbe {
         for i in 0..set.len() {
             let mut s = set.clone();
             s[i] = set[i] - a.base + b.base;
-            swaps.push(e.oracle.thrashes(&mut m, &s)?);
+            let kept = e.oracle.thrashes(&mut m, &s)?;
+            let confirmed = !kept && !e.oracle.thrashes(&mut m, &s)?;
+            swaps.push((kept, confirmed));
         }
         m.target.free(a);
         let m1 = "swap each member of a minimal L1 eviction set for its alias through a second mapping";
         match analyze_l1(&swaps) {
             Ok(v) => {
                 let note = if v == "virtual" {
-                    "the alias lands in another set: indexed (and so tagged) by the virtual address"
+                    "an alias lands in another set: indexed (and so tagged) by the virtual address"
                 } else {
                     "every alias keeps the conflict: the same line, so indexed and tagged physically"
                 };
@@ -136,9 +146,10 @@ mod tests {
 
     #[test]
     fn verdicts() {
-        assert_eq!(analyze_l1(&[true, true, true]), Ok("physical"));
-        assert_eq!(analyze_l1(&[false, false, true]), Ok("virtual"));
-        assert!(analyze_l1(&[true, true, false]).is_err());
+        assert_eq!(analyze_l1(&[(true, false), (true, false), (true, false)]), Ok("physical"));
+        assert_eq!(analyze_l1(&[(false, true), (false, true), (true, false)]), Ok("virtual"));
+        assert_eq!(analyze_l1(&[(true, false), (true, false), (false, true)]), Ok("virtual"));
+        assert!(analyze_l1(&[(true, false), (true, false), (false, false)]).is_err());
         assert_eq!(analyze_l2(130.0, 128.0, 200.0), Ok("physical"));
         assert_eq!(analyze_l2(198.0, 128.0, 200.0), Ok("virtual"));
         assert!(analyze_l2(165.0, 128.0, 200.0).is_err());
