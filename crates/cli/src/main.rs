@@ -62,6 +62,12 @@ enum Command {
 }
 
 fn main() {
+    // Behave like other command-line tools when stdout is a closed pipe (`memscope ... | head`):
+    // end quietly instead of panicking on the failed write.
+    // SAFETY: restoring the default disposition of one signal before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -120,6 +120,10 @@ pub enum TargetError {
     BadSpec(String),
     #[error("device failure: {0}")]
     Device(String),
+    /// The target's description (a simulated-hierarchy file, an option) is invalid; the message
+    /// names the offending field or value.
+    #[error("{0}")]
+    InvalidConfig(String),
 }
 
 /// A machine (or model of one) that discovery algorithms measure through pointer chases.

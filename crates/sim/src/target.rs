@@ -31,7 +31,7 @@ pub struct SimTarget {
 }
 
 fn config_err(e: impl std::fmt::Display) -> TargetError {
-    TargetError::Device(format!("invalid simulated hierarchy: {e}"))
+    TargetError::InvalidConfig(format!("invalid simulated hierarchy: {e}"))
 }
 
 impl SimTarget {
@@ -60,7 +60,7 @@ impl SimTarget {
     /// A hierarchy JSON file (DESIGN.md format); errors name the offending field.
     pub fn from_json_file(path: &Path) -> Result<Self, TargetError> {
         let text = std::fs::read_to_string(path)
-            .map_err(|e| TargetError::Device(format!("cannot read {}: {e}", path.display())))?;
+            .map_err(|e| TargetError::InvalidConfig(format!("cannot read {}: {e}", path.display())))?;
         let h = Hierarchy::from_json_str(&text).map_err(config_err)?;
         let mut t = Self::new(h)?;
         t.id = format!("sim:{}", path.display());
