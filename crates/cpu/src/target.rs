@@ -405,7 +405,9 @@ mod tsc {
             Some((b - a) as f64 / s)
         }
         #[cfg(not(target_arch = "x86_64"))]
-        None
+        {
+            None
+        }
     }
 
     /// Nanoseconds of each of `hops` hops from `head`, minus the cost of reading the counter.
