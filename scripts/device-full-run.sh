@@ -15,17 +15,17 @@ log="$out/log.txt"
   echo "== $(date -u +%FT%TZ) host $(hostname), $(nproc) CPUs"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv 2>&1 || true
   echo "== run1: $bin run --out $out/run1 --quiet   (default targets: every GPU and the CPU)"
-  start=$(date +%s.%N)
+  start=$(date +%s%N)
   "$bin" run --out "$out/run1" --quiet; echo "exit $?"
-  echo "wall_s $(echo "$(date +%s.%N) - $start" | bc)"
+  echo "wall_ms $(( ($(date +%s%N) - start) / 1000000 ))"
   if python3 -c 'import torch' 2>/dev/null && [ -f scripts/pytorch_bw.py ]; then
     echo "== PyTorch bandwidth right after run1"
     python3 scripts/pytorch_bw.py --out "$out/pytorch_bw.json"; echo "exit $?"
   fi
   echo "== run2: $bin run --target cuda:0 --out $out/run2 --quiet"
-  start=$(date +%s.%N)
+  start=$(date +%s%N)
   "$bin" run --target cuda:0 --out "$out/run2" --quiet; echo "exit $?"
-  echo "wall_s $(echo "$(date +%s.%N) - $start" | bc)"
+  echo "wall_ms $(( ($(date +%s%N) - start) / 1000000 ))"
   nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv 2>&1 || true
   echo "== $(date -u +%FT%TZ) done"
 } 2>&1 | tee "$log"

@@ -157,7 +157,29 @@ impl Probe for LatencyProbe {
 
         progress.start(40, "latency sweeps");
         let cached = sweep(&mut m, base, stride, (8 << 20).min(max_bytes), CachePath::L1Cached, Some(l2_ns), progress)?;
-        let bypass = sweep(&mut m, base, stride, max_bytes, CachePath::L1Bypass, Some(dram_ns), progress)?;
+        let mut bypass = sweep(&mut m, base, stride, max_bytes, CachePath::L1Bypass, Some(dram_ns), progress)?;
+        // Refine between the last L2-level point and the first DRAM-level point at quarter
+        // octaves, so an intermediate (far-L2) plateau gets enough points to be seen.
+        let last_l2 = bypass.iter().rposition(|p| p.typical_ns < l2_ns * 1.1);
+        let first_dram = bypass.iter().position(|p| p.typical_ns > 0.93 * dram_ns);
+        if let (Some(i), Some(j)) = (last_l2, first_dram) {
+            if j > i {
+                let (lo, hi) = (bypass[i].bytes as f64, bypass[j].bytes as f64);
+                let mut extra = Vec::new();
+                let mut f = lo * 2f64.powf(0.25);
+                while f < hi * 0.97 {
+                    let bytes = (f as u64 / stride).max(1) * stride;
+                    if !bypass.iter().any(|p| p.bytes == bytes) {
+                        let lines = dense_lines(&mut m, base, stride, bytes / stride);
+                        let t = m.chase(&lines, CachePath::L1Bypass, 1, 4000, 1)?;
+                        extra.push(Point { bytes, typical_ns: t.typical_ns(), timing: t });
+                    }
+                    f *= 2f64.powf(0.25);
+                }
+                bypass.extend(extra);
+                bypass.sort_by_key(|p| p.bytes);
+            }
+        }
         let pts = |v: &[Point]| v.iter().map(|p| (p.bytes as f64, p.typical_ns)).collect::<Vec<_>>();
         let lv = analyze(&pts(&cached), &pts(&bypass));
 
