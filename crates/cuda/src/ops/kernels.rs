@@ -101,6 +101,14 @@ mod tests {
                 assert!(ptx.contains("ld.global.nc.v4") || ptx.contains("ld.global.v4"), "{}", m.file);
             }
             assert!(!ptx.contains(".local"), "{}: local-memory spill", m.file);
+            // The v4/v5 row kernels' promises: L2 row prefetch, streaming stores, packed fp16 stores.
+            if m.file == "ops/rows.cu" {
+                for needle in
+                    ["prefetch.global.L2", "st.global.cs.v4", "cvt.rn.f16x2.f32", "ld.global.nc.L1::no_allocate"]
+                {
+                    assert!(ptx.contains(needle), "rows.cu: no {needle}");
+                }
+            }
         }
     }
 }

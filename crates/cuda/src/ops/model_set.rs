@@ -582,3 +582,29 @@ pub fn run(g: &OpsGpu, ceil: &CeilingsReport, efficiency_only: bool, progress: &
     let kernels_large = large_efficiency(g, ceil, progress)?;
     Ok(ModelRun { rows_kernel: rows_kernel_label(), points, summary, kernels, kernels_large })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The large-size check's shapes: the largest buffer reaches the size, by less than one row.
+    #[test]
+    fn large_op_buffers_reach_the_size_by_less_than_a_row() {
+        for dtype in [Dtype::Fp32, Dtype::Fp16] {
+            let s = dtype.size_bytes() as u64;
+            for bytes in [256u64 << 20, 1 << 30, 2 << 30] {
+                let (buf, row) = match large_op("layernorm", dtype, bytes) {
+                    Op::LayerNorm { rows, cols, .. } => (rows * cols * s, cols * s),
+                    o => panic!("{o:?}"),
+                };
+                assert!(buf >= bytes && buf - bytes < row, "{buf} {bytes}");
+                let buf = match large_op("attention", dtype, bytes) {
+                    Op::Attention { batch, heads, tokens, .. } => batch * heads * tokens * 64 * s,
+                    o => panic!("{o:?}"),
+                };
+                assert!(buf >= bytes && buf - bytes < 12 * 128 * 64 * s);
+                assert_eq!(large_op("add", dtype, bytes), Op::Add { n: bytes / s, dtype });
+            }
+        }
+    }
+}
