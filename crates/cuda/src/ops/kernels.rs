@@ -62,6 +62,10 @@ pub const MODULES: [OpsModule; 3] = [
             "softmax_v5_f16_c3",
             "layernorm_v5_f16_c4",
             "softmax_v5_f16_c4",
+            "layernorm_v6_f32_c6",
+            "layernorm_v6_f32_c8",
+            "layernorm_v6_f16_c3",
+            "layernorm_v6_f16_c4",
         ],
     },
     OpsModule {

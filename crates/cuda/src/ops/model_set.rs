@@ -251,7 +251,8 @@ impl OpRunner {
 /// with L1-bypassing loads, streaming stores, packed fp16 stores and layer norm's gamma and beta held
 /// in registers when the compiler hoists them, and an L2 prefetch 3 rows ahead) or v5 (v4 without the
 /// register prefetch, parameters re-read from L1, L2 prefetch 4 rows ahead: fewer registers, more
-/// warps). `MEMSCOPE_ROWS_LAYERNORM` / `MEMSCOPE_ROWS_SOFTMAX` choose per operation and
+/// warps) or, for layer norm only, v6 (v1's one warp per row with gamma and beta staged per block
+/// in shared memory by loads issued with the row's; softmax falls back to v1). `MEMSCOPE_ROWS_LAYERNORM` / `MEMSCOPE_ROWS_SOFTMAX` choose per operation and
 /// override `MEMSCOPE_ROWS`, which chooses for both. v2-v4 exist for the harness's shapes only; other
 /// shapes use v1. The H200 measurements of each are in docs/MODEL.md ("Attempts").
 pub fn rows_variant(kind: &str) -> &'static str {
@@ -261,6 +262,7 @@ pub fn rows_variant(kind: &str) -> &'static str {
         Some("v3") => "v3",
         Some("v4") => "v4",
         Some("v5") => "v5",
+        Some("v6") if kind == "layernorm" => "v6",
         _ => "v1",
     }
 }
@@ -301,6 +303,9 @@ pub fn launch_rows(
         args.push(Arg::I32(rows as i32));
         if params.is_some() {
             args.push(Arg::F32(1e-5));
+        }
+        if variant == "v6" {
+            return g.launch(&format!("{kind}_v6_{sfx}_c{cv}"), rows.div_ceil(8) as u32, 256, 0, &args);
         }
         if variant == "v2" {
             let name = format!("{kind}_v2_{sfx}_c{cv}_r{rpw}");
