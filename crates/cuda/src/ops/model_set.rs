@@ -246,23 +246,24 @@ impl OpRunner {
     }
 }
 
-/// Which row kernels `kind` ("layernorm" or "softmax") uses: v1 (generic: one warp per row; the
-/// default), v2 (several rows per warp), v3 (persistent warps prefetching their next row) or v4 (v3
-/// with L1-bypassing loads, streaming stores, packed fp16 stores and layer norm's gamma and beta held
-/// in registers when the compiler hoists them, and an L2 prefetch 3 rows ahead) or v5 (v4 without the
-/// register prefetch, parameters re-read from L1, L2 prefetch 4 rows ahead: fewer registers, more
-/// warps) or, for layer norm only, v6 (v1's one warp per row with gamma and beta staged per block
-/// in shared memory by loads issued with the row's; softmax falls back to v1). `MEMSCOPE_ROWS_LAYERNORM` / `MEMSCOPE_ROWS_SOFTMAX` choose per operation and
-/// override `MEMSCOPE_ROWS`, which chooses for both. v2-v4 exist for the harness's shapes only; other
-/// shapes use v1. The H200 measurements of each are in docs/MODEL.md ("Attempts").
+/// Which row kernels `kind` ("layernorm" or "softmax") uses: v1 (generic: one warp per row), v2
+/// (several rows per warp), v3 (persistent warps prefetching their next row), v4 (v3 with an L2
+/// prefetch 3 rows ahead, L1-bypassing loads, streaming and packed fp16 stores), v5 (v4 without the
+/// register prefetch, 4 rows ahead, fewer registers) or, for layer norm only, v6 (v1's one warp per
+/// row with gamma and beta staged per block in shared memory by loads issued with the row's).
+/// Defaults: v6 for layer norm, v1 for softmax (the best of each on the H200 at every measured size,
+/// docs/MODEL.md "Attempts"). `MEMSCOPE_ROWS_LAYERNORM` / `MEMSCOPE_ROWS_SOFTMAX` choose per
+/// operation and override `MEMSCOPE_ROWS`, which chooses for both (v6 asked for softmax gives v1).
+/// v2-v6 exist for the harness's shapes only; other shapes use v1.
 pub fn rows_variant(kind: &str) -> &'static str {
     let per_op = std::env::var(format!("MEMSCOPE_ROWS_{}", kind.to_uppercase())).ok();
     match per_op.or_else(|| std::env::var("MEMSCOPE_ROWS").ok()).as_deref() {
+        Some("v1") => "v1",
         Some("v2") => "v2",
         Some("v3") => "v3",
         Some("v4") => "v4",
         Some("v5") => "v5",
-        Some("v6") if kind == "layernorm" => "v6",
+        _ if kind == "layernorm" => "v6",
         _ => "v1",
     }
 }
