@@ -212,7 +212,7 @@ impl Probe for LatencyProbe {
                 let (fit, _) = bisect_capacity(&mut m, base, stride, CachePath::L1Cached, l1_levels, lo, hi, 0.0, 24)?;
                 out.finding(
                     "l1.capacity_bytes",
-                    Finding::integer(fit * stride, "bytes", "largest dense footprint with no L1 misses (bisection on lines)", Confidence::High)
+                    Finding::integer(fit * stride, "bytes", "largest dense footprint with no L1 misses (bisection on lines)", Confidence::Medium)
                         .with_note("exact when the set-index function is full-rank on the low line bits; otherwise a lower bound (l1.sets comes from the index function)"),
                 );
             }
