@@ -3,25 +3,74 @@
 //! Sets are addressed by a flat index (the L2 uses `slice * sets_per_slice + set`); tags are line
 //! addresses. Replacement: LRU, FIFO, or RRIP (new lines RRPV 1, a hit sets 0, victim = least
 //! recently used among RRPV 2, else age every line and rescan).
+//!
+//! Layout (speed only): four arrays indexed `set * ways + way`, each aligned to 64 bytes, so a
+//! load of a 16-way set reads three host cache lines (32-bit tags, 32-bit use stamps, 4-byte
+//! valid/dirty/RRPV flags) and a store a fourth (store stamps). Tags are 32-bit while every line
+//! address seen fits, and widen to 64 bits for good on the first one that does not.
 
 use memscope_core::hierarchy::Replacement;
 
 const INVALID: u64 = u64::MAX;
+const INVALID32: u32 = u32::MAX;
 
-/// Replacement and state bits of one slot (tags live in their own array so a lookup reads
-/// one or two host cache lines per set).
-#[derive(Debug, Clone, Copy)]
-struct Meta {
-    /// Last use (LRU order) or insertion (FIFO).
-    stamp: u32,
-    /// Last store (the 8-dirty rule cleans the least recently stored dirty line).
-    store_stamp: u32,
+/// Valid, dirty and RRPV bits of one slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Flags {
     valid: u8,
     dirty: u8,
     rrpv: u8,
+    _pad: u8,
 }
 
-const EMPTY: Meta = Meta { stamp: 0, store_stamp: 0, valid: 0, dirty: 0, rrpv: 0 };
+const NO_FLAGS: Flags = Flags { valid: 0, dirty: 0, rrpv: 0, _pad: 0 };
+
+/// A vector whose element `o` starts on a 64-byte boundary (host cache line).
+#[derive(Debug, Clone)]
+struct Aligned<T> {
+    v: Vec<T>,
+    o: usize,
+    n: usize,
+}
+
+impl<T: Copy> Aligned<T> {
+    fn new(x: T, n: usize) -> Self {
+        let sz = std::mem::size_of::<T>();
+        // large arrays start on a 2 MiB boundary so all of them lies in transparent huge pages
+        const HUGE: usize = 2 << 20;
+        let align = if n * sz >= HUGE / 8 { HUGE } else { 64 };
+        let pad = if align == HUGE { 2 * HUGE / sz } else { 64 / sz };
+        let v = huge_vec(x, n + pad);
+        let misalign = v.as_ptr() as usize % align;
+        let o = if misalign == 0 || !misalign.is_multiple_of(sz) { 0 } else { (align - misalign) / sz };
+        Aligned { v, o, n }
+    }
+    #[inline(always)]
+    fn s(&self, i: usize, n: usize) -> &[T] {
+        &self.v[self.o + i..self.o + i + n]
+    }
+    #[inline(always)]
+    fn s_mut(&mut self, i: usize, n: usize) -> &mut [T] {
+        &mut self.v[self.o + i..self.o + i + n]
+    }
+    #[inline(always)]
+    fn ptr(&self, i: usize) -> *const i8 {
+        self.v.as_ptr().wrapping_add(self.o + i) as *const i8
+    }
+    fn fill(&mut self, x: T) {
+        self.v.fill(x);
+    }
+    fn len(&self) -> usize {
+        self.n
+    }
+}
+
+/// Tag storage: 32-bit while every line address fits (`u32::MAX` is invalid), else 64-bit.
+#[derive(Debug, Clone)]
+enum Tags {
+    Narrow(Aligned<u32>),
+    Wide(Aligned<u64>),
+}
 
 /// A line pushed out (or cleaned) with dirty sectors: it goes to the write-back FIFO.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,8 +99,13 @@ pub struct Outcome {
 pub struct Cache {
     ways: usize,
     policy: Replacement,
-    tags: Vec<u64>,
-    meta: Vec<Meta>,
+    tags: Tags,
+    /// Last use (LRU order) or insertion (FIFO).
+    stamp: Aligned<u32>,
+    /// Last store (the 8-dirty rule cleans the least recently stored dirty line); meaningful
+    /// only for dirty slots (every store that dirties a slot sets it).
+    store_stamp: Aligned<u32>,
+    flags: Aligned<Flags>,
     clock: u32,
     dirty_threshold: u32,
 }
@@ -59,11 +113,14 @@ pub struct Cache {
 impl Cache {
     /// `sets` sets of `ways` ways. `dirty_threshold` > 0 enables the 8-dirty rule at that count.
     pub fn new(sets: usize, ways: usize, policy: Replacement, dirty_threshold: u32) -> Self {
+        let n = sets * ways;
         Cache {
             ways,
             policy,
-            tags: huge_vec(INVALID, sets * ways),
-            meta: huge_vec(EMPTY, sets * ways),
+            tags: Tags::Narrow(Aligned::new(INVALID32, n)),
+            stamp: Aligned::new(0, n),
+            store_stamp: Aligned::new(0, n),
+            flags: Aligned::new(NO_FLAGS, n),
             clock: 0,
             dirty_threshold,
         }
@@ -71,14 +128,19 @@ impl Cache {
 
     /// Forget everything (dirty data is dropped; call `dirty_lines` first to write it back).
     pub fn clear(&mut self) {
-        self.tags.fill(INVALID);
-        self.meta.fill(EMPTY);
+        match &mut self.tags {
+            Tags::Narrow(t) => t.fill(INVALID32),
+            Tags::Wide(t) => t.fill(INVALID),
+        }
+        self.stamp.fill(0);
+        self.store_stamp.fill(0);
+        self.flags.fill(NO_FLAGS);
         self.clock = 0;
     }
 
     /// Number of sets.
     pub fn sets(&self) -> usize {
-        self.tags.len() / self.ways
+        self.stamp.len() / self.ways
     }
 
     /// Advance the use clock; stamps are 32-bit, so every 2^32 uses they are renormalized
@@ -95,16 +157,14 @@ impl Cache {
     #[cold]
     fn renormalize(&mut self) {
         let w = self.ways;
-        for set in self.meta.chunks_mut(w) {
-            let mut order: Vec<usize> = (0..set.len()).collect();
-            order.sort_by_key(|&i| set[i].stamp);
-            for (rank, &i) in order.iter().enumerate() {
-                set[i].stamp = rank as u32 + 1;
-            }
-            let mut order: Vec<usize> = (0..set.len()).collect();
-            order.sort_by_key(|&i| set[i].store_stamp);
-            for (rank, &i) in order.iter().enumerate() {
-                set[i].store_stamp = rank as u32 + 1;
+        for set in 0..self.sets() {
+            for arr in [&mut self.stamp, &mut self.store_stamp] {
+                let s = arr.s_mut(set * w, w);
+                let mut order: Vec<usize> = (0..w).collect();
+                order.sort_by_key(|&i| s[i]);
+                for (rank, &i) in order.iter().enumerate() {
+                    s[i] = rank as u32 + 1;
+                }
             }
         }
         self.clock = w as u32 + 1;
@@ -113,67 +173,134 @@ impl Cache {
     #[inline]
     fn find(&self, set: usize, line: u64) -> Option<usize> {
         let w = self.ways;
-        self.tags[set * w..set * w + w].iter().position(|&t| t == line)
+        match &self.tags {
+            Tags::Narrow(t) => {
+                if line >= INVALID32 as u64 {
+                    return None;
+                }
+                let l = line as u32;
+                t.s(set * w, w).iter().position(|&x| x == l)
+            }
+            Tags::Wide(t) => t.s(set * w, w).iter().position(|&x| x == line),
+        }
+    }
+
+    /// Tag of slot `i` (flat), `INVALID` when empty.
+    #[inline]
+    fn tag(&self, i: usize) -> u64 {
+        match &self.tags {
+            Tags::Narrow(t) => {
+                let x = t.s(i, 1)[0];
+                if x == INVALID32 {
+                    INVALID
+                } else {
+                    x as u64
+                }
+            }
+            Tags::Wide(t) => t.s(i, 1)[0],
+        }
+    }
+
+    #[inline]
+    fn set_tag(&mut self, i: usize, line: u64) {
+        if line >= INVALID32 as u64 {
+            self.widen();
+        }
+        match &mut self.tags {
+            Tags::Narrow(t) => t.s_mut(i, 1)[0] = line as u32,
+            Tags::Wide(t) => t.s_mut(i, 1)[0] = line,
+        }
+    }
+
+    /// Switch to 64-bit tags (a line address beyond 32 bits was seen).
+    #[cold]
+    fn widen(&mut self) {
+        if let Tags::Narrow(t) = &self.tags {
+            let n = self.stamp.len();
+            let mut wide = Aligned::new(INVALID, n);
+            for (d, &s) in wide.s_mut(0, n).iter_mut().zip(t.s(0, n)) {
+                *d = if s == INVALID32 { INVALID } else { s as u64 };
+            }
+            self.tags = Tags::Wide(wide);
+        }
     }
 
     /// Hint the host CPU to fetch `set`'s state (the simulated L2 is far larger than host caches;
     /// a chase knows its next addresses, so it can overlap those host misses).
     #[inline]
     pub fn prefetch(&self, set: usize) {
+        self.prefetch_arrays(set, false);
+    }
+
+    #[inline]
+    fn prefetch_arrays(&self, set: usize, store: bool) {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let i = set * self.ways;
-            if i < self.tags.len() {
-                let t = self.tags[i..].as_ptr() as *const i8;
-                let m = self.meta[i..].as_ptr() as *const i8;
-                let tb = self.ways * 8;
-                let mb = self.ways * std::mem::size_of::<Meta>();
-                let mut off = 0;
-                while off < tb.max(mb) {
-                    // SAFETY: prefetch is a hint that never faults; SSE is baseline on x86_64.
-                    unsafe {
-                        if off < tb {
-                            _mm_prefetch::<_MM_HINT_T0>(t.wrapping_add(off));
-                        }
-                        if off < mb {
-                            _mm_prefetch::<_MM_HINT_T0>(m.wrapping_add(off));
-                        }
+            let w = self.ways;
+            let i = set * w;
+            if i >= self.stamp.len() {
+                return;
+            }
+            let (t, tb) = match &self.tags {
+                Tags::Narrow(t) => (t.ptr(i), w * 4),
+                Tags::Wide(t) => (t.ptr(i), w * 8),
+            };
+            let s = self.stamp.ptr(i);
+            let f = self.flags.ptr(i);
+            let ss = self.store_stamp.ptr(i);
+            let mut off = 0;
+            while off < tb {
+                // SAFETY: prefetch is a hint that never faults; SSE is baseline on x86_64.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(t.wrapping_add(off)) };
+                off += 64;
+            }
+            off = 0;
+            while off < w * 4 {
+                // SAFETY: as above.
+                unsafe {
+                    _mm_prefetch::<_MM_HINT_T0>(s.wrapping_add(off));
+                    _mm_prefetch::<_MM_HINT_T0>(f.wrapping_add(off));
+                    if store {
+                        _mm_prefetch::<_MM_HINT_T0>(ss.wrapping_add(off));
                     }
-                    off += 64;
                 }
+                off += 64;
             }
         }
     }
 
     /// Whether `line` is present in `set` with all of `sectors` valid (no state change).
     pub fn probe(&self, set: usize, line: u64, sectors: u8) -> bool {
-        self.find(set, line).is_some_and(|i| self.meta[set * self.ways + i].valid & sectors == sectors)
+        self.find(set, line).is_some_and(|i| self.flags.s(set * self.ways + i, 1)[0].valid & sectors == sectors)
     }
 
     /// Lines present in `set` (tags), for tests and occupancy reports.
     pub fn lines_in_set(&self, set: usize) -> usize {
         let w = self.ways;
-        self.tags[set * w..set * w + w].iter().filter(|&&t| t != INVALID).count()
+        (set * w..set * w + w).filter(|&i| self.tag(i) != INVALID).count()
     }
 
     /// A load of `sectors` of `line`: a hit refreshes the line; missing sectors are filled; a miss
     /// allocates a slot (maybe evicting).
     #[inline]
     pub fn load(&mut self, set: usize, line: u64, sectors: u8) -> Outcome {
-        self.prefetch(set); // tags and metadata misses overlap on the host
+        self.prefetch_arrays(set, false); // the arrays' host misses overlap
         let clock = self.tick();
         let base = set * self.ways;
         if let Some(i) = self.find(set, line) {
-            let s = &mut self.meta[base + i];
-            let missing = sectors & !s.valid;
-            s.valid |= sectors;
-            touch(s, self.policy, clock);
+            let f = &mut self.flags.s_mut(base + i, 1)[0];
+            let missing = sectors & !f.valid;
+            f.valid |= sectors;
+            self.touch(base + i, clock);
             return Outcome { tag_hit: true, missing, evicted: None, cleaned: None };
         }
         let (way, evicted) = self.victim(set);
-        self.tags[base + way] = line;
-        self.meta[base + way] = Meta { stamp: clock, store_stamp: 0, valid: sectors, dirty: 0, rrpv: 1 };
+        let i = base + way;
+        self.set_tag(i, line);
+        self.stamp.s_mut(i, 1)[0] = clock;
+        // store_stamp is left as it is: it is read only for dirty slots, and this one is clean
+        self.flags.s_mut(i, 1)[0] = Flags { valid: sectors, dirty: 0, rrpv: 1, _pad: 0 };
         Outcome { tag_hit: false, missing: sectors, evicted, cleaned: None }
     }
 
@@ -182,50 +309,58 @@ impl Cache {
     /// false: a missing line is not allocated (write-around), only reported.
     #[inline]
     pub fn store(&mut self, set: usize, line: u64, sectors: u8, full: u8, allocate: bool, mark_dirty: bool) -> Outcome {
-        self.prefetch(set);
+        self.prefetch_arrays(set, true);
         let clock = self.tick();
         let w = self.ways;
         let base = set * w;
         let mut cleaned = None;
         if self.dirty_threshold > 0 && mark_dirty {
-            let metas = &mut self.meta[base..base + w];
-            let dirty = metas.iter().filter(|s| s.dirty != 0).count() as u32;
+            let flags = self.flags.s_mut(base, w);
+            let dirty = flags.iter().filter(|s| s.dirty != 0).count() as u32;
             if dirty >= self.dirty_threshold {
+                let ss = self.store_stamp.s(base, w);
                 let mut best: Option<usize> = None;
-                for (i, s) in metas.iter().enumerate() {
-                    if s.dirty != 0 && best.is_none_or(|b| s.store_stamp < metas[b].store_stamp) {
+                for (i, s) in flags.iter().enumerate() {
+                    if s.dirty != 0 && best.is_none_or(|b| ss[i] < ss[b]) {
                         best = Some(i);
                     }
                 }
                 if let Some(i) = best {
-                    cleaned = Some(WriteBack { line: self.tags[base + i], sectors: metas[i].dirty });
-                    metas[i].dirty = 0;
+                    let sectors = flags[i].dirty;
+                    flags[i].dirty = 0;
+                    cleaned = Some(WriteBack { line: self.tag(base + i), sectors });
                 }
             }
         }
         if let Some(i) = self.find(set, line) {
-            let s = &mut self.meta[base + i];
-            s.valid |= full;
+            let f = &mut self.flags.s_mut(base + i, 1)[0];
+            f.valid |= full;
             if mark_dirty {
-                s.dirty |= sectors;
-                s.store_stamp = clock;
+                f.dirty |= sectors;
+                self.store_stamp.s_mut(base + i, 1)[0] = clock;
             }
-            touch(s, self.policy, clock);
-            return Outcome { tag_hit: true, missing: sectors & !s.valid, evicted: None, cleaned };
+            let missing = sectors & !f.valid;
+            self.touch(base + i, clock);
+            return Outcome { tag_hit: true, missing, evicted: None, cleaned };
         }
         if !allocate {
             return Outcome { tag_hit: false, missing: sectors, evicted: None, cleaned };
         }
         let (way, evicted) = self.victim(set);
         let dirty = if mark_dirty { sectors } else { 0 };
-        self.tags[base + way] = line;
-        self.meta[base + way] = Meta { stamp: clock, store_stamp: clock, valid: full, dirty, rrpv: 1 };
+        let i = base + way;
+        self.set_tag(i, line);
+        self.stamp.s_mut(i, 1)[0] = clock;
+        self.store_stamp.s_mut(i, 1)[0] = clock;
+        self.flags.s_mut(i, 1)[0] = Flags { valid: full, dirty, rrpv: 1, _pad: 0 };
         Outcome { tag_hit: false, missing: sectors & !full, evicted, cleaned }
     }
 
     /// Number of lines holding dirty sectors.
     pub fn dirty_lines(&self) -> usize {
-        self.tags.iter().zip(&self.meta).filter(|(&t, m)| t != INVALID && m.dirty != 0).count()
+        let n = self.stamp.len();
+        let f = self.flags.s(0, n);
+        (0..n).filter(|&i| f[i].dirty != 0 && self.tag(i) != INVALID).count()
     }
 
     /// Pick a victim way: an invalid slot first; LRU/FIFO: smallest stamp; RRIP: least recently
@@ -235,38 +370,63 @@ impl Cache {
     fn victim(&mut self, set: usize) -> (usize, Option<WriteBack>) {
         let w = self.ways;
         let base = set * w;
-        if let Some(i) = self.tags[base..base + w].iter().position(|&t| t == INVALID) {
+        let empty = match &self.tags {
+            Tags::Narrow(t) => t.s(base, w).iter().position(|&x| x == INVALID32),
+            Tags::Wide(t) => t.s(base, w).iter().position(|&x| x == INVALID),
+        };
+        if let Some(i) = empty {
             return (i, None);
         }
-        let slots = &mut self.meta[base..base + w];
+        let stamps = self.stamp.s(base, w);
         let way = match self.policy {
             Replacement::Lru | Replacement::Fifo => {
                 let mut best = 0;
-                for (i, s) in slots.iter().enumerate() {
-                    if s.stamp < slots[best].stamp {
+                for (i, &s) in stamps.iter().enumerate() {
+                    if s < stamps[best] {
                         best = i;
                     }
                 }
                 best
             }
-            Replacement::Rrip => loop {
-                let mut best: Option<usize> = None;
-                for (i, s) in slots.iter().enumerate() {
-                    if s.rrpv >= 2 && best.is_none_or(|b| s.stamp < slots[b].stamp) {
-                        best = Some(i);
+            Replacement::Rrip => {
+                // Branch-free form of "scan for RRPV 2; if none, age every line and rescan":
+                // aging k = 2 - max RRPV times makes the lines at the maximum the candidates,
+                // and the first of them with the smallest stamp is the victim.
+                let flags = self.flags.s_mut(base, w);
+                let top = flags.iter().map(|f| f.rrpv.min(2)).max().unwrap_or(2);
+                if top < 2 {
+                    let k = 2 - top;
+                    for f in flags.iter_mut() {
+                        f.rrpv = (f.rrpv + k).min(2);
                     }
                 }
-                if let Some(b) = best {
-                    break b;
+                let mut best = 0;
+                let mut best_key = u64::MAX;
+                for (i, f) in flags.iter().enumerate() {
+                    let key = (u64::from(f.rrpv < 2) << 32) | stamps[i] as u64;
+                    if key < best_key {
+                        best_key = key;
+                        best = i;
+                    }
                 }
-                for s in slots.iter_mut() {
-                    s.rrpv = (s.rrpv + 1).min(2);
-                }
-            },
+                best
+            }
         };
-        let s = slots[way];
-        let wb = if s.dirty != 0 { Some(WriteBack { line: self.tags[base + way], sectors: s.dirty }) } else { None };
+        let d = self.flags.s(base + way, 1)[0].dirty;
+        let wb = if d != 0 { Some(WriteBack { line: self.tag(base + way), sectors: d }) } else { None };
         (way, wb)
+    }
+
+    #[inline]
+    fn touch(&mut self, i: usize, clock: u32) {
+        match self.policy {
+            Replacement::Lru => self.stamp.s_mut(i, 1)[0] = clock,
+            Replacement::Fifo => {}
+            Replacement::Rrip => {
+                self.stamp.s_mut(i, 1)[0] = clock;
+                self.flags.s_mut(i, 1)[0].rrpv = 0;
+            }
+        }
     }
 }
 
@@ -279,7 +439,7 @@ pub fn huge_vec<T: Copy>(x: T, n: usize) -> Vec<T> {
     {
         let bytes = n * std::mem::size_of::<T>();
         const HUGE: usize = 2 << 20;
-        if bytes >= 2 * HUGE {
+        if bytes >= HUGE {
             let start = v.as_ptr() as usize;
             let aligned = start.next_multiple_of(HUGE);
             let end = (start + bytes) / HUGE * HUGE;
@@ -294,18 +454,6 @@ pub fn huge_vec<T: Copy>(x: T, n: usize) -> Vec<T> {
     }
     v.resize(n, x);
     v
-}
-
-#[inline]
-fn touch(s: &mut Meta, policy: Replacement, clock: u32) {
-    match policy {
-        Replacement::Lru => s.stamp = clock,
-        Replacement::Fifo => {}
-        Replacement::Rrip => {
-            s.stamp = clock;
-            s.rrpv = 0;
-        }
-    }
 }
 
 #[cfg(test)]

@@ -14,19 +14,35 @@ fn parity(x: u64) -> i64 {
 const SHIFT: [i64; 3] = [5, 0, 1];
 const OFFSET: [i64; 3] = [1, 0, 0];
 
+/// The parity masks of `_state(a, N)`, in the order `state_from` takes their parities.
+pub(crate) fn state_masks(wide: bool) -> [u64; 8] {
+    let b35: u64 = if wide { 1 << 35 } else { 0 };
+    [
+        0x76A990400,
+        0x76A990400 ^ b35,
+        0x2CCF7B000,
+        0x3C9041000,
+        0x2882B0800 ^ b35,
+        0x8000,
+        0x5985E0500,
+        0x2354E4400 ^ b35,
+    ]
+}
+
 /// `_state(a, N)` of the seed: (P1c, P1, P2, A, q2, d, u).
 #[inline(always)]
 fn state(a: u64, wide: bool) -> (i64, i64, i64, i64, i64, i64, i64) {
-    let b35: u64 = if wide { 1 << 35 } else { 0 };
-    let p1c = parity(a & 0x76A990400);
-    let p1 = parity(a & (0x76A990400 ^ b35));
-    let p2 = parity(a & 0x2CCF7B000);
-    let big_a = (((a >> 15) % 3) as i64 + 2 * parity(a & 0x3C9041000) + parity(a & (0x2882B0800 ^ b35)) + 2) % 3;
-    let g = (((a + (1 << 16)) >> 17) % 9) as i64;
-    let q0 = parity(a & 0x8000);
-    let q1 = parity(a & 0x5985E0500);
-    let q2 = parity(a & (0x2354E4400 ^ b35));
-    let q3 = parity(a & 0x3C9041000);
+    let m = state_masks(wide);
+    state_from(std::array::from_fn(|i| parity(a & m[i])), ((a >> 15) % 3) as i64, (((a + (1 << 16)) >> 17) % 9) as i64)
+}
+
+/// `_state` given the parities of `a` under `state_masks` (`p`), `(a >> 15) % 3` (`m3`) and
+/// `((a + (1 << 16)) >> 17) % 9` (`g`).
+#[inline(always)]
+pub(crate) fn state_from(p: [i64; 8], m3: i64, g: i64) -> (i64, i64, i64, i64, i64, i64, i64) {
+    let [p1c, p1, p2, pa, pb, q0, q1, q2] = p;
+    let big_a = (m3 + 2 * pa + pb + 2) % 3;
+    let q3 = pa;
     let carry = if q0 + q1 + q2 >= 2 { 1 } else { 0 };
     let start = (5 + 7 * q0 + 5 * q1 + 2 * q2 + q3 - carry).rem_euclid(9);
     let o = (g - SHIFT[big_a as usize] - start).rem_euclid(9);
@@ -37,7 +53,12 @@ fn state(a: u64, wide: bool) -> (i64, i64, i64, i64, i64, i64, i64) {
 /// Seed 000's `slice_of(a, 36)`: the RTX 4090 L2 slice (0..36) of physical address `a`.
 #[inline(always)]
 pub fn slice_rtx4090(a: u64) -> u32 {
-    let (p1c, _p1, p2, big_a, q2, d, u) = state(a, false);
+    slice_rtx4090_from(state(a, false))
+}
+
+#[inline(always)]
+pub(crate) fn slice_rtx4090_from(st: (i64, i64, i64, i64, i64, i64, i64)) -> u32 {
+    let (p1c, _p1, p2, big_a, q2, d, u) = st;
     let controller = (2 * p1c + p2) * 3 + big_a;
     let base: i64 = if d == 0 {
         2
@@ -54,7 +75,12 @@ pub fn slice_rtx4090(a: u64) -> u32 {
 /// Seed 000's `slice_of(a, 48)`: the L40S L2 slice (0..48) of physical address `a`.
 #[inline(always)]
 pub fn slice_l40s(a: u64) -> u32 {
-    let (p1c, p1, p2, big_a, q2, _d, u) = state(a, true);
+    slice_l40s_from(state(a, true))
+}
+
+#[inline(always)]
+pub(crate) fn slice_l40s_from(st: (i64, i64, i64, i64, i64, i64, i64)) -> u32 {
+    let (p1c, p1, p2, big_a, q2, _d, u) = st;
     let controller = (2 * p1c + p2) * 3 + big_a;
     let i0 = p1 ^ q2 ^ u;
     let i1 = p1 ^ p2 ^ u;

@@ -27,6 +27,7 @@
 pub mod cache;
 pub mod calibrate;
 pub mod dram;
+pub mod fastindex;
 pub mod hash;
 pub mod machine;
 pub mod presets;

@@ -7,10 +7,12 @@
 
 use crate::cache::{Cache, WriteBack};
 use crate::dram::{Dram, DramAccess};
+use crate::fastindex::FastIndex;
 use crate::hash::IndexFn;
 use crate::tlb::{PageTable, Tlb};
 use memscope_core::hierarchy::{Hierarchy, Indexing, Replacement};
 use serde::Serialize;
+use std::cell::Cell;
 use std::collections::VecDeque;
 
 /// Where a load was served.
@@ -91,15 +93,15 @@ struct SmState {
 /// The simulated machine's state.
 pub struct Machine {
     pub h: Hierarchy,
-    l1_fn: IndexFn,
+    l1_fn: FastIndex,
     l1_line_shift: u32,
     l1_sector_shift: u32,
     l2_line_shift: u32,
     l2_sector_shift: u32,
     l2_sectors_per_line: u32,
     sets_per_slice: u32,
-    slice_fn: IndexFn,
-    set_fn: IndexFn,
+    slice_fn: FastIndex,
+    set_fn: FastIndex,
     slices_per_partition: u32,
     sms_per_partition: u32,
     far: Option<f64>,
@@ -109,8 +111,13 @@ pub struct Machine {
     pub dram: Dram,
     pub pt: PageTable,
     fifos: Vec<VecDeque<u64>>,
+    /// Recently evaluated (L2 key, slice, set), direct-mapped by line: `prefetch_l2` computes
+    /// them a few accesses ahead and the access reuses them (a cache of a pure function).
+    l2_memo: Vec<Cell<(u64, u32, u32)>>,
     pub stats: Stats,
 }
+
+const L2_MEMO: usize = 256;
 
 /// Mask of the sectors covering `[off, off + len)` of a line (`len` >= 1).
 #[inline]
@@ -124,21 +131,21 @@ impl Machine {
     /// Build from a validated hierarchy.
     pub fn new(h: Hierarchy) -> Self {
         let l2 = &h.l2;
-        let slice_fn = IndexFn::slice(&h.l2_slice_function());
-        let set_fn = IndexFn::set(&h.l2_set_function());
+        let slice_fn = FastIndex::new(&IndexFn::slice(&h.l2_slice_function()));
+        let set_fn = FastIndex::new(&IndexFn::set(&h.l2_set_function()));
         let total_sets = (l2.slices * l2.sets_per_slice) as usize;
         let threshold = l2.dirty_clean_threshold.unwrap_or(l2.ways / 2);
         let pages = h.dram.capacity_bytes / h.page_bytes;
         Machine {
-            l1_fn: IndexFn::Xor(h.l1_masks()),
+            l1_fn: FastIndex::new(&IndexFn::Xor(h.l1_masks())),
             l1_line_shift: h.l1.line_bytes.trailing_zeros(),
             l1_sector_shift: h.l1.sector_bytes.trailing_zeros(),
             l2_line_shift: l2.line_bytes.trailing_zeros(),
             l2_sector_shift: l2.sector_bytes.trailing_zeros(),
             l2_sectors_per_line: l2.line_bytes / l2.sector_bytes,
             sets_per_slice: l2.sets_per_slice,
-            slice_fn,
-            set_fn,
+            slice_fn: slice_fn.clone(),
+            set_fn: set_fn.clone(),
             slices_per_partition: l2.slices / l2.partitions,
             sms_per_partition: h.sm.count / l2.partitions,
             far: if l2.partitions > 1 { l2.far_hit_ns } else { None },
@@ -148,6 +155,7 @@ impl Machine {
             dram: Dram::new(&h),
             pt: PageTable::new(h.page_bytes.trailing_zeros(), pages, h.seed),
             fifos: vec![VecDeque::new(); h.dram.controllers as usize],
+            l2_memo: vec![Cell::new((0, slice_fn.eval(0), set_fn.eval(0))); L2_MEMO],
             stats: Stats { slice_requests: vec![0; l2.slices as usize], ..Stats::default() },
             h,
         }
@@ -196,6 +204,18 @@ impl Machine {
     #[inline]
     pub fn l2_set_of(&self, pa: u64) -> u32 {
         self.set_fn.eval(pa)
+    }
+    /// (slice, set) of an L2 key, through the memo.
+    #[inline]
+    fn l2_index(&self, key: u64) -> (u32, u32) {
+        let e = &self.l2_memo[(key >> self.l2_line_shift) as usize % L2_MEMO];
+        let (k, slice, set) = e.get();
+        if k == key {
+            return (slice, set);
+        }
+        let (slice, set) = (self.slice_of(key), self.l2_set_of(key));
+        e.set((key, slice, set));
+        (slice, set)
     }
     /// L1 set of an address (virtual or physical per `l1.indexing`).
     #[inline]
@@ -307,8 +327,7 @@ impl Machine {
         let key = if self.h.l2.indexing == Indexing::Physical { pa } else { va };
         let tlb_ns = if tlb_miss { self.h.tlb.miss_ns } else { 0.0 };
         r.tlb_miss = tlb_miss;
-        let slice = self.slice_of(key);
-        let set = self.l2_set_of(key);
+        let (slice, set) = self.l2_index(key);
         r.slice = slice;
         r.l2_set = set;
         let line = key >> self.l2_line_shift;
@@ -388,8 +407,7 @@ impl Machine {
         let l1_set = self.l1_set_of(l1_key);
         self.sm(sm).l1.store(l1_set as usize, l1_key >> l1_shift, l1_sectors, l1_full, true, false);
         let key = if self.h.l2.indexing == Indexing::Physical { pa } else { va };
-        let slice = self.slice_of(key);
-        let set = self.l2_set_of(key);
+        let (slice, set) = self.l2_index(key);
         let off = key & ((1 << self.l2_line_shift) - 1);
         let sectors = sector_mask(off, len, self.l2_sector_shift);
         let full = full_sectors(off, len, self.l2_sector_shift);
@@ -435,8 +453,8 @@ impl Machine {
         } else {
             va
         };
-        let flat = self.slice_of(key) as usize * self.sets_per_slice as usize + self.l2_set_of(key) as usize;
-        self.l2.prefetch(flat);
+        let (slice, set) = self.l2_index(key);
+        self.l2.prefetch(slice as usize * self.sets_per_slice as usize + set as usize);
     }
 
     /// Lines resident in an L2 set of a slice (tests, occupancy).

@@ -305,7 +305,7 @@ impl SimTarget {
             let mut sum = 0.0;
             // Host prefetch of the L2 set PREFETCH hops ahead while hops miss L1 (pure speed:
             // the simulated state is not touched).
-            const AHEAD: usize = 6;
+            const AHEAD: usize = 12;
             let mut l2_bound = bypass;
             for _ in 0..hops[0] {
                 if l2_bound && c.len() > AHEAD {

@@ -48,10 +48,13 @@ impl SplitMix {
     }
 }
 
-/// Fully associative TLB of (virtual page, physical page) entries.
+/// Fully associative TLB of (virtual page, physical page) entries (kept as parallel arrays in
+/// fill order, so a lookup compares one array of page numbers).
 #[derive(Debug, Clone)]
 pub struct Tlb {
-    entries: Vec<(u64, u64, u64)>,
+    vpns: Vec<u64>,
+    ppns: Vec<u64>,
+    stamps: Vec<u64>,
     capacity: usize,
     lru: bool,
     clock: u64,
@@ -59,50 +62,86 @@ pub struct Tlb {
 
 impl Tlb {
     pub fn new(capacity: usize, lru: bool) -> Self {
-        Tlb { entries: Vec::with_capacity(capacity), capacity, lru, clock: 0 }
+        Tlb {
+            vpns: Vec::with_capacity(capacity),
+            ppns: Vec::with_capacity(capacity),
+            stamps: Vec::with_capacity(capacity),
+            capacity,
+            lru,
+            clock: 0,
+        }
     }
     pub fn clear(&mut self) {
-        self.entries.clear();
+        self.vpns.clear();
+        self.ppns.clear();
+        self.stamps.clear();
     }
     /// Look up a virtual page; on a hit returns the physical page.
     #[inline]
     pub fn lookup(&mut self, vpn: u64) -> Option<u64> {
         self.clock += 1;
-        let clock = self.clock;
-        let lru = self.lru;
-        self.entries.iter_mut().find(|e| e.0 == vpn).map(|e| {
-            if lru {
-                e.2 = clock;
+        // the first matching entry (entries are unique, so the only one), found without branches
+        let mut hit = usize::MAX;
+        for (i, &v) in self.vpns.iter().enumerate().rev() {
+            if v == vpn {
+                hit = i;
             }
-            e.1
-        })
+        }
+        if hit == usize::MAX {
+            return None;
+        }
+        if self.lru {
+            self.stamps[hit] = self.clock;
+        }
+        Some(self.ppns[hit])
     }
     /// Install a translation after a miss, replacing the LRU (or oldest) entry when full.
     #[inline]
     pub fn insert(&mut self, vpn: u64, ppn: u64) {
         self.clock += 1;
-        if self.entries.len() < self.capacity {
-            self.entries.push((vpn, ppn, self.clock));
+        if self.vpns.len() < self.capacity {
+            self.vpns.push(vpn);
+            self.ppns.push(ppn);
+            self.stamps.push(self.clock);
             return;
         }
         let mut best = 0;
-        for (i, e) in self.entries.iter().enumerate() {
-            if e.2 < self.entries[best].2 {
+        for (i, &t) in self.stamps.iter().enumerate() {
+            if t < self.stamps[best] {
                 best = i;
             }
         }
-        self.entries[best] = (vpn, ppn, self.clock);
+        self.vpns[best] = vpn;
+        self.ppns[best] = ppn;
+        self.stamps[best] = self.clock;
     }
     /// Drop entries for a virtual page (after `free`).
     pub fn invalidate(&mut self, vpn: u64) {
-        self.entries.retain(|e| e.0 != vpn);
+        let mut i = 0;
+        while i < self.vpns.len() {
+            if self.vpns[i] == vpn {
+                self.vpns.remove(i);
+                self.ppns.remove(i);
+                self.stamps.remove(i);
+            } else {
+                i += 1;
+            }
+        }
     }
 }
+
+/// Pages of the directly indexed part of the page table (8 MiB of entries at most).
+const DENSE_WINDOW: u64 = 1 << 20;
+const NO_PAGE: u64 = u64::MAX;
 
 /// Virtual-to-physical mapping and the physical page allocator.
 #[derive(Debug, Clone)]
 pub struct PageTable {
     page_shift: u32,
+    /// Pages `dense_base + i` for i < DENSE_WINDOW (where the target maps its buffers), directly
+    /// indexed (`NO_PAGE`: unmapped); other pages in `map`.
+    dense: Vec<u64>,
+    dense_base: Option<u64>,
     map: PageMap<u64>,
     free: Vec<u64>,
     rng: SplitMix,
@@ -113,6 +152,8 @@ impl PageTable {
     pub fn new(page_shift: u32, pages: u64, seed: u64) -> Self {
         PageTable {
             page_shift,
+            dense: Vec::new(),
+            dense_base: None,
             map: PageMap::default(),
             free: (0..pages).collect(),
             rng: SplitMix(seed ^ 0x05EE_D0F9_A6E5),
@@ -152,16 +193,47 @@ impl PageTable {
     pub fn give_back(&mut self, pages: &[u64]) {
         self.free.extend_from_slice(pages);
     }
+    /// Index of `vpn` in the dense window, if it lies there.
+    #[inline]
+    fn dense_index(&self, vpn: u64) -> Option<usize> {
+        let i = vpn.wrapping_sub(self.dense_base?);
+        (i < DENSE_WINDOW).then_some(i as usize)
+    }
     pub fn map(&mut self, vpn: u64, ppn: u64) {
-        self.map.insert(vpn, ppn);
+        if self.dense_base.is_none() {
+            self.dense_base = Some(vpn);
+        }
+        match self.dense_index(vpn) {
+            Some(i) => {
+                if i >= self.dense.len() {
+                    self.dense.resize(i + 1, NO_PAGE);
+                }
+                self.dense[i] = ppn;
+            }
+            None => {
+                self.map.insert(vpn, ppn);
+            }
+        }
     }
     pub fn unmap(&mut self, vpn: u64) {
-        self.map.remove(&vpn);
+        match self.dense_index(vpn) {
+            Some(i) => {
+                if let Some(p) = self.dense.get_mut(i) {
+                    *p = NO_PAGE;
+                }
+            }
+            None => {
+                self.map.remove(&vpn);
+            }
+        }
     }
     /// Physical page of a virtual page.
     #[inline]
     pub fn walk(&self, vpn: u64) -> Option<u64> {
-        self.map.get(&vpn).copied()
+        match self.dense_index(vpn) {
+            Some(i) => self.dense.get(i).copied().filter(|&p| p != NO_PAGE),
+            None => self.map.get(&vpn).copied(),
+        }
     }
     /// Physical address of a virtual address.
     pub fn translate(&self, va: u64) -> Option<u64> {
