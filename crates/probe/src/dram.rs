@@ -99,14 +99,18 @@ impl RowBench {
         let n = self.fillers.len() / 2;
         let (a, w) = self.fillers.split_at(n);
         m.target.flush()?;
-        // Prime: fillers into L1, and translate x's page through another sector of x's line.
-        let mut prime: Vec<u64> = self.fillers.clone();
-        prime.push(x ^ (3 * self.sector));
+        // Prime: translate x's and y's pages through other sectors of their lines, bypassing L1
+        // (so nothing of theirs can evict a filler), then the fillers into L1.
+        let mut tr = vec![x ^ (3 * self.sector)];
         if y & !(self.sector * 4 - 1) != x & !(self.sector * 4 - 1) {
-            prime.push(y ^ (3 * self.sector));
+            tr.push(y ^ (3 * self.sector));
         }
-        let mut p = ChaseSpec::new(prime, CachePath::L1Cached, 1);
+        let mut p = ChaseSpec::new(tr, CachePath::L1Bypass, 1);
         p.hops = p.addrs.len() as u64;
+        p.warmup_laps = 0;
+        p.repeats = 1;
+        m.target.chase(&p)?;
+        let mut p = ChaseSpec::new(self.fillers.clone(), CachePath::L1Cached, self.fillers.len() as u64);
         p.warmup_laps = 1;
         p.repeats = 1;
         m.target.chase(&p)?;

@@ -56,9 +56,9 @@ pub fn analyze_replacement(hot_miss: f64, cold_miss: f64, entries: u64) -> Resul
     if cold_miss < 0.8 {
         return Err(format!("the cold pages missed on only {:.0}% of hops: neither LRU nor FIFO", cold_miss * 100.0));
     }
-    if hot_miss < 0.2 / e {
+    if hot_miss < 0.3 / e {
         Ok("lru")
-    } else if hot_miss >= 0.5 / e && hot_miss < 3.0 / e {
+    } else if hot_miss >= 0.6 / e && hot_miss < 3.0 / e {
         Ok("fifo")
     } else {
         Err(format!(
@@ -189,31 +189,34 @@ impl Probe for TlbProbe {
             addrs.push(page_line(b.base, page_stride, i));
         }
         let n = addrs.len() as u64;
-        let mut spec = ChaseSpec::new(addrs, CachePath::L1Bypass, n * (40_000 / n).max(4));
+        let mut spec = ChaseSpec::new(addrs, CachePath::L1Bypass, n * (200_000 / n).max(4));
         spec.warmup_laps = 3;
         m.target.flush()?;
         let t = m.run(spec)?;
-        let thr = 0.5 * (b.fit_ns + b.thrash_ns);
-        match &t.per_hop_ns {
-            Some(h) => {
-                let (mut hot_m, mut hot_n, mut cold_m, mut cold_n) = (0usize, 0usize, 0usize, 0usize);
-                for (i, &x) in h.iter().enumerate() {
-                    let slow = x > thr && x < b.thrash_ns + step;
-                    if i % 2 == 0 {
-                        hot_n += 1;
-                        hot_m += slow as usize;
-                    } else {
-                        cold_n += 1;
-                        cold_m += slow as usize;
-                    }
-                }
-                let (hf, cf) = (hot_m as f64 / hot_n.max(1) as f64, cold_m as f64 / cold_n.max(1) as f64);
-                match analyze_replacement(hf, cf / 0.99, entries) {
-                    Ok(p) => out.finding("tlb.l1.replacement", Finding::text(p, rmethod, Confidence::High)),
+        // Miss fractions from windowed means (jitter averages out; outliers beyond the window
+        // are dropped), scaled between the all-hit and the all-miss references.
+        match (&t.per_hop_ns, &fit.per_hop_ns, &thrash.per_hop_ns) {
+            (Some(h), Some(fh), Some(th)) => {
+                let mad = memscope_core::stats::Sample::new(fh).map(|x| x.mad()).unwrap_or(0.0);
+                let (lo, hi) = (b.fit_ns - step - 7.0 * mad, b.thrash_ns + step + 7.0 * mad);
+                let wmean = |v: &mut dyn Iterator<Item = f64>| {
+                    let (sum, n) = v.filter(|x| *x >= lo && *x <= hi).fold((0.0, 0usize), |a, x| (a.0 + x, a.1 + 1));
+                    sum / n.max(1) as f64
+                };
+                let (f0, f1) = (wmean(&mut fh.iter().copied()), wmean(&mut th.iter().copied()));
+                let hot = wmean(&mut h.iter().copied().step_by(2));
+                let cold = wmean(&mut h.iter().copied().skip(1).step_by(2));
+                let (hf, cf) = ((hot - f0) / (f1 - f0), (cold - f0) / (f1 - f0));
+                match analyze_replacement(hf, cf, entries) {
+                    Ok(p) => out.finding(
+                        "tlb.l1.replacement",
+                        Finding::text(p, rmethod, Confidence::High)
+                            .with_note(&format!("hot page miss fraction {hf:.4}, other pages {cf:.3}")),
+                    ),
                     Err(why) => out.finding("tlb.l1.replacement", Finding::undetermined("", rmethod, &why)),
                 }
             }
-            None => out.finding("tlb.l1.replacement", Finding::undetermined("", rmethod, "needs per-hop times")),
+            _ => out.finding("tlb.l1.replacement", Finding::undetermined("", rmethod, "needs per-hop times")),
         }
 
         // Scope: the entries + 1 pages split round-robin among 2 warps of one block.
