@@ -285,7 +285,7 @@ impl Cache {
     /// allocates a slot (maybe evicting).
     #[inline]
     pub fn load(&mut self, set: usize, line: u64, sectors: u8) -> Outcome {
-        self.prefetch_arrays(set, false); // the arrays' host misses overlap
+        // (no prefetch here: the lookups below issue the same loads at once)
         let clock = self.tick();
         let base = set * self.ways;
         if let Some(i) = self.find(set, line) {
@@ -309,7 +309,7 @@ impl Cache {
     /// false: a missing line is not allocated (write-around), only reported.
     #[inline]
     pub fn store(&mut self, set: usize, line: u64, sectors: u8, full: u8, allocate: bool, mark_dirty: bool) -> Outcome {
-        self.prefetch_arrays(set, true);
+        self.prefetch_arrays(set, true); // the store stamps too
         let clock = self.tick();
         let w = self.ways;
         let base = set * w;

@@ -164,6 +164,10 @@ impl SimTarget {
                 return Err(TargetError::BadSpec(format!("addrs[{i}] = {a:#x} is not inside a live buffer")));
             }
         }
+        if !has_duplicates_bitmap(&spec.addrs).unwrap_or(true) {
+            return Ok((sm, w));
+        }
+        // a duplicate (or a sparse list): sort, and name the smallest repeated address
         let mut sorted = spec.addrs.clone();
         sorted.sort_unstable();
         if let Some(d) = sorted.windows(2).find(|p| p[0] == p[1]) {
@@ -188,6 +192,27 @@ impl SimTarget {
         }
         ns.max(0.0)
     }
+}
+
+/// Whether 8-byte-aligned `addrs` repeat an address, by a bitmap over their range (a long chase
+/// list sorts slowly); `None` when the range is too sparse for a bitmap.
+fn has_duplicates_bitmap(addrs: &[u64]) -> Option<bool> {
+    let lo = *addrs.iter().min()?;
+    let hi = *addrs.iter().max()?;
+    let words = ((hi - lo) / 8 / 64 + 1) as usize;
+    if words > 4 * addrs.len() + 1024 {
+        return None;
+    }
+    let mut seen = vec![0u64; words];
+    for &a in addrs {
+        let i = ((a - lo) / 8) as usize;
+        let bit = 1u64 << (i % 64);
+        if seen[i / 64] & bit != 0 {
+            return Some(true);
+        }
+        seen[i / 64] |= bit;
+    }
+    Some(false)
 }
 
 impl Target for SimTarget {

@@ -105,10 +105,11 @@ impl Tlb {
             self.stamps.push(self.clock);
             return;
         }
-        let mut best = 0;
+        // the first entry with the smallest stamp
+        let (mut best, mut oldest) = (0, u64::MAX);
         for (i, &t) in self.stamps.iter().enumerate() {
-            if t < self.stamps[best] {
-                best = i;
+            if t < oldest {
+                (best, oldest) = (i, t);
             }
         }
         self.vpns[best] = vpn;
