@@ -4,33 +4,21 @@
 //! addresses. Replacement: LRU, FIFO, or RRIP (new lines RRPV 1, a hit sets 0, victim = least
 //! recently used among RRPV 2, else age every line and rescan).
 //!
-//! Layout (speed only): four arrays indexed `set * ways + way`, each aligned to 64 bytes, so a
-//! load of a 16-way set reads three host cache lines (32-bit tags, 32-bit use stamps, 4-byte
-//! valid/dirty/RRPV flags) and a store a fourth (store stamps). Tags are 32-bit while every line
-//! address seen fits, and widen to 64 bits for good on the first one that does not.
+//! Layout (speed only): one block per set, aligned to 64 bytes, holding the set's 32-bit tags,
+//! use stamps, store stamps and flags (valid/dirty/RRPV) one after the other, so a 16-way set is
+//! four host cache lines of one host page (a load reads three). Tags are 32-bit while every line
+//! address seen fits, and move to a 64-bit array for good on the first one that does not.
 
 use memscope_core::hierarchy::Replacement;
 
 const INVALID: u64 = u64::MAX;
 const INVALID32: u32 = u32::MAX;
 
-/// Valid, dirty and RRPV bits of one slot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Flags {
-    valid: u8,
-    dirty: u8,
-    rrpv: u8,
-    _pad: u8,
-}
-
-const NO_FLAGS: Flags = Flags { valid: 0, dirty: 0, rrpv: 0, _pad: 0 };
-
 /// A vector whose element `o` starts on a 64-byte boundary (host cache line).
 #[derive(Debug, Clone)]
 struct Aligned<T> {
     v: Vec<T>,
     o: usize,
-    n: usize,
 }
 
 impl<T: Copy> Aligned<T> {
@@ -43,7 +31,7 @@ impl<T: Copy> Aligned<T> {
         let v = huge_vec(x, n + pad);
         let misalign = v.as_ptr() as usize % align;
         let o = if misalign == 0 || !misalign.is_multiple_of(sz) { 0 } else { (align - misalign) / sz };
-        Aligned { v, o, n }
+        Aligned { v, o }
     }
     #[inline(always)]
     fn s(&self, i: usize, n: usize) -> &[T] {
@@ -60,16 +48,6 @@ impl<T: Copy> Aligned<T> {
     fn fill(&mut self, x: T) {
         self.v.fill(x);
     }
-    fn len(&self) -> usize {
-        self.n
-    }
-}
-
-/// Tag storage: 32-bit while every line address fits (`u32::MAX` is invalid), else 64-bit.
-#[derive(Debug, Clone)]
-enum Tags {
-    Narrow(Aligned<u32>),
-    Wide(Aligned<u64>),
 }
 
 /// A line pushed out (or cleaned) with dirty sectors: it goes to the write-back FIFO.
@@ -99,48 +77,70 @@ pub struct Outcome {
 pub struct Cache {
     ways: usize,
     policy: Replacement,
-    tags: Tags,
-    /// Last use (LRU order) or insertion (FIFO).
-    stamp: Aligned<u32>,
-    /// Last store (the 8-dirty rule cleans the least recently stored dirty line); meaningful
-    /// only for dirty slots (every store that dirties a slot sets it).
-    store_stamp: Aligned<u32>,
-    flags: Aligned<Flags>,
+    /// Per set, `stride` words: 32-bit tags, use stamps (last use for LRU, insertion for FIFO),
+    /// store stamps (last store; the 8-dirty rule cleans the least recently stored dirty line;
+    /// meaningful only for dirty slots, as every store that dirties a slot sets it) and flags
+    /// (valid sectors, dirty sectors << 8, RRPV << 16), `ways` words each.
+    b: Aligned<u32>,
+    stride: usize,
+    sets: usize,
+    /// 64-bit tags, once a line address did not fit in 32 bits (the block's tags are unused).
+    wide: Option<Aligned<u64>>,
     clock: u32,
     dirty_threshold: u32,
+}
+
+#[inline(always)]
+fn valid(f: u32) -> u8 {
+    f as u8
+}
+#[inline(always)]
+fn dirty(f: u32) -> u8 {
+    (f >> 8) as u8
+}
+#[inline(always)]
+fn rrpv(f: u32) -> u8 {
+    (f >> 16) as u8
+}
+#[inline(always)]
+fn flags(valid: u8, dirty: u8, rrpv: u8) -> u32 {
+    valid as u32 | (dirty as u32) << 8 | (rrpv as u32) << 16
 }
 
 impl Cache {
     /// `sets` sets of `ways` ways. `dirty_threshold` > 0 enables the 8-dirty rule at that count.
     pub fn new(sets: usize, ways: usize, policy: Replacement, dirty_threshold: u32) -> Self {
-        let n = sets * ways;
-        Cache {
+        let stride = (4 * ways).next_multiple_of(16);
+        let mut c = Cache {
             ways,
             policy,
-            tags: Tags::Narrow(Aligned::new(INVALID32, n)),
-            stamp: Aligned::new(0, n),
-            store_stamp: Aligned::new(0, n),
-            flags: Aligned::new(NO_FLAGS, n),
+            b: Aligned::new(0, sets * stride),
+            stride,
+            sets,
+            wide: None,
             clock: 0,
             dirty_threshold,
-        }
+        };
+        c.clear();
+        c
     }
 
     /// Forget everything (dirty data is dropped; call `dirty_lines` first to write it back).
     pub fn clear(&mut self) {
-        match &mut self.tags {
-            Tags::Narrow(t) => t.fill(INVALID32),
-            Tags::Wide(t) => t.fill(INVALID),
+        self.b.fill(0);
+        let (w, st) = (self.ways, self.stride);
+        for set in 0..self.sets {
+            self.b.s_mut(set * st, w).fill(INVALID32);
         }
-        self.stamp.fill(0);
-        self.store_stamp.fill(0);
-        self.flags.fill(NO_FLAGS);
+        if let Some(t) = &mut self.wide {
+            t.fill(INVALID);
+        }
         self.clock = 0;
     }
 
     /// Number of sets.
     pub fn sets(&self) -> usize {
-        self.stamp.len() / self.ways
+        self.sets
     }
 
     /// Advance the use clock; stamps are 32-bit, so every 2^32 uses they are renormalized
@@ -157,9 +157,9 @@ impl Cache {
     #[cold]
     fn renormalize(&mut self) {
         let w = self.ways;
-        for set in 0..self.sets() {
-            for arr in [&mut self.stamp, &mut self.store_stamp] {
-                let s = arr.s_mut(set * w, w);
+        for set in 0..self.sets {
+            for k in 1..3 {
+                let s = self.b.s_mut(set * self.stride + k * w, w);
                 let mut order: Vec<usize> = (0..w).collect();
                 order.sort_by_key(|&i| s[i]);
                 for (rank, &i) in order.iter().enumerate() {
@@ -170,115 +170,117 @@ impl Cache {
         self.clock = w as u32 + 1;
     }
 
+    /// The words of `set` from part `k` (0 tags, 1 stamps, 2 store stamps, 3 flags).
+    #[inline(always)]
+    fn part(&self, set: usize, k: usize) -> &[u32] {
+        self.b.s(set * self.stride + k * self.ways, self.ways)
+    }
+    #[inline(always)]
+    fn part_mut(&mut self, set: usize, k: usize) -> &mut [u32] {
+        self.b.s_mut(set * self.stride + k * self.ways, self.ways)
+    }
+
     #[inline]
     fn find(&self, set: usize, line: u64) -> Option<usize> {
-        let w = self.ways;
-        match &self.tags {
-            Tags::Narrow(t) => {
+        match &self.wide {
+            None => {
                 if line >= INVALID32 as u64 {
                     return None;
                 }
                 let l = line as u32;
-                t.s(set * w, w).iter().position(|&x| x == l)
+                self.part(set, 0).iter().position(|&x| x == l)
             }
-            Tags::Wide(t) => t.s(set * w, w).iter().position(|&x| x == line),
+            Some(t) => t.s(set * self.ways, self.ways).iter().position(|&x| x == line),
         }
     }
 
-    /// Tag of slot `i` (flat), `INVALID` when empty.
+    /// Tag of a way, `INVALID` when empty.
     #[inline]
-    fn tag(&self, i: usize) -> u64 {
-        match &self.tags {
-            Tags::Narrow(t) => {
-                let x = t.s(i, 1)[0];
+    fn tag(&self, set: usize, way: usize) -> u64 {
+        match &self.wide {
+            None => {
+                let x = self.part(set, 0)[way];
                 if x == INVALID32 {
                     INVALID
                 } else {
                     x as u64
                 }
             }
-            Tags::Wide(t) => t.s(i, 1)[0],
+            Some(t) => t.s(set * self.ways + way, 1)[0],
         }
     }
 
     #[inline]
-    fn set_tag(&mut self, i: usize, line: u64) {
-        if line >= INVALID32 as u64 {
+    fn set_tag(&mut self, set: usize, way: usize, line: u64) {
+        if line >= INVALID32 as u64 && self.wide.is_none() {
             self.widen();
         }
-        match &mut self.tags {
-            Tags::Narrow(t) => t.s_mut(i, 1)[0] = line as u32,
-            Tags::Wide(t) => t.s_mut(i, 1)[0] = line,
+        let w = self.ways;
+        match &mut self.wide {
+            None => self.part_mut(set, 0)[way] = line as u32,
+            Some(t) => t.s_mut(set * w + way, 1)[0] = line,
         }
     }
 
     /// Switch to 64-bit tags (a line address beyond 32 bits was seen).
     #[cold]
     fn widen(&mut self) {
-        if let Tags::Narrow(t) = &self.tags {
-            let n = self.stamp.len();
-            let mut wide = Aligned::new(INVALID, n);
-            for (d, &s) in wide.s_mut(0, n).iter_mut().zip(t.s(0, n)) {
-                *d = if s == INVALID32 { INVALID } else { s as u64 };
+        let w = self.ways;
+        let mut wide = Aligned::new(INVALID, self.sets * w);
+        for set in 0..self.sets {
+            for way in 0..w {
+                wide.s_mut(set * w + way, 1)[0] = self.tag(set, way);
             }
-            self.tags = Tags::Wide(wide);
         }
+        self.wide = Some(wide);
     }
 
     /// Hint the host CPU to fetch `set`'s state (the simulated L2 is far larger than host caches;
     /// a chase knows its next addresses, so it can overlap those host misses).
     #[inline]
     pub fn prefetch(&self, set: usize) {
-        self.prefetch_arrays(set, false);
+        self.prefetch_block(set, false);
     }
 
+    /// Prefetch the tags, stamps and flags of `set` (and the store stamps with `store`).
     #[inline]
-    fn prefetch_arrays(&self, set: usize, store: bool) {
+    fn prefetch_block(&self, set: usize, store: bool) {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let w = self.ways;
-            let i = set * w;
-            if i >= self.stamp.len() {
+            if set >= self.sets {
                 return;
             }
-            let (t, tb) = match &self.tags {
-                Tags::Narrow(t) => (t.ptr(i), w * 4),
-                Tags::Wide(t) => (t.ptr(i), w * 8),
-            };
-            let s = self.stamp.ptr(i);
-            let f = self.flags.ptr(i);
-            let ss = self.store_stamp.ptr(i);
-            let mut off = 0;
-            while off < tb {
-                // SAFETY: prefetch is a hint that never faults; SSE is baseline on x86_64.
-                unsafe { _mm_prefetch::<_MM_HINT_T0>(t.wrapping_add(off)) };
-                off += 64;
-            }
-            off = 0;
-            while off < w * 4 {
-                // SAFETY: as above.
-                unsafe {
-                    _mm_prefetch::<_MM_HINT_T0>(s.wrapping_add(off));
-                    _mm_prefetch::<_MM_HINT_T0>(f.wrapping_add(off));
-                    if store {
-                        _mm_prefetch::<_MM_HINT_T0>(ss.wrapping_add(off));
-                    }
+            let w = self.ways;
+            let base = set * self.stride;
+            let p = self.b.ptr(base);
+            for k in 0..4 {
+                if k == 2 && !store {
+                    continue;
                 }
-                off += 64;
+                let mut off = k * w * 4;
+                let end = off + w * 4;
+                while off < end {
+                    // SAFETY: prefetch is a hint that never faults; SSE is baseline on x86_64.
+                    unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(off)) };
+                    off += 64;
+                }
+            }
+            if let Some(t) = &self.wide {
+                // SAFETY: as above.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(t.ptr(set * w)) };
             }
         }
     }
 
     /// Whether `line` is present in `set` with all of `sectors` valid (no state change).
     pub fn probe(&self, set: usize, line: u64, sectors: u8) -> bool {
-        self.find(set, line).is_some_and(|i| self.flags.s(set * self.ways + i, 1)[0].valid & sectors == sectors)
+        self.find(set, line).is_some_and(|i| valid(self.part(set, 3)[i]) & sectors == sectors)
     }
 
     /// Lines present in `set` (tags), for tests and occupancy reports.
     pub fn lines_in_set(&self, set: usize) -> usize {
-        let w = self.ways;
-        (set * w..set * w + w).filter(|&i| self.tag(i) != INVALID).count()
+        (0..self.ways).filter(|&i| self.tag(set, i) != INVALID).count()
     }
 
     /// A load of `sectors` of `line`: a hit refreshes the line; missing sectors are filled; a miss
@@ -287,20 +289,18 @@ impl Cache {
     pub fn load(&mut self, set: usize, line: u64, sectors: u8) -> Outcome {
         // (no prefetch here: the lookups below issue the same loads at once)
         let clock = self.tick();
-        let base = set * self.ways;
         if let Some(i) = self.find(set, line) {
-            let f = &mut self.flags.s_mut(base + i, 1)[0];
-            let missing = sectors & !f.valid;
-            f.valid |= sectors;
-            self.touch(base + i, clock);
+            let f = self.part(set, 3)[i];
+            let missing = sectors & !valid(f);
+            self.part_mut(set, 3)[i] = f | sectors as u32;
+            self.touch(set, i, clock);
             return Outcome { tag_hit: true, missing, evicted: None, cleaned: None };
         }
         let (way, evicted) = self.victim(set);
-        let i = base + way;
-        self.set_tag(i, line);
-        self.stamp.s_mut(i, 1)[0] = clock;
-        // store_stamp is left as it is: it is read only for dirty slots, and this one is clean
-        self.flags.s_mut(i, 1)[0] = Flags { valid: sectors, dirty: 0, rrpv: 1, _pad: 0 };
+        self.set_tag(set, way, line);
+        self.part_mut(set, 1)[way] = clock;
+        // the store stamp is left as it is: it is read only for dirty slots, and this one is clean
+        self.part_mut(set, 3)[way] = flags(sectors, 0, 1);
         Outcome { tag_hit: false, missing: sectors, evicted, cleaned: None }
     }
 
@@ -309,58 +309,55 @@ impl Cache {
     /// false: a missing line is not allocated (write-around), only reported.
     #[inline]
     pub fn store(&mut self, set: usize, line: u64, sectors: u8, full: u8, allocate: bool, mark_dirty: bool) -> Outcome {
-        self.prefetch_arrays(set, true); // the store stamps too
+        self.prefetch_block(set, true); // the store stamps too
         let clock = self.tick();
-        let w = self.ways;
-        let base = set * w;
         let mut cleaned = None;
         if self.dirty_threshold > 0 && mark_dirty {
-            let flags = self.flags.s_mut(base, w);
-            let dirty = flags.iter().filter(|s| s.dirty != 0).count() as u32;
-            if dirty >= self.dirty_threshold {
-                let ss = self.store_stamp.s(base, w);
+            let fl = self.part(set, 3);
+            let ndirty = fl.iter().filter(|&&f| dirty(f) != 0).count() as u32;
+            if ndirty >= self.dirty_threshold {
+                let ss = self.part(set, 2);
                 let mut best: Option<usize> = None;
-                for (i, s) in flags.iter().enumerate() {
-                    if s.dirty != 0 && best.is_none_or(|b| ss[i] < ss[b]) {
+                for (i, &f) in fl.iter().enumerate() {
+                    if dirty(f) != 0 && best.is_none_or(|b| ss[i] < ss[b]) {
                         best = Some(i);
                     }
                 }
                 if let Some(i) = best {
-                    let sectors = flags[i].dirty;
-                    flags[i].dirty = 0;
-                    cleaned = Some(WriteBack { line: self.tag(base + i), sectors });
+                    let sectors = dirty(fl[i]);
+                    self.part_mut(set, 3)[i] &= !0xff00;
+                    cleaned = Some(WriteBack { line: self.tag(set, i), sectors });
                 }
             }
         }
         if let Some(i) = self.find(set, line) {
-            let f = &mut self.flags.s_mut(base + i, 1)[0];
-            f.valid |= full;
+            let mut f = self.part(set, 3)[i] | full as u32;
             if mark_dirty {
-                f.dirty |= sectors;
-                self.store_stamp.s_mut(base + i, 1)[0] = clock;
+                f |= (sectors as u32) << 8;
+                self.part_mut(set, 2)[i] = clock;
             }
-            let missing = sectors & !f.valid;
-            self.touch(base + i, clock);
+            self.part_mut(set, 3)[i] = f;
+            let missing = sectors & !valid(f);
+            self.touch(set, i, clock);
             return Outcome { tag_hit: true, missing, evicted: None, cleaned };
         }
         if !allocate {
             return Outcome { tag_hit: false, missing: sectors, evicted: None, cleaned };
         }
         let (way, evicted) = self.victim(set);
-        let dirty = if mark_dirty { sectors } else { 0 };
-        let i = base + way;
-        self.set_tag(i, line);
-        self.stamp.s_mut(i, 1)[0] = clock;
-        self.store_stamp.s_mut(i, 1)[0] = clock;
-        self.flags.s_mut(i, 1)[0] = Flags { valid: full, dirty, rrpv: 1, _pad: 0 };
+        let d = if mark_dirty { sectors } else { 0 };
+        self.set_tag(set, way, line);
+        self.part_mut(set, 1)[way] = clock;
+        self.part_mut(set, 2)[way] = clock;
+        self.part_mut(set, 3)[way] = flags(full, d, 1);
         Outcome { tag_hit: false, missing: sectors & !full, evicted, cleaned }
     }
 
     /// Number of lines holding dirty sectors.
     pub fn dirty_lines(&self) -> usize {
-        let n = self.stamp.len();
-        let f = self.flags.s(0, n);
-        (0..n).filter(|&i| f[i].dirty != 0 && self.tag(i) != INVALID).count()
+        (0..self.sets)
+            .map(|s| (0..self.ways).filter(|&i| dirty(self.part(s, 3)[i]) != 0 && self.tag(s, i) != INVALID).count())
+            .sum()
     }
 
     /// Pick a victim way: an invalid slot first; LRU/FIFO: smallest stamp; RRIP: least recently
@@ -369,17 +366,16 @@ impl Cache {
     #[inline]
     fn victim(&mut self, set: usize) -> (usize, Option<WriteBack>) {
         let w = self.ways;
-        let base = set * w;
-        let empty = match &self.tags {
-            Tags::Narrow(t) => t.s(base, w).iter().position(|&x| x == INVALID32),
-            Tags::Wide(t) => t.s(base, w).iter().position(|&x| x == INVALID),
+        let empty = match &self.wide {
+            None => self.part(set, 0).iter().position(|&x| x == INVALID32),
+            Some(t) => t.s(set * w, w).iter().position(|&x| x == INVALID),
         };
         if let Some(i) = empty {
             return (i, None);
         }
-        let stamps = self.stamp.s(base, w);
         let way = match self.policy {
             Replacement::Lru | Replacement::Fifo => {
+                let stamps = self.part(set, 1);
                 let mut best = 0;
                 for (i, &s) in stamps.iter().enumerate() {
                     if s < stamps[best] {
@@ -392,18 +388,19 @@ impl Cache {
                 // Branch-free form of "scan for RRPV 2; if none, age every line and rescan":
                 // aging k = 2 - max RRPV times makes the lines at the maximum the candidates,
                 // and the first of them with the smallest stamp is the victim.
-                let flags = self.flags.s_mut(base, w);
-                let top = flags.iter().map(|f| f.rrpv.min(2)).max().unwrap_or(2);
+                let top = self.part(set, 3).iter().map(|&f| rrpv(f).min(2)).max().unwrap_or(2);
                 if top < 2 {
                     let k = 2 - top;
-                    for f in flags.iter_mut() {
-                        f.rrpv = (f.rrpv + k).min(2);
+                    for f in self.part_mut(set, 3) {
+                        let r = (rrpv(*f) + k).min(2);
+                        *f = (*f & !0xff_0000) | (r as u32) << 16;
                     }
                 }
+                let (stamps, fl) = (self.part(set, 1), self.part(set, 3));
                 let mut best = 0;
                 let mut best_key = u64::MAX;
-                for (i, f) in flags.iter().enumerate() {
-                    let key = (u64::from(f.rrpv < 2) << 32) | stamps[i] as u64;
+                for (i, &f) in fl.iter().enumerate() {
+                    let key = (u64::from(rrpv(f) < 2) << 32) | stamps[i] as u64;
                     if key < best_key {
                         best_key = key;
                         best = i;
@@ -412,19 +409,19 @@ impl Cache {
                 best
             }
         };
-        let d = self.flags.s(base + way, 1)[0].dirty;
-        let wb = if d != 0 { Some(WriteBack { line: self.tag(base + way), sectors: d }) } else { None };
+        let d = dirty(self.part(set, 3)[way]);
+        let wb = if d != 0 { Some(WriteBack { line: self.tag(set, way), sectors: d }) } else { None };
         (way, wb)
     }
 
     #[inline]
-    fn touch(&mut self, i: usize, clock: u32) {
+    fn touch(&mut self, set: usize, way: usize, clock: u32) {
         match self.policy {
-            Replacement::Lru => self.stamp.s_mut(i, 1)[0] = clock,
+            Replacement::Lru => self.part_mut(set, 1)[way] = clock,
             Replacement::Fifo => {}
             Replacement::Rrip => {
-                self.stamp.s_mut(i, 1)[0] = clock;
-                self.flags.s_mut(i, 1)[0].rrpv = 0;
+                self.part_mut(set, 1)[way] = clock;
+                self.part_mut(set, 3)[way] &= !0xff_0000;
             }
         }
     }
