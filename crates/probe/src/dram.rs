@@ -242,7 +242,9 @@ impl Probe for DramProbe {
             Some(h) => {
                 let base = median(h);
                 let mad = memscope_core::stats::Sample::new(h).map(|s| s.mad()).unwrap_or(0.0);
-                let floor = (6.0 * 1.4826 * mad).max(0.02 * base);
+                // Above jitter, and above a TLB miss (the first hop into each page pays one).
+                let tlb_ns = crate::measure::earlier_f64(&earlier, "tlb.l1.miss_ns").unwrap_or(0.0).max(0.0);
+                let floor = (6.0 * 1.4826 * mad).max(0.02 * base) + tlb_ns;
                 match analyze_refresh(h, floor) {
                     Some(fit) => {
                         let mut f =
