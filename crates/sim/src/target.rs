@@ -199,13 +199,15 @@ impl SimTarget {
 fn has_duplicates_bitmap(addrs: &[u64]) -> Option<bool> {
     let lo = *addrs.iter().min()?;
     let hi = *addrs.iter().max()?;
-    let words = ((hi - lo) / 8 / 64 + 1) as usize;
-    if words > 4 * addrs.len() + 1024 {
+    // all offsets from `lo` are multiples of 2^shift (a chase over lines: one bit per line)
+    let shift = addrs.iter().fold(0, |acc, &a| acc | (a - lo)).trailing_zeros().min(63);
+    let words = ((hi - lo) >> shift) / 64 + 1;
+    if words > 4 * addrs.len() as u64 + 1024 {
         return None;
     }
-    let mut seen = vec![0u64; words];
+    let mut seen = vec![0u64; words as usize];
     for &a in addrs {
-        let i = ((a - lo) / 8) as usize;
+        let i = ((a - lo) >> shift) as usize;
         let bit = 1u64 << (i % 64);
         if seen[i / 64] & bit != 0 {
             return Some(true);
