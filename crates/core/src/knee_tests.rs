@@ -84,8 +84,8 @@ fn clean_four_levels() {
     assert_eq!(p[3].capacity, None);
     assert_eq!(p[3].midpoint, None);
     // A sharp step: the midpoint lies within the one sweep step after the knee.
-    for k in 0..3 {
-        let (c, m) = (p[k].capacity.unwrap(), p[k].midpoint.unwrap());
+    for level in &p[..3] {
+        let (c, m) = (level.capacity.unwrap(), level.midpoint.unwrap());
         assert!(m >= c && m <= c * 1.19, "{c} {m}");
     }
     assert_eq!(p[0].points.start, 0);
