@@ -14,10 +14,36 @@ use crate::measure::{earlier_u64, gpu_applicability, Meter};
 use memscope_core::gf2;
 use memscope_core::stats::median;
 use memscope_core::{
-    Applicability, CachePath, ChaseSpec, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, TargetInfo,
+    Applicability, CachePath, ChaseSpec, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, Series,
+    TargetInfo,
 };
 
 pub struct DramProbe;
+
+/// Histogram of per-hop excess over the median (the refresh-stall signature of seed 000: most hops
+/// at zero excess, stalls spread evenly up to a hard ceiling). Bins of `bin_ns` from 0 up to the
+/// largest excess; x = bin start in ns, y = hops in the bin. Hops below the median are left out.
+pub fn excess_histogram(per_hop: &[f64], bin_ns: f64) -> Series {
+    let base = median(per_hop);
+    let ex: Vec<f64> = per_hop.iter().map(|t| t - base).filter(|e| *e >= 0.0).collect();
+    let top = ex.iter().cloned().fold(0.0_f64, f64::max);
+    let bins = ((top / bin_ns).floor() as usize + 1).clamp(1, 4096);
+    let mut y = vec![0.0; bins];
+    for e in ex {
+        y[((e / bin_ns) as usize).min(bins - 1)] += 1.0;
+    }
+    Series {
+        description: format!("per-hop excess over the median DRAM hop ({base:.1} ns), one cold dependent lap"),
+        x_name: "excess latency".into(),
+        x_unit: "ns".into(),
+        y_name: "hops".into(),
+        y_unit: "count".into(),
+        x: (0..bins).map(|i| i as f64 * bin_ns).collect(),
+        y,
+        y_spread: None,
+        marks: Vec::new(),
+    }
+}
 
 /// Result of the refresh fit.
 #[derive(Debug, Clone, PartialEq)]
@@ -240,6 +266,7 @@ impl Probe for DramProbe {
         let rmethod = format!("one cold dependent lap over {n_lines} lines, per-hop excess over the median fitted as uniform stalls plus outliers");
         match &t.per_hop_ns {
             Some(h) => {
+                out.series("dram.refresh_hist", excess_histogram(h, 10.0));
                 let base = median(h);
                 let mad = memscope_core::stats::Sample::new(h).map(|s| s.mad()).unwrap_or(0.0);
                 // Above jitter, and above a TLB miss (the first hop into each page pays one).
@@ -304,6 +331,19 @@ impl Probe for DramProbe {
 mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
+
+    #[test]
+    fn excess_histogram_counts_hops_by_excess() {
+        // 90 hops at 100 ns, 10 stalled hops at 100 + 5, 15, ..., 95 ns.
+        let mut h = vec![100.0; 90];
+        h.extend((0..10).map(|i| 105.0 + 10.0 * i as f64));
+        let s = excess_histogram(&h, 10.0);
+        assert_eq!(s.x.len(), s.y.len());
+        assert_eq!(s.y[0], 91.0, "90 unstalled hops plus the 5 ns one");
+        assert_eq!(s.y.iter().sum::<f64>(), 100.0);
+        assert_eq!(s.y[9], 1.0);
+        assert_eq!(s.x[9], 90.0);
+    }
 
     #[test]
     fn refresh_fit_recovers_stall_and_fraction() {
