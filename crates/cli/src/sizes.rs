@@ -2,7 +2,6 @@
 
 /// Parse a size in bytes: a plain integer, or a number with a suffix K/M/G/T (binary multiples,
 /// with or without "iB"/"B"). Used as a clap value parser, so the message names what is accepted.
-#[allow(dead_code)] // used by subcommands as they land
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let t = text.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_')).unwrap_or(t.len());

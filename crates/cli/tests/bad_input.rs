@@ -65,3 +65,10 @@ fn bad_sim_file_is_named() {
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(!dir.path().join("results.json").exists(), "no results for a run that never started");
 }
+
+#[test]
+fn size_that_does_not_parse_is_named() {
+    let out = memscope(&["sim", "chase", "--preset", "rtx4090", "--footprint", "12x"]);
+    assert_usage_error(&out, "12x");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("KiB"), "accepted forms listed");
+}
