@@ -14,6 +14,18 @@ pub enum Applicability {
     Waived(String),
 }
 
+impl Applicability {
+    /// Applicable when the target is of `kind` ("cpu", "cuda", "sim"), otherwise waived with
+    /// `reason`: the rule of every backend-specific probe.
+    pub fn only_for_kind(target: &TargetInfo, kind: &str, reason: &str) -> Self {
+        if target.kind == kind {
+            Applicability::Applicable
+        } else {
+            Applicability::Waived(reason.to_string())
+        }
+    }
+}
+
 /// What one probe produced.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ProbeOutput {

@@ -78,11 +78,7 @@ impl Probe for CpuLatency {
         "CPU latency vs footprint (random pointer chase, 4 KiB to 4x LLC): L1d/L2/L3 latency and capacity, DRAM latency"
     }
     fn applicability(&self, target: &TargetInfo) -> Applicability {
-        if target.kind == "cpu" {
-            Applicability::Applicable
-        } else {
-            Applicability::Waived("CPU-only probe".into())
-        }
+        Applicability::only_for_kind(target, "cpu", "CPU-only probe")
     }
     fn run(&self, ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError> {
         let p = plan(ctx.quick, sysinfo::os_llc_bytes(), sysinfo::os_line_bytes());

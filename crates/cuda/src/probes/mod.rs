@@ -36,11 +36,7 @@ pub fn all() -> Vec<Box<dyn Probe>> {
 
 /// Applies to CUDA targets only.
 pub(crate) fn cuda_only(info: &TargetInfo) -> Applicability {
-    if info.kind == "cuda" {
-        Applicability::Applicable
-    } else {
-        Applicability::Waived("needs a real CUDA GPU".into())
-    }
+    Applicability::only_for_kind(info, "cuda", "needs a real CUDA GPU")
 }
 
 /// The CUDA target behind a probe context.
