@@ -225,6 +225,20 @@ impl Probe for TlbProbe {
         // misses (every reuse distance is ~1.5 x entries even when jitter lets the warps drift),
         // per-warp TLBs of `entries` each hold their 0.75 x entries pages.
         let n_split = (3 * entries / 4).max(1) * 2;
+        if n_split > MAX_PAGES {
+            // The buffer holds MAX_PAGES blocks (seen on the H200: a step near 176 pages at the
+            // largest stride would have asked for 264).
+            out.finding(
+                "tlb.l1.scope",
+                Finding::undetermined(
+                    "",
+                    smethod,
+                    &format!("needs {n_split} pages, the probe's buffer holds {MAX_PAGES}"),
+                ),
+            );
+            m.target.free(buf);
+            return Ok(out);
+        }
         let shared = b.thrashes(&mut m, n_split, page_stride, 2)?;
         let split_fits = !b.thrashes(&mut m, (entries / 4).max(1) * 2, page_stride, 2)?;
         if shared && split_fits {
