@@ -24,4 +24,6 @@ fn main() {
     println!("cargo:rustc-env=MEMSCOPE_GIT_COMMIT={value}");
     println!("cargo:rerun-if-changed=../../.git/HEAD");
     println!("cargo:rerun-if-changed=../../.git/index");
+    // Any source change can make the tree dirty: re-check then too.
+    println!("cargo:rerun-if-changed=../../crates");
 }
