@@ -5,8 +5,9 @@
 //! 4 KiB block by block (lines shuffled inside a block), so a TLB miss happens once per page and
 //! cannot masquerade as a level.
 
-use crate::measure::{gpu_applicability, latency_finding, Levels, Meter, Timing};
+use crate::measure::{count_retained, gpu_applicability, latency_finding, Levels, Meter, Timing};
 use memscope_core::knee::{detect_plateaus, Plateau};
+use memscope_core::stats::Sample;
 use memscope_core::{
     Applicability, CachePath, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, Series, TargetInfo,
 };
@@ -84,15 +85,53 @@ fn sweep(
         let typical = t.typical_ns();
         out.push(Point { bytes, typical_ns: typical, timing: t });
         progress.advance(1);
-        // Stop two points after the curve reaches the stop level (DRAM).
+        // Stop once the mean hop (every hop, not the median: a mix of far-L2 hits and DRAM has
+        // a DRAM median) reaches the stop level (DRAM).
         if let Some(s) = stop_ns {
             let n = out.len();
-            if n >= 2 && out[n - 1].typical_ns > 0.93 * s {
+            if n >= 2 && at_level(&out[n - 1], s) {
                 break;
             }
         }
     }
     Ok(out)
+}
+
+/// Whether a sweep point has reached `dram_ns`: its mean hop (outliers included) is within 7%.
+fn at_level(p: &Point, dram_ns: f64) -> bool {
+    p.typical_ns > 0.93 * dram_ns && p.timing.mean_ns() > 0.93 * dram_ns
+}
+
+/// A far-L2 level from per-hop times, for when the medians show no plateau (a footprint whose
+/// hops split between far-L2 hits and DRAM has a median at either level): the sweep point whose
+/// hops fall most often strictly between the L2 hit level and DRAM (`(1.1 l2, 0.9 dram)`), in a
+/// tight cluster (MAD within 3% of its median), at least 20 points of percentage more often than
+/// at the largest, all-DRAM footprint (the control: a wide DRAM spread puts hops there too).
+/// Returns (median ns of the cluster, fraction of hops in it, footprint in bytes).
+pub fn far_mode(points: &[Point], l2_ns: f64, dram_ns: f64) -> Option<(f64, f64, u64)> {
+    let (lo, hi) = (l2_ns * 1.1, dram_ns * 0.9);
+    let inside = |p: &Point| -> Option<(Vec<f64>, usize)> {
+        let h = p.timing.per_hop_ns.as_ref().filter(|h| !h.is_empty())?;
+        Some((h.iter().copied().filter(|&t| t > lo && t < hi).collect(), h.len()))
+    };
+    let (w, n) = inside(points.last()?)?;
+    let base = w.len() as f64 / n as f64;
+    let mut best: Option<(f64, f64, u64)> = None;
+    for p in points {
+        let Some((w, n)) = inside(p) else { continue };
+        let f = w.len() as f64 / n as f64;
+        if f < base + 0.2 || w.len() < 50 {
+            continue;
+        }
+        let Ok(s) = Sample::new(&w) else { continue };
+        if s.mad() > 0.03 * s.median() {
+            continue;
+        }
+        if best.is_none_or(|(_, bf, _)| f > bf) {
+            best = Some((s.median(), f, p.bytes));
+        }
+    }
+    best
 }
 
 /// Smallest line count in `(lo, hi]` at which a chase over the first `n` lines misses (at least
@@ -123,6 +162,57 @@ pub fn bisect_capacity(
         steps_done += 1;
     }
     Ok((lo, hi))
+}
+
+/// L2 capacity as seen from one SM (`measure::count_retained`): a fill lap and a reverse lap over a
+/// dense footprint twice the first all-DRAM footprint of the sweep (so every set is overfilled),
+/// in address order. A hop is a hit below the midpoint between the slowest cache level plus the
+/// cost of a TLB miss (the first hop into each page misses the TLB) and DRAM. `None` without
+/// per-hop times, without an all-DRAM point, or when the levels are too close to classify.
+#[allow(clippy::too_many_arguments)]
+fn l2_retained(
+    m: &mut Meter<'_>,
+    base: u64,
+    stride: u64,
+    max_bytes: u64,
+    bypass: &[Point],
+    l2_ns: f64,
+    top_ns: f64,
+    dram_ns: f64,
+) -> Result<Option<Finding>, ProbeError> {
+    let Some(first_dram) = bypass.iter().find(|p| at_level(p, dram_ns)) else { return Ok(None) };
+    if !m.per_hop() {
+        return Ok(None);
+    }
+    // Cost of a TLB miss on an L2 hit: one line in each 2 MiB block (a random line of it), more
+    // blocks than any L1 TLB has entries, so every hop misses the TLB and hits L2.
+    let block = 2u64 << 20;
+    let n_blocks = (max_bytes / block).max(1);
+    let mut spread: Vec<u64> = (0..n_blocks).map(|k| base + k * block).collect();
+    for a in spread.iter_mut() {
+        let off = rand::Rng::gen_range(m.rng(), 0..block / stride) * stride;
+        *a += off;
+    }
+    let page_hit = m.chase(&spread, CachePath::L1Bypass, 8, 2000, 2)?;
+    let tlb_ns = (page_hit.typical_ns() - l2_ns).max(0.0);
+    let hit_top = top_ns + tlb_ns;
+    if dram_ns - hit_top < 0.1 * hit_top {
+        return Ok(None);
+    }
+    let threshold = 0.5 * (hit_top + dram_ns);
+    let bytes = (2 * first_dram.bytes).min(max_bytes) / stride * stride;
+    let lines: Vec<u64> = (0..bytes / stride).map(|k| base + k * stride).collect();
+    let Some((hits, runs)) = count_retained(m, &lines, CachePath::L1Bypass, threshold, 4)? else { return Ok(None) };
+    if hits * stride >= bytes {
+        return Ok(None);
+    }
+    let method = "lines still cached after one fill lap, read back in reverse order (capacity seen from one SM)";
+    Ok(Some(
+        Finding::integer(hits * stride, "bytes", method, Confidence::Medium).with_note(&format!(
+            "resolution {stride} bytes (one line) under LRU, FIFO or RRIP insertion: {hits} of {} lines of a {bytes}-byte footprint hit below {threshold:.1} ns (fastest of {runs} runs per hop); with a partitioned L2, lines cached in both partitions count once",
+            lines.len()
+        )),
+    ))
 }
 
 impl Probe for LatencyProbe {
@@ -161,7 +251,7 @@ impl Probe for LatencyProbe {
         // Refine between the last L2-level point and the first DRAM-level point at quarter
         // octaves, so an intermediate (far-L2) plateau gets enough points to be seen.
         let last_l2 = bypass.iter().rposition(|p| p.typical_ns < l2_ns * 1.1);
-        let first_dram = bypass.iter().position(|p| p.typical_ns > 0.93 * dram_ns);
+        let first_dram = bypass.iter().position(|p| at_level(p, dram_ns));
         if let (Some(i), Some(j)) = (last_l2, first_dram) {
             if j > i {
                 let (lo, hi) = (bypass[i].bytes as f64, bypass[j].bytes as f64);
@@ -226,49 +316,32 @@ impl Probe for LatencyProbe {
             ),
         }
 
-        // L2 capacity: last footprint on the L2 plateau of the bypassing curve, refined.
-        let l2_levels = Levels::new(l2_ns, dram_ns).with_floor_from(&l2);
-        let first_slow = bypass.iter().position(|p| p.typical_ns > l2_ns * 1.1);
-        match first_slow {
-            Some(i) if i > 0 && l2_levels.separable() => {
-                // Extra miss rate of a fitting footprint (beyond the floor of a tiny one).
-                let fit_bytes = bypass[i - 1].bytes;
-                let floor = l2_levels.misses_per_lap(&bypass[i - 1].timing, 1).0.max(0.0);
-                let lo = fit_bytes / stride;
-                let hi = bypass[i].bytes / stride;
-                let steps = if quick { 3 } else { 5 };
-                let (fit, miss) =
-                    bisect_capacity(&mut m, base, stride, CachePath::L1Bypass, l2_levels, lo, hi, floor + 3e-4, steps)?;
-                let conf = if miss - fit <= fit / 64 { Confidence::Medium } else { Confidence::Low };
-                out.finding(
-                    "l2.capacity_bytes",
-                    Finding::integer(fit * stride, "bytes", "largest dense footprint with no L2 misses above the noise floor", conf)
-                        .with_note(&format!("resolution {} bytes; physically hashed: a virtual footprint fills sets unevenly, so this is a lower bound", (miss - fit) * stride)),
-                );
-            }
-            _ => out.finding(
-                "l2.capacity_bytes",
-                Finding::undetermined("bytes", "L1-bypassing sweep", "the L1-bypassing sweep never left the L2 level"),
-            ),
-        }
-
-        // Far L2: an intermediate plateau between the L2 hit level and DRAM.
+        // Far L2: an intermediate plateau between the L2 hit level and DRAM, else (per-hop times)
+        // a cluster of hops between the two levels.
         let mids = intermediate(&lv.bypass, l2_ns, dram_ns);
-        match mids.first() {
-            Some(p) => {
-                let mut f = Finding::number(
-                    p.latency,
-                    "ns",
-                    "intermediate plateau of the L1-bypassing sweep",
-                    Confidence::Medium,
-                );
+        let far = match (mids.first(), far_mode(&bypass, l2_ns, dram_ns)) {
+            (Some(p), _) => Some((
+                p.latency,
+                "intermediate plateau of the L1-bypassing sweep",
+                format!("plateau from {} to {} bytes", p.x_first, p.x_last),
+            )),
+            (None, Some((ns, frac, bytes))) => Some((
+                ns,
+                "cluster of per-hop times between the L2 hit level and DRAM, L1-bypassing sweep",
+                format!(
+                    "{:.0}% of the hops at a {bytes}-byte footprint (the rest: near-L2 hits or DRAM); no plateau of medians",
+                    frac * 100.0
+                ),
+            )),
+            _ => None,
+        };
+        match &far {
+            Some((ns, method, note)) => {
+                let mut f = Finding::number(*ns, "ns", method, Confidence::Medium);
                 if let Some(hz) = info.clock_hz {
-                    f = f.with_cycles(p.latency * 1e-9 * hz);
+                    f = f.with_cycles(ns * 1e-9 * hz);
                 }
-                out.finding(
-                    "l2.far_hit_latency_ns",
-                    f.with_note(&format!("plateau from {} to {} bytes", p.x_first, p.x_last)),
-                );
+                out.finding("l2.far_hit_latency_ns", f.with_note(note));
             }
             None => out.finding(
                 "l2.far_hit_latency_ns",
@@ -277,6 +350,35 @@ impl Probe for LatencyProbe {
                     "L1-bypassing sweep",
                     "no intermediate plateau between the L2 hit level and DRAM: one L2 partition as seen from this SM",
                 ),
+            ),
+        }
+
+        // L2 capacity: lines retained as seen from this SM (reverse-lap count), else the last
+        // footprint on the L2 plateau refined by bisection (a lower bound).
+        let top_ns = far.as_ref().map_or(l2_ns, |f| f.0.max(l2_ns));
+        let counted = l2_retained(&mut m, base, stride, max_bytes, &bypass, l2_ns, top_ns, dram_ns)?;
+        let l2_levels = Levels::new(l2_ns, dram_ns).with_floor_from(&l2);
+        let first_slow = bypass.iter().position(|p| p.typical_ns > l2_ns * 1.1);
+        match (counted, first_slow) {
+            (Some(c), _) => out.finding("l2.capacity_bytes", c),
+            (None, Some(i)) if i > 0 && l2_levels.separable() => {
+                // Extra miss rate of a fitting footprint (beyond the floor of a tiny one).
+                let fit_bytes = bypass[i - 1].bytes;
+                let floor = l2_levels.misses_per_lap(&bypass[i - 1].timing, 1).0.max(0.0);
+                let lo = fit_bytes / stride;
+                let hi = bypass[i].bytes / stride;
+                let steps = if quick { 3 } else { 5 };
+                let (fit, miss) =
+                    bisect_capacity(&mut m, base, stride, CachePath::L1Bypass, l2_levels, lo, hi, floor + 3e-4, steps)?;
+                out.finding(
+                    "l2.capacity_bytes",
+                    Finding::integer(fit * stride, "bytes", "largest dense footprint with no L2 misses above the noise floor", Confidence::Low)
+                        .with_note(&format!("a lower bound, resolution {} bytes: a virtual footprint fills a physically hashed cache's sets unevenly (no per-hop times for the exact count)", (miss - fit) * stride)),
+                );
+            }
+            _ => out.finding(
+                "l2.capacity_bytes",
+                Finding::undetermined("bytes", "L1-bypassing sweep", "the L1-bypassing sweep never left the L2 level"),
             ),
         }
 

@@ -199,6 +199,46 @@ impl<'a> Meter<'a> {
     }
 }
 
+/// Lines a cache retains, counted from one SM with per-hop times: after a flush, one fill lap over
+/// `lines` in the given order, then one lap in the reverse order. Under LRU, FIFO or RRIP insertion
+/// a set keeps the last lines the fill lap brought it, and the reverse lap meets them before any
+/// line the set dropped, so the reverse lap hits min(load, ways) lines per set: every way of every
+/// set once each set is overfilled. A hop counts as a hit when its time lies below `threshold_ns`
+/// in at least one of the runs (outliers only add time); runs repeat (at least 2, at most
+/// `max_runs`) until one changes no hop's class. Returns (hits, runs), or `None` without per-hop
+/// times.
+pub fn count_retained(
+    m: &mut Meter<'_>,
+    lines: &[u64],
+    path: CachePath,
+    threshold_ns: f64,
+    max_runs: u32,
+) -> Result<Option<(u64, u32)>, ProbeError> {
+    if !m.per_hop() || lines.is_empty() {
+        return Ok(None);
+    }
+    let reverse: Vec<u64> = lines.iter().rev().copied().collect();
+    let mut hit = vec![false; lines.len()];
+    let mut runs = 0;
+    loop {
+        m.cold_lap(lines, path)?;
+        let t = m.chase(&reverse, path, 1, 0, 0)?;
+        let Some(h) = t.per_hop_ns.filter(|h| h.len() == lines.len()) else { return Ok(None) };
+        let mut changed = 0;
+        for (c, &ns) in hit.iter_mut().zip(&h) {
+            if !*c && ns < threshold_ns {
+                *c = true;
+                changed += 1;
+            }
+        }
+        runs += 1;
+        if runs >= max_runs.max(2) || (runs >= 2 && changed == 0) {
+            break;
+        }
+    }
+    Ok(Some((hit.iter().filter(|&&c| c).count() as u64, runs)))
+}
+
 /// Read an earlier finding as u64.
 pub fn earlier_u64(earlier: &BTreeMap<String, Finding>, key: &str) -> Option<u64> {
     earlier.get(key).and_then(|f| f.value.as_u64())

@@ -1,0 +1,88 @@
+//! The latency probe on simulated hierarchies (issue 4, `latency`): the exact L2 capacity seen from
+//! one SM (reverse-lap count of retained lines) and the far-L2 level of a partitioned L2 (the
+//! simulator's near/far partition mode, `l2.partitions` = 2 and `l2.far_hit_ns`).
+
+use memscope_core::hierarchy::{Hierarchy, Indexing, Replacement};
+use memscope_core::{Finding, NoProgress, Probe, ProbeContext, Target};
+use memscope_probe::{latency::LatencyProbe, line::LineProbe};
+use memscope_sim::SimTarget;
+use std::collections::BTreeMap;
+
+fn latency(t: &mut dyn Target) -> BTreeMap<String, Finding> {
+    let mut found = BTreeMap::new();
+    let probes: [&dyn Probe; 2] = [&LineProbe, &LatencyProbe];
+    for p in probes {
+        let snapshot = found.clone();
+        let mut ctx = ProbeContext { target: &mut *t, quick: false, progress: &NoProgress, earlier: &snapshot };
+        found.extend(p.run(&mut ctx).unwrap_or_else(|e| panic!("probe {}: {e}", p.key())).findings);
+    }
+    found
+}
+
+fn num(f: &BTreeMap<String, Finding>, k: &str) -> Option<f64> {
+    f.get(k).and_then(|x| x.value.as_f64())
+}
+
+/// A small L2 with the given partitioning, noise and policy.
+fn small(seed: u64, partitions: u32, replacement: Replacement, indexing: Indexing) -> Hierarchy {
+    let mut h = Hierarchy { name: format!("partitions-{seed}"), seed, ..Hierarchy::default() };
+    h.page_bytes = 64 << 10;
+    h.l1.hit_ns = 20.0;
+    h.l2.slices = 4;
+    h.l2.ways = 8;
+    h.l2.sets_per_slice = 512;
+    h.l2.replacement = replacement;
+    h.l2.indexing = indexing;
+    h.l2.hit_ns = 100.0;
+    h.l2.partitions = partitions;
+    h.l2.far_hit_ns = (partitions > 1).then_some(160.0);
+    h.dram.latency_ns = 260.0;
+    h.dram.refresh_stall_ns = 200.0;
+    h.dram.refresh_fraction = 0.02;
+    h.noise.jitter_ns = 2.0;
+    h.noise.outlier_fraction = 0.01;
+    h.noise.seed = seed;
+    h
+}
+
+#[test]
+fn l2_capacity_is_exact_on_one_partition() {
+    for (seed, rep, ind) in [
+        (1, Replacement::Lru, Indexing::Physical),
+        (2, Replacement::Rrip, Indexing::Virtual),
+        (3, Replacement::Rrip, Indexing::Physical),
+    ] {
+        let h = small(seed, 1, rep, ind);
+        let want = (h.l2.slices * h.l2.sets_per_slice * h.l2.ways * h.l2.line_bytes) as f64;
+        let f = latency(&mut SimTarget::new(h).unwrap());
+        let got = num(&f, "l2.capacity_bytes");
+        assert_eq!(got, Some(want), "seed {seed}: {:?}", f.get("l2.capacity_bytes"));
+        assert!(f["l2.far_hit_latency_ns"].value.as_f64().is_none(), "seed {seed}: {:?}", f["l2.far_hit_latency_ns"]);
+    }
+}
+
+#[test]
+fn far_l2_partition_is_recovered() {
+    for seed in [4, 5] {
+        let h = small(seed, 2, if seed == 4 { Replacement::Lru } else { Replacement::Rrip }, Indexing::Physical);
+        let f = latency(&mut SimTarget::new(h.clone()).unwrap());
+        eprintln!("{:?}\n{:?}", f.get("l2.far_hit_latency_ns"), f.get("l2.capacity_bytes"));
+        let got = num(&f, "l2.far_hit_latency_ns");
+        let want = h.l2.far_hit_ns.unwrap();
+        assert!(
+            got.is_some_and(|g| (g - want).abs() <= 0.02 * want),
+            "seed {seed}: {:?}",
+            f.get("l2.far_hit_latency_ns")
+        );
+        assert!((num(&f, "l2.hit_latency_ns").unwrap() - h.l2.hit_ns).abs() <= 0.02 * h.l2.hit_ns);
+    }
+}
+
+#[test]
+fn rtx4090_l2_capacity() {
+    let mut t = SimTarget::from_preset("rtx4090").unwrap();
+    let h = t.hierarchy().clone();
+    let f = latency(&mut t);
+    let want = (h.l2.slices * h.l2.sets_per_slice * h.l2.ways * h.l2.line_bytes) as f64;
+    assert_eq!(num(&f, "l2.capacity_bytes"), Some(want), "{:?}", f.get("l2.capacity_bytes"));
+}
