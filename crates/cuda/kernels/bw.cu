@@ -1,104 +1,169 @@
 // bw.cu: bandwidth kernels of the `bw` probe (seed 003's table shape): read, write and copy with
-// 16-byte accesses, 2, 4 or 8 independent accesses in flight per thread (optionally .cs hints),
-// a grid-stride loop over a grid sized to the SMs or a one-pass grid. Also the random fill used before timing and matrix products (seed 003:
-// never time on zeros) and the empty kernel of the `launch` probe.
+// 16-byte accesses, W = 1 or 2 adjacent 16-byte accesses per group (16 or 32 contiguous bytes per
+// thread), U = 2, 4 or 8 groups in flight per thread, load hints (plain, .cs, .nc with
+// L1::no_allocate, the same with an L2::256B prefetch size) and store hints (plain, .cs), over a
+// grid-stride loop (grid sized to the SMs, or a one-pass grid) or block-contiguous chunks. The TMA
+// (bulk copy) variant is in bw_tma.cu. Also the equality check of a copy, the random fill used
+// before timing and matrix products (seed 003: never time on zeros) and the empty kernel of the
+// `launch` probe.
 typedef unsigned long long u64;
 typedef unsigned int u32;
 
-// Loads and stores with an optional streaming hint (.cs: evict-first, data used once).
-template <bool CS> __device__ __forceinline__ uint4 ld16(const uint4* p) {
+// Load hints: 0 plain, 1 .cs (evict-first), 2 .nc.L1::no_allocate (read-only path, no L1 line),
+// 3 as 2 with .L2::256B (the L2 fetches 256-byte blocks).
+template <int LD> __device__ __forceinline__ uint4 ld16(const uint4* p) {
     uint4 v;
-    if (CS) asm volatile("ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    if (LD == 1) asm volatile("ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    else if (LD == 2) asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    else if (LD == 3) asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
     else v = *p;
     return v;
 }
-template <bool CS> __device__ __forceinline__ void st16(uint4* p, uint4 v) {
-    if (CS) asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+// Store hints: 0 plain, 1 .cs (evict-first).
+template <int ST> __device__ __forceinline__ void st16(uint4* p, uint4 v) {
+    if (ST == 1) asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
     else *p = v;
 }
 
-// U independent 16-byte accesses in flight per thread, grid-stride.
-template <int U, bool CS> __device__ void read_impl(const uint4* __restrict__ a, u64 n16, u64* sink) {
+// Groups of W adjacent 16-byte words; U independent groups in flight per thread, grid-stride.
+// Words past the last whole group (n16 % W) are handled by the first threads of block 0.
+template <int U, int W, int LD> __device__ void read_impl(const uint4* __restrict__ a, u64 n16, u64* sink) {
+    const u64 n = n16 / W;
     u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     const u64 s = (u64)gridDim.x * blockDim.x;
     u32 acc = 0;
-    for (; i + (U - 1) * s < n16; i += U * s) {
-        uint4 v[U];
+    for (; i + (U - 1) * s < n; i += U * s) {
+        uint4 v[U][W];
 #pragma unroll
-        for (int k = 0; k < U; k++) v[k] = ld16<CS>(a + i + k * s);
+        for (int k = 0; k < U; k++)
 #pragma unroll
-        for (int k = 0; k < U; k++) acc ^= v[k].x ^ v[k].y ^ v[k].z ^ v[k].w;
+            for (int w = 0; w < W; w++) v[k][w] = ld16<LD>(a + (i + k * s) * W + w);
+#pragma unroll
+        for (int k = 0; k < U; k++)
+#pragma unroll
+            for (int w = 0; w < W; w++) acc ^= v[k][w].x ^ v[k][w].y ^ v[k][w].z ^ v[k][w].w;
     }
-    for (; i < n16; i += s) { uint4 v = ld16<CS>(a + i); acc ^= v.x ^ v.y ^ v.z ^ v.w; }
+    for (; i < n; i += s)
+#pragma unroll
+        for (int w = 0; w < W; w++) { uint4 v = ld16<LD>(a + i * W + w); acc ^= v.x ^ v.y ^ v.z ^ v.w; }
+    if (W > 1 && blockIdx.x == 0 && threadIdx.x < n16 - n * W) {
+        uint4 v = ld16<LD>(a + n * W + threadIdx.x); acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
     if (acc == 0x9e3779b9u) sink[0] = acc;  // stored conditionally: the loads cannot be removed
 }
 
-template <int U, bool CS> __device__ void write_impl(uint4* __restrict__ a, u64 n16, u64 seed) {
+template <int U, int W, int ST> __device__ void write_impl(uint4* __restrict__ a, u64 n16, u64 seed) {
+    const u64 n = n16 / W;
     u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     const u64 s = (u64)gridDim.x * blockDim.x;
     uint4 v;
     v.x = (u32)seed; v.y = (u32)(seed >> 32); v.z = (u32)i; v.w = 0x12345678u;
-    for (; i + (U - 1) * s < n16; i += U * s) {
+    for (; i + (U - 1) * s < n; i += U * s) {
 #pragma unroll
-        for (int k = 0; k < U; k++) st16<CS>(a + i + k * s, v);
+        for (int k = 0; k < U; k++)
+#pragma unroll
+            for (int w = 0; w < W; w++) st16<ST>(a + (i + k * s) * W + w, v);
     }
-    for (; i < n16; i += s) st16<CS>(a + i, v);
+    for (; i < n; i += s)
+#pragma unroll
+        for (int w = 0; w < W; w++) st16<ST>(a + i * W + w, v);
+    if (W > 1 && blockIdx.x == 0 && threadIdx.x < n16 - n * W) st16<ST>(a + n * W + threadIdx.x, v);
 }
 
-template <int U, bool LCS, bool SCS> __device__ void copy_impl(const uint4* __restrict__ a, uint4* __restrict__ b, u64 n16) {
+template <int U, int W, int LD, int ST> __device__ void copy_impl(const uint4* __restrict__ a, uint4* __restrict__ b, u64 n16) {
+    const u64 n = n16 / W;
     u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     const u64 s = (u64)gridDim.x * blockDim.x;
-    for (; i + (U - 1) * s < n16; i += U * s) {
-        uint4 v[U];
+    for (; i + (U - 1) * s < n; i += U * s) {
+        uint4 v[U][W];
 #pragma unroll
-        for (int k = 0; k < U; k++) v[k] = ld16<LCS>(a + i + k * s);
+        for (int k = 0; k < U; k++)
 #pragma unroll
-        for (int k = 0; k < U; k++) st16<SCS>(b + i + k * s, v[k]);
+            for (int w = 0; w < W; w++) v[k][w] = ld16<LD>(a + (i + k * s) * W + w);
+#pragma unroll
+        for (int k = 0; k < U; k++)
+#pragma unroll
+            for (int w = 0; w < W; w++) st16<ST>(b + (i + k * s) * W + w, v[k][w]);
     }
-    for (; i < n16; i += s) st16<SCS>(b + i, ld16<LCS>(a + i));
+    for (; i < n; i += s)
+#pragma unroll
+        for (int w = 0; w < W; w++) st16<ST>(b + i * W + w, ld16<LD>(a + i * W + w));
+    if (W > 1 && blockIdx.x == 0 && threadIdx.x < n16 - n * W) st16<ST>(b + n * W + threadIdx.x, ld16<LD>(a + n * W + threadIdx.x));
 }
 
 // Copy with each block moving a contiguous chunk of blockDim x U x 16 bytes per step (grid-stride
 // over chunks): reads and writes of one block stay in long contiguous runs.
-template <int U, bool CS> __device__ void copy_blk_impl(const uint4* __restrict__ a, uint4* __restrict__ b, u64 n16) {
+template <int U, int LD, int ST> __device__ void copy_blk_impl(const uint4* __restrict__ a, uint4* __restrict__ b, u64 n16) {
     const u64 chunk = (u64)blockDim.x * U;
     for (u64 base = (u64)blockIdx.x * chunk; base < n16; base += (u64)gridDim.x * chunk) {
         if (base + chunk <= n16) {
             uint4 v[U];
 #pragma unroll
-            for (int k = 0; k < U; k++) v[k] = ld16<CS>(a + base + k * blockDim.x + threadIdx.x);
+            for (int k = 0; k < U; k++) v[k] = ld16<LD>(a + base + k * blockDim.x + threadIdx.x);
 #pragma unroll
-            for (int k = 0; k < U; k++) st16<CS>(b + base + k * blockDim.x + threadIdx.x, v[k]);
+            for (int k = 0; k < U; k++) st16<ST>(b + base + k * blockDim.x + threadIdx.x, v[k]);
         } else {
-            for (u64 i = base + threadIdx.x; i < n16; i += blockDim.x) st16<CS>(b + i, ld16<CS>(a + i));
+            for (u64 i = base + threadIdx.x; i < n16; i += blockDim.x) st16<ST>(b + i, ld16<LD>(a + i));
         }
     }
 }
-extern "C" __global__ void bw_copy_blk4(const uint4* a, uint4* b, u64 n16) { copy_blk_impl<4, false>(a, b, n16); }
-extern "C" __global__ void bw_copy_blk4cs(const uint4* a, uint4* b, u64 n16) { copy_blk_impl<4, true>(a, b, n16); }
 
-// Variants the `bw` probe tunes over: 2, 4 or 8 accesses in flight, .cs hints on loads and/or stores.
-extern "C" __global__ void bw_read(const uint4* a, u64 n16, u64* sink) { read_impl<4, false>(a, n16, sink); }
-extern "C" __global__ void bw_read_u8(const uint4* a, u64 n16, u64* sink) { read_impl<8, false>(a, n16, sink); }
-extern "C" __global__ void bw_read_cs(const uint4* a, u64 n16, u64* sink) { read_impl<4, true>(a, n16, sink); }
-extern "C" __global__ void bw_read_u8cs(const uint4* a, u64 n16, u64* sink) { read_impl<8, true>(a, n16, sink); }
-extern "C" __global__ void bw_read_u2(const uint4* a, u64 n16, u64* sink) { read_impl<2, false>(a, n16, sink); }
-extern "C" __global__ void bw_read_u2cs(const uint4* a, u64 n16, u64* sink) { read_impl<2, true>(a, n16, sink); }
-extern "C" __global__ void bw_read_stcs(const uint4* a, u64 n16, u64* sink) { read_impl<4, false>(a, n16, sink); }
-extern "C" __global__ void bw_write(uint4* a, u64 n16, u64 seed) { write_impl<4, false>(a, n16, seed); }
-extern "C" __global__ void bw_write_u8(uint4* a, u64 n16, u64 seed) { write_impl<8, false>(a, n16, seed); }
-extern "C" __global__ void bw_write_cs(uint4* a, u64 n16, u64 seed) { write_impl<4, true>(a, n16, seed); }
-extern "C" __global__ void bw_write_u8cs(uint4* a, u64 n16, u64 seed) { write_impl<8, true>(a, n16, seed); }
-extern "C" __global__ void bw_write_u2(uint4* a, u64 n16, u64 seed) { write_impl<2, false>(a, n16, seed); }
-extern "C" __global__ void bw_write_u2cs(uint4* a, u64 n16, u64 seed) { write_impl<2, true>(a, n16, seed); }
-extern "C" __global__ void bw_write_stcs(uint4* a, u64 n16, u64 seed) { write_impl<4, true>(a, n16, seed); }
-extern "C" __global__ void bw_copy(const uint4* a, uint4* b, u64 n16) { copy_impl<4, false, false>(a, b, n16); }
-extern "C" __global__ void bw_copy_u8(const uint4* a, uint4* b, u64 n16) { copy_impl<8, false, false>(a, b, n16); }
-extern "C" __global__ void bw_copy_cs(const uint4* a, uint4* b, u64 n16) { copy_impl<4, true, true>(a, b, n16); }
-extern "C" __global__ void bw_copy_u8cs(const uint4* a, uint4* b, u64 n16) { copy_impl<8, true, true>(a, b, n16); }
-extern "C" __global__ void bw_copy_u2(const uint4* a, uint4* b, u64 n16) { copy_impl<2, false, false>(a, b, n16); }
-extern "C" __global__ void bw_copy_u2cs(const uint4* a, uint4* b, u64 n16) { copy_impl<2, true, true>(a, b, n16); }
-extern "C" __global__ void bw_copy_stcs(const uint4* a, uint4* b, u64 n16) { copy_impl<4, false, true>(a, b, n16); }
+// The variants the `bw` probe tunes over (probes/bw.rs VARIANTS names them and their U, W):
+// suffix: _u2/_u8 = U (default 4); cs = .cs loads and stores; stcs = .cs stores only; nc = .nc
+// L1::no_allocate loads (+ .cs stores for copy); nc256 = nc with L2::256B; w32 = W = 2.
+#define READ(name, U, W, LD) extern "C" __global__ void name(const uint4* a, u64 n16, u64* sink) { read_impl<U, W, LD>(a, n16, sink); }
+#define WRITE(name, U, W, ST) extern "C" __global__ void name(uint4* a, u64 n16, u64 seed) { write_impl<U, W, ST>(a, n16, seed); }
+#define COPY(name, U, W, LD, ST) extern "C" __global__ void name(const uint4* a, uint4* b, u64 n16) { copy_impl<U, W, LD, ST>(a, b, n16); }
+READ(bw_read, 4, 1, 0)
+READ(bw_read_u8, 8, 1, 0)
+READ(bw_read_cs, 4, 1, 1)
+READ(bw_read_u8cs, 8, 1, 1)
+READ(bw_read_u2, 2, 1, 0)
+READ(bw_read_u2cs, 2, 1, 1)
+READ(bw_read_u2nc, 2, 1, 2)
+READ(bw_read_u4nc, 4, 1, 2)
+READ(bw_read_u2nc256, 2, 1, 3)
+READ(bw_read_w32u2cs, 2, 2, 1)
+READ(bw_read_w32u2nc, 2, 2, 2)
+WRITE(bw_write, 4, 1, 0)
+WRITE(bw_write_u8, 8, 1, 0)
+WRITE(bw_write_cs, 4, 1, 1)
+WRITE(bw_write_u8cs, 8, 1, 1)
+WRITE(bw_write_u2, 2, 1, 0)
+WRITE(bw_write_u2cs, 2, 1, 1)
+WRITE(bw_write_w32u1cs, 1, 2, 1)
+WRITE(bw_write_w32u2cs, 2, 2, 1)
+WRITE(bw_write_w32u2, 2, 2, 0)
+COPY(bw_copy, 4, 1, 0, 0)
+COPY(bw_copy_u8, 8, 1, 0, 0)
+COPY(bw_copy_cs, 4, 1, 1, 1)
+COPY(bw_copy_u8cs, 8, 1, 1, 1)
+COPY(bw_copy_u2, 2, 1, 0, 0)
+COPY(bw_copy_u2cs, 2, 1, 1, 1)
+COPY(bw_copy_stcs, 4, 1, 0, 1)
+COPY(bw_copy_u2nc, 2, 1, 2, 1)
+COPY(bw_copy_u4nc, 4, 1, 2, 1)
+COPY(bw_copy_u2nc256, 2, 1, 3, 1)
+COPY(bw_copy_u4nc256, 4, 1, 3, 1)
+COPY(bw_copy_w32u1cs, 1, 2, 1, 1)
+COPY(bw_copy_w32u2cs, 2, 2, 1, 1)
+COPY(bw_copy_w32u1nc256, 1, 2, 3, 1)
+COPY(bw_copy_w32u2nc, 2, 2, 2, 1)
+extern "C" __global__ void bw_copy_blk4(const uint4* a, uint4* b, u64 n16) { copy_blk_impl<4, 0, 0>(a, b, n16); }
+extern "C" __global__ void bw_copy_blk4cs(const uint4* a, uint4* b, u64 n16) { copy_blk_impl<4, 1, 1>(a, b, n16); }
+extern "C" __global__ void bw_copy_blk4nc(const uint4* a, uint4* b, u64 n16) { copy_blk_impl<4, 2, 1>(a, b, n16); }
+
+// Equality check of a copy: counts the 16-byte words where b differs from a.
+extern "C" __global__ void bw_count_diff(const uint4* a, const uint4* b, u64 n16, u64* bad) {
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    const u64 s = (u64)gridDim.x * blockDim.x;
+    u64 n = 0;
+    for (; i < n16; i += s) {
+        uint4 x = a[i], y = b[i];
+        n += (x.x != y.x) | (x.y != y.y) | (x.z != y.z) | (x.w != y.w);
+    }
+    if (n) atomicAdd(bad, n);
+}
 
 // Random 32-bit words: (hash(i, seed) & mask) | bits. With mask/bits chosen by the host this gives
 // random fp32, fp16 pairs or bf16 pairs in +-[1, 2) (never zero, never NaN).

@@ -56,6 +56,18 @@ pub(crate) fn device_count() -> Result<usize, String> {
     }
 }
 
+/// The preferred shared-memory carveout (percent of the maximum shared memory per SM) set on the
+/// chase kernels: 0 (prefer L1; the driver still gives a launch the shared memory it needs), or
+/// the value of MEMSCOPE_CHASE_CARVEOUT (0..=100; -1 or "default": leave the driver's choice, for
+/// comparisons). None: the driver's choice.
+pub fn chase_carveout_percent() -> Option<i32> {
+    match std::env::var("MEMSCOPE_CHASE_CARVEOUT") {
+        Ok(v) if v.trim() == "default" || v.trim() == "-1" => None,
+        Ok(v) => Some(v.trim().parse::<i32>().map(|p| p.clamp(0, 100)).unwrap_or(0)),
+        Err(_) => Some(0),
+    }
+}
+
 /// One GPU: device handle, its primary context, compiled modules.
 pub(crate) struct Gpu {
     pub ordinal: usize,
@@ -269,6 +281,17 @@ impl Gpu {
         let mut f = std::ptr::null_mut();
         unsafe {
             ck(sys::cuModuleGetFunction(&mut f, self.modules[&m], cname.as_ptr()), &format!("kernel {name}"))?;
+        }
+        if m == Module::Chase {
+            // The chase kernels need at most a few hundred bytes of shared memory (47 KB with per-hop
+            // records): ask for the smallest shared-memory carveout, so the unified L1/shared array
+            // gives L1 all it can (left to itself the driver picked a split with a 64 KiB L1 on the H200).
+            if let Some(pct) = chase_carveout_percent() {
+                let attr = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT;
+                unsafe {
+                    ck(sys::cuFuncSetAttribute(f, attr, pct), &format!("cuFuncSetAttribute({name}, carveout {pct}%)"))?
+                };
+            }
         }
         self.funcs.insert((m, name), f);
         Ok(f)

@@ -8,21 +8,24 @@
 pub enum Module {
     /// Pointer chase, chase-cycle scatter, cache and TLB flush, clock probe.
     Chase,
-    /// Bandwidth read/write/copy, random fill, empty kernel.
+    /// Bandwidth read/write/copy, copy check, random fill, empty kernel.
     Bw,
+    /// Bandwidth copy through the bulk copy engine (TMA).
+    BwTma,
     /// Store issue, SM egress, fences, coalescing.
     Store,
 }
 
 impl Module {
     /// Every module, for the compile-all test.
-    pub const ALL: [Module; 3] = [Module::Chase, Module::Bw, Module::Store];
+    pub const ALL: [Module; 4] = [Module::Chase, Module::Bw, Module::BwTma, Module::Store];
 
     /// File name under kernels/.
     pub fn file(self) -> &'static str {
         match self {
             Module::Chase => "chase.cu",
             Module::Bw => "bw.cu",
+            Module::BwTma => "bw_tma.cu",
             Module::Store => "store.cu",
         }
     }
@@ -32,6 +35,7 @@ impl Module {
         match self {
             Module::Chase => include_str!("../kernels/chase.cu"),
             Module::Bw => include_str!("../kernels/bw.cu"),
+            Module::BwTma => include_str!("../kernels/bw_tma.cu"),
             Module::Store => include_str!("../kernels/store.cu"),
         }
     }

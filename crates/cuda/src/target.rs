@@ -399,6 +399,18 @@ impl Target for CudaTarget {
             "clock_method".into(),
             "clock64 cycles over 20 ms of %globaltimer, one thread, after a 50 ms spin".into(),
         );
+        d.insert(
+            "chase_shared_carveout".into(),
+            match crate::driver::chase_carveout_percent() {
+                Some(p) => format!(
+                    "CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = {p}% on the chase kernels (prefer L1: shared \
+                     memory only as much as a launch needs: its static variables, plus {} B with per-hop records)",
+                    PER_HOP_CAP * 4
+                ),
+                None => "the driver's choice (MEMSCOPE_CHASE_CARVEOUT=default)".to_string(),
+            }
+            .into(),
+        );
         d.insert("nvml_at_info".into(), crate::nvml::nvml_snapshot(self.gpu.ordinal));
         TargetInfo {
             kind: "cuda".into(),
