@@ -5,7 +5,7 @@
 //! recently used among RRPV 2, else age every line and rescan).
 //!
 //! Layout (speed only): one block per set, aligned to 64 bytes, holding the set's 32-bit tags,
-//! use stamps, store stamps and flags (valid/dirty/RRPV) one after the other, so a 16-way set is
+//! use stamps, flags (valid/dirty/RRPV) and store stamps one after the other, so a 16-way set is
 //! four host cache lines of one host page (a load reads three). Tags are 32-bit while every line
 //! address seen fits, and move to a 64-bit array for good on the first one that does not.
 
@@ -13,6 +13,11 @@ use memscope_core::hierarchy::Replacement;
 
 const INVALID: u64 = u64::MAX;
 const INVALID32: u32 = u32::MAX;
+/// The parts of a set's block, in this order: what a load reads (tags, use stamps, flags) comes
+/// first, the store stamps last.
+const STAMPS: usize = 1;
+const FLAGS: usize = 2;
+const STORE: usize = 3;
 
 /// A vector whose element `o` starts on a 64-byte boundary (host cache line).
 #[derive(Debug, Clone)]
@@ -28,7 +33,8 @@ impl<T: Copy> Aligned<T> {
         const HUGE: usize = 2 << 20;
         let align = if n * sz >= HUGE / 8 { HUGE } else { 64 };
         let pad = if align == HUGE { 2 * HUGE / sz } else { 64 / sz };
-        let v = huge_vec(x, n + pad);
+        // (4 more elements: `lanes` reads whole groups of 4 words past a set's last part)
+        let v = huge_vec(x, n + pad + 4);
         let misalign = v.as_ptr() as usize % align;
         let o = if misalign == 0 || !misalign.is_multiple_of(sz) { 0 } else { (align - misalign) / sz };
         Aligned { v, o }
@@ -40,6 +46,11 @@ impl<T: Copy> Aligned<T> {
     #[inline(always)]
     fn s_mut(&mut self, i: usize, n: usize) -> &mut [T] {
         &mut self.v[self.o + i..self.o + i + n]
+    }
+    /// `n` elements from `i`, rounded up to a multiple of 4 (for `lanes`).
+    #[inline(always)]
+    fn s4(&self, i: usize, n: usize) -> &[T] {
+        &self.v[self.o + i..self.o + i + n.next_multiple_of(4)]
     }
     #[inline(always)]
     fn ptr(&self, i: usize) -> *const i8 {
@@ -78,9 +89,9 @@ pub struct Cache {
     ways: usize,
     policy: Replacement,
     /// Per set, `stride` words: 32-bit tags, use stamps (last use for LRU, insertion for FIFO),
-    /// store stamps (last store; the 8-dirty rule cleans the least recently stored dirty line;
-    /// meaningful only for dirty slots, as every store that dirties a slot sets it) and flags
-    /// (valid sectors, dirty sectors << 8, RRPV << 16), `ways` words each.
+    /// flags (valid sectors, dirty sectors << 8, RRPV << 16) and store stamps (last store; the
+    /// 8-dirty rule cleans the least recently stored dirty line; meaningful only for dirty
+    /// slots, as every store that dirties a slot sets it), `ways` words each.
     b: Aligned<u32>,
     stride: usize,
     sets: usize,
@@ -105,6 +116,119 @@ fn rrpv(f: u32) -> u8 {
 #[inline(always)]
 fn flags(valid: u8, dirty: u8, rrpv: u8) -> u32 {
     valid as u32 | (dirty as u32) << 8 | (rrpv as u32) << 16
+}
+
+/// Bits 0..n set.
+#[inline(always)]
+fn low(n: usize) -> u64 {
+    if n >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << n) - 1
+    }
+}
+
+/// Bit i set where `f(s[i])` holds, for i < n (`s` holds n rounded up to 4 words). On x86_64
+/// four words are compared at once (SSE2); the result is the same as a scalar loop.
+#[inline(always)]
+fn lanes(s: &[u32], n: usize, op: LaneOp) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        assert!(s.len() >= n.next_multiple_of(4));
+        let mut m = 0u64;
+        let mut i = 0;
+        // SAFETY: i + 4 <= s.len() (checked above); SSE2 is baseline on x86_64.
+        unsafe {
+            let (and, x) = match op {
+                LaneOp::Eq(x) => (-1i32, x as i32),
+                LaneOp::AndZero(a) => (a as i32, 0),
+            };
+            let (va, vx) = (_mm_set1_epi32(and), _mm_set1_epi32(x));
+            while i < n {
+                let a = _mm_and_si128(_mm_loadu_si128(s.as_ptr().add(i) as *const __m128i), va);
+                let c = _mm_cmpeq_epi32(a, vx);
+                m |= (_mm_movemask_ps(_mm_castsi128_ps(c)) as u64) << i;
+                i += 4;
+            }
+        }
+        m & low(n)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let mut m = 0u64;
+        for (i, &w) in s[..n].iter().enumerate() {
+            let hit = match op {
+                LaneOp::Eq(x) => w == x,
+                LaneOp::AndZero(a) => w & a == 0,
+            };
+            m |= (hit as u64) << i;
+        }
+        m
+    }
+}
+
+#[derive(Clone, Copy)]
+enum LaneOp {
+    /// word == x
+    Eq(u32),
+    /// word & a == 0
+    AndZero(u32),
+}
+
+/// The first i in `cand` (non-empty; `s` holds its highest bit rounded up to 4 words) with the
+/// smallest `s[i]`: what a scan "if s[i] < best, take i" over the candidates in index order
+/// returns. On x86_64 four words at a time (SSE2, signed compares on sign-flipped words).
+#[inline(always)]
+fn first_min(s: &[u32], cand: u64) -> usize {
+    debug_assert!(cand != 0);
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        let n = 64 - cand.leading_zeros() as usize;
+        assert!(s.len() >= n.next_multiple_of(4));
+        // SAFETY: every load reads 4 words below s.len() (checked above); SSE2 is baseline.
+        unsafe {
+            let flip = _mm_set1_epi32(i32::MIN);
+            let top = _mm_set1_epi32(i32::MAX);
+            let bits = _mm_setr_epi32(1, 2, 4, 8);
+            let lane = |c: usize| {
+                let v = _mm_xor_si128(_mm_loadu_si128(s.as_ptr().add(4 * c) as *const __m128i), flip);
+                let m = _mm_cmpeq_epi32(_mm_and_si128(_mm_set1_epi32((cand >> (4 * c)) as i32 & 15), bits), bits);
+                _mm_or_si128(_mm_and_si128(m, v), _mm_andnot_si128(m, top))
+            };
+            let min = |a: __m128i, b: __m128i| {
+                let lt = _mm_cmplt_epi32(a, b);
+                _mm_or_si128(_mm_and_si128(lt, a), _mm_andnot_si128(lt, b))
+            };
+            let chunks = n.div_ceil(4);
+            let mut m = lane(0);
+            for c in 1..chunks {
+                m = min(m, lane(c));
+            }
+            m = min(m, _mm_shuffle_epi32::<0b0100_1110>(m));
+            m = min(m, _mm_shuffle_epi32::<0b1011_0001>(m));
+            let mut eq = 0u64;
+            for c in 0..chunks {
+                eq |= (_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(lane(c), m))) as u64) << (4 * c);
+            }
+            (eq & cand).trailing_zeros() as usize
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let mut c = cand;
+        let mut best = c.trailing_zeros() as usize;
+        c &= c - 1;
+        while c != 0 {
+            let i = c.trailing_zeros() as usize;
+            if s[i] < s[best] {
+                best = i;
+            }
+            c &= c - 1;
+        }
+        best
+    }
 }
 
 impl Cache {
@@ -158,7 +282,7 @@ impl Cache {
     fn renormalize(&mut self) {
         let w = self.ways;
         for set in 0..self.sets {
-            for k in 1..3 {
+            for k in [STAMPS, STORE] {
                 let s = self.b.s_mut(set * self.stride + k * w, w);
                 let mut order: Vec<usize> = (0..w).collect();
                 order.sort_by_key(|&i| s[i]);
@@ -170,7 +294,7 @@ impl Cache {
         self.clock = w as u32 + 1;
     }
 
-    /// The words of `set` from part `k` (0 tags, 1 stamps, 2 store stamps, 3 flags).
+    /// The words of `set` from part `k` (0 tags, `STAMPS`, `FLAGS`, `STORE`).
     #[inline(always)]
     fn part(&self, set: usize, k: usize) -> &[u32] {
         self.b.s(set * self.stride + k * self.ways, self.ways)
@@ -180,18 +304,25 @@ impl Cache {
         self.b.s_mut(set * self.stride + k * self.ways, self.ways)
     }
 
+    /// Part `k` of `set` rounded up to 4 words (for `lanes`).
+    #[inline(always)]
+    fn part4(&self, set: usize, k: usize) -> &[u32] {
+        self.b.s4(set * self.stride + k * self.ways, self.ways)
+    }
+
     #[inline]
     fn find(&self, set: usize, line: u64) -> Option<usize> {
-        match &self.wide {
+        let w = self.ways;
+        let m = match &self.wide {
             None => {
                 if line >= INVALID32 as u64 {
                     return None;
                 }
-                let l = line as u32;
-                self.part(set, 0).iter().position(|&x| x == l)
+                lanes(self.part4(set, 0), w, LaneOp::Eq(line as u32))
             }
-            Some(t) => t.s(set * self.ways, self.ways).iter().position(|&x| x == line),
-        }
+            Some(t) => return t.s(set * w, w).iter().position(|&x| x == line),
+        };
+        (m != 0).then(|| m.trailing_zeros() as usize)
     }
 
     /// Tag of a way, `INVALID` when empty.
@@ -242,7 +373,7 @@ impl Cache {
         self.prefetch_block(set, false);
     }
 
-    /// Prefetch the tags, stamps and flags of `set` (and the store stamps with `store`).
+    /// Prefetch the block of `set` (tags, stamps, store stamps, flags) and its wide tags.
     #[inline]
     fn prefetch_block(&self, set: usize, store: bool) {
         #[cfg(target_arch = "x86_64")]
@@ -251,31 +382,25 @@ impl Cache {
             if set >= self.sets {
                 return;
             }
-            let w = self.ways;
-            let base = set * self.stride;
-            let p = self.b.ptr(base);
-            for k in 0..4 {
-                if k == 2 && !store {
-                    continue;
-                }
-                let mut off = k * w * 4;
-                let end = off + w * 4;
-                while off < end {
-                    // SAFETY: prefetch is a hint that never faults; SSE is baseline on x86_64.
-                    unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(off)) };
-                    off += 64;
-                }
+            let p = self.b.ptr(set * self.stride);
+            // 4-byte words: tags, stamps and flags (and the store stamps for a store)
+            let bytes = if store { 16 } else { 12 } * self.ways;
+            let mut off = 0;
+            while off < bytes {
+                // SAFETY: prefetch is a hint that never faults; SSE is baseline on x86_64.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(off)) };
+                off += 64;
             }
             if let Some(t) = &self.wide {
                 // SAFETY: as above.
-                unsafe { _mm_prefetch::<_MM_HINT_T0>(t.ptr(set * w)) };
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(t.ptr(set * self.ways)) };
             }
         }
     }
 
     /// Whether `line` is present in `set` with all of `sectors` valid (no state change).
     pub fn probe(&self, set: usize, line: u64, sectors: u8) -> bool {
-        self.find(set, line).is_some_and(|i| valid(self.part(set, 3)[i]) & sectors == sectors)
+        self.find(set, line).is_some_and(|i| valid(self.part(set, FLAGS)[i]) & sectors == sectors)
     }
 
     /// Lines present in `set` (tags), for tests and occupancy reports.
@@ -290,17 +415,17 @@ impl Cache {
         // (no prefetch here: the lookups below issue the same loads at once)
         let clock = self.tick();
         if let Some(i) = self.find(set, line) {
-            let f = self.part(set, 3)[i];
+            let f = self.part(set, FLAGS)[i];
             let missing = sectors & !valid(f);
-            self.part_mut(set, 3)[i] = f | sectors as u32;
+            self.part_mut(set, FLAGS)[i] = f | sectors as u32;
             self.touch(set, i, clock);
             return Outcome { tag_hit: true, missing, evicted: None, cleaned: None };
         }
         let (way, evicted) = self.victim(set);
         self.set_tag(set, way, line);
-        self.part_mut(set, 1)[way] = clock;
+        self.part_mut(set, STAMPS)[way] = clock;
         // the store stamp is left as it is: it is read only for dirty slots, and this one is clean
-        self.part_mut(set, 3)[way] = flags(sectors, 0, 1);
+        self.part_mut(set, FLAGS)[way] = flags(sectors, 0, 1);
         Outcome { tag_hit: false, missing: sectors, evicted, cleaned: None }
     }
 
@@ -313,30 +438,23 @@ impl Cache {
         let clock = self.tick();
         let mut cleaned = None;
         if self.dirty_threshold > 0 && mark_dirty {
-            let fl = self.part(set, 3);
-            let ndirty = fl.iter().filter(|&&f| dirty(f) != 0).count() as u32;
-            if ndirty >= self.dirty_threshold {
-                let ss = self.part(set, 2);
-                let mut best: Option<usize> = None;
-                for (i, &f) in fl.iter().enumerate() {
-                    if dirty(f) != 0 && best.is_none_or(|b| ss[i] < ss[b]) {
-                        best = Some(i);
-                    }
-                }
-                if let Some(i) = best {
-                    let sectors = dirty(fl[i]);
-                    self.part_mut(set, 3)[i] &= !0xff00;
-                    cleaned = Some(WriteBack { line: self.tag(set, i), sectors });
-                }
+            let w = self.ways;
+            let dmask = !lanes(self.part4(set, FLAGS), w, LaneOp::AndZero(0xff00)) & low(w);
+            if dmask.count_ones() >= self.dirty_threshold {
+                // the least recently stored dirty line (the first one on a tie)
+                let i = first_min(self.part4(set, STORE), dmask);
+                let sectors = dirty(self.part(set, FLAGS)[i]);
+                self.part_mut(set, FLAGS)[i] &= !0xff00;
+                cleaned = Some(WriteBack { line: self.tag(set, i), sectors });
             }
         }
         if let Some(i) = self.find(set, line) {
-            let mut f = self.part(set, 3)[i] | full as u32;
+            let mut f = self.part(set, FLAGS)[i] | full as u32;
             if mark_dirty {
                 f |= (sectors as u32) << 8;
-                self.part_mut(set, 2)[i] = clock;
+                self.part_mut(set, STORE)[i] = clock;
             }
-            self.part_mut(set, 3)[i] = f;
+            self.part_mut(set, FLAGS)[i] = f;
             let missing = sectors & !valid(f);
             self.touch(set, i, clock);
             return Outcome { tag_hit: true, missing, evicted: None, cleaned };
@@ -347,16 +465,18 @@ impl Cache {
         let (way, evicted) = self.victim(set);
         let d = if mark_dirty { sectors } else { 0 };
         self.set_tag(set, way, line);
-        self.part_mut(set, 1)[way] = clock;
-        self.part_mut(set, 2)[way] = clock;
-        self.part_mut(set, 3)[way] = flags(full, d, 1);
+        self.part_mut(set, STAMPS)[way] = clock;
+        self.part_mut(set, STORE)[way] = clock;
+        self.part_mut(set, FLAGS)[way] = flags(full, d, 1);
         Outcome { tag_hit: false, missing: sectors & !full, evicted, cleaned }
     }
 
     /// Number of lines holding dirty sectors.
     pub fn dirty_lines(&self) -> usize {
         (0..self.sets)
-            .map(|s| (0..self.ways).filter(|&i| dirty(self.part(s, 3)[i]) != 0 && self.tag(s, i) != INVALID).count())
+            .map(|s| {
+                (0..self.ways).filter(|&i| dirty(self.part(s, FLAGS)[i]) != 0 && self.tag(s, i) != INVALID).count()
+            })
             .sum()
     }
 
@@ -367,49 +487,40 @@ impl Cache {
     fn victim(&mut self, set: usize) -> (usize, Option<WriteBack>) {
         let w = self.ways;
         let empty = match &self.wide {
-            None => self.part(set, 0).iter().position(|&x| x == INVALID32),
-            Some(t) => t.s(set * w, w).iter().position(|&x| x == INVALID),
+            None => lanes(self.part4(set, 0), w, LaneOp::Eq(INVALID32)),
+            Some(t) => t.s(set * w, w).iter().position(|&x| x == INVALID).map_or(0, |i| 1u64 << i),
         };
-        if let Some(i) = empty {
-            return (i, None);
+        if empty != 0 {
+            return (empty.trailing_zeros() as usize, None);
         }
         let way = match self.policy {
-            Replacement::Lru | Replacement::Fifo => {
-                let stamps = self.part(set, 1);
-                let mut best = 0;
-                for (i, &s) in stamps.iter().enumerate() {
-                    if s < stamps[best] {
-                        best = i;
-                    }
-                }
-                best
-            }
+            Replacement::Lru | Replacement::Fifo => first_min(self.part4(set, STAMPS), low(w)),
             Replacement::Rrip => {
-                // Branch-free form of "scan for RRPV 2; if none, age every line and rescan":
-                // aging k = 2 - max RRPV times makes the lines at the maximum the candidates,
-                // and the first of them with the smallest stamp is the victim.
-                let top = self.part(set, 3).iter().map(|&f| rrpv(f).min(2)).max().unwrap_or(2);
-                if top < 2 {
-                    let k = 2 - top;
-                    for f in self.part_mut(set, 3) {
+                // "Scan for RRPV 2; if none, age every line and rescan": RRPVs are 0, 1 or 2
+                // (insert 1, hit 0, aging saturates at 2). With no line at 2, aging by 2 - max
+                // RRPV makes the lines at the maximum the candidates; the victim is the first
+                // candidate with the smallest use stamp.
+                let fl = self.part4(set, FLAGS);
+                let ge2 = !lanes(fl, w, LaneOp::AndZero(0xfe_0000)) & low(w);
+                let cand = if ge2 != 0 {
+                    ge2
+                } else {
+                    let eq1 = lanes(fl, w, LaneOp::AndZero(0xfe_0000)) & !lanes(fl, w, LaneOp::AndZero(0x1_0000));
+                    let k = if eq1 != 0 { 1 } else { 2 };
+                    for f in self.part_mut(set, FLAGS) {
                         let r = (rrpv(*f) + k).min(2);
                         *f = (*f & !0xff_0000) | (r as u32) << 16;
                     }
-                }
-                let (stamps, fl) = (self.part(set, 1), self.part(set, 3));
-                let mut best = 0;
-                let mut best_key = u64::MAX;
-                for (i, &f) in fl.iter().enumerate() {
-                    let key = (u64::from(rrpv(f) < 2) << 32) | stamps[i] as u64;
-                    if key < best_key {
-                        best_key = key;
-                        best = i;
+                    if eq1 != 0 {
+                        eq1
+                    } else {
+                        low(w)
                     }
-                }
-                best
+                };
+                first_min(self.part4(set, STAMPS), cand)
             }
         };
-        let d = dirty(self.part(set, 3)[way]);
+        let d = dirty(self.part(set, FLAGS)[way]);
         let wb = if d != 0 { Some(WriteBack { line: self.tag(set, way), sectors: d }) } else { None };
         (way, wb)
     }
@@ -417,11 +528,11 @@ impl Cache {
     #[inline]
     fn touch(&mut self, set: usize, way: usize, clock: u32) {
         match self.policy {
-            Replacement::Lru => self.part_mut(set, 1)[way] = clock,
+            Replacement::Lru => self.part_mut(set, STAMPS)[way] = clock,
             Replacement::Fifo => {}
             Replacement::Rrip => {
-                self.part_mut(set, 1)[way] = clock;
-                self.part_mut(set, 3)[way] &= !0xff_0000;
+                self.part_mut(set, STAMPS)[way] = clock;
+                self.part_mut(set, FLAGS)[way] &= !0xff_0000;
             }
         }
     }

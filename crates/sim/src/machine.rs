@@ -56,6 +56,19 @@ pub struct StoreResult {
     pub writebacks: u32,
 }
 
+/// What a load of one virtual address needs that does not depend on the simulated state: its
+/// physical address through the page table, its L1 set and its L2 slice and set. `Machine::pre`
+/// computes it ahead (a chase knows its path), `Machine::load_pre` uses it. Speed only: the load
+/// checks the translation its TLB gives against `pa` and recomputes on a mismatch.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Pre {
+    pub va: u64,
+    pub pa: u64,
+    l1_set: u32,
+    slice: u32,
+    l2_set: u32,
+}
+
 /// Counters (all cumulative since construction or `reset_stats`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Stats {
@@ -281,6 +294,41 @@ impl Machine {
     /// A load of `len` bytes at virtual address `va` (inside one line) by SM `sm` at time
     /// `now_ns`; `bypass_l1` for ld.global.cg.
     pub fn load(&mut self, sm: u32, va: u64, len: u64, bypass_l1: bool, now_ns: f64) -> LoadResult {
+        self.load_core(sm, va, len, bypass_l1, now_ns, None)
+    }
+
+    /// `load` of `p.va`, with the indices `pre` computed ahead (the same result as `load`).
+    #[inline]
+    pub fn load_pre(&mut self, sm: u32, p: &Pre, len: u64, bypass_l1: bool, now_ns: f64) -> LoadResult {
+        self.load_core(sm, p.va, len, bypass_l1, now_ns, Some(p))
+    }
+
+    /// The state-independent part of a load of `va` (see `Pre`).
+    #[inline]
+    pub fn pre(&self, va: u64) -> Pre {
+        let shift = self.page_shift;
+        // as `translate` does on a TLB miss: an unmapped page reads as physical page 0
+        let pa = (self.pt.walk(va >> shift).unwrap_or(0) << shift) | (va & ((1u64 << shift) - 1));
+        let l1_key = if self.h.l1.indexing == Indexing::Physical { pa } else { va };
+        let l2_key = if self.h.l2.indexing == Indexing::Physical { pa } else { va };
+        Pre { va, pa, l1_set: self.l1_set_of(l1_key), slice: self.slice_of(l2_key), l2_set: self.l2_set_of(l2_key) }
+    }
+
+    /// Prefetch (on the host) the L1 set of SM `sm` and (with `l2`) the L2 set a later
+    /// `load_pre(p)` looks up.
+    #[inline]
+    pub fn prefetch_pre(&self, sm: u32, p: &Pre, l2: bool) {
+        if let Some(Some(s)) = self.sms.get(sm as usize) {
+            s.l1.prefetch(p.l1_set as usize);
+        }
+        if l2 {
+            self.l2.prefetch(p.slice as usize * self.sets_per_slice as usize + p.l2_set as usize);
+        }
+    }
+
+    #[inline(always)]
+    fn load_core(&mut self, sm: u32, va: u64, len: u64, bypass_l1: bool, now_ns: f64, pre: Option<&Pre>) -> LoadResult {
+        debug_assert!(pre.is_none_or(|p| p.va == va));
         let h_l1_hit = self.h.l1.hit_ns;
         let mut tlb_miss = false;
         let mut pa = None;
@@ -303,7 +351,10 @@ impl Machine {
             } else {
                 va
             };
-            let set = self.l1_set_of(a);
+            let set = match pre {
+                Some(p) if p.pa == a || self.h.l1.indexing == Indexing::Virtual => p.l1_set,
+                _ => self.l1_set_of(a),
+            };
             let line = a >> self.l1_line_shift;
             let sectors = sector_mask(a & ((1 << self.l1_line_shift) - 1), len, self.l1_sector_shift);
             r.l1_set = set;
@@ -327,7 +378,10 @@ impl Machine {
         let key = if self.h.l2.indexing == Indexing::Physical { pa } else { va };
         let tlb_ns = if tlb_miss { self.h.tlb.miss_ns } else { 0.0 };
         r.tlb_miss = tlb_miss;
-        let (slice, set) = self.l2_index(key);
+        let (slice, set) = match pre {
+            Some(p) if p.pa == pa => (p.slice, p.l2_set),
+            _ => self.l2_index(key),
+        };
         r.slice = slice;
         r.l2_set = set;
         let line = key >> self.l2_line_shift;

@@ -4,7 +4,7 @@
 //! above the page offset); `alloc_aliased` maps one set of physical pages twice (seed 000
 //! footnotes 3 and 6). A chase hops through `Machine::load` (seed 000 appendix "latency chase").
 
-use crate::machine::{Machine, Stats};
+use crate::machine::{Level, Machine, Pre, Stats};
 use crate::tlb::SplitMix;
 use memscope_core::hierarchy::Hierarchy;
 use memscope_core::{Buffer, CachePath, ChaseResult, ChaseSpec, Target, TargetError, TargetInfo};
@@ -179,7 +179,20 @@ impl SimTarget {
     /// One hop's latency with noise.
     #[inline]
     fn hop(&mut self, sm: u32, addr: u64, bypass: bool, t: f64) -> f64 {
-        let mut ns = self.m.load(sm, addr, 8, bypass, t).latency_ns;
+        let ns = self.m.load(sm, addr, 8, bypass, t).latency_ns;
+        self.noisy(ns)
+    }
+
+    /// `hop` of `p.va` with its indices computed ahead.
+    #[inline]
+    fn hop_pre(&mut self, sm: u32, p: &Pre, bypass: bool, t: f64) -> (f64, Level) {
+        let r = self.m.load_pre(sm, p, 8, bypass, t);
+        (self.noisy(r.latency_ns), r.level)
+    }
+
+    /// A hop's latency with the configured noise added.
+    #[inline]
+    fn noisy(&mut self, mut ns: f64) -> f64 {
         let n = &self.m.h.noise;
         if n.jitter_ns > 0.0 {
             // Box-Muller normal
@@ -327,28 +340,45 @@ impl SimTarget {
     ) {
         if chains.len() == 1 {
             let c = &chains[0];
+            let n = c.len();
             let mut t = clock[0];
             let mut p = pos[0];
             let mut sum = 0.0;
-            // Host prefetch of the L2 set PREFETCH hops ahead while hops miss L1 (pure speed:
-            // the simulated state is not touched).
+            // The path is known: the state-independent part of each load (`Pre`) is computed
+            // ahead, once per address when the chase laps, else AHEAD hops early in a ring, and
+            // the host prefetches the simulated sets it will touch (speed only).
             const AHEAD: usize = 12;
-            let mut l2_bound = bypass;
-            for _ in 0..hops[0] {
-                if l2_bound && c.len() > AHEAD {
-                    let q = if p + AHEAD < c.len() { p + AHEAD } else { p + AHEAD - c.len() };
-                    self.m.prefetch_l2(c[q]);
+            const RING: usize = 16;
+            let table: Vec<Pre> =
+                if hops[0] >= 2 * n as u64 { c.iter().map(|&a| self.m.pre(a)).collect() } else { Vec::new() };
+            let mut ring = [Pre::default(); RING];
+            // prefetch the L2 set too while hops go past L1
+            let mut l2_bound = true;
+            if table.is_empty() {
+                for (k, slot) in ring.iter_mut().enumerate().take(AHEAD) {
+                    *slot = self.m.pre(c[(p + k) % n]);
                 }
-                let before = self.m.stats.l1_load_hits;
-                let ns = self.hop(sm, c[p], bypass, t);
-                l2_bound = bypass || self.m.stats.l1_load_hits == before;
+            }
+            for i in 0..hops[0] as usize {
+                let ahead = if p + AHEAD < n { p + AHEAD } else { (p + AHEAD) % n };
+                let cur = if table.is_empty() {
+                    let next = self.m.pre(c[ahead]);
+                    self.m.prefetch_pre(sm, &next, l2_bound);
+                    ring[(i + AHEAD) % RING] = next;
+                    ring[i % RING]
+                } else {
+                    self.m.prefetch_pre(sm, &table[ahead], l2_bound);
+                    table[p]
+                };
+                let (ns, level) = self.hop_pre(sm, &cur, bypass, t);
+                l2_bound = level != Level::L1;
                 t += ns;
                 sum += ns;
                 if let Some(r) = rec.as_deref_mut() {
                     r.push(ns);
                 }
                 p += 1;
-                if p == c.len() {
+                if p == n {
                     p = 0;
                 }
             }
