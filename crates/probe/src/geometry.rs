@@ -108,14 +108,6 @@ impl Probe for WaysProbe {
             Ok(w) => out.finding("l1.ways", Finding::integer(w, "count", method, Confidence::High)),
             Err(why) => out.finding("l1.ways", Finding::undetermined("count", method, &why)),
         }
-        out.finding(
-            "l2.ways",
-            Finding::undetermined(
-                "count",
-                "not attempted",
-                "L2 eviction sets need lines of one slice (seed 000 footnote 11); without a slice function the pool that overfills one set of a physically hashed L2 is so large that the one miss per lap of a 17-line RRIP set is below the noise floor",
-            ),
-        );
         Ok(out)
     }
 }

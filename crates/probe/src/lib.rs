@@ -7,9 +7,11 @@ pub mod evset;
 pub mod geometry;
 pub mod index;
 pub mod indexing;
+pub mod l2ways;
 pub mod latency;
 pub mod line;
 pub mod measure;
+pub mod policy;
 #[cfg(test)]
 pub(crate) mod testsim;
 pub mod tlb;
@@ -27,6 +29,8 @@ pub fn probes() -> Vec<Box<dyn Probe>> {
         Box::new(indexing::IndexingProbe),
         Box::new(index::IndexProbe),
         Box::new(geometry::SetsProbe),
+        Box::new(l2ways::L2WaysProbe),
+        Box::new(policy::L2PolicyProbe),
         Box::new(dram::DramProbe),
     ]
 }

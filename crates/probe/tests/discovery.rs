@@ -82,6 +82,28 @@ fn check(h: &Hierarchy, f: &BTreeMap<String, Finding>) -> Vec<String> {
     if text(f, "tlb.l1.scope") != Some("sm") {
         bad.push(format!("tlb.l1.scope: got {:?}", f.get("tlb.l1.scope")));
     }
+    // L2 geometry and policy (l2ways, l2policy): ways exact; sets exact when reported (it is
+    // undetermined when the capacity knee and the occupancy estimate disagree), the estimate
+    // within 3%; the policy by its signature.
+    if int(f, "l2.ways") != Some(h.l2.ways as u64) {
+        bad.push(format!("l2.ways: got {:?}, want {}", f.get("l2.ways"), h.l2.ways));
+    }
+    let sets = (h.l2.slices * h.l2.sets_per_slice) as u64;
+    if f.get("l2.sets").is_some_and(|x| !x.value.is_null()) && int(f, "l2.sets") != Some(sets) {
+        bad.push(format!("l2.sets: got {:?}, want {sets}", f.get("l2.sets")));
+    }
+    match num(f, "l2.sets_estimate") {
+        Some(g) if (g - sets as f64).abs() <= 0.03 * sets as f64 => {}
+        g => bad.push(format!("l2.sets_estimate: got {g:?}, want {sets} within 3%")),
+    }
+    let pol = match h.l2.replacement {
+        Replacement::Lru => "lru",
+        Replacement::Fifo => "fifo",
+        Replacement::Rrip => "rrip",
+    };
+    if text(f, "l2.policy") != Some(pol) {
+        bad.push(format!("l2.policy: got {:?}, want {pol}", f.get("l2.policy")));
+    }
     let want: Vec<u64> = h.l1.index_masks.iter().map(|m| m.0).collect();
     match masks(f) {
         Some(got) if gf2::same_row_space(&got, &want) => {}

@@ -1,0 +1,461 @@
+//! `l2ways`: L2 associativity and set count without the slice or set function. Seed 000 footnote
+//! 11 builds L2 eviction sets from lines of one slice (it knows the slice function); here the
+//! over-full sets are found by timing alone: a random pool of lines, a fraction of the L2
+//! capacity, is chased through the L1-bypassing path, and per-hop times split it into lines that
+//! miss on every lap (their set holds more pool lines than it has ways: a stream of misses only,
+//! under which LRU, FIFO and the RRPV policy of seed 004 all evict the least recently inserted
+//! line) and lines that hit. The missing lines alone are a union of over-full sets, which the
+//! threshold group testing of `evset` (Vila, Köpf, Morales, S&P 2019) reduces to a minimal
+//! eviction set: `ways + 1` lines of one set. The number of sets comes from the fraction of a
+//! capacity-sized pool that misses (a set's pool count is binomial for random lines), checked
+//! against the latency probe's capacity knee.
+
+use crate::evset::{check_minimal, reduce_groups, Oracle, Reduction};
+use crate::geometry::analyze_ways;
+use crate::measure::{earlier_u64, gpu_applicability, Levels, Meter, Timing};
+use memscope_core::{
+    Applicability, Buffer, CachePath, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, TargetInfo,
+};
+
+/// The pool's lines are drawn from a buffer this many times the L2 capacity (random lines of a
+/// large buffer land in the sets almost independently, whatever the page mapping).
+pub const BUFFER_CAPACITIES: u64 = 8;
+/// Pool sizes tried, as fractions of the capacity knee, until enough lines miss.
+pub const POOL_FRACTIONS: [f64; 8] = [0.5, 0.625, 0.75, 0.875, 1.0, 1.25, 1.5, 2.0];
+/// Least number of missing lines taken as evidence of over-full sets.
+pub const MIN_MISSING: usize = 64;
+/// Sampling block: pool lines lie in distinct blocks of this many bytes, so two of them never
+/// share a cache line of the L2 whatever its line size up to this.
+pub const BLOCK_BYTES: u64 = 256;
+/// Upper bound on the timed chases of the group testing.
+pub const MAX_CHASES: u64 = 4000;
+
+/// Hit and miss levels of the L2 as a random pool sees them (same TLB regime): a chase over 96
+/// lines spread evenly over the buffer (all L2 hits), and one cold lap over them after a flush
+/// (all DRAM).
+pub fn calibrate_l2(m: &mut Meter<'_>, buf: &Buffer, line: u64) -> Result<(Levels, Vec<u64>), ProbeError> {
+    let n = 96u64;
+    let chunk = (buf.bytes / n / BLOCK_BYTES).max(1) * BLOCK_BYTES;
+    let lines: Vec<u64> = (0..n)
+        .map(|i| {
+            let off = rand::Rng::gen_range(m.rng(), 0..chunk / line) * line;
+            buf.base + i * chunk + off
+        })
+        .collect();
+    let hits = m.chase(&lines, CachePath::L1Bypass, 48, 4000, 2)?;
+    let cold = m.cold_lap(&lines, CachePath::L1Bypass)?;
+    Ok((Levels::new(hits.typical_ns(), cold.typical_ns()).with_floor_from(&hits), lines))
+}
+
+/// `n` random lines of `buf` in distinct `BLOCK_BYTES` blocks (each at a random line offset).
+pub fn sample_pool(m: &mut Meter<'_>, buf: &Buffer, line: u64, n: usize) -> Vec<u64> {
+    let block = BLOCK_BYTES.max(line);
+    let blocks = (buf.bytes / block) as usize;
+    let picks = rand::seq::index::sample(m.rng(), blocks, n.min(blocks));
+    let per = block / line;
+    picks
+        .into_iter()
+        .map(|b| {
+            let off = rand::Rng::gen_range(m.rng(), 0..per) * line;
+            buf.base + b as u64 * block + off
+        })
+        .collect()
+}
+
+/// Pure: the members slow (above the levels' midpoint) on every recorded visit of a per-hop
+/// chase over `set` (hop `i` visits `set[i % n]`).
+pub fn always_slow(levels: &Levels, set: &[u64], per_hop_ns: &[f64]) -> Vec<u64> {
+    let n = set.len();
+    let mut fast = vec![false; n];
+    let mut seen = vec![false; n];
+    for (i, &x) in per_hop_ns.iter().enumerate() {
+        seen[i % n] = true;
+        if x <= levels.mid() {
+            fast[i % n] = true;
+        }
+    }
+    set.iter().enumerate().filter(|(i, _)| seen[*i] && !fast[*i]).map(|(_, &a)| a).collect()
+}
+
+/// One warm-up lap and two timed laps over `pool`; returns the lines that missed on both.
+pub fn missing_lines(m: &mut Meter<'_>, levels: &Levels, pool: &[u64]) -> Result<Vec<u64>, ProbeError> {
+    m.target.flush()?;
+    let t: Timing = m.chase(pool, CachePath::L1Bypass, 2, 0, 1)?;
+    let h = t.per_hop_ns.ok_or_else(|| ProbeError::Failed("the target recorded no per-hop times".into()))?;
+    Ok(always_slow(levels, pool, &h))
+}
+
+/// An L2 eviction set found without the slice function.
+#[derive(Debug, Clone)]
+pub struct L2Evset {
+    pub levels: Levels,
+    pub oracle: Oracle,
+    pub reduction: Reduction,
+    /// (pool lines, lines that missed on every lap) of each pool tried.
+    pub scans: Vec<(usize, usize)>,
+    /// Timed chases and simulated hops of the whole search (calibration and scans included).
+    pub chases: u64,
+    pub hops: u64,
+}
+
+/// Search: calibrate, grow a random pool until at least `MIN_MISSING` lines miss on every lap,
+/// reduce the missing lines to a minimal eviction set. `capacity_bytes` sizes the pools (the
+/// latency probe's knee; a lower bound is fine) and `buf` must hold `BUFFER_CAPACITIES` times it.
+pub fn find_l2_evset(m: &mut Meter<'_>, buf: &Buffer, line: u64, capacity_bytes: u64) -> Result<L2Evset, ProbeError> {
+    let (c0, h0) = (m.chases, m.hops);
+    let (levels, _) = calibrate_l2(m, buf, line)?;
+    if !levels.separable() {
+        return Err(ProbeError::Failed(format!(
+            "L2 hit ({:.1} ns) and DRAM ({:.1} ns) are not separable on a random pool",
+            levels.hit_ns, levels.miss_ns
+        )));
+    }
+    let cap_lines = (capacity_bytes / line) as usize;
+    let biggest = (POOL_FRACTIONS[POOL_FRACTIONS.len() - 1] * cap_lines as f64) as usize;
+    let all = sample_pool(m, buf, line, biggest);
+    let mut scans = Vec::new();
+    let mut missing = Vec::new();
+    for f in POOL_FRACTIONS {
+        let n = ((f * cap_lines as f64) as usize).min(all.len());
+        missing = missing_lines(m, &levels, &all[..n])?;
+        scans.push((n, missing.len()));
+        if missing.len() >= MIN_MISSING {
+            break;
+        }
+    }
+    if missing.len() < 2 {
+        return Err(ProbeError::Failed(format!(
+            "no pool up to {} lines ({}x the capacity knee) left lines missing on every lap: {scans:?}",
+            all.len(),
+            POOL_FRACTIONS[POOL_FRACTIONS.len() - 1]
+        )));
+    }
+    let oracle = Oracle { path: CachePath::L1Bypass, levels, threshold: 0.5 };
+    m.shuffle(&mut missing);
+    let reduction = reduce_groups(m, &oracle, &missing, MAX_CHASES)?;
+    Ok(L2Evset { levels, oracle, reduction, scans, chases: m.chases - c0, hops: m.hops - h0 })
+}
+
+/// The L2 line size: the smallest power-of-two distance `d` (from the L1 line up to
+/// `BLOCK_BYTES`) such that swapping members of the minimal eviction set for their neighbours at
+/// `d` (address XOR `d`) breaks the thrashing; below the line size the neighbour is the same L2
+/// line (another sector of it) and the set still thrashes. Two of three members must agree.
+/// `None` when no distance up to `BLOCK_BYTES` breaks it.
+pub fn measure_l2_line(
+    m: &mut Meter<'_>,
+    oracle: &Oracle,
+    set: &[u64],
+    l1_line: u64,
+) -> Result<Option<u64>, ProbeError> {
+    let mut d = l1_line;
+    while d <= BLOCK_BYTES {
+        let mut breaks = 0;
+        for k in 0..set.len().min(3) {
+            let mut e = set.to_vec();
+            e[k] ^= d;
+            if !oracle.thrashes(m, &e)? {
+                breaks += 1;
+            }
+        }
+        if 2 * breaks > set.len().min(3) {
+            return Ok(Some(d));
+        }
+        d *= 2;
+    }
+    Ok(None)
+}
+
+/// Occupancy scan: pools of about `ways` x the expected sets (from `capacity_bytes`), redone
+/// once at the size the first estimate implies when the missing fraction was outside 0.15..0.85.
+pub fn occupancy(
+    m: &mut Meter<'_>,
+    levels: &Levels,
+    buf: &Buffer,
+    l1_line: u64,
+    l2_line: u64,
+    ways: u64,
+    capacity_bytes: u64,
+) -> Result<Option<SetsEstimate>, ProbeError> {
+    let max_lines = (buf.bytes / BLOCK_BYTES.max(l1_line)) as usize / 2;
+    let mut n = ((capacity_bytes / l2_line) as usize).min(max_lines);
+    let mut est = None;
+    for _ in 0..2 {
+        let pool = sample_pool(m, buf, l1_line, n);
+        let missing = missing_lines(m, levels, &pool)?.len();
+        est = estimate_sets(pool.len(), ways, missing);
+        let f = missing as f64 / pool.len().max(1) as f64;
+        if (0.15..=0.85).contains(&f) {
+            break;
+        }
+        match est {
+            Some(e) => n = ((e.sets * ways as f64) as usize).clamp(2, max_lines),
+            None if f == 0.0 => n = (2 * n).min(max_lines),
+            None => n = (n / 2).max(2),
+        }
+    }
+    Ok(est)
+}
+
+/// Poisson tail `P(X >= k)` for mean `lambda`.
+pub fn poisson_tail(lambda: f64, k: u64) -> f64 {
+    let mut term = (-lambda).exp();
+    let mut below = 0.0;
+    for i in 0..k {
+        below += term;
+        term *= lambda / (i + 1) as f64;
+    }
+    (1.0 - below).max(0.0)
+}
+
+/// Pure: the number of sets for which `n` random lines leave a fraction `missing` of them in
+/// over-full sets (a line misses when at least `ways` other pool lines share its set: Poisson
+/// with mean `(n - 1) / sets`). `None` when the fraction is 0 or 1 (no information).
+pub fn sets_from_missing(n: usize, ways: u64, missing: f64) -> Option<f64> {
+    if !(missing > 0.0 && missing < 1.0) || n < 2 {
+        return None;
+    }
+    // The tail grows with the mean, so bisect on log(sets).
+    let (mut lo, mut hi) = (0.0f64, 40.0f64);
+    for _ in 0..100 {
+        let mid = 0.5 * (lo + hi);
+        let lambda = (n - 1) as f64 / mid.exp2();
+        if poisson_tail(lambda, ways) > missing {
+            lo = mid; // too few sets: too many misses
+        } else {
+            hi = mid;
+        }
+    }
+    Some((0.5 * (lo + hi)).exp2())
+}
+
+/// An occupancy estimate of the number of sets with its 3-sigma range.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SetsEstimate {
+    pub sets: f64,
+    pub lo: f64,
+    pub hi: f64,
+    pub pool_lines: usize,
+    pub missing_fraction: f64,
+}
+
+/// Pure: the estimate with a 3-sigma range from the binomial noise of the number of over-full
+/// sets (missing lines come in clusters of about `ways + 1`), widened by 1% for model error.
+pub fn estimate_sets(n: usize, ways: u64, missing_lines: usize) -> Option<SetsEstimate> {
+    let f = missing_lines as f64 / n as f64;
+    let sets = sets_from_missing(n, ways, f)?;
+    let sigma = (f * (1.0 - f) * (ways + 1) as f64 / n as f64).sqrt();
+    let a = sets_from_missing(n, ways, (f + 3.0 * sigma).min(0.999_999)).unwrap_or(0.0);
+    let b = sets_from_missing(n, ways, (f - 3.0 * sigma).max(1e-9)).unwrap_or(f64::INFINITY);
+    Some(SetsEstimate { sets, lo: a * 0.99, hi: b * 1.01, pool_lines: n, missing_fraction: f })
+}
+
+/// Pure: the set count reported. The capacity knee's `capacity / (ways * line)` when it is whole
+/// and inside the occupancy estimate's range; otherwise the reason it is undetermined.
+pub fn analyze_l2_sets(capacity: Option<u64>, ways: u64, line: u64, est: Option<SetsEstimate>) -> Result<u64, String> {
+    let Some(c) = capacity else { return Err("no l2.capacity_bytes from the latency probe".into()) };
+    let per_set = ways * line;
+    let Some(e) = est else { return Err("the occupancy scan gave no estimate (no line or every line missed)".into()) };
+    let show = format!(
+        "occupancy estimate {:.0} sets (3 sigma {:.0}..{:.0}; {:.3} of {} random lines missed)",
+        e.sets, e.lo, e.hi, e.missing_fraction, e.pool_lines
+    );
+    if c % per_set != 0 {
+        return Err(format!(
+            "capacity knee {c} bytes is not a whole number of {ways}-way sets of {line} bytes ({:.1}); {show}",
+            c as f64 / per_set as f64
+        ));
+    }
+    let s = c / per_set;
+    if (s as f64) < e.lo || (s as f64) > e.hi {
+        return Err(format!("capacity knee {c} bytes gives {s} sets, outside the {show}"));
+    }
+    Ok(s)
+}
+
+pub struct L2WaysProbe;
+
+impl Probe for L2WaysProbe {
+    fn key(&self) -> &'static str {
+        "l2ways"
+    }
+    fn description(&self) -> &'static str {
+        "L2 ways from an eviction set found by timing alone (random pool, per-hop misses, group testing); sets from occupancy"
+    }
+    fn applicability(&self, info: &TargetInfo) -> Applicability {
+        gpu_applicability(info, true)
+    }
+    fn run(&self, ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError> {
+        let earlier = ctx.earlier.clone();
+        let mut out = ProbeOutput::default();
+        let method = "random pool of L1-bypassing lines; lines missing on every lap; threshold group testing";
+        let undetermined = |out: &mut ProbeOutput, why: &str| {
+            for k in ["l2.ways", "l2.sets"] {
+                out.finding(k, Finding::undetermined("count", method, why));
+            }
+        };
+        let mut m = Meter::new(&mut *ctx.target, 53);
+        if !m.per_hop() {
+            undetermined(&mut out, "needs per-hop times to tell the lines of over-full sets from the rest");
+            return Ok(out);
+        }
+        let (Some(cap), Some(line)) =
+            (earlier_u64(&earlier, "l2.capacity_bytes"), earlier_u64(&earlier, "l1.line_bytes"))
+        else {
+            undetermined(&mut out, "needs l2.capacity_bytes (latency) and l1.line_bytes (line) to size the pool");
+            return Ok(out);
+        };
+        let buf = m.alloc(BUFFER_CAPACITIES * cap.max(1 << 16))?;
+        let found = find_l2_evset(&mut m, &buf, line, cap);
+        let e = match found {
+            Ok(e) => e,
+            Err(err) => {
+                m.target.free(buf);
+                undetermined(&mut out, &err.to_string());
+                return Ok(out);
+            }
+        };
+        let (full, fit) = check_minimal(&mut m, &e.oracle, &e.reduction.set)?;
+        let ways = analyze_ways(e.reduction.set.len(), full, fit);
+        let search = format!(
+            "{method}: pools {:?} (lines, missing), {} chases and {} hops in all, {} backtracks",
+            e.scans, e.chases, e.hops, e.reduction.backtracks
+        );
+        out.finding("l2.evset_chases", Finding::integer(e.chases, "count", &search, Confidence::High));
+        out.finding("l2.evset_hops", Finding::integer(e.hops, "count", &search, Confidence::High));
+        match ways {
+            Ok(w) => {
+                out.finding("l2.ways", Finding::integer(w, "count", &search, Confidence::High));
+                let l2_line = measure_l2_line(&mut m, &e.oracle, &e.reduction.set, line)?;
+                let line_method = "eviction-set members swapped for their neighbours at growing power-of-two distances";
+                let Some(l2_line) = l2_line else {
+                    let why =
+                        format!("no distance up to {BLOCK_BYTES} bytes broke the eviction set: line size unknown");
+                    out.finding("l2.line_bytes", Finding::undetermined("bytes", line_method, &why));
+                    out.finding("l2.sets", Finding::undetermined("count", "needs the L2 line size", &why));
+                    m.target.free(buf);
+                    return Ok(out);
+                };
+                out.finding("l2.line_bytes", Finding::integer(l2_line, "bytes", line_method, Confidence::High));
+                let est = occupancy(&mut m, &e.levels, &buf, line, l2_line, w, cap)?;
+                if let Some(s) = est {
+                    out.finding(
+                        "l2.sets_estimate",
+                        Finding::number(s.sets, "count", "fraction of a random pool of about ways x sets lines that misses on every lap, Poisson occupancy model", Confidence::Low)
+                            .with_note(&format!("3-sigma range {:.0}..{:.0} (1% model allowance); {:.4} of {} lines missed", s.lo, s.hi, s.missing_fraction, s.pool_lines)),
+                    );
+                }
+                let how = "l2.capacity_bytes / (l2.ways * l2.line_bytes), checked against the occupancy estimate";
+                match analyze_l2_sets(Some(cap), w, l2_line, est) {
+                    Ok(s) => out.finding(
+                        "l2.sets",
+                        Finding::integer(s, "count", how, Confidence::Medium)
+                            .with_note("total sets over all slices; the split into slices is not determined"),
+                    ),
+                    Err(why) => out.finding("l2.sets", Finding::undetermined("count", how, &why)),
+                }
+            }
+            Err(why) => undetermined(&mut out, &why),
+        }
+        m.target.free(buf);
+        Ok(out)
+    }
+}
+
+/// Simulated hierarchies with a small L2 for the unit tests here and in `policy`.
+#[cfg(test)]
+pub(crate) mod testing {
+    use memscope_core::hierarchy::{HashFunction, Hierarchy, Mask, Replacement};
+
+    /// The default hierarchy with an L2 of `slices` x `sets` x `ways` (XOR-hashed slices over
+    /// bits above the set bits), `policy`, and 2% jitter plus 1% outliers when `noisy`.
+    pub fn small_l2(policy: Replacement, slices: u32, sets: u32, ways: u32, noisy: bool) -> memscope_sim::SimTarget {
+        let mut h = Hierarchy { seed: 7 + ways as u64, ..Hierarchy::default() };
+        h.l2.slices = slices;
+        h.l2.sets_per_slice = sets;
+        h.l2.ways = ways;
+        h.l2.replacement = policy;
+        let set_bits = sets.trailing_zeros();
+        h.l2.slice_function = HashFunction::Masks {
+            masks: (0..slices.trailing_zeros())
+                .map(|i| Mask((1u64 << (7 + set_bits + i)) ^ (0x5a5u64 << 20 << i)))
+                .collect(),
+        };
+        if noisy {
+            h.noise.jitter_ns = 0.02 * h.l2.hit_ns;
+            h.noise.outlier_fraction = 0.01;
+        }
+        memscope_sim::SimTarget::new(h).expect("valid hierarchy")
+    }
+
+    /// The L2 capacity in bytes.
+    pub fn capacity(t: &memscope_sim::SimTarget) -> u64 {
+        let l2 = &t.hierarchy().l2;
+        (l2.slices * l2.sets_per_slice * l2.ways * l2.line_bytes) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{capacity, small_l2};
+    use super::*;
+    use memscope_core::hierarchy::Replacement;
+
+    #[test]
+    fn evsets_and_sets_on_small_hierarchies() {
+        // (policy, slices, sets per slice, ways, noise, capacity knee as a fraction of the truth)
+        let cases = [
+            (Replacement::Rrip, 1, 256, 16, true, 1.0),
+            (Replacement::Lru, 4, 1024, 4, false, 1.0),
+            (Replacement::Fifo, 2, 512, 8, true, 0.9),
+            (Replacement::Rrip, 4, 256, 12, true, 0.85),
+            (Replacement::Lru, 2, 256, 32, true, 1.0),
+        ];
+        for (policy, slices, sets, ways, noisy, knee) in cases {
+            let mut t = small_l2(policy, slices, sets, ways, noisy);
+            let cap = capacity(&t);
+            let mut m = Meter::new(&mut t, 5);
+            let buf = m.alloc(BUFFER_CAPACITIES * cap).unwrap();
+            let knee_bytes = (knee * cap as f64) as u64 / 128 * 128;
+            let e =
+                find_l2_evset(&mut m, &buf, 128, knee_bytes).unwrap_or_else(|err| panic!("{policy:?} {ways}: {err}"));
+            let (full, fit) = check_minimal(&mut m, &e.oracle, &e.reduction.set).unwrap();
+            let case = format!("{policy:?} {slices}x{sets}x{ways}: scans {:?}, {} chases", e.scans, e.chases);
+            assert_eq!(analyze_ways(e.reduction.set.len(), full, fit), Ok(ways as u64), "{case}");
+            assert!(e.chases < 400, "{case}");
+            assert_eq!(measure_l2_line(&mut m, &e.oracle, &e.reduction.set, 64).unwrap(), Some(128), "{case}");
+            let est = occupancy(&mut m, &e.levels, &buf, 64, 128, ways as u64, knee_bytes).unwrap().unwrap();
+            let truth = (slices * sets) as f64;
+            assert!(est.lo <= truth && truth <= est.hi, "{case}: {est:?}");
+            assert_eq!(analyze_l2_sets(Some(cap), ways as u64, 128, Some(est)), Ok((slices * sets) as u64), "{case}");
+        }
+    }
+
+    #[test]
+    fn poisson_tail_and_sets_inverse() {
+        assert!((poisson_tail(2.0, 0) - 1.0).abs() < 1e-12);
+        assert!((poisson_tail(2.0, 1) - (1.0 - (-2.0f64).exp())).abs() < 1e-12);
+        let (n, ways, sets) = (40_000usize, 8u64, 5000.0f64);
+        let f = poisson_tail((n - 1) as f64 / sets, ways);
+        let s = sets_from_missing(n, ways, f).unwrap();
+        assert!((s - sets).abs() < 1e-6 * sets, "{s}");
+        assert_eq!(sets_from_missing(n, ways, 0.0), None);
+    }
+
+    #[test]
+    fn sets_analysis() {
+        let est =
+            SetsEstimate { sets: 36_900.0, lo: 36_000.0, hi: 37_800.0, pool_lines: 500_000, missing_fraction: 0.4 };
+        assert_eq!(analyze_l2_sets(Some(72 << 20), 16, 128, Some(est)), Ok(36_864));
+        assert!(analyze_l2_sets(Some(64 << 20), 16, 128, Some(est)).is_err());
+        assert!(analyze_l2_sets(Some((72 << 20) + 128), 16, 128, Some(est)).is_err());
+        assert!(analyze_l2_sets(None, 16, 128, Some(est)).is_err());
+    }
+
+    #[test]
+    fn always_slow_needs_every_visit() {
+        let lv = Levels::new(100.0, 200.0);
+        let set = [1u64, 2, 3];
+        let h = [190.0, 120.0, 160.0, 180.0, 110.0, 140.0];
+        assert_eq!(always_slow(&lv, &set, &h), vec![1]);
+    }
+}
