@@ -17,18 +17,18 @@ smi() { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperat
 {
   echo "== $(date -u +%FT%TZ) host $(hostname)"; smi
   echo "== 1: MEMSCOPE_CHASE_CARVEOUT=default $bin run --target cuda:0 --probes line,latency,evset,ways,index,sets --out $out/l1-default --quiet"
-  MEMSCOPE_CHASE_CARVEOUT=default "$bin" run --target cuda:0 --probes line,latency,evset,ways,index,sets --out "$out/l1-default" --quiet; echo "exit $?"
+  MEMSCOPE_CHASE_CARVEOUT=default timeout 90 "$bin" run --target cuda:0 --probes line,latency,evset,ways,index,sets --out "$out/l1-default" --quiet; echo "exit $?"
   echo "== 2a: $bin run --target cuda:0 --probes $probes --out $out/run1 --quiet"
-  s=$(date +%s%N); "$bin" run --target cuda:0 --probes "$probes" --out "$out/run1" --quiet; echo "exit $? wall_ms $(( ($(date +%s%N) - s) / 1000000 ))"
+  s=$(date +%s%N); timeout 150 "$bin" run --target cuda:0 --probes "$probes" --out "$out/run1" --quiet; echo "exit $? wall_ms $(( ($(date +%s%N) - s) / 1000000 ))"
   echo "== 2b: python3 scripts/pytorch_bw.py --out $out/pytorch1.json"; smi
-  python3 scripts/pytorch_bw.py --out "$out/pytorch1.json" >/dev/null; echo "exit $?"
+  timeout 60 python3 scripts/pytorch_bw.py --out "$out/pytorch1.json" >/dev/null; echo "exit $?"
   echo "== 3a: $bin run --target cuda:0 --probes bw --out $out/bw2 --quiet"; smi
-  s=$(date +%s%N); "$bin" run --target cuda:0 --probes bw --out "$out/bw2" --quiet; echo "exit $? wall_ms $(( ($(date +%s%N) - s) / 1000000 ))"
+  s=$(date +%s%N); timeout 90 "$bin" run --target cuda:0 --probes bw --out "$out/bw2" --quiet; echo "exit $? wall_ms $(( ($(date +%s%N) - s) / 1000000 ))"
   echo "== 3b: python3 scripts/pytorch_bw.py --out $out/pytorch2.json"; smi
-  python3 scripts/pytorch_bw.py --out "$out/pytorch2.json" >/dev/null; echo "exit $?"
+  timeout 60 python3 scripts/pytorch_bw.py --out "$out/pytorch2.json" >/dev/null; echo "exit $?"
   smi
   echo "== 4: scripts/gpu-test.sh > $out/gpu-test.log"
-  if [ -d target/gpu-bin ]; then timeout 150 bash scripts/gpu-test.sh >"$out/gpu-test.log" 2>&1; echo "exit $?"; grep -E "test result|FAILED|panicked" "$out/gpu-test.log"; fi
+  if [ -d target/gpu-bin ]; then timeout 90 bash scripts/gpu-test.sh >"$out/gpu-test.log" 2>&1; echo "exit $?"; grep -E "test result|FAILED|panicked" "$out/gpu-test.log"; fi
   echo "== $(date -u +%FT%TZ) done"
   python3 "$(dirname "$0")/compare.py" "$out"
 } 2>&1 | tee "$out/log.txt"
