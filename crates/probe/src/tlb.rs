@@ -1,10 +1,14 @@
-//! `tlb`: the first-level TLB by pointer chases with one line per page (seed 000 footnote 8 and
-//! appendix "Page tables and the TLB"): k pages fit, k + 1 thrash (entries); the smallest stride at
-//! which k + 1 lines thrash is the page size; the step height is the miss cost; a cyclic walk over
-//! k + 1 pages missing on every hop, with a page touched between every two others never missing,
-//! is LRU (under FIFO the hot page is evicted once per k insertions); the same step with the pages
-//! split among the warps of one block means the TLB is per SM, shared by its warps. Chases bypass
-//! L1 so every hop is translated, and stay L2-resident after warm-up.
+//! `tlb`: the first-level TLB by paired-line pointer chases (seed 000 footnote 8 and appendix
+//! "Page tables and the TLB"). Each of N pages holds two lines, p and q. Order A visits every p and
+//! then every q, so each q comes N pages after its page's last use; order B visits p0 q0 p1 q1 ...,
+//! so each q follows its own page's p and always finds the translation. Both orders chase the same
+//! lines, so wherever the lines sit in L2 (near or far partition, any slice) their latencies cancel
+//! and A minus B is the translation miss cost alone, half of it per hop (only the q hops differ).
+//! From that differential: the page (q moved d bytes away from p stops hitting once d crosses a
+//! page), the entries (smallest N whose differential appears), the miss cost, the replacement (a
+//! hot page visited between every two of entries cold pages never misses under LRU, misses once
+//! per lap under FIFO) and the scope (the pages split among two warps of one block: one TLB per SM
+//! still misses, per-warp TLBs do not). Chases bypass L1 so every hop is translated.
 
 use crate::measure::{gpu_applicability, Meter, Timing};
 use memscope_core::{
@@ -13,46 +17,37 @@ use memscope_core::{
 
 pub struct TlbProbe;
 
-/// Largest stride tried (pages up to half of it can be found) and most pages chased.
-pub const MAX_STRIDE: u64 = 8 << 20;
+/// Most pages chased; the entry count must lie below it to be found.
 pub const MAX_PAGES: u64 = 256;
+/// Strides tried for one page per block, largest first (the largest the target can allocate
+/// `MAX_PAGES + 1` blocks of wins): pages up to half the stride can be found.
+pub const STRIDES: [u64; 6] = [256 << 20, 128 << 20, 64 << 20, 32 << 20, 16 << 20, 8 << 20];
+/// q's distance from p in the entries, miss and scope steps (inside any page of 64 KiB or more,
+/// given p's offset below 32 KiB).
+const PAIR_D: u64 = 4096;
+/// Hops per timed chase (at least).
+const MIN_HOPS: u64 = 12_000;
+/// Hops of each chase of the miss-cost and replacement measurements.
+const MISS_HOPS: u64 = 240_000;
 
-/// Line `i` of a chase at `stride`: one line per stride block, the offset inside the block spread
-/// over the block (in 128-byte slots, by an odd multiplier) so the lines do not pile into a few
-/// L2 sets.
-pub fn page_line(base: u64, stride: u64, i: u64) -> u64 {
-    let slots = (stride / 128).max(1);
-    base + i * stride + ((i * 2_654_435_761) % slots) * 128 % stride
+/// p's offset inside block `i`: below 32 KiB, one distinct 128-byte slot per block for the first
+/// 256 blocks (an odd multiplier is a bijection modulo 256), so the lines spread over cache sets.
+pub fn p_offset(i: u64) -> u64 {
+    ((i * 2_654_435_761) % 256) * 128
 }
 
-struct Bench {
-    base: u64,
-    fit_ns: f64,
-    thrash_ns: f64,
-}
-
-impl Bench {
-    fn lines(&self, n: u64, stride: u64) -> Vec<u64> {
-        (0..n).map(|i| page_line(self.base, stride, i)).collect()
-    }
-    /// A chase from an empty TLB (a FIFO TLB keeps hits from an earlier chase's pages for good).
-    fn run(&self, m: &mut Meter<'_>, n: u64, stride: u64, warps: u32) -> Result<Timing, ProbeError> {
-        m.target.flush()?;
-        let addrs = self.lines(n, stride);
-        let mut spec = ChaseSpec::new(addrs, CachePath::L1Bypass, (n * 8).max(2000));
-        spec.warmup_laps = 2;
-        spec.warps = warps;
-        m.run(spec)
-    }
-    fn thrashes(&self, m: &mut Meter<'_>, n: u64, stride: u64, warps: u32) -> Result<bool, ProbeError> {
-        Ok(self.run(m, n, stride, warps)?.typical_ns() > 0.5 * (self.fit_ns + self.thrash_ns))
-    }
+/// Pure: the page is the smallest distance d at which q stops sharing p's translation, given
+/// (d, still shares) in ascending d, provided every larger d agrees.
+pub fn analyze_page(outcomes: &[(u64, bool)]) -> Option<u64> {
+    let i = outcomes.iter().position(|o| !o.1)?;
+    outcomes[i..].iter().all(|o| !o.1).then_some(outcomes[i].0)
 }
 
 /// Pure: classify replacement from the hot page's miss fraction and the cold pages' miss
-/// fraction of the interleaved walk over `entries + 1` pages.
-pub fn analyze_replacement(hot_miss: f64, cold_miss: f64, entries: u64) -> Result<&'static str, String> {
-    let e = entries.max(1) as f64;
+/// fraction of a walk over entries + 1 pages in which the hot page is visited `hot_per_lap`
+/// times a lap (FIFO evicts it once a lap: a fraction 1 / hot_per_lap of its hops miss).
+pub fn analyze_replacement(hot_miss: f64, cold_miss: f64, hot_per_lap: u64) -> Result<&'static str, String> {
+    let e = hot_per_lap.max(1) as f64;
     if cold_miss < 0.8 {
         return Err(format!("the cold pages missed on only {:.0}% of hops: neither LRU nor FIFO", cold_miss * 100.0));
     }
@@ -69,11 +64,123 @@ pub fn analyze_replacement(hot_miss: f64, cold_miss: f64, entries: u64) -> Resul
     }
 }
 
-/// Pure: smallest stride whose (entries + 1)-line chase thrashes, given outcomes in ascending
-/// stride, provided every larger stride thrashes too.
-pub fn analyze_page(outcomes: &[(u64, bool)]) -> Option<u64> {
-    let i = outcomes.iter().position(|o| o.1)?;
-    outcomes[i..].iter().all(|o| o.1).then_some(outcomes[i].0)
+/// Per-position mean hop over the laps of a single-chain chase whose recorded lap starts at the
+/// cycle's first address: hops further than six robust deviations from their position's median
+/// (outliers, refresh stalls) are dropped. `None` without per-hop times.
+pub fn position_means(per_hop_ns: &[f64], len: usize) -> Option<Vec<f64>> {
+    if per_hop_ns.len() < len || len == 0 {
+        return None;
+    }
+    let mut by_pos: Vec<Vec<f64>> = vec![Vec::with_capacity(per_hop_ns.len() / len + 1); len];
+    for (j, x) in per_hop_ns.iter().enumerate() {
+        by_pos[j % len].push(*x);
+    }
+    let medians: Vec<f64> = by_pos.iter().map(|v| memscope_core::stats::median(v)).collect();
+    let devs: Vec<f64> = by_pos.iter().zip(&medians).flat_map(|(v, m)| v.iter().map(move |x| (x - m).abs())).collect();
+    let band = (6.0 * 1.4826 * memscope_core::stats::median(&devs)).max(1e-3);
+    Some(
+        by_pos
+            .iter()
+            .zip(&medians)
+            .map(|(v, m)| {
+                let kept: Vec<f64> = v.iter().copied().filter(|x| (x - m).abs() <= band).collect();
+                kept.iter().sum::<f64>() / kept.len().max(1) as f64
+            })
+            .collect(),
+    )
+}
+
+/// Mean and standard error of paired differences after trimming a tenth at each end (lines whose
+/// cache state differed between two orders are the tails).
+pub fn trimmed_mean_se(mut d: Vec<f64>) -> (f64, f64) {
+    d.sort_by(|a, b| a.total_cmp(b));
+    let cut = d.len() / 10;
+    let kept = &d[cut..d.len() - cut];
+    let n = kept.len().max(1) as f64;
+    let m = kept.iter().sum::<f64>() / n;
+    let var = kept.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1.0).max(1.0);
+    (m, (var / n).sqrt())
+}
+
+/// A differential: the q lines' mean hop in order A minus in order B, its standard error, and the
+/// mean hop of order B.
+#[derive(Debug, Clone, Copy)]
+struct Diff {
+    ns: f64,
+    se_ns: f64,
+    hop_ns: f64,
+}
+
+/// The p lines and the q lines of a set of pages.
+type Pairs = (Vec<u64>, Vec<u64>);
+
+struct Bench {
+    base: u64,
+    stride: u64,
+}
+
+impl Bench {
+    fn block(&self, i: u64) -> u64 {
+        self.base + i * self.stride
+    }
+    fn pairs(&self, first: u64, n: u64, d: u64) -> Pairs {
+        let p: Vec<u64> = (first..first + n).map(|i| self.block(i) + p_offset(i)).collect();
+        let q = p.iter().map(|a| a + d).collect();
+        (p, q)
+    }
+    fn chase(&self, m: &mut Meter<'_>, addrs: Vec<u64>, warps: u32, min_hops: u64) -> Result<Timing, ProbeError> {
+        let n = addrs.len() as u64;
+        // Whole laps, so every position is recorded equally often.
+        let mut spec = ChaseSpec::new(addrs, CachePath::L1Bypass, min_hops.max(8 * n).div_ceil(n) * n);
+        spec.warmup_laps = 2;
+        spec.warps = warps;
+        m.run(spec)
+    }
+    /// The q lines in order A minus in order B over `n` pages (p and q = p + d), one warp,
+    /// line by line.
+    fn diff(&self, m: &mut Meter<'_>, n: u64, d: u64, min_hops: u64) -> Result<Diff, ProbeError> {
+        let (p, q) = self.pairs(0, n, d);
+        let a: Vec<u64> = p.iter().chain(&q).copied().collect();
+        let b: Vec<u64> = p.iter().zip(&q).flat_map(|(x, y)| [*x, *y]).collect();
+        let len = a.len();
+        let ta = self.chase(m, a, 1, min_hops)?;
+        let tb = self.chase(m, b, 1, min_hops)?;
+        let no_hops = || ProbeError::Failed("the tlb probe needs per-hop times".into());
+        let pa = position_means(ta.per_hop_ns.as_deref().ok_or_else(no_hops)?, len).ok_or_else(no_hops)?;
+        let pb = position_means(tb.per_hop_ns.as_deref().ok_or_else(no_hops)?, len).ok_or_else(no_hops)?;
+        let n = n as usize;
+        let (ns, se_ns) = trimmed_mean_se((0..n).map(|i| pa[n + i] - pb[2 * i + 1]).collect());
+        Ok(Diff { ns, se_ns, hop_ns: pb.iter().sum::<f64>() / len as f64 })
+    }
+    /// The same differential with the pages split between two warps of one block (each warp
+    /// walks its own half in order A, or in order B).
+    fn split_diff(&self, m: &mut Meter<'_>, per_warp: u64) -> Result<f64, ProbeError> {
+        let halves: Vec<Pairs> = (0..2).map(|k| self.pairs(k * per_warp, per_warp, PAIR_D)).collect();
+        let weave = |f: &dyn Fn(&Pairs) -> Vec<u64>| -> Vec<u64> {
+            let (c0, c1) = (f(&halves[0]), f(&halves[1]));
+            c0.iter().zip(&c1).flat_map(|(x, y)| [*x, *y]).collect()
+        };
+        let a = weave(&|(p, q)| p.iter().chain(q).copied().collect());
+        let b = weave(&|(p, q)| p.iter().zip(q).flat_map(|(x, y)| [*x, *y]).collect());
+        let ta = self.chase(m, a, 2, MISS_HOPS / 2)?;
+        let tb = self.chase(m, b, 2, MISS_HOPS / 2)?;
+        // Only the q half of the hops differs between the orders.
+        Ok(2.0 * (ta.mean_ns() - tb.mean_ns()))
+    }
+}
+
+const KEYS: [(&str, &str); 5] = [
+    ("tlb.l1.entries", "entries"),
+    ("tlb.page_bytes", "bytes"),
+    ("tlb.l1.miss_ns", "ns"),
+    ("tlb.l1.replacement", ""),
+    ("tlb.l1.scope", ""),
+];
+
+fn undetermined_from(out: &mut ProbeOutput, from: usize, why: &str) {
+    for (k, u) in &KEYS[from..] {
+        out.finding(k, Finding::undetermined(u, "paired-line chases (order A minus order B)", why));
+    }
 }
 
 impl Probe for TlbProbe {
@@ -81,7 +188,7 @@ impl Probe for TlbProbe {
         "tlb"
     }
     fn description(&self) -> &'static str {
-        "first-level TLB: entries, page size, miss cost, replacement and scope (one line per page)"
+        "first-level TLB: page, entries, miss cost, replacement and scope (paired-line chases)"
     }
     fn applicability(&self, info: &TargetInfo) -> Applicability {
         gpu_applicability(info, true)
@@ -89,179 +196,206 @@ impl Probe for TlbProbe {
     fn run(&self, ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError> {
         let mut m = Meter::new(&mut *ctx.target, 61);
         let info = m.info.clone();
-        let buf = m.alloc(MAX_PAGES * MAX_STRIDE + MAX_STRIDE)?;
-        let mut b = Bench { base: buf.base, fit_ns: 0.0, thrash_ns: 0.0 };
         let mut out = ProbeOutput::default();
-        let fit = b.run(&mut m, 2, MAX_STRIDE, 1)?;
-        let thrash = b.run(&mut m, MAX_PAGES, MAX_STRIDE, 1)?;
-        b.fit_ns = fit.typical_ns();
-        b.thrash_ns = thrash.typical_ns();
-        let step = b.thrash_ns - b.fit_ns;
-        let undetermined_all = |out: &mut ProbeOutput, why: &str| {
-            for (k, u) in [
-                ("tlb.l1.entries", "entries"),
-                ("tlb.page_bytes", "bytes"),
-                ("tlb.l1.miss_ns", "ns"),
-                ("tlb.l1.replacement", ""),
-                ("tlb.l1.scope", ""),
-            ] {
-                out.finding(k, Finding::undetermined(u, "one line per page", why));
+        // The largest stride whose MAX_PAGES + 1 blocks (one spare for alignment) fit.
+        let mut grant = None;
+        for s in STRIDES {
+            if let Ok(buf) = m.target.alloc((MAX_PAGES + 2) * s) {
+                grant = Some((buf, s));
+                break;
             }
+        }
+        let Some((buf, stride)) = grant else {
+            undetermined_from(&mut out, 0, "could not allocate 258 blocks of 8 MiB");
+            return Ok(out);
         };
-        if step < 0.005 * b.fit_ns.max(1.0) || step < 0.3 {
-            undetermined_all(&mut out, &format!("no step between 2 and {MAX_PAGES} pages at {MAX_STRIDE}-byte stride ({:.2} ns vs {:.2} ns): more entries than that, or a free miss", b.fit_ns, b.thrash_ns));
-            m.target.free(buf);
-            return Ok(out);
-        }
-        // Entries: smallest thrashing page count by bisection.
-        let (mut lo, mut hi) = (2u64, MAX_PAGES);
-        while hi - lo > 1 {
-            let mid = (lo + hi) / 2;
-            if b.thrashes(&mut m, mid, MAX_STRIDE, 1)? {
-                hi = mid;
-            } else {
-                lo = mid;
-            }
-        }
-        let entries = lo;
-        let confirmed =
-            !b.thrashes(&mut m, entries, MAX_STRIDE, 1)? && b.thrashes(&mut m, entries + 1, MAX_STRIDE, 1)?;
-        let method =
-            format!("chase with one line per {MAX_STRIDE}-byte block, L1-bypassing, bisection on the page count");
-        if !confirmed {
-            undetermined_all(&mut out, &format!("the step at {entries}/{} pages did not repeat", entries + 1));
-            m.target.free(buf);
-            return Ok(out);
-        }
-        out.finding("tlb.l1.entries", Finding::integer(entries, "entries", &method, Confidence::High));
-
-        // Page size: smallest stride at which entries + 1 lines thrash.
-        let mut outcomes = Vec::new();
-        let mut s = 4096u64;
-        while s <= MAX_STRIDE {
-            outcomes.push((s, b.thrashes(&mut m, entries + 1, s, 1)?));
-            s *= 2;
-        }
-        let page = analyze_page(&outcomes);
-        let pmethod = format!("smallest stride at which {} lines (entries + 1) thrash the TLB", entries + 1);
-        let page_stride = match page {
-            Some(p) if p < MAX_STRIDE => {
-                out.finding("tlb.page_bytes", Finding::integer(p, "bytes", &pmethod, Confidence::High));
-                p
-            }
-            _ => {
-                out.finding(
-                    "tlb.page_bytes",
-                    Finding::undetermined(
-                        "bytes",
-                        &pmethod,
-                        &format!("outcomes {outcomes:?} show no single page size below {MAX_STRIDE} bytes"),
-                    ),
-                );
-                MAX_STRIDE
-            }
-        };
-
-        // Miss cost: 2 * entries pages (every hop misses under LRU/FIFO) minus entries / 2 pages.
-        let hot = b.run(&mut m, (entries / 2).max(1), page_stride, 1)?;
-        let cold = b.run(&mut m, (2 * entries).min(MAX_PAGES), page_stride, 1)?;
-        let miss = cold.typical_ns() - hot.typical_ns();
-        let mut f = Finding::number(
-            miss,
-            "ns",
-            "median hop over 2 x entries pages minus over entries / 2 pages",
-            Confidence::High,
-        );
-        if let Some(s) = cold.sample() {
-            f = f.with_spread(s.spread());
-        }
-        if let Some(hz) = info.clock_hz {
-            f = f.with_cycles(miss * 1e-9 * hz);
-        }
-        out.finding("tlb.l1.miss_ns", f);
-
-        // Replacement: cyclic walk over entries pages with a hot page between every two.
-        let rmethod = "cyclic walk over entries + 1 pages with one hot page visited between every two others";
-        let hot_lines: Vec<u64> = (0..entries).map(|i| b.base + (MAX_PAGES - 1) * MAX_STRIDE + i * 8).collect();
-        let mut addrs = Vec::new();
-        for i in 0..entries {
-            addrs.push(hot_lines[i as usize]);
-            addrs.push(page_line(b.base, page_stride, i));
-        }
-        let n = addrs.len() as u64;
-        let mut spec = ChaseSpec::new(addrs, CachePath::L1Bypass, n * (200_000 / n).max(4));
-        spec.warmup_laps = 3;
-        m.target.flush()?;
-        let t = m.run(spec)?;
-        // Miss fractions from windowed means (jitter averages out; outliers beyond the window
-        // are dropped), scaled between the all-hit and the all-miss references.
-        match (&t.per_hop_ns, &fit.per_hop_ns, &thrash.per_hop_ns) {
-            (Some(h), Some(fh), Some(th)) => {
-                let mad = memscope_core::stats::Sample::new(fh).map(|x| x.mad()).unwrap_or(0.0);
-                let (lo, hi) = (b.fit_ns - step - 7.0 * mad, b.thrash_ns + step + 7.0 * mad);
-                let wmean = |v: &mut dyn Iterator<Item = f64>| {
-                    let (sum, n) = v.filter(|x| *x >= lo && *x <= hi).fold((0.0, 0usize), |a, x| (a.0 + x, a.1 + 1));
-                    sum / n.max(1) as f64
-                };
-                let (f0, f1) = (wmean(&mut fh.iter().copied()), wmean(&mut th.iter().copied()));
-                let hot = wmean(&mut h.iter().copied().step_by(2));
-                let cold = wmean(&mut h.iter().copied().skip(1).step_by(2));
-                let (hf, cf) = ((hot - f0) / (f1 - f0), (cold - f0) / (f1 - f0));
-                match analyze_replacement(hf, cf, entries) {
-                    Ok(p) => out.finding(
-                        "tlb.l1.replacement",
-                        Finding::text(p, rmethod, Confidence::High)
-                            .with_note(&format!("hot page miss fraction {hf:.4}, other pages {cf:.3}")),
-                    ),
-                    Err(why) => out.finding("tlb.l1.replacement", Finding::undetermined("", rmethod, &why)),
-                }
-            }
-            _ => out.finding("tlb.l1.replacement", Finding::undetermined("", rmethod, "needs per-hop times")),
-        }
-
-        // Scope: the entries + 1 pages split round-robin among 2 warps of one block.
-        let smethod = "1.5 x entries pages split among 2 warps of one block";
-        // 1.5 x entries pages (even, so both warps walk cycles of one length): a shared TLB
-        // misses (every reuse distance is ~1.5 x entries even when jitter lets the warps drift),
-        // per-warp TLBs of `entries` each hold their 0.75 x entries pages.
-        let n_split = (3 * entries / 4).max(1) * 2;
-        if n_split > MAX_PAGES {
-            // The buffer holds MAX_PAGES blocks (seen on the H200: a step near 176 pages at the
-            // largest stride would have asked for 264).
-            out.finding(
-                "tlb.l1.scope",
-                Finding::undetermined(
-                    "",
-                    smethod,
-                    &format!("needs {n_split} pages, the probe's buffer holds {MAX_PAGES}"),
-                ),
-            );
-            m.target.free(buf);
-            return Ok(out);
-        }
-        let shared = b.thrashes(&mut m, n_split, page_stride, 2)?;
-        let split_fits = !b.thrashes(&mut m, (entries / 4).max(1) * 2, page_stride, 2)?;
-        if shared && split_fits {
-            out.finding(
-                "tlb.l1.scope",
-                Finding::text("sm", smethod, Confidence::High)
-                    .with_note("the same step as one warp: one TLB per SM, shared by its warps"),
-            );
-        } else if !shared {
-            out.finding(
-                "tlb.l1.scope",
-                Finding::text("warp", smethod, Confidence::Medium)
-                    .with_note("no step at 1.5 x entries pages when split: each warp has its own entries"),
-            );
-        } else {
-            out.finding(
-                "tlb.l1.scope",
-                Finding::undetermined("", smethod, "the split chase thrashed already at entries / 2 pages"),
-            );
-        }
+        let b = Bench { base: buf.base.div_ceil(stride) * stride, stride };
+        ctx.progress.message(&format!("tlb: {MAX_PAGES} pages at a {} MiB stride", stride >> 20));
+        let result = run_steps(&mut m, &b, &info, &mut out);
         m.target.free(buf);
+        result?;
         Ok(out)
     }
+}
+
+fn run_steps(m: &mut Meter<'_>, b: &Bench, info: &TargetInfo, out: &mut ProbeOutput) -> Result<(), ProbeError> {
+    // Signal: MAX_PAGES pages (A misses on every q hop unless the TLB holds them all) against 2.
+    let fit = b.diff(m, 2, PAIR_D, MIN_HOPS)?;
+    let full = b.diff(m, MAX_PAGES, PAIR_D, MIN_HOPS)?;
+    let signal = full.ns - fit.ns;
+    let floor = (6.0 * (full.se_ns + fit.se_ns)).max(0.002 * full.hop_ns).max(0.1);
+    if signal < floor {
+        undetermined_from(
+            out,
+            0,
+            &format!(
+                "no translation differential between 2 and {MAX_PAGES} pages at a {} MiB stride ({:.2} vs {:.2} ns, \
+                 floor {floor:.2} ns): more entries than that, pages of {} MiB or more, or a free miss",
+                b.stride >> 20,
+                fit.ns,
+                full.ns,
+                b.stride >> 20
+            ),
+        );
+        return Ok(());
+    }
+    let misses = |d: &Diff| d.ns - fit.ns > 0.5 * signal;
+
+    // Page: q moved d away from p keeps sharing p's translation until d crosses the page.
+    let mut outcomes = Vec::new();
+    let mut d = 4096u64;
+    while d <= b.stride / 2 {
+        outcomes.push((d, misses(&b.diff(m, MAX_PAGES, d, MIN_HOPS)?)));
+        d *= 2;
+    }
+    let pmethod =
+        format!("smallest distance d at which a line d bytes from a just-used line misses the TLB ({MAX_PAGES} pages)");
+    match analyze_page(&outcomes) {
+        Some(p) => out.finding(
+            "tlb.page_bytes",
+            Finding::integer(p, "bytes", &pmethod, Confidence::High).with_note(
+                "the span one first-level entry translates: larger than the allocation granularity where the MMU \
+                 maps contiguous memory with bigger pages or coalesces entries",
+            ),
+        ),
+        None => out.finding(
+            "tlb.page_bytes",
+            Finding::undetermined(
+                "bytes",
+                &pmethod,
+                &format!(
+                    "shares-translation outcomes {outcomes:?} show no single page size up to {} bytes",
+                    b.stride / 2
+                ),
+            ),
+        ),
+    }
+
+    // Entries: the smallest page count whose differential appears, by bisection.
+    let (mut lo, mut hi) = (2u64, MAX_PAGES);
+    while hi - lo > 1 {
+        let mid = (lo + hi) / 2;
+        if misses(&b.diff(m, mid, PAIR_D, MIN_HOPS)?) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    let entries = lo;
+    let confirmed =
+        !misses(&b.diff(m, entries, PAIR_D, MIN_HOPS)?) && misses(&b.diff(m, entries + 1, PAIR_D, MIN_HOPS)?);
+    if !confirmed {
+        undetermined_from(out, 0, &format!("the step at {entries}/{} pages did not repeat", entries + 1));
+        out.findings.remove("tlb.page_bytes");
+        return Ok(());
+    }
+    let method = format!(
+        "paired-line chases at a {} MiB stride, order A minus order B, bisection on the page count",
+        b.stride >> 20
+    );
+    out.finding("tlb.l1.entries", Finding::integer(entries, "entries", &method, Confidence::High));
+
+    // Miss cost: the q lines of 2 x entries pages, many laps (the standard error is stated).
+    let n_miss = (2 * entries).min(MAX_PAGES);
+    let hi = b.diff(m, n_miss, PAIR_D, MISS_HOPS)?;
+    let lo = b.diff(m, 2, PAIR_D, MISS_HOPS)?;
+    let miss = hi.ns - lo.ns;
+    let mut f = Finding::number(
+        miss,
+        "ns",
+        &format!("q lines of {n_miss} pages in order A minus order B, minus the same at 2 pages"),
+        Confidence::High,
+    )
+    .with_note(&format!("standard error {:.3} ns", (hi.se_ns.powi(2) + lo.se_ns.powi(2)).sqrt()));
+    if let Some(hz) = info.clock_hz {
+        f = f.with_cycles(miss * 1e-9 * hz);
+    }
+    out.finding("tlb.l1.miss_ns", f);
+
+    replacement(m, b, entries, miss, out)?;
+
+    // Scope: 1.5 x entries pages split between two warps of one block miss under one TLB per SM;
+    // entries / 2 split pages fit either way (the control).
+    let smethod = "paired-line chases with 1.5 x entries pages split between 2 warps of one block";
+    let per_warp = (3 * entries / 4).max(1);
+    if 2 * per_warp > MAX_PAGES {
+        out.finding(
+            "tlb.l1.scope",
+            Finding::undetermined(
+                "",
+                smethod,
+                &format!("needs {} pages, the probe's buffer holds {MAX_PAGES}", 2 * per_warp),
+            ),
+        );
+        return Ok(());
+    }
+    let shared = b.split_diff(m, per_warp)? - fit.ns > 0.5 * signal;
+    let control = b.split_diff(m, (entries / 4).max(1))? - fit.ns > 0.5 * signal;
+    let f = match (shared, control) {
+        (true, false) => Finding::text("sm", smethod, Confidence::High)
+            .with_note("the same differential as one warp: one TLB per SM, shared by its warps"),
+        (false, false) => Finding::text("warp", smethod, Confidence::Medium)
+            .with_note("no differential at 1.5 x entries pages when split: each warp has its own entries"),
+        _ => Finding::undetermined("", smethod, "the split chase missed already at entries / 2 pages"),
+    };
+    out.finding("tlb.l1.scope", f);
+    Ok(())
+}
+
+/// Replacement: a walk over `entries` cold pages with four lines of one hot page spread among
+/// them (entries + 1 pages: the cold pages miss on every visit under LRU and FIFO; the hot page,
+/// reused every entries / 4 + 1 pages, never misses under LRU and once per lap under FIFO, i.e.
+/// on a quarter of its hops), against the same walk over entries - 2 cold pages (everything fits).
+/// The same hot and cold lines are compared, line by line, between the two walks.
+fn replacement(m: &mut Meter<'_>, b: &Bench, entries: u64, miss: f64, out: &mut ProbeOutput) -> Result<(), ProbeError> {
+    let rmethod = "walk over entries cold pages with a hot page visited 4 times a lap, against entries - 2 cold pages";
+    if entries < 8 || miss <= 0.0 {
+        out.finding(
+            "tlb.l1.replacement",
+            Finding::undetermined("", rmethod, "needs at least 8 entries and a positive miss cost"),
+        );
+        return Ok(());
+    }
+    const HOT: u64 = 4;
+    let hot = b.block(MAX_PAGES - 1);
+    // (addresses, position of hot line j, position of cold line i)
+    let walk = |n_cold: u64| -> (Vec<u64>, Vec<usize>, Vec<usize>) {
+        let (mut addrs, mut hot_pos, mut cold_pos) = (Vec::new(), Vec::new(), Vec::new());
+        for i in 0..n_cold {
+            cold_pos.push(addrs.len());
+            addrs.push(b.block(i) + p_offset(i));
+            if (i + 1) * HOT / n_cold != i * HOT / n_cold {
+                hot_pos.push(addrs.len());
+                addrs.push(hot + hot_pos.len() as u64 * 128);
+            }
+        }
+        (addrs, hot_pos, cold_pos)
+    };
+    let common = (entries - 2) as usize;
+    let mut measure = |n_cold: u64| -> Result<(Vec<f64>, Vec<f64>), ProbeError> {
+        let (addrs, hot_pos, cold_pos) = walk(n_cold);
+        let len = addrs.len();
+        m.target.flush()?;
+        let t = b.chase(m, addrs, 1, MISS_HOPS)?;
+        let pm = t
+            .per_hop_ns
+            .as_deref()
+            .and_then(|h| position_means(h, len))
+            .ok_or_else(|| ProbeError::Failed("the tlb probe needs per-hop times".into()))?;
+        Ok((hot_pos.iter().map(|&k| pm[k]).collect(), cold_pos[..common].iter().map(|&k| pm[k]).collect()))
+    };
+    let (h1, c1) = measure(entries)?;
+    let (h0, c0) = measure(entries - 2)?;
+    let hot_diff: f64 = h1.iter().zip(&h0).map(|(a, b)| a - b).sum::<f64>() / h1.len().max(1) as f64;
+    let (cold_diff, _) = trimmed_mean_se(c1.iter().zip(&c0).map(|(a, b)| a - b).collect());
+    let (hf, cf) = (hot_diff / miss, cold_diff / miss);
+    let f = match analyze_replacement(hf, cf, HOT) {
+        Ok(p) => Finding::text(p, rmethod, Confidence::High)
+            .with_note(&format!("hot page miss fraction {hf:.3} (FIFO: about 0.25), cold pages {cf:.3}")),
+        Err(why) => Finding::undetermined("", rmethod, &why),
+    };
+    out.finding("tlb.l1.replacement", f);
+    Ok(())
 }
 
 #[cfg(test)]
@@ -270,13 +404,26 @@ mod tests {
 
     #[test]
     fn page_and_replacement_analysis() {
-        let o = [(4096, false), (8192, false), (65536, true), (131072, true)];
+        let o = [(4096, true), (8192, true), (65536, false), (131072, false)];
         assert_eq!(analyze_page(&o), Some(65536));
-        assert_eq!(analyze_page(&[(4096, false), (8192, true), (16384, false)]), None);
-        assert_eq!(analyze_replacement(0.0, 1.0, 16), Ok("lru"));
-        assert_eq!(analyze_replacement(1.0 / 16.0, 1.0, 16), Ok("fifo"));
-        assert!(analyze_replacement(0.5, 1.0, 16).is_err());
-        assert!(analyze_replacement(0.0, 0.3, 16).is_err());
-        assert_eq!(page_line(0, 4096, 1), 4096 + (2_654_435_761 % 32) * 128);
+        assert_eq!(analyze_page(&[(4096, true), (8192, false), (16384, true)]), None);
+        assert_eq!(analyze_page(&[(4096, true), (8192, true)]), None);
+        assert_eq!(analyze_replacement(0.0, 1.0, 4), Ok("lru"));
+        assert_eq!(analyze_replacement(0.25, 1.0, 4), Ok("fifo"));
+        assert!(analyze_replacement(0.1, 1.0, 4).is_err());
+        assert!(analyze_replacement(0.0, 0.3, 4).is_err());
+        let pm = position_means(&[1.0, 10.0, 1.2, 10.2, 900.0, 10.1, 0.8, 9.9], 2).unwrap();
+        assert!((pm[0] - 1.0).abs() < 1e-9 && (pm[1] - 10.05).abs() < 1e-9, "{pm:?}");
+        let (m, _) = trimmed_mean_se((0..20).map(|i| if i == 0 { 100.0 } else { 1.0 }).collect());
+        assert_eq!(m, 1.0);
+    }
+
+    #[test]
+    fn p_offsets_are_distinct_slots_below_32k() {
+        let mut v: Vec<u64> = (0..256).map(p_offset).collect();
+        assert!(v.iter().all(|o| *o < 32 << 10 && o % 128 == 0));
+        v.sort();
+        v.dedup();
+        assert_eq!(v.len(), 256);
     }
 }
