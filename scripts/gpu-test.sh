@@ -17,6 +17,8 @@ for l in sys.stdin:
     except Exception: continue
     if m.get("reason")=="compiler-artifact" and m.get("profile",{}).get("test") and m.get("executable"): print(m["executable"])' |
     while read -r exe; do cp "$exe" "$bin/"; done
+  # The memscope binary itself, for the end-to-end fault-path check below.
+  cargo build --release -p memscope && strip -o "$bin/memscope" target/release/memscope
   ls "$bin"
   exit 0
 fi
@@ -30,7 +32,36 @@ for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
 done
 status=0
 for t in "$bin"/*; do
+  [ "$(basename "$t")" = memscope ] && continue
   echo "== $(basename "$t")"
   "$t" --test-threads=1 --nocapture || status=1
 done
+# End to end: a GPU fault in one probe (MEMSCOPE_FAULT_IN_PROBE, a test hook) is reported with its
+# error, the probes after it run in a fresh process, the results keep everything, and run exits 1.
+if [ -x "$bin/memscope" ]; then
+  echo "== memscope run with a fault injected in the line probe"
+  out=$(mktemp -d)
+  rc=0
+  MEMSCOPE_FAULT_IN_PROBE=line "$bin/memscope" run --target cuda:0 --probes latency,line,indexing --quick \
+    --quiet --out "$out" >"$out/stdout" 2>"$out/stderr" || rc=$?
+  cat "$out/stderr"
+  if python3 - "$out/results.json" "$rc" <<'PY'
+import json, sys
+doc, rc = json.load(open(sys.argv[1])), int(sys.argv[2])
+probes = doc["probes"]
+ok = lambda k: any(p["status"] == "ok" for key, p in probes.items() if key.split("@")[0] == k or key == k)
+failed = [p for key, p in probes.items() if key.split("@")[0] == "line" or key == "line"]
+checks = {
+    "exit code 1": rc == 1,
+    "latency ran before the fault": ok("latency"),
+    "line failed with a CUDA error": bool(failed) and "CUDA_ERROR" in (failed[0].get("reason") or ""),
+    "indexing ran after it (fresh process)": ok("indexing"),
+    "l1 latency kept": "l1.hit_latency_ns" in doc["findings"],
+}
+for name, good in checks.items():
+    print(("ok   " if good else "FAIL ") + name)
+sys.exit(0 if all(checks.values()) else 1)
+PY
+  then echo "fault path: ok"; else echo "fault path: FAILED"; status=1; fi
+fi
 exit $status

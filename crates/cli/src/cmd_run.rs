@@ -230,7 +230,11 @@ fn run_target(
         let bar = crate::progress::Bar::new(&format!("{id} {}", probe.key()), args.quiet);
         let started = Instant::now();
         let earlier = doc.findings.clone();
+        let injected = injected_fault(probe.key(), &mut *target);
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if let Some(e) = injected {
+                return Err(e);
+            }
             let mut ctx = ProbeContext { target: &mut *target, quick: args.quick, progress: &bar, earlier: &earlier };
             probe.run(&mut ctx)
         }));
@@ -302,6 +306,17 @@ fn run_target(
         }
     }
     Ok(())
+}
+
+/// Test hook for the GPU fault path (scripts/gpu-test.sh): with `MEMSCOPE_FAULT_IN_PROBE=KEY`, the
+/// CUDA target launches a faulting kernel where probe KEY would start, and that probe fails with
+/// the device error, exactly as a probe whose own kernel faulted.
+fn injected_fault(key: &str, target: &mut dyn Target) -> Option<memscope_core::ProbeError> {
+    if std::env::var("MEMSCOPE_FAULT_IN_PROBE").ok()? != key {
+        return None;
+    }
+    let cuda = target.as_any_mut().downcast_mut::<memscope_cuda::CudaTarget>()?;
+    cuda.inject_fault().err().map(memscope_core::ProbeError::from)
 }
 
 /// A GPU fault left this process's CUDA state unusable (the driver keeps the error until the
