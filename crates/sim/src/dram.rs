@@ -126,8 +126,14 @@ impl Dram {
         // reported is the global row key.
         let key = self.row_key(pa);
         let hsh = key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
-        let ch = hsh % self.channels;
-        let bank = (hsh / self.channels) % self.banks_per_channel;
+        // (hsh < 2^32: 32-bit division, or shifts for powers of two; the same values)
+        let (ch, bank) = if self.channels.is_power_of_two() && self.banks_per_channel.is_power_of_two() {
+            let cs = self.channels.trailing_zeros();
+            (hsh & (self.channels - 1), (hsh >> cs) & (self.banks_per_channel - 1))
+        } else {
+            let (h, c, b) = (hsh as u32, self.channels as u32, self.banks_per_channel as u32);
+            ((h % c) as u64, ((h / c) % b) as u64)
+        };
         let row = key;
         let flat_ch = controller as u64 * self.channels + ch;
         ((flat_ch * self.banks_per_channel + bank) as u32, row, flat_ch as u32)
@@ -163,7 +169,7 @@ impl Dram {
         let mut start = if conflict { b.busy_until_ns } else { arrive_ns };
         let mut stall = 0.0;
         if period.is_finite() {
-            let x = (start - b.phase_ns).rem_euclid(period);
+            let x = rem_euclid(start - b.phase_ns, period);
             if x < self.refresh_stall_ns {
                 stall = self.refresh_stall_ns - x;
                 start += stall;
@@ -214,5 +220,85 @@ impl Dram {
 
     pub fn bank_count(&self) -> usize {
         self.banks.len()
+    }
+}
+
+/// `x.rem_euclid(p)` for a finite positive `p`, bit for bit: `x % p` (C `fmod`, whose result is
+/// exact) found from a floating-point quotient checked by fused multiply-adds (each remainder
+/// `x - q p` is rounded once, so its sign is right and the one for the true quotient is exact),
+/// then the same `r + p` for a negative remainder. Speed only: `fmod` is a slow bit loop.
+#[inline]
+pub fn rem_euclid(x: f64, p: f64) -> f64 {
+    let a = x.abs();
+    // (quotients up to 2^52 are exact integers; anything else takes the library's path)
+    if !(a < p * 4.0e15) || !(p > 0.0) || !p.is_finite() {
+        return x.rem_euclid(p);
+    }
+    #[cfg(target_arch = "x86_64")]
+    let r = if std::arch::is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU has FMA (checked just above).
+        unsafe { rem_pos_fma(a, p) }
+    } else {
+        rem_pos(a, p)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let r = rem_pos(a, p);
+    let m = if x.is_sign_negative() { -r } else { r };
+    if m < 0.0 {
+        m + p
+    } else {
+        m
+    }
+}
+
+/// `a % p` for 0 <= a < 2^52 p (see `rem_euclid`).
+#[inline(always)]
+fn rem_pos(a: f64, p: f64) -> f64 {
+    let mut q = (a / p).floor();
+    let mut r = (-q).mul_add(p, a);
+    // at most a step or two from the floored quotient
+    while r < 0.0 {
+        q -= 1.0;
+        r = (-q).mul_add(p, a);
+    }
+    loop {
+        let t = (-(q + 1.0)).mul_add(p, a);
+        if t < 0.0 {
+            return r;
+        }
+        q += 1.0;
+        r = t;
+    }
+}
+
+/// `rem_pos` with the fused multiply-add in hardware.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "fma")]
+unsafe fn rem_pos_fma(a: f64, p: f64) -> f64 {
+    rem_pos(a, p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tlb::SplitMix;
+
+    #[test]
+    fn rem_euclid_is_the_library_one_bit_for_bit() {
+        let mut r = SplitMix(5);
+        let periods = [10_500.0, 3.4, 0.1, 1e-3, 7.0, 123_456.789];
+        for i in 0..400_000u64 {
+            let p = periods[(i % periods.len() as u64) as usize];
+            let scale = [1.0, 1e3, 1e6, 1e9, 1e12, 1e15][(i / 7 % 6) as usize];
+            let mut x = (r.unit() - 0.3) * scale;
+            if i % 11 == 0 {
+                x = (x / p).round() * p; // exact multiples and their neighbours
+                x = f64::from_bits(x.to_bits().wrapping_add(i % 3).wrapping_sub(1));
+            }
+            assert_eq!(rem_euclid(x, p).to_bits(), x.rem_euclid(p).to_bits(), "{x} mod {p}");
+        }
+        for x in [0.0, -0.0, f64::INFINITY, f64::NAN, 1e300, -1e300, f64::MIN_POSITIVE] {
+            assert_eq!(rem_euclid(x, 7.5).to_bits(), x.rem_euclid(7.5).to_bits(), "{x}");
+        }
     }
 }

@@ -347,8 +347,8 @@ impl SimTarget {
             // The path is known: the state-independent part of each load (`Pre`) is computed
             // ahead, once per address when the chase laps, else AHEAD hops early in a ring, and
             // the host prefetches the simulated sets it will touch (speed only).
-            const AHEAD: usize = 12;
-            const RING: usize = 16;
+            const AHEAD: usize = 16;
+            const RING: usize = 32;
             let table: Vec<Pre> =
                 if hops[0] >= 2 * n as u64 { c.iter().map(|&a| self.m.pre(a)).collect() } else { Vec::new() };
             let mut ring = [Pre::default(); RING];
