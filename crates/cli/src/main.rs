@@ -4,6 +4,7 @@
 
 mod cmd_compare;
 mod cmd_gpu;
+mod cmd_hammer;
 mod cmd_hash;
 mod cmd_list;
 mod cmd_predict;
@@ -59,6 +60,9 @@ enum Command {
     Fusion(cmd_gpu::FusionArgs),
     /// Batched-decode experiment: a GPT-2-small decode step at batch 1..512 (seed 003).
     Batch(cmd_gpu::BatchArgs),
+    /// The l2.slices probe's child process under Nsight Compute (internal).
+    #[command(hide = true)]
+    HammerLines(cmd_hammer::Args),
 }
 
 fn main() {
@@ -105,6 +109,7 @@ fn main() {
         Command::Model(a) => cmd_gpu::model(a),
         Command::Fusion(a) => cmd_gpu::fusion(a),
         Command::Batch(a) => cmd_gpu::batch(a),
+        Command::HammerLines(a) => cmd_hammer::run(a),
     };
     if let Err(e) = result {
         eprintln!("memscope: {e}");

@@ -18,6 +18,7 @@ pub use bw::BwProbe;
 pub use coalesce::CoalesceProbe;
 pub use launch::LaunchProbe;
 pub use peak::PeakProbe;
+pub use slices::hammer as slices_hammer;
 pub use slices::SlicesProbe;
 pub use store::{FenceProbe, StoreProbe};
 

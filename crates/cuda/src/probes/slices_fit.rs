@@ -1,0 +1,300 @@
+//! The analysis of the `l2.slices` probe, kept pure for tests: seed 000's max-counter method
+//! (appendix, "The L2 slice function") with only the max over slices to read. Each kernel hammers
+//! an anchor line and up to `GROUP` other lines with binary load weights (other j: B x 2^j, the
+//! anchor: B x 2^k, more than all others together), so the slice holding the anchor takes the most
+//! sectors and its max counter, divided by B, spells in binary exactly which of the others share
+//! the anchor's slice. Every pair of sampled lines is tested once; union-find over "same slice"
+//! answers gives the partition of the sample, and a GF(2) fit (crates/core/src/gf2.rs) over address
+//! bits 7..20 says whether the partition is XOR-linear within the 2 MiB page.
+
+use memscope_core::gf2;
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+
+/// L2 line size the sample is drawn on.
+pub const LINE_BYTES: u64 = 128;
+/// Address bits that vary within a 2 MiB page above the line: 7..=20.
+pub const PAGE_BITS: u64 = ((1 << 21) - 1) & !(LINE_BYTES - 1);
+/// Other lines per kernel beside the anchor.
+pub const GROUP: usize = 11;
+/// A decoded max is clear when it lies within this fraction of B of a multiple of B.
+pub const CLEAR_TOLERANCE: f64 = 0.25;
+
+/// Sample `n` distinct line offsets of a 2 MiB page: 0, the 14 single-bit offsets 2^7..2^20, then
+/// random lines (seeded).
+pub fn sample_lines(n: usize, seed: u64) -> Vec<u64> {
+    let mut out: Vec<u64> = vec![0];
+    out.extend((7..=20).map(|b| 1u64 << b));
+    out.truncate(n);
+    let mut rest: Vec<u64> = (0..(1u64 << 14)).map(|i| i * LINE_BYTES).filter(|o| !out.contains(o)).collect();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    rest.shuffle(&mut rng);
+    let need = n.saturating_sub(out.len());
+    out.extend(rest.into_iter().take(need));
+    out
+}
+
+/// One kernel of the design: members[0] is the anchor; weights in loads, same order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Batch {
+    pub members: Vec<usize>,
+    pub weights: Vec<u64>,
+}
+
+/// Every pair (i < j) once: anchor i against the later lines in groups of `GROUP`, binary weights
+/// in units of `unit` loads.
+pub fn design(n: usize, unit: u64) -> Vec<Batch> {
+    let mut out = Vec::new();
+    for i in 0..n.saturating_sub(1) {
+        let others: Vec<usize> = (i + 1..n).collect();
+        for chunk in others.chunks(GROUP) {
+            let mut members = vec![i];
+            members.extend_from_slice(chunk);
+            let mut weights = vec![unit << chunk.len()];
+            weights.extend((0..chunk.len()).map(|j| unit << j));
+            out.push(Batch { members, weights });
+        }
+    }
+    out
+}
+
+/// A max counter read as a subset of a batch's members: bit j of the result is member j+1 (the
+/// others), bit k the anchor. None when the value is not within CLEAR_TOLERANCE x unit of a
+/// multiple of unit, or spells more than the members.
+pub fn decode(max_sectors: f64, unit: u64, members: usize) -> Option<u64> {
+    if !max_sectors.is_finite() || max_sectors < 0.0 {
+        return None;
+    }
+    let u = max_sectors / unit as f64;
+    let v = u.round();
+    if (u - v).abs() > CLEAR_TOLERANCE || v >= (1u64 << members) as f64 {
+        return None;
+    }
+    Some(v as u64)
+}
+
+/// Pair answers of one line pair: Some(true) same slice, Some(false) different, None unknown.
+pub struct PairTable {
+    n: usize,
+    same: Vec<Option<bool>>,
+}
+
+impl PairTable {
+    pub fn new(n: usize) -> Self {
+        PairTable { n, same: vec![None; n * n] }
+    }
+    pub fn set(&mut self, i: usize, j: usize, v: bool) {
+        self.same[i * self.n + j] = Some(v);
+        self.same[j * self.n + i] = Some(v);
+    }
+    pub fn get(&self, i: usize, j: usize) -> Option<bool> {
+        self.same[i * self.n + j]
+    }
+}
+
+/// What the kernels' max counters said, pair by pair.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Assignment {
+    /// Slice class of each sampled line (0-based, by first appearance); None: undetermined (a test
+    /// involving it was not clear, or its answers contradict each other).
+    pub class: Vec<Option<usize>>,
+    /// Number of classes (distinct slices among the determined lines).
+    pub classes: usize,
+    /// Kernels whose max was clear / all kernels.
+    pub clear_kernels: usize,
+    pub kernels: usize,
+    /// "Different" answers that union-find put in one class (noise or a non-partition).
+    pub conflicts: usize,
+}
+
+/// Union-find over "same slice" answers. `maxes[k]` is kernel k's max counter in sectors, already
+/// divided by the measured scale. With `anchor_required` (the TEX counter: every load lands on some
+/// slice, so the anchor's slice holds the max) a decoded max without the anchor is unclear; without
+/// it (the fabric counter, which only far lines reach) such a kernel says nothing about the anchor.
+pub fn assign(n: usize, batches: &[Batch], maxes: &[f64], unit: u64, anchor_required: bool) -> Assignment {
+    let mut table = PairTable::new(n);
+    let mut bad = vec![false; n];
+    let mut clear = 0;
+    for (b, &m) in batches.iter().zip(maxes) {
+        let k = b.members.len() - 1;
+        match decode(m, unit, b.members.len()) {
+            Some(v) if v >> k & 1 == 1 => {
+                clear += 1;
+                for (j, &x) in b.members[1..].iter().enumerate() {
+                    table.set(b.members[0], x, v >> j & 1 == 1);
+                }
+            }
+            Some(_) if !anchor_required => clear += 1,
+            _ => {
+                for &x in &b.members {
+                    bad[x] = true;
+                }
+            }
+        }
+    }
+    let mut parent: Vec<usize> = (0..n).collect();
+    fn root(p: &mut [usize], mut x: usize) -> usize {
+        while p[x] != x {
+            p[x] = p[p[x]];
+            x = p[x];
+        }
+        x
+    }
+    for i in 0..n {
+        for j in i + 1..n {
+            if table.get(i, j) == Some(true) && !bad[i] && !bad[j] {
+                let (a, b) = (root(&mut parent, i), root(&mut parent, j));
+                parent[a] = b;
+            }
+        }
+    }
+    let mut conflicts = 0;
+    for i in 0..n {
+        for j in i + 1..n {
+            if table.get(i, j) == Some(false) && !bad[i] && !bad[j] && root(&mut parent, i) == root(&mut parent, j) {
+                conflicts += 1;
+                bad[i] = true;
+                bad[j] = true;
+            }
+        }
+    }
+    let mut ids: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
+    let mut class = vec![None; n];
+    for i in 0..n {
+        if bad[i] {
+            continue;
+        }
+        let r = root(&mut parent, i);
+        let next = ids.len();
+        class[i] = Some(*ids.entry(r).or_insert(next));
+    }
+    Assignment { class, classes: ids.len(), clear_kernels: clear, kernels: batches.len(), conflicts }
+}
+
+/// Near or far for the hammering SM from the fabric counter: a kernel's fabric max spells the
+/// lines that share the fabric-receiving slice of its heaviest far line h; lines heavier than h sent
+/// nothing over the fabric (near), the spelled lines did (far). Some(true) far, Some(false) near,
+/// None undetermined (no clear kernel, or contradicting kernels). Also the clear-kernel count.
+pub fn far_labels(n: usize, batches: &[Batch], fabric_maxes: &[f64], unit: u64) -> (Vec<Option<bool>>, usize) {
+    let mut votes: Vec<(usize, usize)> = vec![(0, 0); n]; // (near, far)
+    let mut clear = 0;
+    for (b, &m) in batches.iter().zip(fabric_maxes) {
+        let Some(v) = decode(m, unit, b.members.len()) else { continue };
+        clear += 1;
+        let k = b.members.len() - 1;
+        let bit_of = |idx: usize| if idx == 0 { k } else { idx - 1 };
+        let top = if v == 0 { None } else { Some(63 - v.leading_zeros() as usize) };
+        for (idx, &x) in b.members.iter().enumerate() {
+            let bit = bit_of(idx);
+            match top {
+                None => votes[x].0 += 1,
+                Some(t) if bit > t => votes[x].0 += 1,
+                Some(_) if v >> bit & 1 == 1 => votes[x].1 += 1,
+                Some(_) => {}
+            }
+        }
+    }
+    let labels = votes
+        .iter()
+        .map(|&(near, far)| match (near, far) {
+            (0, 0) => None,
+            (_, 0) => Some(false),
+            (0, _) => Some(true),
+            _ => None,
+        })
+        .collect();
+    (labels, clear)
+}
+
+/// The GF(2) fit of a partition of page offsets: is "same slice" exactly "XOR in a subspace K"?
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinearFit {
+    /// Basis of K (differences of same-slice lines), reduced echelon form.
+    pub same_basis: Vec<u64>,
+    /// Masks over bits 7..20 whose parities name the class: the annihilator of K (any invertible
+    /// combination describes the same partition).
+    pub masks: Vec<u64>,
+    /// Pairs in different classes whose XOR lies in K: zero for an XOR-linear partition.
+    pub violations: usize,
+    /// Pairs checked.
+    pub pairs: usize,
+    /// Whether the sample fits an XOR-linear partition (no violations, classes <= 2^masks).
+    pub linear: bool,
+}
+
+/// Fit `(offset, class)` pairs (offsets within one 2 MiB page, line aligned).
+pub fn fit_linear(points: &[(u64, usize)]) -> LinearFit {
+    let mut diffs = Vec::new();
+    for (i, &(a, ca)) in points.iter().enumerate() {
+        for &(b, cb) in &points[i + 1..] {
+            if ca == cb {
+                diffs.push((a ^ b) & PAGE_BITS);
+            }
+        }
+    }
+    let same_basis = gf2::rref(&diffs);
+    let mut violations = 0;
+    let mut pairs = 0;
+    for (i, &(a, ca)) in points.iter().enumerate() {
+        for &(b, cb) in &points[i + 1..] {
+            pairs += 1;
+            if ca != cb && gf2::reduce(&same_basis, (a ^ b) & PAGE_BITS) == 0 {
+                violations += 1;
+            }
+        }
+    }
+    let masks = gf2::nullspace(&same_basis, PAGE_BITS);
+    let classes = points.iter().map(|p| p.1).collect::<std::collections::HashSet<_>>().len();
+    let linear = violations == 0 && (masks.len() >= 64 || classes as u64 <= 1u64 << masks.len());
+    LinearFit { same_basis, masks, violations, pairs, linear }
+}
+
+/// The number of lts instances from one kernel's sum and avg of the per-slice counter; None unless
+/// sum/avg lies within 0.02 of an integer (avg is printed with two decimals, so use a large sum).
+pub fn instances(sum: f64, avg: f64) -> Option<u64> {
+    if !(sum > 0.0 && avg > 0.0) {
+        return None;
+    }
+    let r = sum / avg;
+    let n = r.round();
+    ((r - n).abs() / n <= 0.002 && n >= 1.0).then_some(n as u64)
+}
+
+/// Expected number of distinct slices among `n` lines drawn uniformly from `s` slices, and its
+/// standard deviation (occupancy problem).
+fn occupancy_moments(n: usize, s: f64) -> (f64, f64) {
+    let n = n as i32;
+    let q1 = (1.0 - 1.0 / s).powi(n);
+    let q2 = (1.0 - 2.0 / s).powi(n);
+    let mean = s * (1.0 - q1);
+    let var = s * (s - 1.0) * q2 + s * q1 - s * s * q1 * q1;
+    (mean, var.max(0.0).sqrt())
+}
+
+/// How many slices `n` uniform random lines reach when `d` distinct were seen: the S whose expected
+/// distinct count is d, and the range of S for which d lies within 1.645 standard deviations.
+/// None when there were no collisions (d == n: unbounded) or nothing was seen.
+pub fn occupancy_estimate(n: usize, d: usize) -> Option<(f64, f64, f64)> {
+    if d == 0 || d >= n {
+        return None;
+    }
+    let mut est = None;
+    let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
+    let mut s = d as f64;
+    while s <= 64.0 * n as f64 {
+        let (mean, sd) = occupancy_moments(n, s);
+        if est.is_none() && mean >= d as f64 {
+            est = Some(s);
+        }
+        if (mean - d as f64).abs() <= 1.645 * sd.max(0.5) {
+            lo = lo.min(s);
+            hi = hi.max(s);
+        }
+        s += 0.25;
+    }
+    est.map(|e| (e, lo.min(e), hi.max(e)))
+}
+
+#[cfg(test)]
+#[path = "slices_fit_tests.rs"]
+mod tests;
