@@ -293,6 +293,17 @@ impl Gpu {
                 };
             }
         }
+        if m == Module::BwTma {
+            // The TMA copy stages its chunks in dynamic shared memory beyond the default 48 KiB.
+            let optin = self.attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?;
+            let mut fixed = 0;
+            let size = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES;
+            let max_dyn = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+            unsafe {
+                ck(sys::cuFuncGetAttribute(&mut fixed, size, f), "cuFuncGetAttribute(shared size)")?;
+                ck(sys::cuFuncSetAttribute(f, max_dyn, optin - fixed), "cuFuncSetAttribute(max dynamic shared)")?;
+            }
+        }
         self.funcs.insert((m, name), f);
         Ok(f)
     }

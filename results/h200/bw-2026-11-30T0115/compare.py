@@ -14,7 +14,7 @@ def load(p):
         return None
 
 
-for ms, pt in [("run1/results.json", "pytorch1.json"), ("bw2/results.json", "pytorch2.json")]:
+for ms, pt in [("bw1/results.json", "pytorch1.json"), ("bw2/results.json", "pytorch2.json")]:
     m, p = load(ms), load(pt)
     if not m or not p:
         continue
@@ -27,13 +27,13 @@ for ms, pt in [("run1/results.json", "pytorch1.json"), ("bw2/results.json", "pyt
         line = []
         for x, y in zip(s["x"], s["y"]):
             r = rows.get(int(x))
-            if r and x >= 1 << 24:
+            if r:
                 line.append(f"{int(x) >> 20}M {y / 1e12:.3f}/{r[pk + '_bytes_per_s'] / 1e12:.3f}={y / r[pk + '_bytes_per_s']:.3f}")
         print(f"  {k:5} " + "  ".join(line))
         f = m["findings"].get(f"bw.{k}_bytes_per_s", {})
         print(f"        {f.get('method', '')[:160]}")
         print(f"        note: {f.get('note', '')[:1500]}")
-for name in ["l1-default/results.json", "run1/results.json"]:
+for name in ["l1/results.json"]:
     m = load(name)
     if not m:
         continue
