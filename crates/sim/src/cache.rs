@@ -131,7 +131,7 @@ fn low(n: usize) -> u64 {
 /// Bit i set where `f(s[i])` holds, for i < n (`s` holds n rounded up to 4 words). On x86_64
 /// four words are compared at once (SSE2); the result is the same as a scalar loop.
 #[inline(always)]
-fn lanes(s: &[u32], n: usize, op: LaneOp) -> u64 {
+pub(crate) fn lanes(s: &[u32], n: usize, op: LaneOp) -> u64 {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::*;
@@ -169,7 +169,7 @@ fn lanes(s: &[u32], n: usize, op: LaneOp) -> u64 {
 }
 
 #[derive(Clone, Copy)]
-enum LaneOp {
+pub(crate) enum LaneOp {
     /// word == x
     Eq(u32),
     /// word & a == 0

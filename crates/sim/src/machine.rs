@@ -253,13 +253,15 @@ impl Machine {
         let vpn = va >> shift;
         self.stats.tlb_lookups += 1;
         let off = va & ((1u64 << shift) - 1);
-        if let Some(ppn) = self.sm(sm).tlb.lookup(vpn) {
+        self.sm(sm);
+        let Some(s) = self.sms[sm as usize].as_deref_mut() else { unreachable!("SM state made just above") };
+        if let Some(ppn) = s.tlb.lookup(vpn) {
             return ((ppn << shift) | off, false);
         }
         self.stats.tlb_misses += 1;
         // An unmapped page is a caller bug (SimTarget checks addresses); map it to page 0.
         let ppn = self.pt.walk(vpn).unwrap_or(0);
-        self.sm(sm).tlb.insert(vpn, ppn);
+        s.tlb.insert(vpn, ppn);
         ((ppn << shift) | off, true)
     }
 

@@ -292,19 +292,33 @@ impl Target for SimTarget {
     fn chase(&mut self, spec: &ChaseSpec) -> Result<ChaseResult, TargetError> {
         let (sm, w) = self.check(spec)?;
         let bypass = spec.path == CachePath::L1Bypass;
-        let chains: Vec<Vec<u64>> = (0..w).map(|j| spec.addrs.iter().skip(j).step_by(w).copied().collect()).collect();
+        // one chain walks the address list itself (no copy)
+        let owned: Vec<Vec<u64>> =
+            if w > 1 { (0..w).map(|j| spec.addrs.iter().skip(j).step_by(w).copied().collect()).collect() } else { Vec::new() };
+        let chains: Vec<&[u64]> = if w > 1 { owned.iter().map(Vec::as_slice).collect() } else { vec![&spec.addrs[..]] };
+        let mut table = None;
         let mut pos = vec![0usize; w];
         let mut clock = vec![self.now_ns; w];
         // warm-up laps: every chain walks its whole cycle, interleaved in time
         let warm_hops: Vec<u64> = chains.iter().map(|c| c.len() as u64 * spec.warmup_laps as u64).collect();
         let mut sums = vec![0.0; w];
-        self.run_chains(sm, bypass, &chains, &mut pos, &mut clock, &mut sums, &warm_hops, None);
+        self.run_chains(sm, bypass, &chains, &mut table, &mut pos, &mut clock, &mut sums, &warm_hops, None);
         let mut res = ChaseResult { ns_per_hop: Vec::new(), cycles_per_hop: Some(Vec::new()), per_hop_ns: None };
         let hops = spec.hops.max(1);
         for r in 0..spec.repeats.max(1) {
             sums.fill(0.0);
             let mut rec = (spec.per_hop && r + 1 == spec.repeats.max(1)).then(Vec::new);
-            self.run_chains(sm, bypass, &chains, &mut pos, &mut clock, &mut sums, &vec![hops; w], rec.as_mut());
+            self.run_chains(
+                sm,
+                bypass,
+                &chains,
+                &mut table,
+                &mut pos,
+                &mut clock,
+                &mut sums,
+                &vec![hops; w],
+                rec.as_mut(),
+            );
             let mean = sums.iter().map(|s| s / hops as f64).sum::<f64>() / w as f64;
             res.ns_per_hop.push(mean);
             if let Some(c) = res.cycles_per_hop.as_mut() {
@@ -331,7 +345,8 @@ impl SimTarget {
         &mut self,
         sm: u32,
         bypass: bool,
-        chains: &[Vec<u64>],
+        chains: &[&[u64]],
+        table: &mut Option<Vec<Pre>>,
         pos: &mut [usize],
         clock: &mut [f64],
         sums: &mut [f64],
@@ -339,7 +354,7 @@ impl SimTarget {
         mut rec: Option<&mut Vec<f64>>,
     ) {
         if chains.len() == 1 {
-            let c = &chains[0];
+            let c = chains[0];
             let n = c.len();
             let mut t = clock[0];
             let mut p = pos[0];
@@ -349,8 +364,10 @@ impl SimTarget {
             // the host prefetches the simulated sets it will touch (speed only).
             const AHEAD: usize = 16;
             const RING: usize = 32;
-            let table: Vec<Pre> =
-                if hops[0] >= 2 * n as u64 { c.iter().map(|&a| self.m.pre(a)).collect() } else { Vec::new() };
+            if table.is_none() && hops[0] >= 2 * n as u64 {
+                *table = Some(c.iter().map(|&a| self.m.pre(a)).collect());
+            }
+            let table: &[Pre] = table.as_deref().unwrap_or(&[]);
             let mut ring = [Pre::default(); RING];
             // prefetch the L2 set too while hops go past L1
             let mut l2_bound = true;

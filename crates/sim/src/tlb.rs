@@ -3,6 +3,7 @@
 //! the page table with its seeded physical page allocator (footnote 7: the driver picks physical
 //! pages at allocation; one physical page may be mapped at two virtual addresses).
 
+use crate::cache::{lanes, LaneOp};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -49,10 +50,13 @@ impl SplitMix {
 }
 
 /// Fully associative TLB of (virtual page, physical page) entries (kept as parallel arrays in
-/// fill order, so a lookup compares one array of page numbers).
+/// fill order, so a lookup compares one array of page numbers: their low 32 bits four at a time,
+/// then the whole number of a candidate).
 #[derive(Debug, Clone)]
 pub struct Tlb {
     vpns: Vec<u64>,
+    /// `vpns[i] as u32`, padded to a multiple of 4 words.
+    lo: Vec<u32>,
     ppns: Vec<u64>,
     stamps: Vec<u64>,
     capacity: usize,
@@ -64,6 +68,7 @@ impl Tlb {
     pub fn new(capacity: usize, lru: bool) -> Self {
         Tlb {
             vpns: Vec::with_capacity(capacity),
+            lo: vec![0; capacity.next_multiple_of(4)],
             ppns: Vec::with_capacity(capacity),
             stamps: Vec::with_capacity(capacity),
             capacity,
@@ -80,26 +85,26 @@ impl Tlb {
     #[inline]
     pub fn lookup(&mut self, vpn: u64) -> Option<u64> {
         self.clock += 1;
-        // the first matching entry (entries are unique, so the only one), found without branches
-        let mut hit = usize::MAX;
-        for (i, &v) in self.vpns.iter().enumerate().rev() {
-            if v == vpn {
-                hit = i;
+        // the first matching entry (entries are unique, so the only one)
+        let mut m = lanes(&self.lo, self.vpns.len(), LaneOp::Eq(vpn as u32));
+        while m != 0 {
+            let i = m.trailing_zeros() as usize;
+            if self.vpns[i] == vpn {
+                if self.lru {
+                    self.stamps[i] = self.clock;
+                }
+                return Some(self.ppns[i]);
             }
+            m &= m - 1;
         }
-        if hit == usize::MAX {
-            return None;
-        }
-        if self.lru {
-            self.stamps[hit] = self.clock;
-        }
-        Some(self.ppns[hit])
+        None
     }
     /// Install a translation after a miss, replacing the LRU (or oldest) entry when full.
     #[inline]
     pub fn insert(&mut self, vpn: u64, ppn: u64) {
         self.clock += 1;
         if self.vpns.len() < self.capacity {
+            self.lo[self.vpns.len()] = vpn as u32;
             self.vpns.push(vpn);
             self.ppns.push(ppn);
             self.stamps.push(self.clock);
@@ -113,6 +118,7 @@ impl Tlb {
             }
         }
         self.vpns[best] = vpn;
+        self.lo[best] = vpn as u32;
         self.ppns[best] = ppn;
         self.stamps[best] = self.clock;
     }
@@ -122,6 +128,8 @@ impl Tlb {
         while i < self.vpns.len() {
             if self.vpns[i] == vpn {
                 self.vpns.remove(i);
+                self.lo.remove(i);
+                self.lo.push(0);
                 self.ppns.remove(i);
                 self.stamps.remove(i);
             } else {
