@@ -5,40 +5,46 @@
 use crate::hash::{slice_l40s_from, slice_rtx4090_from, state_from, state_masks, IndexFn};
 
 /// Parities of up to 32 masks: bit i of `eval(a)` = parity(a & masks[i]), as the XOR of one
-/// 256-entry table per address byte that any mask touches.
+/// 256-entry table per address byte from the lowest to the highest byte any mask touches (the
+/// tables one after the other in one array).
 #[derive(Debug, Clone)]
 pub struct ParityTable {
-    shifts: Vec<u32>,
-    tables: Vec<[u32; 256]>,
+    /// Lowest byte and number of bytes.
+    lo: u32,
+    n: u32,
+    tables: Box<[u32]>,
 }
 
 impl ParityTable {
     /// At most 32 masks.
     pub fn new(masks: &[u64]) -> Self {
         assert!(masks.len() <= 32);
-        let (mut shifts, mut tables) = (Vec::new(), Vec::new());
-        for byte in 0..8u32 {
-            let sh = 8 * byte;
-            if masks.iter().all(|m| (m >> sh) & 0xff == 0) {
-                continue;
-            }
-            let mut t = [0u32; 256];
-            for (v, e) in t.iter_mut().enumerate() {
-                for (i, m) in masks.iter().enumerate() {
-                    *e |= ((((v as u64) << sh) & m).count_ones() % 2) << i;
-                }
-            }
-            shifts.push(sh);
-            tables.push(t);
+        let all = masks.iter().fold(0u64, |a, m| a | m);
+        if all == 0 {
+            return ParityTable { lo: 0, n: 0, tables: Box::new([]) };
         }
-        ParityTable { shifts, tables }
+        let lo = all.trailing_zeros() / 8;
+        let hi = (63 - all.leading_zeros()) / 8;
+        let mut tables = Vec::with_capacity(256 * (hi - lo + 1) as usize);
+        for byte in lo..=hi {
+            let sh = 8 * byte;
+            for v in 0..256u64 {
+                let mut e = 0u32;
+                for (i, m) in masks.iter().enumerate() {
+                    e |= (((v << sh) & m).count_ones() % 2) << i;
+                }
+                tables.push(e);
+            }
+        }
+        ParityTable { lo, n: hi - lo + 1, tables: tables.into_boxed_slice() }
     }
 
     #[inline(always)]
     pub fn eval(&self, a: u64) -> u32 {
         let mut x = 0;
-        for (&sh, t) in self.shifts.iter().zip(&self.tables) {
-            x ^= t[((a >> sh) & 0xff) as usize];
+        let b = a >> (8 * self.lo);
+        for (i, t) in self.tables.chunks_exact(256).take(self.n as usize).enumerate() {
+            x ^= t[((b >> (8 * i)) & 0xff) as usize];
         }
         x
     }
@@ -67,7 +73,7 @@ pub enum FastIndex {
     Xor(ParityTable),
     /// `slice_of(a, 36)` or `slice_of(a, 48)`: the slice for every (8 parities, (a >> 15) % 3,
     /// ((a + 2^16) >> 17) % 9), indexed `(parities * 3 + m3) * 9 + g`.
-    Slice { p: ParityTable, slice: Vec<u8> },
+    Slice { p: ParityTable, slice: Vec<u8>, wide: bool },
     /// `set_index(a)`.
     Set { a: ParityTable, q: ParityTable },
     /// Anything else: evaluated as it is.
@@ -95,14 +101,14 @@ impl FastIndex {
                 }
             }
         }
-        FastIndex::Slice { p: ParityTable::new(&state_masks(wide)), slice }
+        FastIndex::Slice { p: ParityTable::new(&state_masks(wide)), slice, wide }
     }
 
     #[inline]
     pub fn eval(&self, a: u64) -> u32 {
         match self {
             FastIndex::Xor(t) => t.eval(a),
-            FastIndex::Slice { p, slice } => {
+            FastIndex::Slice { p, slice, .. } => {
                 let m3 = ((a >> 15) % 3) as usize;
                 let g = (((a + (1 << 16)) >> 17) % 9) as usize;
                 slice[(p.eval(a) as usize * 3 + m3) * 9 + g] as u32
@@ -114,6 +120,40 @@ impl FastIndex {
             }
             FastIndex::Plain(f) => f.eval(a),
         }
+    }
+}
+
+/// The seed's slice function and `set_index` together: one table lookup per address byte gives
+/// the parities of both (the slice state's 8 masks and `set_index`'s masks on `a`).
+#[derive(Debug, Clone)]
+pub struct SliceAndSet {
+    both: ParityTable,
+    slice: Vec<u8>,
+    q: ParityTable,
+}
+
+impl SliceAndSet {
+    /// For a seed slice function and the seed set function, `None` otherwise.
+    pub fn new(slice_fn: &FastIndex, set_fn: &FastIndex) -> Option<Self> {
+        match (slice_fn, set_fn) {
+            (FastIndex::Slice { slice, wide, .. }, FastIndex::Set { q, .. }) => {
+                let masks: Vec<u64> = state_masks(*wide).iter().chain(SET_A.iter()).copied().collect();
+                Some(SliceAndSet { both: ParityTable::new(&masks), slice: slice.clone(), q: q.clone() })
+            }
+            _ => None,
+        }
+    }
+
+    /// (slice, set) of `a`: the values of the two functions.
+    #[inline]
+    pub fn eval(&self, a: u64) -> (u32, u32) {
+        let x = self.both.eval(a);
+        let m3 = ((a >> 15) % 3) as usize;
+        let g = (((a + (1 << 16)) >> 17) % 9) as usize;
+        let slice = self.slice[((x & 0xff) as usize * 3 + m3) * 9 + g] as u32;
+        let m9 = (a >> 15) % 9;
+        let b9 = u32::from(m9 == 2 || m9 == 6) << 9;
+        (slice, (x >> 8) ^ self.q.eval(a / 1152) ^ b9)
     }
 }
 
@@ -137,6 +177,13 @@ mod tests {
                     _ => rng.next_u64() & ((1 << 40) - 1),
                 };
                 assert_eq!(fast.eval(a), f.eval(a), "{f:?} at {a:#x}");
+            }
+        }
+        for slice in [IndexFn::SliceRtx4090, IndexFn::SliceL40s] {
+            let both = SliceAndSet::new(&FastIndex::new(&slice), &FastIndex::new(&IndexFn::SeedSet)).unwrap();
+            for i in 0..200_000u64 {
+                let a = rng.next_u64() & ((1 << (24 + i % 17)) - 1);
+                assert_eq!(both.eval(a), (slice.eval(a), IndexFn::SeedSet.eval(a)), "{slice:?} at {a:#x}");
             }
         }
     }

@@ -7,7 +7,7 @@
 
 use crate::cache::{Cache, WriteBack};
 use crate::dram::{Dram, DramAccess};
-use crate::fastindex::FastIndex;
+use crate::fastindex::{FastIndex, SliceAndSet};
 use crate::hash::IndexFn;
 use crate::tlb::{PageTable, Tlb};
 use memscope_core::hierarchy::{Hierarchy, Indexing, Replacement};
@@ -115,6 +115,8 @@ pub struct Machine {
     sets_per_slice: u32,
     slice_fn: FastIndex,
     set_fn: FastIndex,
+    /// Both at once, for the seed's functions.
+    slice_and_set: Option<SliceAndSet>,
     slices_per_partition: u32,
     sms_per_partition: u32,
     far: Option<f64>,
@@ -157,6 +159,7 @@ impl Machine {
             l2_sector_shift: l2.sector_bytes.trailing_zeros(),
             l2_sectors_per_line: l2.line_bytes / l2.sector_bytes,
             sets_per_slice: l2.sets_per_slice,
+            slice_and_set: SliceAndSet::new(&slice_fn, &set_fn),
             slice_fn: slice_fn.clone(),
             set_fn: set_fn.clone(),
             slices_per_partition: l2.slices / l2.partitions,
@@ -218,6 +221,14 @@ impl Machine {
     pub fn l2_set_of(&self, pa: u64) -> u32 {
         self.set_fn.eval(pa)
     }
+    /// (slice, set) of an L2 key.
+    #[inline]
+    fn l2_pair(&self, key: u64) -> (u32, u32) {
+        match &self.slice_and_set {
+            Some(f) => f.eval(key),
+            None => (self.slice_of(key), self.l2_set_of(key)),
+        }
+    }
     /// (slice, set) of an L2 key, through the memo.
     #[inline]
     fn l2_index(&self, key: u64) -> (u32, u32) {
@@ -226,7 +237,7 @@ impl Machine {
         if k == key {
             return (slice, set);
         }
-        let (slice, set) = (self.slice_of(key), self.l2_set_of(key));
+        let (slice, set) = self.l2_pair(key);
         e.set((key, slice, set));
         (slice, set)
     }
@@ -313,14 +324,15 @@ impl Machine {
         let pa = (self.pt.walk(va >> shift).unwrap_or(0) << shift) | (va & ((1u64 << shift) - 1));
         let l1_key = if self.h.l1.indexing == Indexing::Physical { pa } else { va };
         let l2_key = if self.h.l2.indexing == Indexing::Physical { pa } else { va };
-        Pre { va, pa, l1_set: self.l1_set_of(l1_key), slice: self.slice_of(l2_key), l2_set: self.l2_set_of(l2_key) }
+        let (slice, l2_set) = self.l2_pair(l2_key);
+        Pre { va, pa, l1_set: self.l1_set_of(l1_key), slice, l2_set }
     }
 
-    /// Prefetch (on the host) the L1 set of SM `sm` and (with `l2`) the L2 set a later
-    /// `load_pre(p)` looks up.
+    /// Prefetch (on the host) the L1 set of SM `sm` (with `l1`) and the L2 set (with `l2`) a
+    /// later `load_pre(p)` looks up.
     #[inline]
-    pub fn prefetch_pre(&self, sm: u32, p: &Pre, l2: bool) {
-        if let Some(Some(s)) = self.sms.get(sm as usize) {
+    pub fn prefetch_pre(&self, sm: u32, p: &Pre, l1: bool, l2: bool) {
+        if let (true, Some(Some(s))) = (l1, self.sms.get(sm as usize)) {
             s.l1.prefetch(p.l1_set as usize);
         }
         if l2 {

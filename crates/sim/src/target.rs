@@ -380,11 +380,11 @@ impl SimTarget {
                 let ahead = if p + AHEAD < n { p + AHEAD } else { (p + AHEAD) % n };
                 let cur = if table.is_empty() {
                     let next = self.m.pre(c[ahead]);
-                    self.m.prefetch_pre(sm, &next, l2_bound);
+                    self.m.prefetch_pre(sm, &next, !bypass, l2_bound);
                     ring[(i + AHEAD) % RING] = next;
                     ring[i % RING]
                 } else {
-                    self.m.prefetch_pre(sm, &table[ahead], l2_bound);
+                    self.m.prefetch_pre(sm, &table[ahead], !bypass, l2_bound);
                     table[p]
                 };
                 let (ns, level) = self.hop_pre(sm, &cur, bypass, t);
