@@ -16,7 +16,7 @@
 //! Each test runs on every rotation of the set (each member once as `e0`, up to 8), and a
 //! verdict needs at least 7 of 8 rotations to agree.
 
-use crate::l2ways::{find_l2_evset, BUFFER_CAPACITIES};
+use crate::l2ways::{find_l2_evset, BUFFER_CAPACITIES, FALLBACK_LINE_BYTES};
 use crate::measure::{earlier_u64, gpu_applicability, Levels, Meter};
 use memscope_core::{
     Applicability, CachePath, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, TargetInfo,
@@ -108,12 +108,11 @@ impl Probe for L2PolicyProbe {
             out.finding("l2.policy", Finding::undetermined("", method, "needs per-hop times"));
             return Ok(out);
         }
-        let (Some(cap), Some(line)) =
-            (earlier_u64(&earlier, "l2.capacity_bytes"), earlier_u64(&earlier, "l1.line_bytes"))
-        else {
-            out.finding("l2.policy", Finding::undetermined("", method, "needs l2.capacity_bytes and l1.line_bytes"));
+        let Some(cap) = earlier_u64(&earlier, "l2.capacity_bytes") else {
+            out.finding("l2.policy", Finding::undetermined("", method, "needs l2.capacity_bytes (latency probe)"));
             return Ok(out);
         };
+        let line = earlier_u64(&earlier, "l1.line_bytes").unwrap_or(FALLBACK_LINE_BYTES);
         let buf = m.alloc(BUFFER_CAPACITIES * cap.max(1 << 16))?;
         let result = find_l2_evset(&mut m, &buf, line, cap).and_then(|e| {
             let f = measure_policy(&mut m, &e.levels, &e.reduction.set)?;
