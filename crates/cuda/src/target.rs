@@ -4,7 +4,8 @@
 //! and reads a buffer of max(4x L2, 512 MiB) and sweeps one line per 2 MiB page from every SM;
 //! `chase` writes the cycle's next pointers on the device, flushes, then warms up as asked;
 //! repetitions continue around the cycle and per-hop times are those of the last repetition's
-//! timed hops, chain-major.
+//! timed hops, chain-major. The chase kernels ask for shared-memory carveout 0 (prefer L1;
+//! driver::chase_carveout_percent), recorded in the target details as `chase_shared_carveout`.
 
 use crate::driver::{ck, Gpu};
 use crate::kernels::Module;
