@@ -168,6 +168,33 @@ pub(crate) fn lanes(s: &[u32], n: usize, op: LaneOp) -> u64 {
     }
 }
 
+/// `(lanes(s, n, Eq(x)), lanes(s, n, Eq(y)))` in one pass.
+#[inline(always)]
+fn lanes2(s: &[u32], n: usize, x: u32, y: u32) -> (u64, u64) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        assert!(s.len() >= n.next_multiple_of(4));
+        let (mut mx, mut my) = (0u64, 0u64);
+        let mut i = 0;
+        // SAFETY: i + 4 <= s.len() (checked above); SSE2 is baseline on x86_64.
+        unsafe {
+            let (vx, vy) = (_mm_set1_epi32(x as i32), _mm_set1_epi32(y as i32));
+            while i < n {
+                let a = _mm_loadu_si128(s.as_ptr().add(i) as *const __m128i);
+                mx |= (_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(a, vx))) as u64) << i;
+                my |= (_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(a, vy))) as u64) << i;
+                i += 4;
+            }
+        }
+        (mx & low(n), my & low(n))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        (lanes(s, n, LaneOp::Eq(x)), lanes(s, n, LaneOp::Eq(y)))
+    }
+}
+
 #[derive(Clone, Copy)]
 pub(crate) enum LaneOp {
     /// word == x
@@ -414,14 +441,16 @@ impl Cache {
     pub fn load(&mut self, set: usize, line: u64, sectors: u8) -> Outcome {
         // (no prefetch here: the lookups below issue the same loads at once)
         let clock = self.tick();
-        if let Some(i) = self.find(set, line) {
+        let (hit, empty) = self.tag_masks(set, line);
+        if hit != 0 {
+            let i = hit.trailing_zeros() as usize;
             let f = self.part(set, FLAGS)[i];
             let missing = sectors & !valid(f);
             self.part_mut(set, FLAGS)[i] = f | sectors as u32;
             self.touch(set, i, clock);
             return Outcome { tag_hit: true, missing, evicted: None, cleaned: None };
         }
-        let (way, evicted) = self.victim(set);
+        let (way, evicted) = self.victim_with(set, empty);
         self.set_tag(set, way, line);
         self.part_mut(set, STAMPS)[way] = clock;
         // the store stamp is left as it is: it is read only for dirty slots, and this one is clean
@@ -485,11 +514,30 @@ impl Cache {
     /// (seed 004: handed to the controller, after which the scan finds it clean and takes it).
     #[inline]
     fn victim(&mut self, set: usize) -> (usize, Option<WriteBack>) {
+        let empty = self.tag_masks(set, INVALID).1;
+        self.victim_with(set, empty)
+    }
+
+    /// Ways of `set` holding `line` (at most one), and the empty ways (the first of them is
+    /// what matters).
+    #[inline(always)]
+    fn tag_masks(&self, set: usize, line: u64) -> (u64, u64) {
         let w = self.ways;
-        let empty = match &self.wide {
-            None => lanes(self.part4(set, 0), w, LaneOp::Eq(INVALID32)),
-            Some(t) => t.s(set * w, w).iter().position(|&x| x == INVALID).map_or(0, |i| 1u64 << i),
-        };
+        match &self.wide {
+            None => {
+                let (hit, empty) = lanes2(self.part4(set, 0), w, line as u32, INVALID32);
+                (if line >= INVALID32 as u64 { 0 } else { hit }, empty)
+            }
+            Some(t) => t.s(set * w, w).iter().enumerate().fold((0, 0), |(h, e), (i, &x)| {
+                (h | u64::from(x == line) << i, e | u64::from(x == INVALID) << i)
+            }),
+        }
+    }
+
+    /// `victim` given the empty ways.
+    #[inline]
+    fn victim_with(&mut self, set: usize, empty: u64) -> (usize, Option<WriteBack>) {
+        let w = self.ways;
         if empty != 0 {
             return (empty.trailing_zeros() as usize, None);
         }
