@@ -14,10 +14,14 @@ __device__ __forceinline__ u64 clk64() { u64 t; asm volatile("mov.u64 %0, %%cloc
 __device__ __forceinline__ u32 smid() { u32 r; asm volatile("mov.u32 %0, %%smid;" : "=r"(r)); return r; }
 __device__ __forceinline__ u64 ld_ca(u64 p) { u64 v; asm volatile("ld.global.ca.u64 %0, [%1];" : "=l"(v) : "l"(p)); return v; }
 __device__ __forceinline__ u64 ld_cg(u64 p) { u64 v; asm volatile("ld.global.cg.u64 %0, [%1];" : "=l"(v) : "l"(p)); return v; }
+// Per-hop records leave through L2 only (st.global.cg), so copying them out evicts no chased line from L1.
+__device__ __forceinline__ void st_cg(u32* a, u32 v) { asm volatile("st.global.cg.u32 [%0], %1;" :: "l"(a), "r"(v) : "memory"); }
 
 template <bool CG> __device__ __forceinline__ u64 hop(u64 p) { return CG ? ld_cg(p) : ld_ca(p); }
 
-#define PER_HOP_CAP 11776
+// 6 KiB of records: with the block's static shared memory and the driver's 1 KiB reserve a launch
+// stays within the smallest carveout step (8 KiB on sm_90), so L1 keeps the rest of the array.
+#define PER_HOP_CAP 1536
 
 // out: per warp 6 words [t0_ns, t1_ns, c0, c1, final pointer, smid]; per_hop_out: per-hop cycles,
 // warp-major (per_hop_n per warp), of the timed hops when per_hop_n > 0.
@@ -77,7 +81,7 @@ __device__ void chase_impl(const u64* starts, u64 warm, u64 hops, u64 target_sm,
                     prev = now;
                 }
                 u64 e0 = gtimer(), ec0 = clk64();
-                for (u64 i = 0; i < chunk && done + i < per_hop_n; i++) per_hop_out[warp * per_hop_n + done + i] = mine[i];
+                for (u64 i = 0; i < chunk && done + i < per_hop_n; i++) st_cg(per_hop_out + warp * per_hop_n + done + i, mine[i]);
                 done += chunk;
                 prev = clk64();
                 excl += gtimer() - e0;

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 
 const PAGE: u64 = 2 << 20;
 /// Per-hop records kept in shared memory per chunk (kernels/chase.cu PER_HOP_CAP).
-const PER_HOP_CAP: u64 = 11776;
+const PER_HOP_CAP: u64 = 1536;
 
 enum Alloc {
     Plain,
