@@ -85,17 +85,22 @@ impl Tlb {
     #[inline]
     pub fn lookup(&mut self, vpn: u64) -> Option<u64> {
         self.clock += 1;
-        // the first matching entry (entries are unique, so the only one)
-        let mut m = lanes(&self.lo, self.vpns.len(), LaneOp::Eq(vpn as u32));
-        while m != 0 {
-            let i = m.trailing_zeros() as usize;
-            if self.vpns[i] == vpn {
-                if self.lru {
-                    self.stamps[i] = self.clock;
+        // the first matching entry (entries are unique, so the only one), 64 entries at a time
+        let n = self.vpns.len();
+        let mut base = 0;
+        while base < n {
+            let mut m = lanes(&self.lo[base..], (n - base).min(64), LaneOp::Eq(vpn as u32));
+            while m != 0 {
+                let i = base + m.trailing_zeros() as usize;
+                if self.vpns[i] == vpn {
+                    if self.lru {
+                        self.stamps[i] = self.clock;
+                    }
+                    return Some(self.ppns[i]);
                 }
-                return Some(self.ppns[i]);
+                m &= m - 1;
             }
-            m &= m - 1;
+            base += 64;
         }
         None
     }
@@ -269,5 +274,23 @@ mod tests {
             }
         }
         assert_eq!(misses, 34);
+    }
+
+    #[test]
+    fn a_large_tlb_finds_every_entry() {
+        // more than 64 entries (the lookup compares 64 at a time), page numbers equal in their
+        // low 32 bits
+        let mut t = Tlb::new(300, true);
+        let vpn = |i: u64| (i % 3) << 32 | i / 3;
+        for i in 0..300 {
+            assert_eq!(t.lookup(vpn(i)), None);
+            t.insert(vpn(i), i + 1);
+        }
+        for i in (0..300).rev() {
+            assert_eq!(t.lookup(vpn(i)), Some(i + 1), "entry {i}");
+        }
+        t.invalidate(vpn(70));
+        assert_eq!(t.lookup(vpn(70)), None);
+        assert_eq!(t.lookup(vpn(299)), Some(300));
     }
 }
