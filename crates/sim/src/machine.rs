@@ -177,14 +177,22 @@ impl Machine {
         }
     }
 
+    #[inline(always)]
     fn sm(&mut self, sm: u32) -> &mut SmState {
+        if self.sms[sm as usize].is_none() {
+            self.make_sm(sm);
+        }
+        let Some(s) = self.sms[sm as usize].as_deref_mut() else { unreachable!("made above") };
+        s
+    }
+
+    #[cold]
+    fn make_sm(&mut self, sm: u32) {
         let h = &self.h;
-        self.sms[sm as usize].get_or_insert_with(|| {
-            Box::new(SmState {
-                l1: Cache::new(h.l1.sets as usize, h.l1.ways as usize, h.l1.replacement, 0),
-                tlb: Tlb::new(h.tlb.entries as usize, h.tlb.replacement == Replacement::Lru),
-            })
-        })
+        self.sms[sm as usize] = Some(Box::new(SmState {
+            l1: Cache::new(h.l1.sets as usize, h.l1.ways as usize, h.l1.replacement, 0),
+            tlb: Tlb::new(h.tlb.entries as usize, h.tlb.replacement == Replacement::Lru),
+        }));
     }
 
     /// Empty every cache, TLB and FIFO (dirty L2 lines are written back first), close DRAM rows.
@@ -258,13 +266,15 @@ impl Machine {
     }
 
     /// Translate through SM `sm`'s TLB: (physical address, missed).
-    #[inline]
+    #[inline(always)]
     fn translate(&mut self, sm: u32, va: u64) -> (u64, bool) {
         let shift = self.page_shift;
         let vpn = va >> shift;
         self.stats.tlb_lookups += 1;
         let off = va & ((1u64 << shift) - 1);
-        self.sm(sm);
+        if self.sms[sm as usize].is_none() {
+            self.make_sm(sm);
+        }
         let Some(s) = self.sms[sm as usize].as_deref_mut() else { unreachable!("SM state made just above") };
         if let Some(ppn) = s.tlb.lookup(vpn) {
             return ((ppn << shift) | off, false);
