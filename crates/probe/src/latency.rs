@@ -1,9 +1,14 @@
 //! `latency`: latency versus footprint through the L1-cached and the L1-bypassing path (seed 000
 //! appendix, "A latency chase": a cycle through the chosen lines, many hops, mean and median ns per
-//! hop). Levels are plateaus (memscope_core::knee), capacities the knees, refined by bisection on
-//! the number of lines; DRAM latency comes from one cold lap. Footprints use dense lines visited
-//! 4 KiB block by block (lines shuffled inside a block), so a TLB miss happens once per page and
-//! cannot masquerade as a level.
+//! hop). Levels are plateaus (memscope_core::knee); the L1 capacity is the knee refined by
+//! bisection on the number of lines; DRAM latency comes from one cold lap. Footprints use dense
+//! lines visited 4 KiB block by block (lines shuffled inside a block), so a TLB miss happens once
+//! per page and cannot masquerade as a level. The L2 capacity is counted, not bisected: a
+//! physically indexed L2 filled through randomly placed pages overflows its first set well before
+//! it is full (64 MiB of the 4090's 72), so the lines still cached after a fill lap are counted by
+//! a reverse lap (`measure::count_retained`): exact to one line, as seen from one SM. A far L2
+//! partition is an intermediate plateau, or, when its hops share a footprint with DRAM misses, a
+//! tight cluster of per-hop times between the two levels.
 
 use crate::measure::{count_retained, gpu_applicability, latency_finding, Levels, Meter, Timing};
 use memscope_core::knee::{detect_plateaus, Plateau};
@@ -431,5 +436,30 @@ mod tests {
         assert_eq!(mids.len(), 1);
         assert!((mids[0].latency - 200.0).abs() < 1e-9);
         assert!(intermediate(&lv.bypass[..1], 127.0, 400.0).is_empty());
+    }
+
+    #[test]
+    fn far_cluster_between_levels() {
+        let point = |bytes: u64, hops: Vec<f64>| Point {
+            bytes,
+            typical_ns: memscope_core::stats::median(&hops),
+            timing: Timing { means_ns: vec![0.0], per_hop_ns: Some(hops) },
+        };
+        let mix = |far: usize, dram: usize, near: usize| -> Vec<f64> {
+            let mut v = vec![100.0; near];
+            v.extend((0..far).map(|i| 160.0 + (i % 5) as f64 * 0.5));
+            v.extend(vec![260.0; dram]);
+            v
+        };
+        let pts =
+            vec![point(1 << 20, mix(0, 0, 400)), point(2 << 20, mix(200, 200, 0)), point(8 << 20, mix(0, 400, 0))];
+        let (ns, frac, bytes) = far_mode(&pts, 100.0, 260.0).unwrap();
+        assert!((ns - 161.0).abs() < 1.0, "{ns}");
+        assert!((frac - 0.5).abs() < 1e-9);
+        assert_eq!(bytes, 2 << 20);
+        // DRAM with a wide spread (the control point has as many hops between the levels): none.
+        let wide: Vec<f64> = (0..400).map(|i| 180.0 + (i % 100) as f64 * 2.0).collect();
+        let pts = vec![point(1 << 20, mix(0, 0, 400)), point(2 << 20, wide.clone()), point(8 << 20, wide)];
+        assert!(far_mode(&pts, 100.0, 260.0).is_none());
     }
 }

@@ -299,4 +299,19 @@ mod tests {
         assert!(lv.separable());
         assert!(!Levels::new(100.0, 105.0).separable());
     }
+
+    #[test]
+    fn reverse_lap_counts_every_way_of_every_set() {
+        // 16 sets x 4 ways of 64-byte lines (XOR index over bits 6..9 and 10..13), LRU.
+        let masks: Vec<u64> = (0..4).map(|b| (1u64 << (6 + b)) | (1u64 << (10 + b))).collect();
+        let mut t = crate::testsim::ToyCache::new(4, 16, 64, masks);
+        let mut m = Meter::new(&mut t, 1);
+        let lines: Vec<u64> = (0..16 * 4 * 3).map(|k| (1u64 << 30) + 64 * k).collect();
+        let (hits, runs) = count_retained(&mut m, &lines, CachePath::L1Cached, 67.5, 4).unwrap().unwrap();
+        assert_eq!(hits, 64);
+        assert_eq!(runs, 2);
+        // An underfilled cache: every line is retained.
+        let (hits, _) = count_retained(&mut m, &lines[..32], CachePath::L1Cached, 67.5, 4).unwrap().unwrap();
+        assert_eq!(hits, 32);
+    }
 }
