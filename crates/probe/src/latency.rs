@@ -207,17 +207,28 @@ fn l2_retained(
     let threshold = 0.5 * (hit_top + dram_ns);
     let bytes = (2 * first_dram.bytes).min(max_bytes) / stride * stride;
     let lines: Vec<u64> = (0..bytes / stride).map(|k| base + k * stride).collect();
-    let Some((hits, runs)) = count_retained(m, &lines, CachePath::L1Bypass, threshold, 4)? else { return Ok(None) };
-    if hits * stride >= bytes {
+    let Some(r) = count_retained(m, &lines, CachePath::L1Bypass, threshold, 4)? else { return Ok(None) };
+    if r.hits * stride >= bytes {
         return Ok(None);
     }
     let method = "lines still cached after one fill lap, read back in reverse order (capacity seen from one SM)";
-    Ok(Some(
-        Finding::integer(hits * stride, "bytes", method, Confidence::Medium).with_note(&format!(
-            "resolution {stride} bytes (one line) under LRU, FIFO or RRIP insertion: {hits} of {} lines of a {bytes}-byte footprint hit below {threshold:.1} ns (fastest of {runs} runs per hop); with a partitioned L2, lines cached in both partitions count once",
-            lines.len()
-        )),
-    ))
+    let mut note = format!(
+        "resolution {stride} bytes (one line) under LRU, FIFO or RRIP insertion: {} of {} lines of a {bytes}-byte footprint hit below {threshold:.1} ns (fastest of {} runs per hop); with a partitioned L2, lines cached in both partitions count once",
+        r.raw_hits,
+        lines.len(),
+        r.runs
+    );
+    let conf = if r.false_hit_fraction > 0.0 {
+        note += &format!(
+            "; {:.2}% of the hops of an all-miss fill lap were as fast as a hit, so the count is corrected to {} lines and approximate",
+            100.0 * r.false_hit_fraction,
+            r.hits
+        );
+        Confidence::Low
+    } else {
+        Confidence::Medium
+    };
+    Ok(Some(Finding::integer(r.hits * stride, "bytes", method, conf).with_note(&note)))
 }
 
 impl Probe for LatencyProbe {

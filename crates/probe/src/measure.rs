@@ -205,23 +205,27 @@ impl<'a> Meter<'a> {
 /// line the set dropped, so the reverse lap hits min(load, ways) lines per set: every way of every
 /// set once each set is overfilled. A hop counts as a hit when its time lies below `threshold_ns`
 /// in at least one of the runs (outliers only add time); runs repeat (at least 2, at most
-/// `max_runs`) until one changes no hop's class. Returns (hits, runs), or `None` without per-hop
-/// times.
+/// `max_runs`) until one changes no hop's class. The fill laps are the control: every hop of a
+/// fill lap after a flush misses, so the share of them below the threshold is the rate at which a
+/// miss passes for a hit (0 on the simulator; DRAM with a wide spread on real GPUs), and the count
+/// is corrected for it. `None` without per-hop times.
 pub fn count_retained(
     m: &mut Meter<'_>,
     lines: &[u64],
     path: CachePath,
     threshold_ns: f64,
     max_runs: u32,
-) -> Result<Option<(u64, u32)>, ProbeError> {
+) -> Result<Option<Retained>, ProbeError> {
     if !m.per_hop() || lines.is_empty() {
         return Ok(None);
     }
     let reverse: Vec<u64> = lines.iter().rev().copied().collect();
     let mut hit = vec![false; lines.len()];
     let mut runs = 0;
+    let mut false_hits = 0.0f64;
     loop {
-        m.cold_lap(lines, path)?;
+        let fill = m.cold_lap(lines, path)?;
+        false_hits = false_hits.max(fill.fraction_in(f64::NEG_INFINITY, threshold_ns).unwrap_or(0.0));
         let t = m.chase(&reverse, path, 1, 0, 0)?;
         let Some(h) = t.per_hop_ns.filter(|h| h.len() == lines.len()) else { return Ok(None) };
         let mut changed = 0;
@@ -236,7 +240,25 @@ pub fn count_retained(
             break;
         }
     }
-    Ok(Some((hit.iter().filter(|&&c| c).count() as u64, runs)))
+    let raw = hit.iter().filter(|&&c| c).count() as u64;
+    let n = lines.len() as f64;
+    // A miss counts as a hit when any run is fast: 1 - (1 - f)^runs.
+    let p = 1.0 - (1.0 - false_hits).powi(runs as i32);
+    let hits = if p > 0.0 && p < 1.0 { ((raw as f64 - n * p) / (1.0 - p)).round().clamp(0.0, n) as u64 } else { raw };
+    Ok(Some(Retained { hits, raw_hits: raw, runs, false_hit_fraction: false_hits }))
+}
+
+/// What `count_retained` found.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Retained {
+    /// Lines retained (corrected for misses that pass for hits).
+    pub hits: u64,
+    /// Hops classified as hits, before the correction.
+    pub raw_hits: u64,
+    /// Runs taken.
+    pub runs: u32,
+    /// Largest share of a fill lap's hops (all misses) below the threshold.
+    pub false_hit_fraction: f64,
 }
 
 /// Read an earlier finding as u64.
@@ -307,11 +329,10 @@ mod tests {
         let mut t = crate::testsim::ToyCache::new(4, 16, 64, masks);
         let mut m = Meter::new(&mut t, 1);
         let lines: Vec<u64> = (0..16 * 4 * 3).map(|k| (1u64 << 30) + 64 * k).collect();
-        let (hits, runs) = count_retained(&mut m, &lines, CachePath::L1Cached, 67.5, 4).unwrap().unwrap();
-        assert_eq!(hits, 64);
-        assert_eq!(runs, 2);
+        let r = count_retained(&mut m, &lines, CachePath::L1Cached, 67.5, 4).unwrap().unwrap();
+        assert_eq!((r.hits, r.raw_hits, r.runs, r.false_hit_fraction), (64, 64, 2, 0.0));
         // An underfilled cache: every line is retained.
-        let (hits, _) = count_retained(&mut m, &lines[..32], CachePath::L1Cached, 67.5, 4).unwrap().unwrap();
-        assert_eq!(hits, 32);
+        let r = count_retained(&mut m, &lines[..32], CachePath::L1Cached, 67.5, 4).unwrap().unwrap();
+        assert_eq!(r.hits, 32);
     }
 }
