@@ -293,8 +293,11 @@ impl Target for SimTarget {
         let (sm, w) = self.check(spec)?;
         let bypass = spec.path == CachePath::L1Bypass;
         // one chain walks the address list itself (no copy)
-        let owned: Vec<Vec<u64>> =
-            if w > 1 { (0..w).map(|j| spec.addrs.iter().skip(j).step_by(w).copied().collect()).collect() } else { Vec::new() };
+        let owned: Vec<Vec<u64>> = if w > 1 {
+            (0..w).map(|j| spec.addrs.iter().skip(j).step_by(w).copied().collect()).collect()
+        } else {
+            Vec::new()
+        };
         let chains: Vec<&[u64]> = if w > 1 { owned.iter().map(Vec::as_slice).collect() } else { vec![&spec.addrs[..]] };
         let mut table = None;
         let mut pos = vec![0usize; w];
@@ -362,7 +365,7 @@ impl SimTarget {
             // The path is known: the state-independent part of each load (`Pre`) is computed
             // ahead, once per address when the chase laps, else AHEAD hops early in a ring, and
             // the host prefetches the simulated sets it will touch (speed only).
-            const AHEAD: usize = 16;
+            const AHEAD: usize = 8;
             const RING: usize = 32;
             if table.is_none() && hops[0] >= 2 * n as u64 {
                 *table = Some(c.iter().map(|&a| self.m.pre(a)).collect());
