@@ -528,9 +528,11 @@ impl Cache {
                 let (hit, empty) = lanes2(self.part4(set, 0), w, line as u32, INVALID32);
                 (if line >= INVALID32 as u64 { 0 } else { hit }, empty)
             }
-            Some(t) => t.s(set * w, w).iter().enumerate().fold((0, 0), |(h, e), (i, &x)| {
-                (h | u64::from(x == line) << i, e | u64::from(x == INVALID) << i)
-            }),
+            Some(t) => t
+                .s(set * w, w)
+                .iter()
+                .enumerate()
+                .fold((0, 0), |(h, e), (i, &x)| (h | u64::from(x == line) << i, e | u64::from(x == INVALID) << i)),
         }
     }
 

@@ -231,7 +231,8 @@ impl Dram {
 pub fn rem_euclid(x: f64, p: f64) -> f64 {
     let a = x.abs();
     // (quotients up to 2^52 are exact integers; anything else takes the library's path)
-    if !(a < p * 4.0e15) || !(p > 0.0) || !p.is_finite() {
+    let fast = a < p * 4.0e15 && p > 0.0 && p.is_finite(); // false for NaN, infinities
+    if !fast {
         return x.rem_euclid(p);
     }
     #[cfg(target_arch = "x86_64")]

@@ -281,7 +281,7 @@ mod tests {
         // more than 64 entries (the lookup compares 64 at a time), page numbers equal in their
         // low 32 bits
         let mut t = Tlb::new(300, true);
-        let vpn = |i: u64| (i % 3) << 32 | i / 3;
+        let vpn = |i: u64| ((i % 3) << 32) | (i / 3);
         for i in 0..300 {
             assert_eq!(t.lookup(vpn(i)), None);
             t.insert(vpn(i), i + 1);
