@@ -13,14 +13,18 @@
 //!   the RRPV policy keeps it (the hit set it to 0, the one aging leaves it at 1 while the new
 //!   lines reach 2).
 //!
-//! Each test runs on every rotation of the set (each member once as `e0`, up to 8), and a
-//! verdict needs at least 7 of 8 rotations to agree.
+//! Each test runs `TRIALS` times, cycling through the rotations of the set (each member in turn
+//! as `e0`), and a verdict needs at least 80% of the trials to agree (a timing outlier on the
+//! probe hop turns one hit into a "miss").
 
 use crate::l2ways::{find_l2_evset, BUFFER_CAPACITIES, FALLBACK_LINE_BYTES};
 use crate::measure::{earlier_u64, gpu_applicability, Levels, Meter};
 use memscope_core::{
     Applicability, CachePath, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, TargetInfo,
 };
+
+/// Cold laps per test.
+pub const TRIALS: usize = 16;
 
 /// The three tests of the module documentation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,10 +55,10 @@ pub fn sequence(test: Test, e: &[u64]) -> Vec<u64> {
     s
 }
 
-/// Pure: the policy from the fraction of rotations whose probe hit in each test.
+/// Pure: the policy from the fraction of trials whose probe hop hit in each test.
 pub fn analyze_policy(control: f64, recency: f64, scan: f64) -> Result<&'static str, String> {
-    let yes = |f: f64| f >= 7.0 / 8.0;
-    let no = |f: f64| f <= 1.0 / 8.0;
+    let yes = |f: f64| f >= 0.8;
+    let no = |f: f64| f <= 0.2;
     let show = format!("probe hit fractions: control {control:.2}, recency {recency:.2}, scan {scan:.2}");
     if !no(control) {
         return Err(format!("the control kept e0 after ways + 1 lines: not an eviction set in a cold cache; {show}"));
@@ -67,22 +71,22 @@ pub fn analyze_policy(control: f64, recency: f64, scan: f64) -> Result<&'static 
     }
 }
 
-/// Run the three tests on every rotation (up to 8) of `set`; returns the hit fractions.
+/// Run the three tests `TRIALS` times each over the rotations of `set`; returns the fraction of
+/// trials whose probe hop hit.
 pub fn measure_policy(m: &mut Meter<'_>, levels: &Levels, set: &[u64]) -> Result<[f64; 3], ProbeError> {
-    let rotations = set.len().min(8);
     let mut out = [0.0; 3];
     for (k, test) in [Test::Control, Test::Recency, Test::Scan].into_iter().enumerate() {
         let mut hits = 0;
-        for r in 0..rotations {
+        for r in 0..TRIALS {
             let mut e = set.to_vec();
-            e.rotate_left(r);
+            e.rotate_left(r % set.len());
             let t = m.cold_lap(&sequence(test, &e), CachePath::L1Bypass)?;
             let h = t.per_hop_ns.ok_or_else(|| ProbeError::Failed("no per-hop times".into()))?;
             if h.last().is_some_and(|&x| x <= levels.mid()) {
                 hits += 1;
             }
         }
-        out[k] = hits as f64 / rotations as f64;
+        out[k] = hits as f64 / TRIALS as f64;
     }
     Ok(out)
 }
@@ -102,7 +106,7 @@ impl Probe for L2PolicyProbe {
     fn run(&self, ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError> {
         let earlier = ctx.earlier.clone();
         let mut out = ProbeOutput::default();
-        let method = "cold laps after a flush over one minimal L2 eviction set: control, recency and scan tests, 8 rotations each";
+        let method = "cold laps after a flush over one minimal L2 eviction set: control, recency and scan tests, 16 cold laps each over the set's rotations";
         let mut m = Meter::new(&mut *ctx.target, 59);
         if !m.per_hop() {
             out.finding("l2.policy", Finding::undetermined("", method, "needs per-hop times"));
@@ -188,6 +192,7 @@ mod tests {
     #[test]
     fn policy_signatures() {
         assert_eq!(analyze_policy(0.0, 1.0, 0.0), Ok("lru"));
+        assert_eq!(analyze_policy(0.0625, 0.875, 0.0625), Ok("lru"), "one outlier per test is tolerated");
         assert_eq!(analyze_policy(0.0, 0.0, 0.0), Ok("fifo"));
         assert_eq!(analyze_policy(0.0, 1.0, 1.0), Ok("rrip"));
         assert!(analyze_policy(1.0, 1.0, 1.0).is_err());
