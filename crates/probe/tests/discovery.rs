@@ -1,7 +1,7 @@
 //! Discovery on simulated hierarchies: the seeds' RTX 4090 preset and random hierarchies in the
 //! simulated-hierarchy JSON format (issue 4, "Hidden hierarchies"), each recovered exactly (ways,
-//! sets, masks up to change of basis, indexing, TLB entries, page size, row size; latencies within
-//! 2%, refresh stall within 10%). The random ones are kept small (L2 of a few MiB) so the whole
+//! sets, masks up to change of basis, indexing, TLB entries, page size, row size, L2 ways and
+//! replacement policy, L2 sets whenever reported; latencies within 2%, refresh stall within 10%). The random ones are kept small (L2 of a few MiB) so the whole
 //! file runs in CI time; `random_hierarchies_many` (60 hierarchies) is #[ignore]d:
 //! `cargo test --release -p memscope-probe --test discovery -- --ignored`.
 
