@@ -32,6 +32,7 @@ pub mod hash;
 pub mod machine;
 pub mod presets;
 pub mod replay;
+mod simd;
 pub mod target;
 pub mod timeline;
 pub mod tlb;

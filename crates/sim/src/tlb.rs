@@ -3,7 +3,7 @@
 //! the page table with its seeded physical page allocator (footnote 7: the driver picks physical
 //! pages at allocation; one physical page may be mapped at two virtual addresses).
 
-use crate::cache::{lanes, LaneOp};
+use crate::simd::{lanes, LaneOp};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 

@@ -1,0 +1,183 @@
+//! Word-parallel scans for the cache and the TLB (speed only, no seed): masks of the 32-bit
+//! words that equal a value (or have no bit of a mask), and the first of a set of candidates with
+//! the smallest word, four words at a time with SSE2 on x86_64 and a scalar loop elsewhere. The
+//! results are those of the plain scans they replace.
+
+/// Bits 0..n set.
+#[inline(always)]
+pub(crate) fn low(n: usize) -> u64 {
+    if n >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << n) - 1
+    }
+}
+
+/// Bit i set where `f(s[i])` holds, for i < n (`s` holds n rounded up to 4 words). On x86_64
+/// four words are compared at once (SSE2); the result is the same as a scalar loop.
+#[inline(always)]
+pub(crate) fn lanes(s: &[u32], n: usize, op: LaneOp) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        assert!(s.len() >= n.next_multiple_of(4));
+        let mut m = 0u64;
+        let mut i = 0;
+        // SAFETY: i + 4 <= s.len() (checked above); SSE2 is baseline on x86_64.
+        unsafe {
+            let (and, x) = match op {
+                LaneOp::Eq(x) => (-1i32, x as i32),
+                LaneOp::AndZero(a) => (a as i32, 0),
+            };
+            let (va, vx) = (_mm_set1_epi32(and), _mm_set1_epi32(x));
+            while i < n {
+                let a = _mm_and_si128(_mm_loadu_si128(s.as_ptr().add(i) as *const __m128i), va);
+                let c = _mm_cmpeq_epi32(a, vx);
+                m |= (_mm_movemask_ps(_mm_castsi128_ps(c)) as u64) << i;
+                i += 4;
+            }
+        }
+        m & low(n)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let mut m = 0u64;
+        for (i, &w) in s[..n].iter().enumerate() {
+            let hit = match op {
+                LaneOp::Eq(x) => w == x,
+                LaneOp::AndZero(a) => w & a == 0,
+            };
+            m |= (hit as u64) << i;
+        }
+        m
+    }
+}
+
+/// `(lanes(s, n, Eq(x)), lanes(s, n, Eq(y)))` in one pass.
+#[inline(always)]
+pub(crate) fn lanes2(s: &[u32], n: usize, x: u32, y: u32) -> (u64, u64) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        assert!(s.len() >= n.next_multiple_of(4));
+        let (mut mx, mut my) = (0u64, 0u64);
+        let mut i = 0;
+        // SAFETY: i + 4 <= s.len() (checked above); SSE2 is baseline on x86_64.
+        unsafe {
+            let (vx, vy) = (_mm_set1_epi32(x as i32), _mm_set1_epi32(y as i32));
+            while i < n {
+                let a = _mm_loadu_si128(s.as_ptr().add(i) as *const __m128i);
+                mx |= (_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(a, vx))) as u64) << i;
+                my |= (_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(a, vy))) as u64) << i;
+                i += 4;
+            }
+        }
+        (mx & low(n), my & low(n))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        (lanes(s, n, LaneOp::Eq(x)), lanes(s, n, LaneOp::Eq(y)))
+    }
+}
+
+#[derive(Clone, Copy)]
+pub(crate) enum LaneOp {
+    /// word == x
+    Eq(u32),
+    /// word & a == 0
+    AndZero(u32),
+}
+
+/// The first i in `cand` (non-empty; `s` holds its highest bit rounded up to 4 words) with the
+/// smallest `s[i]`: what a scan "if s[i] < best, take i" over the candidates in index order
+/// returns. On x86_64 four words at a time (SSE2, signed compares on sign-flipped words).
+#[inline(always)]
+pub(crate) fn first_min(s: &[u32], cand: u64) -> usize {
+    debug_assert!(cand != 0);
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        let n = 64 - cand.leading_zeros() as usize;
+        assert!(s.len() >= n.next_multiple_of(4));
+        // SAFETY: every load reads 4 words below s.len() (checked above); SSE2 is baseline.
+        unsafe {
+            let flip = _mm_set1_epi32(i32::MIN);
+            let top = _mm_set1_epi32(i32::MAX);
+            let bits = _mm_setr_epi32(1, 2, 4, 8);
+            let lane = |c: usize| {
+                let v = _mm_xor_si128(_mm_loadu_si128(s.as_ptr().add(4 * c) as *const __m128i), flip);
+                let m = _mm_cmpeq_epi32(_mm_and_si128(_mm_set1_epi32((cand >> (4 * c)) as i32 & 15), bits), bits);
+                _mm_or_si128(_mm_and_si128(m, v), _mm_andnot_si128(m, top))
+            };
+            let min = |a: __m128i, b: __m128i| {
+                let lt = _mm_cmplt_epi32(a, b);
+                _mm_or_si128(_mm_and_si128(lt, a), _mm_andnot_si128(lt, b))
+            };
+            let chunks = n.div_ceil(4);
+            let mut m = lane(0);
+            for c in 1..chunks {
+                m = min(m, lane(c));
+            }
+            m = min(m, _mm_shuffle_epi32::<0b0100_1110>(m));
+            m = min(m, _mm_shuffle_epi32::<0b1011_0001>(m));
+            let mut eq = 0u64;
+            for c in 0..chunks {
+                eq |= (_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(lane(c), m))) as u64) << (4 * c);
+            }
+            (eq & cand).trailing_zeros() as usize
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let mut c = cand;
+        let mut best = c.trailing_zeros() as usize;
+        c &= c - 1;
+        while c != 0 {
+            let i = c.trailing_zeros() as usize;
+            if s[i] < s[best] {
+                best = i;
+            }
+            c &= c - 1;
+        }
+        best
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tlb::SplitMix;
+
+    #[test]
+    fn scans_match_plain_loops() {
+        let mut r = SplitMix(11);
+        for case in 0..20_000u64 {
+            let n = 1 + (case % 64) as usize;
+            // few distinct values (ties and repeats), sometimes near u32::MAX (sign flip)
+            let words: Vec<u32> = (0..n.next_multiple_of(4))
+                .map(|_| {
+                    let v = r.below(6) as u32;
+                    if case % 3 == 0 {
+                        u32::MAX - v
+                    } else {
+                        v << (case % 29)
+                    }
+                })
+                .collect();
+            let x = words[r.below(n as u64) as usize];
+            let eq: u64 = (0..n).fold(0, |m, i| m | u64::from(words[i] == x) << i);
+            let and0: u64 = (0..n).fold(0, |m, i| m | u64::from(words[i] & 0x30 == 0) << i);
+            assert_eq!(lanes(&words, n, LaneOp::Eq(x)), eq);
+            assert_eq!(lanes(&words, n, LaneOp::AndZero(0x30)), and0);
+            assert_eq!(lanes2(&words, n, x, 0), (eq, (0..n).fold(0, |m, i| m | u64::from(words[i] == 0) << i)));
+            let cand = (r.next_u64() & low(n)).max(1);
+            let mut best = cand.trailing_zeros() as usize;
+            for i in 0..n {
+                if cand >> i & 1 == 1 && words[i] < words[best] {
+                    best = i;
+                }
+            }
+            assert_eq!(first_min(&words, cand), best, "case {case}");
+        }
+    }
+}
