@@ -72,7 +72,7 @@ fn sweep(
     stride: u64,
     max_bytes: u64,
     path: CachePath,
-    stop_ns: Option<f64>,
+    stop: Option<DramLevel>,
     progress: &dyn memscope_core::Progress,
 ) -> Result<Vec<Point>, ProbeError> {
     let mut out: Vec<Point> = Vec::new();
@@ -92,9 +92,9 @@ fn sweep(
         progress.advance(1);
         // Stop once the mean hop (every hop, not the median: a mix of far-L2 hits and DRAM has
         // a DRAM median) reaches the stop level (DRAM).
-        if let Some(s) = stop_ns {
+        if let Some(s) = stop {
             let n = out.len();
-            if n >= 2 && at_level(&out[n - 1], s) {
+            if n >= 2 && at_level(&out[n - 1], &s) {
                 break;
             }
         }
@@ -102,25 +102,49 @@ fn sweep(
     Ok(out)
 }
 
-/// Whether a sweep point has reached `dram_ns`: its mean hop (outliers included) is within 7%.
-fn at_level(p: &Point, dram_ns: f64) -> bool {
-    p.typical_ns > 0.93 * dram_ns && p.timing.mean_ns() > 0.93 * dram_ns
+/// A slow level where a sweep stops (DRAM; the L2 for the L1-cached sweep) and its control: per-hop
+/// shares of a chase that only meets that level (for DRAM one cold lap, every hop a miss).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DramLevel {
+    pub ns: f64,
+    /// Share of the cold lap's hops faster than 0.9 `ns` (a wide DRAM spread puts some there).
+    pub fast: f64,
+    /// Share of the cold lap's hops strictly between 1.1 x the L2 hit and 0.9 `ns`.
+    pub between: f64,
+}
+
+impl DramLevel {
+    pub fn new(cold: &Timing, ns: f64, l2_ns: f64) -> Self {
+        DramLevel {
+            ns,
+            fast: cold.fraction_in(f64::NEG_INFINITY, 0.9 * ns).unwrap_or(0.0),
+            between: cold.fraction_in(1.1 * l2_ns, 0.9 * ns).unwrap_or(0.0),
+        }
+    }
+}
+
+/// Whether a sweep point has reached DRAM: its median and mean hop (outliers included) are within
+/// 7%, and (per-hop times) no more of its hops are faster than 0.9 x DRAM than in a cold lap, so a
+/// footprint whose hops split between far-L2 hits and DRAM does not count.
+fn at_level(p: &Point, dram: &DramLevel) -> bool {
+    p.typical_ns > 0.93 * dram.ns
+        && p.timing.mean_ns() > 0.93 * dram.ns
+        && p.timing.fraction_in(f64::NEG_INFINITY, 0.9 * dram.ns).is_none_or(|f| f <= dram.fast + 0.2)
 }
 
 /// A far-L2 level from per-hop times, for when the medians show no plateau (a footprint whose
 /// hops split between far-L2 hits and DRAM has a median at either level): the sweep point whose
 /// hops fall most often strictly between the L2 hit level and DRAM (`(1.1 l2, 0.9 dram)`), in a
 /// tight cluster (MAD within 3% of its median), at least 20 points of percentage more often than
-/// at the largest, all-DRAM footprint (the control: a wide DRAM spread puts hops there too).
-/// Returns (median ns of the cluster, fraction of hops in it, footprint in bytes).
-pub fn far_mode(points: &[Point], l2_ns: f64, dram_ns: f64) -> Option<(f64, f64, u64)> {
-    let (lo, hi) = (l2_ns * 1.1, dram_ns * 0.9);
+/// in a cold DRAM lap (the control: a wide DRAM spread puts hops there too). Returns (median ns of
+/// the cluster, fraction of hops in it, footprint in bytes).
+pub fn far_mode(points: &[Point], l2_ns: f64, dram: &DramLevel) -> Option<(f64, f64, u64)> {
+    let (lo, hi) = (l2_ns * 1.1, dram.ns * 0.9);
     let inside = |p: &Point| -> Option<(Vec<f64>, usize)> {
         let h = p.timing.per_hop_ns.as_ref().filter(|h| !h.is_empty())?;
         Some((h.iter().copied().filter(|&t| t > lo && t < hi).collect(), h.len()))
     };
-    let (w, n) = inside(points.last()?)?;
-    let base = w.len() as f64 / n as f64;
+    let base = dram.between;
     let mut best: Option<(f64, f64, u64)> = None;
     for p in points {
         let Some((w, n)) = inside(p) else { continue };
@@ -183,9 +207,10 @@ fn l2_retained(
     bypass: &[Point],
     l2_ns: f64,
     top_ns: f64,
-    dram_ns: f64,
+    dram: &DramLevel,
 ) -> Result<Option<Finding>, ProbeError> {
-    let Some(first_dram) = bypass.iter().find(|p| at_level(p, dram_ns)) else { return Ok(None) };
+    let dram_ns = dram.ns;
+    let Some(first_dram) = bypass.iter().find(|p| at_level(p, dram)) else { return Ok(None) };
     if !m.per_hop() {
         return Ok(None);
     }
@@ -264,14 +289,17 @@ impl Probe for LatencyProbe {
         let cold = dense_lines(&mut m, base + (64 << 20), stride.max(128), 4096);
         let dram = m.cold_lap(&cold, CachePath::L1Bypass)?;
         let (l1_ns, l2_ns, dram_ns) = (l1.typical_ns(), l2.typical_ns(), dram.typical_ns());
+        let dram_level = DramLevel::new(&dram, dram_ns, l2_ns);
+        let l2_level = DramLevel::new(&l2, l2_ns, l1_ns);
 
         progress.start(40, "latency sweeps");
-        let cached = sweep(&mut m, base, stride, (8 << 20).min(max_bytes), CachePath::L1Cached, Some(l2_ns), progress)?;
-        let mut bypass = sweep(&mut m, base, stride, max_bytes, CachePath::L1Bypass, Some(dram_ns), progress)?;
+        let cached =
+            sweep(&mut m, base, stride, (8 << 20).min(max_bytes), CachePath::L1Cached, Some(l2_level), progress)?;
+        let mut bypass = sweep(&mut m, base, stride, max_bytes, CachePath::L1Bypass, Some(dram_level), progress)?;
         // Refine between the last L2-level point and the first DRAM-level point at quarter
         // octaves, so an intermediate (far-L2) plateau gets enough points to be seen.
         let last_l2 = bypass.iter().rposition(|p| p.typical_ns < l2_ns * 1.1);
-        let first_dram = bypass.iter().position(|p| at_level(p, dram_ns));
+        let first_dram = bypass.iter().position(|p| at_level(p, &dram_level));
         if let (Some(i), Some(j)) = (last_l2, first_dram) {
             if j > i {
                 let (lo, hi) = (bypass[i].bytes as f64, bypass[j].bytes as f64);
@@ -339,7 +367,7 @@ impl Probe for LatencyProbe {
         // Far L2: an intermediate plateau between the L2 hit level and DRAM, else (per-hop times)
         // a cluster of hops between the two levels.
         let mids = intermediate(&lv.bypass, l2_ns, dram_ns);
-        let far = match (mids.first(), far_mode(&bypass, l2_ns, dram_ns)) {
+        let far = match (mids.first(), far_mode(&bypass, l2_ns, &dram_level)) {
             (Some(p), _) => Some((
                 p.latency,
                 "intermediate plateau of the L1-bypassing sweep",
@@ -376,7 +404,7 @@ impl Probe for LatencyProbe {
         // L2 capacity: lines retained as seen from this SM (reverse-lap count), else the last
         // footprint on the L2 plateau refined by bisection (a lower bound).
         let top_ns = far.as_ref().map_or(l2_ns, |f| f.0.max(l2_ns));
-        let counted = l2_retained(&mut m, base, stride, max_bytes, &bypass, l2_ns, top_ns, dram_ns)?;
+        let counted = l2_retained(&mut m, base, stride, max_bytes, &bypass, l2_ns, top_ns, &dram_level)?;
         let l2_levels = Levels::new(l2_ns, dram_ns).with_floor_from(&l2);
         let first_slow = bypass.iter().position(|p| p.typical_ns > l2_ns * 1.1);
         match (counted, first_slow) {
@@ -458,7 +486,7 @@ mod tests {
         let point = |bytes: u64, hops: Vec<f64>| Point {
             bytes,
             typical_ns: memscope_core::stats::median(&hops),
-            timing: Timing { means_ns: vec![0.0], per_hop_ns: Some(hops) },
+            timing: Timing { means_ns: vec![hops.iter().sum::<f64>() / hops.len() as f64], per_hop_ns: Some(hops) },
         };
         let mix = |far: usize, dram: usize, near: usize| -> Vec<f64> {
             let mut v = vec![100.0; near];
@@ -468,13 +496,21 @@ mod tests {
         };
         let pts =
             vec![point(1 << 20, mix(0, 0, 400)), point(2 << 20, mix(200, 200, 0)), point(8 << 20, mix(0, 400, 0))];
-        let (ns, frac, bytes) = far_mode(&pts, 100.0, 260.0).unwrap();
+        let cold = |v: Vec<f64>| Timing { means_ns: vec![0.0], per_hop_ns: Some(v) };
+        let dram = DramLevel::new(&cold(mix(0, 400, 0)), 260.0, 100.0);
+        assert_eq!((dram.fast, dram.between), (0.0, 0.0));
+        let (ns, frac, bytes) = far_mode(&pts, 100.0, &dram).unwrap();
         assert!((ns - 161.0).abs() < 1.0, "{ns}");
         assert!((frac - 0.5).abs() < 1e-9);
         assert_eq!(bytes, 2 << 20);
         // DRAM with a wide spread (the control point has as many hops between the levels): none.
         let wide: Vec<f64> = (0..400).map(|i| 180.0 + (i % 100) as f64 * 2.0).collect();
-        let pts = vec![point(1 << 20, mix(0, 0, 400)), point(2 << 20, wide.clone()), point(8 << 20, wide)];
-        assert!(far_mode(&pts, 100.0, 260.0).is_none());
+        let pts = vec![point(1 << 20, mix(0, 0, 400)), point(2 << 20, wide.clone()), point(8 << 20, wide.clone())];
+        let dram = DramLevel::new(&cold(wide), 260.0, 100.0);
+        assert!(far_mode(&pts, 100.0, &dram).is_none());
+        // The mixed footprint is not at the DRAM level; the all-DRAM one is.
+        let dram = DramLevel::new(&cold(mix(0, 400, 0)), 260.0, 100.0);
+        assert!(!at_level(&point(2 << 20, mix(200, 200, 0)), &dram));
+        assert!(at_level(&point(8 << 20, mix(0, 400, 0)), &dram));
     }
 }
