@@ -454,7 +454,8 @@ impl Machine {
             return r;
         }
         let c = self.controller_of(slice);
-        if self.fifos[c as usize].contains(&line) {
+        let fifo = &self.fifos[c as usize];
+        if !fifo.is_empty() && fifo.contains(&line) {
             self.stats.fifo_read_hits += 1;
             r.level = Level::WriteBackFifo;
             r.latency_ns = self.h.l2.hit_ns + tlb_ns;

@@ -115,12 +115,13 @@ impl Tlb {
             self.stamps.push(self.clock);
             return;
         }
-        // the first entry with the smallest stamp
+        // the first entry with the smallest stamp (branch-free selects: the oldest entry's
+        // place is unpredictable)
         let (mut best, mut oldest) = (0, u64::MAX);
         for (i, &t) in self.stamps.iter().enumerate() {
-            if t < oldest {
-                (best, oldest) = (i, t);
-            }
+            let older = t < oldest;
+            best = if older { i } else { best };
+            oldest = if older { t } else { oldest };
         }
         self.vpns[best] = vpn;
         self.lo[best] = vpn as u32;
