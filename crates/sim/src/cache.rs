@@ -5,20 +5,26 @@
 //! recently used among RRPV 2, else age every line and rescan).
 //!
 //! Layout (speed only): one block per set, aligned to 64 bytes, holding the set's 32-bit tags,
-//! use stamps, flags (valid/dirty/RRPV) and store stamps one after the other, so a 16-way set is
-//! four host cache lines of one host page (a load reads three). Tags are 32-bit while every line
-//! address seen fits, and move to a 64-bit array for good on the first one that does not.
+//! state words (valid and dirty sectors, a per-set use stamp, the RRPV) and store stamps one
+//! after the other, so a 16-way set is three host cache lines of one host page (a load reads
+//! two). Use stamps count within their set (one more than the set's highest), which orders a
+//! set's lines as a global clock would. Tags are 32-bit while every line address seen fits, and
+//! move to a 64-bit array for good on the first one that does not.
 
-use crate::simd::{first_min, lanes, lanes2, low, LaneOp};
+use crate::simd::{first_min, lanes, lanes2, low, max_field, LaneOp};
 use memscope_core::hierarchy::Replacement;
 
 const INVALID: u64 = u64::MAX;
 const INVALID32: u32 = u32::MAX;
 /// The parts of a set's block, in this order: what a load reads (tags, use stamps, flags) comes
 /// first, the store stamps last.
-const STAMPS: usize = 1;
-const FLAGS: usize = 2;
-const STORE: usize = 3;
+const FLAGS: usize = 1;
+const STORE: usize = 2;
+/// Use stamps: bits 16..30 of a state word, renumbered by rank in their set when they reach
+/// `STAMP_MAX`.
+const STAMP_SHIFT: u32 = 16;
+const STAMP_MAX: u32 = 0x3fff;
+const RRPV_SHIFT: u32 = 30;
 
 /// A vector whose element `o` starts on a 64-byte boundary (host cache line).
 #[derive(Debug, Clone)]
@@ -89,10 +95,11 @@ pub struct Outcome {
 pub struct Cache {
     ways: usize,
     policy: Replacement,
-    /// Per set, `stride` words: 32-bit tags, use stamps (last use for LRU, insertion for FIFO),
-    /// flags (valid sectors, dirty sectors << 8, RRPV << 16) and store stamps (last store; the
-    /// 8-dirty rule cleans the least recently stored dirty line; meaningful only for dirty
-    /// slots, as every store that dirties a slot sets it), `ways` words each.
+    /// Per set, `stride` words: 32-bit tags, state words (valid sectors, dirty sectors << 8,
+    /// use stamp << 16 (last use for LRU, insertion for FIFO), RRPV << 30) and store stamps
+    /// (last store, from `clock`; the 8-dirty rule cleans the least recently stored dirty line;
+    /// meaningful only for dirty slots, as every store that dirties a slot sets it), `ways`
+    /// words each.
     b: Aligned<u32>,
     stride: usize,
     sets: usize,
@@ -112,17 +119,22 @@ fn dirty(f: u32) -> u8 {
 }
 #[inline(always)]
 fn rrpv(f: u32) -> u8 {
-    (f >> 16) as u8
+    (f >> RRPV_SHIFT) as u8
 }
 #[inline(always)]
-fn flags(valid: u8, dirty: u8, rrpv: u8) -> u32 {
-    valid as u32 | (dirty as u32) << 8 | (rrpv as u32) << 16
+fn flags(valid: u8, dirty: u8, rrpv: u8, stamp: u32) -> u32 {
+    valid as u32 | (dirty as u32) << 8 | stamp << STAMP_SHIFT | (rrpv as u32) << RRPV_SHIFT
+}
+/// A state word with its use stamp replaced.
+#[inline(always)]
+fn with_stamp(f: u32, stamp: u32) -> u32 {
+    (f & !(STAMP_MAX << STAMP_SHIFT)) | stamp << STAMP_SHIFT
 }
 
 impl Cache {
     /// `sets` sets of `ways` ways. `dirty_threshold` > 0 enables the 8-dirty rule at that count.
     pub fn new(sets: usize, ways: usize, policy: Replacement, dirty_threshold: u32) -> Self {
-        let stride = (4 * ways).next_multiple_of(16);
+        let stride = (3 * ways).next_multiple_of(16);
         let mut c = Cache {
             ways,
             policy,
@@ -155,7 +167,7 @@ impl Cache {
         self.sets
     }
 
-    /// Advance the use clock; stamps are 32-bit, so every 2^32 uses they are renormalized
+    /// Advance the store clock; stamps are 32-bit, so every 2^32 uses they are renormalized
     /// (order kept by rank within each set).
     #[inline]
     fn tick(&mut self) -> u32 {
@@ -170,19 +182,40 @@ impl Cache {
     fn renormalize(&mut self) {
         let w = self.ways;
         for set in 0..self.sets {
-            for k in [STAMPS, STORE] {
-                let s = self.b.s_mut(set * self.stride + k * w, w);
-                let mut order: Vec<usize> = (0..w).collect();
-                order.sort_by_key(|&i| s[i]);
-                for (rank, &i) in order.iter().enumerate() {
-                    s[i] = rank as u32 + 1;
-                }
+            let s = self.b.s_mut(set * self.stride + STORE * w, w);
+            let mut order: Vec<usize> = (0..w).collect();
+            order.sort_by_key(|&i| s[i]);
+            for (rank, &i) in order.iter().enumerate() {
+                s[i] = rank as u32 + 1;
             }
         }
         self.clock = w as u32 + 1;
     }
 
-    /// The words of `set` from part `k` (0 tags, `STAMPS`, `FLAGS`, `STORE`).
+    /// The use stamp for `set`'s next fill or hit: one more than its highest (stamps renumbered
+    /// by rank, order kept, when that would pass `STAMP_MAX`).
+    #[inline(always)]
+    fn next_stamp(&mut self, set: usize) -> u32 {
+        let m = max_field(self.part4(set, FLAGS), self.ways, STAMP_SHIFT, STAMP_MAX);
+        if m < STAMP_MAX {
+            return m + 1;
+        }
+        self.renumber_stamps(set)
+    }
+
+    #[cold]
+    fn renumber_stamps(&mut self, set: usize) -> u32 {
+        let w = self.ways;
+        let s = self.part_mut(set, FLAGS);
+        let mut order: Vec<usize> = (0..w).collect();
+        order.sort_by_key(|&i| (s[i] >> STAMP_SHIFT) & STAMP_MAX);
+        for (rank, &i) in order.iter().enumerate() {
+            s[i] = with_stamp(s[i], rank as u32 + 1);
+        }
+        w as u32 + 1
+    }
+
+    /// The words of `set` from part `k` (0 tags, `FLAGS`, `STORE`).
     #[inline(always)]
     fn part(&self, set: usize, k: usize) -> &[u32] {
         self.b.s(set * self.stride + k * self.ways, self.ways)
@@ -271,8 +304,8 @@ impl Cache {
                 return;
             }
             let p = self.b.ptr(set * self.stride);
-            // 4-byte words: tags, stamps and flags (and the store stamps for a store)
-            let bytes = if store { 16 } else { 12 } * self.ways;
+            // 4-byte words: tags and state words (and the store stamps for a store)
+            let bytes = if store { 12 } else { 8 } * self.ways;
             let mut off = 0;
             while off < bytes {
                 // SAFETY: prefetch is a hint that never faults; SSE is baseline on x86_64.
@@ -300,22 +333,22 @@ impl Cache {
     /// allocates a slot (maybe evicting).
     #[inline]
     pub fn load(&mut self, set: usize, line: u64, sectors: u8) -> Outcome {
-        // (no prefetch here: the lookups below issue the same loads at once)
-        let clock = self.tick();
+        // (no prefetch here: the lookups below issue the same loads at once; the store clock
+        // is not advanced: only store stamps use it)
         let (hit, empty) = self.tag_masks(set, line);
+        let stamp = self.next_stamp(set);
         if hit != 0 {
             let i = hit.trailing_zeros() as usize;
             let f = self.part(set, FLAGS)[i];
             let missing = sectors & !valid(f);
             self.part_mut(set, FLAGS)[i] = f | sectors as u32;
-            self.touch(set, i, clock);
+            self.touch(set, i, stamp);
             return Outcome { tag_hit: true, missing, evicted: None, cleaned: None };
         }
         let (way, evicted) = self.victim_with(set, empty);
         self.set_tag(set, way, line);
-        self.part_mut(set, STAMPS)[way] = clock;
         // the store stamp is left as it is: it is read only for dirty slots, and this one is clean
-        self.part_mut(set, FLAGS)[way] = flags(sectors, 0, 1);
+        self.part_mut(set, FLAGS)[way] = flags(sectors, 0, 1, stamp);
         Outcome { tag_hit: false, missing: sectors, evicted, cleaned: None }
     }
 
@@ -326,6 +359,7 @@ impl Cache {
     pub fn store(&mut self, set: usize, line: u64, sectors: u8, full: u8, allocate: bool, mark_dirty: bool) -> Outcome {
         self.prefetch_block(set, true); // the store stamps too
         let clock = self.tick();
+        let stamp = self.next_stamp(set);
         let mut cleaned = None;
         if self.dirty_threshold > 0 && mark_dirty {
             let w = self.ways;
@@ -346,7 +380,7 @@ impl Cache {
             }
             self.part_mut(set, FLAGS)[i] = f;
             let missing = sectors & !valid(f);
-            self.touch(set, i, clock);
+            self.touch(set, i, stamp);
             return Outcome { tag_hit: true, missing, evicted: None, cleaned };
         }
         if !allocate {
@@ -355,9 +389,8 @@ impl Cache {
         let (way, evicted) = self.victim(set);
         let d = if mark_dirty { sectors } else { 0 };
         self.set_tag(set, way, line);
-        self.part_mut(set, STAMPS)[way] = clock;
         self.part_mut(set, STORE)[way] = clock;
-        self.part_mut(set, FLAGS)[way] = flags(full, d, 1);
+        self.part_mut(set, FLAGS)[way] = flags(full, d, 1, stamp);
         Outcome { tag_hit: false, missing: sectors & !full, evicted, cleaned }
     }
 
@@ -405,22 +438,24 @@ impl Cache {
             return (empty.trailing_zeros() as usize, None);
         }
         let way = match self.policy {
-            Replacement::Lru | Replacement::Fifo => first_min(self.part4(set, STAMPS), low(w)),
+            // (valid lines' stamps differ, and candidates share their RRPV: the smallest state
+            // word is the smallest stamp)
+            Replacement::Lru | Replacement::Fifo => first_min(self.part4(set, FLAGS), low(w)),
             Replacement::Rrip => {
                 // "Scan for RRPV 2; if none, age every line and rescan": RRPVs are 0, 1 or 2
                 // (insert 1, hit 0, aging saturates at 2). With no line at 2, aging by 2 - max
                 // RRPV makes the lines at the maximum the candidates; the victim is the first
                 // candidate with the smallest use stamp.
                 let fl = self.part4(set, FLAGS);
-                let ge2 = !lanes(fl, w, LaneOp::AndZero(0xfe_0000)) & low(w);
+                let ge2 = !lanes(fl, w, LaneOp::AndZero(0x8000_0000)) & low(w);
                 let cand = if ge2 != 0 {
                     ge2
                 } else {
-                    let eq1 = lanes(fl, w, LaneOp::AndZero(0xfe_0000)) & !lanes(fl, w, LaneOp::AndZero(0x1_0000));
+                    let eq1 = lanes(fl, w, LaneOp::AndZero(0x8000_0000)) & !lanes(fl, w, LaneOp::AndZero(0x4000_0000));
                     let k = if eq1 != 0 { 1 } else { 2 };
                     for f in self.part_mut(set, FLAGS) {
                         let r = (rrpv(*f) + k).min(2);
-                        *f = (*f & !0xff_0000) | (r as u32) << 16;
+                        *f = (*f & !(3 << RRPV_SHIFT)) | (r as u32) << RRPV_SHIFT;
                     }
                     if eq1 != 0 {
                         eq1
@@ -428,7 +463,7 @@ impl Cache {
                         low(w)
                     }
                 };
-                first_min(self.part4(set, STAMPS), cand)
+                first_min(self.part4(set, FLAGS), cand)
             }
         };
         let d = dirty(self.part(set, FLAGS)[way]);
@@ -437,14 +472,13 @@ impl Cache {
     }
 
     #[inline]
-    fn touch(&mut self, set: usize, way: usize, clock: u32) {
-        match self.policy {
-            Replacement::Lru => self.part_mut(set, STAMPS)[way] = clock,
+    fn touch(&mut self, set: usize, way: usize, stamp: u32) {
+        let policy = self.policy;
+        let f = &mut self.part_mut(set, FLAGS)[way];
+        match policy {
+            Replacement::Lru => *f = with_stamp(*f, stamp),
             Replacement::Fifo => {}
-            Replacement::Rrip => {
-                self.part_mut(set, STAMPS)[way] = clock;
-                self.part_mut(set, FLAGS)[way] &= !0xff_0000;
-            }
+            Replacement::Rrip => *f = with_stamp(*f, stamp) & !(3 << RRPV_SHIFT),
         }
     }
 }
@@ -476,49 +510,5 @@ pub fn huge_vec<T: Copy>(x: T, n: usize) -> Vec<T> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn lru_evicts_least_recent() {
-        let mut c = Cache::new(1, 2, Replacement::Lru, 0);
-        c.load(0, 1, 1);
-        c.load(0, 2, 1);
-        c.load(0, 1, 1);
-        c.load(0, 3, 1);
-        assert!(c.probe(0, 1, 1) && c.probe(0, 3, 1) && !c.probe(0, 2, 1));
-    }
-
-    #[test]
-    fn rrip_keeps_hit_lines_against_a_scan() {
-        let mut c = Cache::new(1, 4, Replacement::Rrip, 0);
-        for l in 0..4 {
-            c.load(0, l, 1);
-        }
-        c.load(0, 0, 1); // RRPV 0
-        for l in 10..13 {
-            c.load(0, l, 1); // streaming lines age and replace the RRPV-1 lines first
-        }
-        assert!(c.probe(0, 0, 1));
-    }
-
-    #[test]
-    fn eight_dirty_rule_cleans_least_recently_stored() {
-        let mut c = Cache::new(1, 16, Replacement::Rrip, 8);
-        for l in 0..8 {
-            assert_eq!(c.store(0, l, 0xf, 0xf, true, true).cleaned, None);
-        }
-        let o = c.store(0, 8, 0xf, 0xf, true, true);
-        assert_eq!(o.cleaned, Some(WriteBack { line: 0, sectors: 0xf }));
-        assert_eq!(c.dirty_lines(), 8);
-    }
-
-    #[test]
-    fn sectors_fill_on_demand() {
-        let mut c = Cache::new(1, 1, Replacement::Lru, 0);
-        assert_eq!(c.load(0, 5, 0b0001).missing, 0b0001);
-        let o = c.load(0, 5, 0b0011);
-        assert!(o.tag_hit);
-        assert_eq!(o.missing, 0b0010);
-    }
-}
+#[path = "cache_tests.rs"]
+mod tests;

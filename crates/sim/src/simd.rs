@@ -80,6 +80,42 @@ pub(crate) fn lanes2(s: &[u32], n: usize, x: u32, y: u32) -> (u64, u64) {
     }
 }
 
+/// The largest `(s[i] >> shift) & mask` for i < n (`s` holds n rounded up to 4 words; `mask`
+/// below 2^15). On x86_64 four words at a time (SSE2).
+#[inline(always)]
+pub(crate) fn max_field(s: &[u32], n: usize, shift: u32, mask: u32) -> u32 {
+    debug_assert!(mask < 1 << 15);
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        assert!(s.len() >= n.next_multiple_of(4));
+        // SAFETY: every load reads 4 words below s.len() (checked above); SSE2 is baseline.
+        unsafe {
+            let (vm, cnt) = (_mm_set1_epi32(mask as i32), _mm_cvtsi32_si128(shift as i32));
+            let mut m = _mm_setzero_si128();
+            let mut i = 0;
+            while i < n {
+                let v = _mm_and_si128(_mm_srl_epi32(_mm_loadu_si128(s.as_ptr().add(i) as *const __m128i), cnt), vm);
+                // lanes at or past n count as 0
+                let live = _mm_cmplt_epi32(
+                    _mm_setr_epi32(i as i32, i as i32 + 1, i as i32 + 2, i as i32 + 3),
+                    _mm_set1_epi32(n as i32),
+                );
+                // (fields below 2^15 in the low half of each word: a 16-bit signed max is theirs)
+                m = _mm_max_epi16(m, _mm_and_si128(v, live));
+                i += 4;
+            }
+            m = _mm_max_epi16(m, _mm_shuffle_epi32::<0b0100_1110>(m));
+            m = _mm_max_epi16(m, _mm_shuffle_epi32::<0b1011_0001>(m));
+            _mm_cvtsi128_si32(m) as u32
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        s[..n].iter().map(|&w| (w >> shift) & mask).max().unwrap_or(0)
+    }
+}
+
 #[derive(Clone, Copy)]
 pub(crate) enum LaneOp {
     /// word == x
@@ -178,6 +214,9 @@ mod tests {
                 }
             }
             assert_eq!(first_min(&words, cand), best, "case {case}");
+            let (shift, mask) = ((case % 20) as u32, 0x3fff);
+            let max = words[..n].iter().map(|&w| (w >> shift) & mask).max().unwrap_or(0);
+            assert_eq!(max_field(&words, n, shift, mask), max, "case {case}");
         }
     }
 }
