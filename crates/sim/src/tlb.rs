@@ -3,7 +3,7 @@
 //! the page table with its seeded physical page allocator (footnote 7: the driver picks physical
 //! pages at allocation; one physical page may be mapped at two virtual addresses).
 
-use crate::simd::{lanes, LaneOp};
+use crate::simd::{first_min, lanes, low, LaneOp};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -58,10 +58,12 @@ pub struct Tlb {
     /// `vpns[i] as u32`, padded to a multiple of 4 words.
     lo: Vec<u32>,
     ppns: Vec<u64>,
-    stamps: Vec<u64>,
+    /// Last use (LRU) or fill (FIFO), from `clock`, padded like `lo`; renumbered by rank (the
+    /// order kept) when the 32-bit clock runs out.
+    stamps: Vec<u32>,
     capacity: usize,
     lru: bool,
-    clock: u64,
+    clock: u32,
 }
 
 impl Tlb {
@@ -70,7 +72,7 @@ impl Tlb {
             vpns: Vec::with_capacity(capacity),
             lo: vec![0; capacity.next_multiple_of(4)],
             ppns: Vec::with_capacity(capacity),
-            stamps: Vec::with_capacity(capacity),
+            stamps: vec![0; capacity.next_multiple_of(4)],
             capacity,
             lru,
             clock: 0,
@@ -79,12 +81,31 @@ impl Tlb {
     pub fn clear(&mut self) {
         self.vpns.clear();
         self.ppns.clear();
-        self.stamps.clear();
+    }
+
+    #[inline(always)]
+    fn tick(&mut self) -> u32 {
+        if self.clock == u32::MAX {
+            self.renumber();
+        }
+        self.clock += 1;
+        self.clock
+    }
+
+    #[cold]
+    fn renumber(&mut self) {
+        let n = self.vpns.len();
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by_key(|&i| self.stamps[i]);
+        for (rank, &i) in order.iter().enumerate() {
+            self.stamps[i] = rank as u32 + 1;
+        }
+        self.clock = n as u32;
     }
     /// Look up a virtual page; on a hit returns the physical page.
     #[inline]
     pub fn lookup(&mut self, vpn: u64) -> Option<u64> {
-        self.clock += 1;
+        let clock = self.tick();
         // the first matching entry (entries are unique, so the only one), 64 entries at a time
         let n = self.vpns.len();
         let mut base = 0;
@@ -94,7 +115,7 @@ impl Tlb {
                 let i = base + m.trailing_zeros() as usize;
                 if self.vpns[i] == vpn {
                     if self.lru {
-                        self.stamps[i] = self.clock;
+                        self.stamps[i] = clock;
                     }
                     return Some(self.ppns[i]);
                 }
@@ -107,26 +128,26 @@ impl Tlb {
     /// Install a translation after a miss, replacing the LRU (or oldest) entry when full.
     #[inline]
     pub fn insert(&mut self, vpn: u64, ppn: u64) {
-        self.clock += 1;
-        if self.vpns.len() < self.capacity {
-            self.lo[self.vpns.len()] = vpn as u32;
+        let clock = self.tick();
+        let n = self.vpns.len();
+        if n < self.capacity {
+            self.lo[n] = vpn as u32;
+            self.stamps[n] = clock;
             self.vpns.push(vpn);
             self.ppns.push(ppn);
-            self.stamps.push(self.clock);
             return;
         }
-        // the first entry with the smallest stamp (branch-free selects: the oldest entry's
-        // place is unpredictable)
-        let (mut best, mut oldest) = (0, u64::MAX);
-        for (i, &t) in self.stamps.iter().enumerate() {
-            let older = t < oldest;
-            best = if older { i } else { best };
-            oldest = if older { t } else { oldest };
-        }
+        // the first entry with the smallest stamp (stamps differ: the smallest), four at a time
+        // up to 64 entries
+        let best = if n <= 64 {
+            first_min(&self.stamps, low(n))
+        } else {
+            (0..n).fold(0, |b, i| if self.stamps[i] < self.stamps[b] { i } else { b })
+        };
         self.vpns[best] = vpn;
         self.lo[best] = vpn as u32;
         self.ppns[best] = ppn;
-        self.stamps[best] = self.clock;
+        self.stamps[best] = clock;
     }
     /// Drop entries for a virtual page (after `free`).
     pub fn invalidate(&mut self, vpn: u64) {
@@ -138,6 +159,7 @@ impl Tlb {
                 self.lo.push(0);
                 self.ppns.remove(i);
                 self.stamps.remove(i);
+                self.stamps.push(0);
             } else {
                 i += 1;
             }
@@ -275,6 +297,25 @@ mod tests {
             }
         }
         assert_eq!(misses, 34);
+    }
+
+    #[test]
+    fn stamps_renumbered_when_the_clock_runs_out_keep_the_order() {
+        for lru in [true, false] {
+            let (mut a, mut b) = (Tlb::new(16, lru), Tlb::new(16, lru));
+            b.clock = u32::MAX - 1000; // renumbers after about 1000 uses
+            let mut r = SplitMix(4);
+            for _ in 0..20_000 {
+                let vpn = r.below(24);
+                let hit = a.lookup(vpn);
+                assert_eq!(hit, b.lookup(vpn));
+                if hit.is_none() {
+                    a.insert(vpn, vpn + 7);
+                    b.insert(vpn, vpn + 7);
+                }
+            }
+            assert!(b.clock < 30_000);
+        }
     }
 
     #[test]
