@@ -8,16 +8,17 @@
 //! state words (valid and dirty sectors, a per-set use stamp, the RRPV) and store stamps one
 //! after the other, so a 16-way set is three host cache lines of one host page (a load reads
 //! two). Use stamps count within their set (one more than the set's highest), which orders a
-//! set's lines as a global clock would. Tags are 32-bit while every line address seen fits, and
-//! move to a 64-bit array for good on the first one that does not.
+//! set's lines as a global clock would. Tags are 32-bit while every line address held since the
+//! last `clear` has the same high 32 bits (those kept once), and move to a 64-bit array for good
+//! on the first one that does not.
 
 use crate::simd::{first_min, lanes, lanes2, low, max_field, LaneOp};
 use memscope_core::hierarchy::Replacement;
 
 const INVALID: u64 = u64::MAX;
 const INVALID32: u32 = u32::MAX;
-/// The parts of a set's block, in this order: what a load reads (tags, use stamps, flags) comes
-/// first, the store stamps last.
+/// The parts of a set's block, in this order: what a load reads (tags, state words) comes first,
+/// the store stamps last.
 const FLAGS: usize = 1;
 const STORE: usize = 2;
 /// Use stamps: bits 16..30 of a state word, renumbered by rank in their set when they reach
@@ -105,6 +106,9 @@ pub struct Cache {
     sets: usize,
     /// 64-bit tags, once a line address did not fit in 32 bits (the block's tags are unused).
     wide: Option<Aligned<u64>>,
+    /// The high 32 bits of every line address held in 32-bit tags (set by the first tag after
+    /// `clear`; a line with other high bits moves the tags to `wide`).
+    hi: Option<u32>,
     clock: u32,
     dirty_threshold: u32,
 }
@@ -142,6 +146,7 @@ impl Cache {
             stride,
             sets,
             wide: None,
+            hi: None,
             clock: 0,
             dirty_threshold,
         };
@@ -159,6 +164,7 @@ impl Cache {
         if let Some(t) = &mut self.wide {
             t.fill(INVALID);
         }
+        self.hi = None;
         self.clock = 0;
     }
 
@@ -231,16 +237,17 @@ impl Cache {
         self.b.s4(set * self.stride + k * self.ways, self.ways)
     }
 
+    /// `line` as a 32-bit tag, if 32-bit tags can hold it (`None`: it is not in the cache).
+    #[inline(always)]
+    fn narrow(&self, line: u64) -> Option<u32> {
+        (self.hi == Some((line >> 32) as u32) && line as u32 != INVALID32).then_some(line as u32)
+    }
+
     #[inline]
     fn find(&self, set: usize, line: u64) -> Option<usize> {
         let w = self.ways;
         let m = match &self.wide {
-            None => {
-                if line >= INVALID32 as u64 {
-                    return None;
-                }
-                lanes(self.part4(set, 0), w, LaneOp::Eq(line as u32))
-            }
+            None => lanes(self.part4(set, 0), w, LaneOp::Eq(self.narrow(line)?)),
             Some(t) => return t.s(set * w, w).iter().position(|&x| x == line),
         };
         (m != 0).then(|| m.trailing_zeros() as usize)
@@ -252,10 +259,9 @@ impl Cache {
         match &self.wide {
             None => {
                 let x = self.part(set, 0)[way];
-                if x == INVALID32 {
-                    INVALID
-                } else {
-                    x as u64
+                match self.hi {
+                    Some(hi) if x != INVALID32 => (hi as u64) << 32 | x as u64,
+                    _ => INVALID,
                 }
             }
             Some(t) => t.s(set * self.ways + way, 1)[0],
@@ -264,8 +270,14 @@ impl Cache {
 
     #[inline]
     fn set_tag(&mut self, set: usize, way: usize, line: u64) {
-        if line >= INVALID32 as u64 && self.wide.is_none() {
-            self.widen();
+        if self.wide.is_none() {
+            if self.hi.is_none() {
+                // (no tag is held: every way of every set is empty)
+                self.hi = Some((line >> 32) as u32);
+            }
+            if self.narrow(line).is_none() {
+                self.widen();
+            }
         }
         let w = self.ways;
         match &mut self.wide {
@@ -420,7 +432,7 @@ impl Cache {
         match &self.wide {
             None => {
                 let (hit, empty) = lanes2(self.part4(set, 0), w, line as u32, INVALID32);
-                (if line >= INVALID32 as u64 { 0 } else { hit }, empty)
+                (if self.narrow(line).is_some() { hit } else { 0 }, empty)
             }
             Some(t) => t
                 .s(set * w, w)

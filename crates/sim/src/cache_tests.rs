@@ -142,3 +142,29 @@ fn sectors_fill_on_demand() {
     assert!(o.tag_hit);
     assert_eq!(o.missing, 0b0010);
 }
+
+#[test]
+fn tags_of_any_width_are_told_apart() {
+    // 32-bit tags with one high part, then lines that differ only above bit 32 (or whose low
+    // half is the empty marker) move them to 64 bits; `clear` starts over
+    for policy in [Replacement::Lru, Replacement::Rrip] {
+        let mut c = Cache::new(2, 4, policy, 0);
+        let lines = [5 << 32 | 3, 6 << 32 | 3, 5 << 32 | 0xffff_ffff, 3];
+        assert_eq!(c.load(1, lines[0], 1).missing, 1);
+        assert!(c.wide.is_none() && c.probe(1, lines[0], 1) && !c.probe(1, lines[1], 1) && !c.probe(1, 3, 1));
+        for &l in &lines[1..] {
+            assert_eq!(c.load(1, l, 1).missing, 1);
+        }
+        assert!(c.wide.is_some());
+        assert!(lines.iter().all(|&l| c.probe(1, l, 1)) && c.lines_in_set(1) == 4 && c.lines_in_set(0) == 0);
+        c.clear();
+        assert!(lines.iter().all(|&l| !c.probe(1, l, 1)));
+        let mut d = Cache::new(2, 4, policy, 0);
+        d.load(0, lines[1], 1);
+        d.load(0, lines[1] + 1, 1);
+        assert!(d.wide.is_none() && d.probe(0, lines[1] + 1, 1) && !d.probe(0, lines[0], 1));
+        d.clear();
+        d.load(0, 3, 1); // a new high part after `clear`
+        assert!(d.wide.is_none() && d.probe(0, 3, 1) && !d.probe(0, lines[0], 1));
+    }
+}
