@@ -156,12 +156,18 @@ impl SimTarget {
         if sm >= self.m.h.sm.count {
             return Err(TargetError::BadSpec(format!("sm {sm}: this simulated GPU has {} SMs", self.m.h.sm.count)));
         }
-        // (consecutive addresses mostly lie in the buffer of the one before: checked first)
+        // (consecutive addresses mostly lie in the buffer of the one before: checked first; the
+        // same pass finds the range and spacing of the addresses for the duplicate test)
         let mut last: Option<&Buffer> = None;
+        let a0 = spec.addrs[0];
+        let (mut lo, mut hi, mut diffs) = (a0, a0, 0u64);
         for (i, &a) in spec.addrs.iter().enumerate() {
             if a % 8 != 0 {
                 return Err(TargetError::BadSpec(format!("addrs[{i}] = {a:#x} is not 8-byte aligned")));
             }
+            lo = lo.min(a);
+            hi = hi.max(a);
+            diffs |= a.wrapping_sub(a0);
             if last.is_some_and(|b| b.contains(a)) {
                 continue;
             }
@@ -170,7 +176,9 @@ impl SimTarget {
                 return Err(TargetError::BadSpec(format!("addrs[{i}] = {a:#x} is not inside a live buffer")));
             }
         }
-        if !has_duplicates_bitmap(&spec.addrs).unwrap_or(true) {
+        // (every address differs from the lowest by a multiple of 2^k exactly when it differs
+        // from the first one by such a multiple)
+        if !has_duplicates_bitmap(&spec.addrs, lo, hi, diffs.trailing_zeros().min(63)).unwrap_or(true) {
             return Ok((sm, w));
         }
         // a duplicate (or a sparse list): sort, and name the smallest repeated address
@@ -213,13 +221,10 @@ impl SimTarget {
     }
 }
 
-/// Whether 8-byte-aligned `addrs` repeat an address, by a bitmap over their range (a long chase
-/// list sorts slowly); `None` when the range is too sparse for a bitmap.
-fn has_duplicates_bitmap(addrs: &[u64]) -> Option<bool> {
-    let lo = *addrs.iter().min()?;
-    let hi = *addrs.iter().max()?;
-    // all offsets from `lo` are multiples of 2^shift (a chase over lines: one bit per line)
-    let shift = addrs.iter().fold(0, |acc, &a| acc | (a - lo)).trailing_zeros().min(63);
+/// Whether 8-byte-aligned `addrs`, from `lo` to `hi`, repeat an address, by a bitmap over their
+/// range (a long chase list sorts slowly); `None` when the range is too sparse for a bitmap. All
+/// offsets from `lo` are multiples of 2^`shift` (a chase over lines: one bit per line).
+fn has_duplicates_bitmap(addrs: &[u64], lo: u64, hi: u64, shift: u32) -> Option<bool> {
     let words = ((hi - lo) >> shift) / 64 + 1;
     if words > 4 * addrs.len() as u64 + 1024 {
         return None;
