@@ -64,6 +64,9 @@ pub struct Tlb {
     capacity: usize,
     lru: bool,
     clock: u32,
+    /// Where a page number was last found or put, by its low 6 bits: a guess checked against
+    /// `vpns` before the scan (speed only; entries are unique, so a right guess is the entry).
+    hint: [u32; 64],
 }
 
 impl Tlb {
@@ -76,6 +79,7 @@ impl Tlb {
             capacity,
             lru,
             clock: 0,
+            hint: [0; 64],
         }
     }
     pub fn clear(&mut self) {
@@ -106,8 +110,15 @@ impl Tlb {
     #[inline]
     pub fn lookup(&mut self, vpn: u64) -> Option<u64> {
         let clock = self.tick();
-        // the first matching entry (entries are unique, so the only one), 64 entries at a time
         let n = self.vpns.len();
+        let h = self.hint[(vpn & 63) as usize] as usize;
+        if h < n && self.vpns[h] == vpn {
+            if self.lru {
+                self.stamps[h] = clock;
+            }
+            return Some(self.ppns[h]);
+        }
+        // the first matching entry (entries are unique, so the only one), 64 entries at a time
         let mut base = 0;
         while base < n {
             let mut m = lanes(&self.lo[base..], (n - base).min(64), LaneOp::Eq(vpn as u32));
@@ -117,6 +128,7 @@ impl Tlb {
                     if self.lru {
                         self.stamps[i] = clock;
                     }
+                    self.hint[(vpn & 63) as usize] = i as u32;
                     return Some(self.ppns[i]);
                 }
                 m &= m - 1;
@@ -131,6 +143,7 @@ impl Tlb {
         let clock = self.tick();
         let n = self.vpns.len();
         if n < self.capacity {
+            self.hint[(vpn & 63) as usize] = n as u32;
             self.lo[n] = vpn as u32;
             self.stamps[n] = clock;
             self.vpns.push(vpn);
@@ -144,6 +157,7 @@ impl Tlb {
         } else {
             (0..n).fold(0, |b, i| if self.stamps[i] < self.stamps[b] { i } else { b })
         };
+        self.hint[(vpn & 63) as usize] = best as u32;
         self.vpns[best] = vpn;
         self.lo[best] = vpn as u32;
         self.ppns[best] = ppn;
