@@ -16,7 +16,7 @@ for l in sys.stdin:
     try: m=json.loads(l)
     except Exception: continue
     if m.get("reason")=="compiler-artifact" and m.get("profile",{}).get("test") and m.get("executable"): print(m["executable"])' |
-    while read -r exe; do cp "$exe" "$bin/"; done
+    while read -r exe; do strip -o "$bin/$(basename "$exe")" "$exe"; done
   # The memscope binary itself, for the end-to-end fault-path check below.
   cargo build --release -p memscope && strip -o "$bin/memscope" target/release/memscope
   ls "$bin"
