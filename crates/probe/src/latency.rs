@@ -208,11 +208,13 @@ fn l2_retained(
     l2_ns: f64,
     top_ns: f64,
     dram: &DramLevel,
-) -> Result<Option<Finding>, ProbeError> {
+) -> Result<Result<Finding, String>, ProbeError> {
     let dram_ns = dram.ns;
-    let Some(first_dram) = bypass.iter().find(|p| at_level(p, dram)) else { return Ok(None) };
+    let Some(first_dram) = bypass.iter().find(|p| at_level(p, dram)) else {
+        return Ok(Err("no footprint of the sweep reached DRAM".into()));
+    };
     if !m.per_hop() {
-        return Ok(None);
+        return Ok(Err("no per-hop times for the exact count".into()));
     }
     // Cost of a TLB miss on an L2 hit: one line in each 2 MiB block (a random line of it), more
     // blocks than any L1 TLB has entries, so every hop misses the TLB and hits L2.
@@ -227,14 +229,16 @@ fn l2_retained(
     let tlb_ns = (page_hit.typical_ns() - l2_ns).max(0.0);
     let hit_top = top_ns + tlb_ns;
     if dram_ns - hit_top < 0.1 * hit_top {
-        return Ok(None);
+        return Ok(Err("the slowest cache level and DRAM are too close to classify hops".into()));
     }
     let threshold = 0.5 * (hit_top + dram_ns);
     let bytes = (2 * first_dram.bytes).min(max_bytes) / stride * stride;
     let lines: Vec<u64> = (0..bytes / stride).map(|k| base + k * stride).collect();
-    let Some(r) = count_retained(m, &lines, CachePath::L1Bypass, threshold, 4)? else { return Ok(None) };
+    let Some(r) = count_retained(m, &lines, CachePath::L1Bypass, threshold, 4)? else {
+        return Ok(Err("no per-hop times for the exact count".into()));
+    };
     if r.hits * stride >= bytes {
-        return Ok(None);
+        return Ok(Err("every line of the double footprint counted as retained".into()));
     }
     let method = "lines still cached after one fill lap, read back in reverse order (capacity seen from one SM)";
     let mut note = format!(
@@ -243,6 +247,16 @@ fn l2_retained(
         lines.len(),
         r.runs
     );
+    if r.false_hit_fraction > MAX_FALSE_HIT_FRACTION {
+        // Misses as fast as hits are too common to subtract (seen on the H200: a dense fill lap
+        // in address order is partly served fast by DRAM); the caller falls back to the knee.
+        return Ok(Err(format!(
+            "the retained-line count was not used: {:.1}% of the hops of an all-miss fill lap were as fast as a hit (threshold {threshold:.1} ns; {} of {} lines counted)",
+            100.0 * r.false_hit_fraction,
+            r.raw_hits,
+            lines.len()
+        )));
+    }
     let conf = if r.false_hit_fraction > 0.0 {
         note += &format!(
             "; {:.2}% of the hops of an all-miss fill lap were as fast as a hit, so the count is corrected to {} lines and approximate",
@@ -253,8 +267,12 @@ fn l2_retained(
     } else {
         Confidence::Medium
     };
-    Ok(Some(Finding::integer(r.hits * stride, "bytes", method, conf).with_note(&note)))
+    Ok(Ok(Finding::integer(r.hits * stride, "bytes", method, conf).with_note(&note)))
 }
+
+/// Largest share of an all-miss lap's hops that may pass for hits before the retained-line count
+/// is abandoned for the knee.
+const MAX_FALSE_HIT_FRACTION: f64 = 0.05;
 
 impl Probe for LatencyProbe {
     fn key(&self) -> &'static str {
@@ -408,8 +426,8 @@ impl Probe for LatencyProbe {
         let l2_levels = Levels::new(l2_ns, dram_ns).with_floor_from(&l2);
         let first_slow = bypass.iter().position(|p| p.typical_ns > l2_ns * 1.1);
         match (counted, first_slow) {
-            (Some(c), _) => out.finding("l2.capacity_bytes", c),
-            (None, Some(i)) if i > 0 && l2_levels.separable() => {
+            (Ok(c), _) => out.finding("l2.capacity_bytes", c),
+            (Err(why), Some(i)) if i > 0 && l2_levels.separable() => {
                 // Extra miss rate of a fitting footprint (beyond the floor of a tiny one).
                 let fit_bytes = bypass[i - 1].bytes;
                 let floor = l2_levels.misses_per_lap(&bypass[i - 1].timing, 1).0.max(0.0);
@@ -421,7 +439,7 @@ impl Probe for LatencyProbe {
                 out.finding(
                     "l2.capacity_bytes",
                     Finding::integer(fit * stride, "bytes", "largest dense footprint with no L2 misses above the noise floor", Confidence::Low)
-                        .with_note(&format!("a lower bound, resolution {} bytes: a virtual footprint fills a physically hashed cache's sets unevenly (no per-hop times for the exact count)", (miss - fit) * stride)),
+                        .with_note(&format!("a lower bound, resolution {} bytes: a virtual footprint fills a physically hashed cache's sets unevenly ({why})", (miss - fit) * stride)),
                 );
             }
             _ => out.finding(
