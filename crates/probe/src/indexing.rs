@@ -118,7 +118,7 @@ impl Probe for IndexingProbe {
 
         // L2: footprint of 3/4 of the capacity chased through both mappings.
         let m2 = "chase a physical footprint of 3/4 of the L2 capacity through both mappings vs once, and vs a fresh double footprint";
-        match earlier_u64(&earlier, "l2.capacity_bytes").filter(|c| *c >= 1 << 20) {
+        match earlier_u64(&earlier, "l2.capacity_bytes").filter(|c| *c >= 4096) {
             None => {
                 out.finding("l2.indexing", Finding::undetermined("", m2, "needs l2.capacity_bytes (run latency first)"))
             }

@@ -349,7 +349,7 @@ impl Probe for L2WaysProbe {
             undetermined(&mut out, "needs per-hop times to tell the lines of over-full sets from the rest");
             return Ok(out);
         }
-        let Some(cap) = earlier_u64(&earlier, "l2.capacity_bytes").filter(|c| *c >= 1 << 20) else {
+        let Some(cap) = earlier_u64(&earlier, "l2.capacity_bytes").filter(|c| *c >= 4096) else {
             undetermined(&mut out, "needs l2.capacity_bytes (latency probe) to size the pool");
             return Ok(out);
         };

@@ -112,7 +112,7 @@ impl Probe for L2PolicyProbe {
             out.finding("l2.policy", Finding::undetermined("", method, "needs per-hop times"));
             return Ok(out);
         }
-        let Some(cap) = earlier_u64(&earlier, "l2.capacity_bytes").filter(|c| *c >= 1 << 20) else {
+        let Some(cap) = earlier_u64(&earlier, "l2.capacity_bytes").filter(|c| *c >= 4096) else {
             out.finding("l2.policy", Finding::undetermined("", method, "needs l2.capacity_bytes (latency probe)"));
             return Ok(out);
         };
