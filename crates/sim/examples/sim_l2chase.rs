@@ -23,12 +23,13 @@ fn main() {
     let mut spec = ChaseSpec::new(
         v,
         if std::env::args().nth(2).is_some() { CachePath::L1Cached } else { CachePath::L1Bypass },
-        5_000_000,
+        std::env::var("HOPS").map(|h| h.parse().unwrap()).unwrap_or(5_000_000),
     );
     spec.warmup_laps = 0;
     spec.repeats = 1;
     let (s, c) = (std::time::Instant::now(), cpu_s());
     let r = t.chase(&spec).unwrap();
     let c = cpu_s() - c;
-    println!("{:5.2} M hops per CPU s ({:?} wall) {:?}", 5.0 / c, s.elapsed(), r.ns_per_hop);
+    let hops = spec.hops as f64 / 1e6;
+    println!("{:5.2} M hops per CPU s ({:?} wall) {:?}", hops / c, s.elapsed(), r.ns_per_hop);
 }
