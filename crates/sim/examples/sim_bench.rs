@@ -77,12 +77,14 @@ fn main() {
     if !run("vadd") {
         return;
     }
-    // vadd: three replays, each on a fresh target (the first one's state as the CLI sees it)
+    // vadd: three replays, each on a fresh target (the first one's state as the CLI sees it);
+    // `VADD_N=...` in the environment for another size
+    let n: u64 = std::env::var("VADD_N").map(|v| v.parse().expect("VADD_N: a count")).unwrap_or(16_777_216);
     let (mut cpu, mut wall, mut last) = (Vec::new(), Vec::new(), None);
     for _ in 0..3 {
         let mut t = SimTarget::from_preset("rtx4090").unwrap();
         let (t0, c0) = (Instant::now(), cpu_s());
-        let (rep, _) = run_vadd(&mut t, 16_777_216, 0).unwrap();
+        let (rep, _) = run_vadd(&mut t, n, 0).unwrap();
         wall.push(t0.elapsed().as_secs_f64());
         cpu.push(cpu_s() - c0);
         last = Some(rep);
@@ -92,7 +94,7 @@ fn main() {
     wall.sort_by(f64::total_cmp);
     let reqs = rep.stats.l1_load_requests + rep.stats.l1_store_requests;
     println!(
-        "vadd n=16777216, median (best) of 3: {:.2} ({:.2}) s CPU, {:.2} ({:.2}) s wall; {reqs} requests = {:.1} M requests per CPU second; modeled {:.1} us, {:.0} GB/s",
+        "vadd n={n}, median (best) of 3: {:.2} ({:.2}) s CPU, {:.2} ({:.2}) s wall; {reqs} requests = {:.1} M requests per CPU second; modeled {:.1} us, {:.0} GB/s",
         cpu[1],
         cpu[0],
         wall[1],

@@ -69,6 +69,14 @@ pub struct Pre {
     l2_set: u32,
 }
 
+impl Pre {
+    /// The L2 slice of the line (its home slice).
+    #[inline]
+    pub fn slice(&self) -> u32 {
+        self.slice
+    }
+}
+
 /// Counters (all cumulative since construction or `reset_stats`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Stats {
@@ -476,17 +484,37 @@ impl Machine {
     /// A store of `len` bytes at `va` (inside one line): L1 write-through with allocate-and-update,
     /// then the L2 slice writes the masked bytes and marks the sectors dirty (seed 004).
     pub fn store(&mut self, sm: u32, va: u64, len: u64, now_ns: f64) -> StoreResult {
+        self.store_core(sm, va, len, now_ns, None)
+    }
+
+    /// `store` of `p.va`, with the indices `pre` computed ahead (the same result as `store`).
+    #[inline]
+    pub fn store_pre(&mut self, sm: u32, p: &Pre, len: u64, now_ns: f64) -> StoreResult {
+        self.store_core(sm, p.va, len, now_ns, Some(p))
+    }
+
+    #[inline(always)]
+    fn store_core(&mut self, sm: u32, va: u64, len: u64, now_ns: f64, pre: Option<&Pre>) -> StoreResult {
+        debug_assert!(pre.is_none_or(|p| p.va == va));
         self.stats.l1_store_requests += 1;
         let l1_shift = self.l1_line_shift;
         let l1_off = va & ((1 << l1_shift) - 1);
         let l1_sectors = sector_mask(l1_off, len, self.l1_sector_shift);
         let l1_full = full_sectors(l1_off, len, self.l1_sector_shift);
         let (pa, tlb_miss) = self.translate(sm, va);
+        // the indices computed ahead hold when the TLB gave the translation they assumed
+        let pre = pre.filter(|p| p.pa == pa);
         let l1_key = if self.h.l1.indexing == Indexing::Physical { pa } else { va };
-        let l1_set = self.l1_set_of(l1_key);
+        let l1_set = match pre {
+            Some(p) => p.l1_set,
+            None => self.l1_set_of(l1_key),
+        };
         self.sm(sm).l1.store(l1_set as usize, l1_key >> l1_shift, l1_sectors, l1_full, true, false);
         let key = if self.h.l2.indexing == Indexing::Physical { pa } else { va };
-        let (slice, set) = self.l2_index(key);
+        let (slice, set) = match pre {
+            Some(p) => (p.slice, p.l2_set),
+            None => self.l2_index(key),
+        };
         let off = key & ((1 << self.l2_line_shift) - 1);
         let sectors = sector_mask(off, len, self.l2_sector_shift);
         let full = full_sectors(off, len, self.l2_sector_shift);

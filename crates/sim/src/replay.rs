@@ -7,7 +7,7 @@
 //! channels (`Dram`). Unloaded, a request costs exactly the chase latencies (15.4 / 127.4 /
 //! 255.4 ns on the 4090). Write-backs occupy DRAM channels but do not stall stores (simplified).
 
-use crate::machine::{Level, Machine};
+use crate::machine::{Level, Machine, Pre};
 use crate::timeline::{BankSpan, BankState, Geometry, Op, Request, Served, Timeline};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -93,15 +93,16 @@ pub fn replay(m: &mut Machine, k: &dyn Kernel, t0_ns: f64, opt: ReplayOptions) -
         )
     });
     let banks_per_ctrl = h.dram.channels * h.dram.banks;
-    // events: (time, warp) — a warp's next step; block slots start their warps
-    let mut heap: BinaryHeap<Reverse<(u64, u64, u8)>> = BinaryHeap::new();
+    // events: (time, warp << 1 | phase), a warp's next step, in (time, warp, phase) order;
+    // block slots start their warps
+    let mut heap: BinaryHeap<Reverse<(u64, u64)>> = BinaryHeap::new();
     let mut slot_of_block: Vec<Slot> = Vec::new();
     let mut next_block = 0u64;
     let key = |t: f64| (t * 1024.0) as u64; // ns in 1/1024 steps: a total order for the heap
     let start_block = |b: u64,
                        slot: Slot,
                        t: f64,
-                       heap: &mut BinaryHeap<Reverse<(u64, u64, u8)>>,
+                       heap: &mut BinaryHeap<Reverse<(u64, u64)>>,
                        slot_of_block: &mut Vec<Slot>,
                        block_left: &mut [u32]| {
         let first = b * warps_per_block as u64;
@@ -112,7 +113,7 @@ pub fn replay(m: &mut Machine, k: &dyn Kernel, t0_ns: f64, opt: ReplayOptions) -
         }
         slot_of_block[b as usize] = slot;
         for (i, w) in (first..last).enumerate() {
-            heap.push(Reverse((key(t + i as f64 * cycle_ns), w, 0)));
+            heap.push(Reverse((key(t + i as f64 * cycle_ns), w << 1)));
         }
     };
     for bs in 0..blocks_per_sm {
@@ -132,56 +133,66 @@ pub fn replay(m: &mut Machine, k: &dyn Kernel, t0_ns: f64, opt: ReplayOptions) -
     }
     let mut loads = Vec::new();
     let mut stores = Vec::new();
-    let mut pre_loads = Vec::new();
-    let mut pre_stores = Vec::new();
+    // the requests of the event being replayed and of the next one (computed ahead so the host
+    // can prefetch the simulated sets they touch; speed only, no simulated state)
+    let (mut pre_loads, mut pre_stores) = (Vec::new(), Vec::new());
+    let mut cur: Vec<Piece> = Vec::new();
+    let mut next: Vec<Piece> = Vec::new();
+    let mut next_of: Option<(u64, u8)> = None;
     let mut end = t0_ns;
     let mut requests = 0u64;
     let mut rec_end = t0_ns;
-    while let Some(Reverse((tk, w, phase))) = heap.pop() {
+    while let Some(Reverse((tk, wp))) = heap.pop() {
+        let (w, phase) = (wp >> 1, (wp & 1) as u8);
         let t = tk as f64 / 1024.0;
         let b = w / warps_per_block as u64;
         let slot = slot_of_block[b as usize];
         let sm = slot.sm;
         let smu = sm as usize;
-        // host prefetch of the next event's L1 and L2 sets (speed only; no simulated state)
-        if let Some(Reverse((_, nw, nphase))) = heap.peek() {
-            pre_loads.clear();
-            pre_stores.clear();
-            k.ops(*nw, &mut pre_loads, &mut pre_stores);
-            let nsm = slot_of_block[(*nw / warps_per_block as u64) as usize].sm;
-            for op in if *nphase == 0 { &pre_loads } else { &pre_stores } {
-                m.prefetch_l1(nsm, op.va);
-                m.prefetch_l2(op.va);
-            }
-        }
         loads.clear();
         stores.clear();
         k.ops(w, &mut loads, &mut stores);
+        if next_of == Some((w, phase)) {
+            std::mem::swap(&mut cur, &mut next);
+        } else {
+            pieces(m, if phase == 0 { &loads } else { &stores }, line, &mut cur);
+        }
+        next_of = None;
+        if let Some(Reverse((_, nwp))) = heap.peek() {
+            let (nw, nphase) = (*nwp >> 1, (*nwp & 1) as u8);
+            pre_loads.clear();
+            pre_stores.clear();
+            k.ops(nw, &mut pre_loads, &mut pre_stores);
+            pieces(m, if nphase == 0 { &pre_loads } else { &pre_stores }, line, &mut next);
+            let nsm = slot_of_block[(nw / warps_per_block as u64) as usize].sm;
+            for p in &next {
+                m.prefetch_pre(nsm, &p.pre, true, true);
+            }
+            next_of = Some((nw, nphase));
+        }
         let record = w < opt.record_warps;
         // phase 0: loads, issued back to back; the stores follow (phase 1) once they returned
         let mut ready = t;
         let mut issue = t;
-        let load_ops: &[MemOp] = if phase == 0 { &loads } else { &[] };
-        for op in load_ops {
-            for (va, len) in coalesce(op.va, op.bytes, line) {
+        let load_pieces: &[Piece] = if phase == 0 { &cur } else { &[] };
+        for &Piece { op, len, pre } in load_pieces {
+            {
                 let ti = issue.max(lsu_free[smu]);
                 lsu_free[smu] = ti + cycle_ns;
                 issue = ti + cycle_ns;
                 requests += 1;
                 // slice queue first (the DRAM sees the request when the slice is done with it)
-                let pa = m.pt.translate(va).unwrap_or(0);
-                let key = if h.l2.indexing == memscope_core::hierarchy::Indexing::Physical { pa } else { va };
-                let s = m.slice_of(key) as usize;
+                let s = pre.slice() as usize;
                 let l1_done = ti + h.l1.hit_ns;
                 let arrive = l1_done + xbar_ns;
                 let st = arrive.max(slice_free[s]);
                 let svc = len as f64 * slice_ns_per_byte;
                 let l2_done = st + svc_line.max(svc);
-                let r = m.load(sm, va, len, opt.bypass_l1, l2_done - h.l2.hit_ns * 0.5);
+                let r = m.load_pre(sm, &pre, len, opt.bypass_l1, l2_done - h.l2.hit_ns * 0.5);
                 let mut rq = Request {
                     warp: w as u32,
                     sm: sm as u16,
-                    op: op.op,
+                    op,
                     served: Served::L1,
                     l1_set: r.l1_set as u16,
                     slice: r.slice as u16,
@@ -246,18 +257,18 @@ pub fn replay(m: &mut Machine, k: &dyn Kernel, t0_ns: f64, opt: ReplayOptions) -
         if phase == 0 && !stores.is_empty() {
             // FADD and friends after the loads return, then the stores as their own event
             let t_store = if loads.is_empty() { t } else { ready + 4.0 * cycle_ns };
-            heap.push(Reverse((key(t_store), w, 1)));
+            heap.push(Reverse((key(t_store), w << 1 | 1)));
             continue;
         }
         let mut t_store = t;
-        let store_ops: &[MemOp] = if phase == 1 { &stores } else { &[] };
-        for op in store_ops {
-            for (va, len) in coalesce(op.va, op.bytes, line) {
+        let store_pieces: &[Piece] = if phase == 1 { &cur } else { &[] };
+        for &Piece { op, len, pre } in store_pieces {
+            {
                 let ti = t_store.max(lsu_free[smu]);
                 lsu_free[smu] = ti + cycle_ns;
                 t_store = ti + h.sm.store_issue_ns;
                 requests += 1;
-                let r = m.store(sm, va, len, ti);
+                let r = m.store_pre(sm, &pre, len, ti);
                 let tlb = if r.tlb_miss { h.tlb.miss_ns } else { 0.0 };
                 let l1_done = ti + h.sm.store_issue_ns + tlb;
                 let pt = l1_done.max(port_free[smu]);
@@ -275,7 +286,7 @@ pub fn replay(m: &mut Machine, k: &dyn Kernel, t0_ns: f64, opt: ReplayOptions) -
                         tl.push_request(&Request {
                             warp: w as u32,
                             sm: sm as u16,
-                            op: op.op,
+                            op,
                             served: if r.l2_hit { Served::L2 } else { Served::L2Miss },
                             l1_set: r.l1_set as u16,
                             slice: r.slice as u16,
@@ -324,6 +335,24 @@ pub fn replay(m: &mut Machine, k: &dyn Kernel, t0_ns: f64, opt: ReplayOptions) -
         }
     }
     (totals, timeline)
+}
+
+/// One line request of a memory instruction, with its state-independent indices (`Machine::pre`).
+#[derive(Clone, Copy)]
+struct Piece {
+    op: Op,
+    len: u64,
+    pre: Pre,
+}
+
+/// The line requests of `ops`, in issue order, into `out`.
+fn pieces(m: &Machine, ops: &[MemOp], line: u64, out: &mut Vec<Piece>) {
+    out.clear();
+    for op in ops {
+        for (va, len) in coalesce(op.va, op.bytes, line) {
+            out.push(Piece { op: op.op, len, pre: m.pre(va) });
+        }
+    }
 }
 
 /// Split `[va, va + bytes)` into per-line pieces (the coalescer: one request per line).
