@@ -107,7 +107,7 @@ fn main() {
     let buf = memscope_core::Target::alloc(&mut t, 1 << 30).unwrap();
     let m = t.machine();
     part("machine.pre random 1 GiB", &mut || {
-        (0..n).map(|i| black_box(m.pre(buf.base + ((lines[i] & ((1 << 23) - 1)) << 7))).pa & 1).sum()
+        (0..n).map(|i| black_box(m.pre(buf.base + ((lines[i] & ((1 << 23) - 1)) << 7), 8)).pa & 1).sum()
     });
     let mut d = Dram::new(&h);
     part("dram access random", &mut || {

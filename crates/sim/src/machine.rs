@@ -67,6 +67,10 @@ pub struct Pre {
     l1_set: u32,
     slice: u32,
     l2_set: u32,
+    /// Bytes loaded or stored, and the sectors they cover in an L1 and an L2 line.
+    len: u32,
+    l1_sectors: u8,
+    l2_sectors: u8,
 }
 
 impl Pre {
@@ -134,6 +138,8 @@ pub struct Machine {
     pub dram: Dram,
     pub pt: PageTable,
     fifos: Vec<VecDeque<u64>>,
+    /// Memory controller of each slice (slices spread evenly over the controllers).
+    controller_of_slice: Vec<u32>,
     /// Recently evaluated (L2 key, slice, set), direct-mapped by line: `prefetch_l2` computes
     /// them a few accesses ahead and the access reuses them (a cache of a pure function).
     l2_memo: Vec<Cell<(u64, u32, u32)>>,
@@ -179,6 +185,9 @@ impl Machine {
             dram: Dram::new(&h),
             pt: PageTable::new(h.page_bytes.trailing_zeros(), pages, h.seed),
             fifos: vec![VecDeque::new(); h.dram.controllers as usize],
+            controller_of_slice: (0..l2.slices as u64)
+                .map(|s| (s * h.dram.controllers as u64 / l2.slices as u64) as u32)
+                .collect(),
             l2_memo: vec![Cell::new((0, slice_fn.eval(0), set_fn.eval(0))); L2_MEMO],
             stats: Stats { slice_requests: vec![0; l2.slices as usize], ..Stats::default() },
             h,
@@ -265,7 +274,7 @@ impl Machine {
     /// Memory controller of a slice.
     #[inline]
     pub fn controller_of(&self, slice: u32) -> u32 {
-        (slice as u64 * self.h.dram.controllers as u64 / self.h.l2.slices as u64) as u32
+        self.controller_of_slice[slice as usize]
     }
     /// L2 partition of an SM.
     #[inline]
@@ -330,20 +339,30 @@ impl Machine {
 
     /// `load` of `p.va`, with the indices `pre` computed ahead (the same result as `load`).
     #[inline]
-    pub fn load_pre(&mut self, sm: u32, p: &Pre, len: u64, bypass_l1: bool, now_ns: f64) -> LoadResult {
-        self.load_core(sm, p.va, len, bypass_l1, now_ns, Some(p))
+    pub fn load_pre(&mut self, sm: u32, p: &Pre, bypass_l1: bool, now_ns: f64) -> LoadResult {
+        self.load_core(sm, p.va, p.len as u64, bypass_l1, now_ns, Some(p))
     }
 
-    /// The state-independent part of a load of `va` (see `Pre`).
+    /// The state-independent part of a load or store of `len` bytes at `va` (see `Pre`).
     #[inline]
-    pub fn pre(&self, va: u64) -> Pre {
+    pub fn pre(&self, va: u64, len: u64) -> Pre {
         let shift = self.page_shift;
         // as `translate` does on a TLB miss: an unmapped page reads as physical page 0
         let pa = (self.pt.walk(va >> shift).unwrap_or(0) << shift) | (va & ((1u64 << shift) - 1));
         let l1_key = if self.h.l1.indexing == Indexing::Physical { pa } else { va };
         let l2_key = if self.h.l2.indexing == Indexing::Physical { pa } else { va };
         let (slice, l2_set) = self.l2_pair(l2_key);
-        Pre { va, pa, l1_set: self.l1_set_of(l1_key), slice, l2_set }
+        Pre {
+            va,
+            pa,
+            l1_set: self.l1_set_of(l1_key),
+            slice,
+            l2_set,
+            len: len as u32,
+            // (line offsets are the same in virtual and physical addresses: lines within pages)
+            l1_sectors: sector_mask(va & ((1 << self.l1_line_shift) - 1), len, self.l1_sector_shift),
+            l2_sectors: sector_mask(va & ((1 << self.l2_line_shift) - 1), len, self.l2_sector_shift),
+        }
     }
 
     /// Prefetch (on the host) the L1 set of SM `sm` (with `l1`) and the L2 set (with `l2`) a
@@ -388,7 +407,10 @@ impl Machine {
                 _ => self.l1_set_of(a),
             };
             let line = a >> self.l1_line_shift;
-            let sectors = sector_mask(a & ((1 << self.l1_line_shift) - 1), len, self.l1_sector_shift);
+            let sectors = match pre {
+                Some(p) => p.l1_sectors,
+                None => sector_mask(a & ((1 << self.l1_line_shift) - 1), len, self.l1_sector_shift),
+            };
             r.l1_set = set;
             let o = self.sm(sm).l1.load(set as usize, line, sectors);
             if o.missing == 0 {
@@ -417,7 +439,10 @@ impl Machine {
         r.slice = slice;
         r.l2_set = set;
         let line = key >> self.l2_line_shift;
-        let sectors = sector_mask(key & ((1 << self.l2_line_shift) - 1), len, self.l2_sector_shift);
+        let sectors = match pre {
+            Some(p) => p.l2_sectors,
+            None => sector_mask(key & ((1 << self.l2_line_shift) - 1), len, self.l2_sector_shift),
+        };
         self.stats.l2_read_requests += 1;
         self.stats.l2_read_sectors += sectors.count_ones() as u64;
         self.stats.slice_requests[slice as usize] += 1;
@@ -489,8 +514,8 @@ impl Machine {
 
     /// `store` of `p.va`, with the indices `pre` computed ahead (the same result as `store`).
     #[inline]
-    pub fn store_pre(&mut self, sm: u32, p: &Pre, len: u64, now_ns: f64) -> StoreResult {
-        self.store_core(sm, p.va, len, now_ns, Some(p))
+    pub fn store_pre(&mut self, sm: u32, p: &Pre, now_ns: f64) -> StoreResult {
+        self.store_core(sm, p.va, p.len as u64, now_ns, Some(p))
     }
 
     #[inline(always)]

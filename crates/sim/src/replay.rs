@@ -188,7 +188,7 @@ pub fn replay(m: &mut Machine, k: &dyn Kernel, t0_ns: f64, opt: ReplayOptions) -
                 let st = arrive.max(slice_free[s]);
                 let svc = len as f64 * slice_ns_per_byte;
                 let l2_done = st + svc_line.max(svc);
-                let r = m.load_pre(sm, &pre, len, opt.bypass_l1, l2_done - h.l2.hit_ns * 0.5);
+                let r = m.load_pre(sm, &pre, opt.bypass_l1, l2_done - h.l2.hit_ns * 0.5);
                 let mut rq = Request {
                     warp: w as u32,
                     sm: sm as u16,
@@ -268,7 +268,7 @@ pub fn replay(m: &mut Machine, k: &dyn Kernel, t0_ns: f64, opt: ReplayOptions) -
                 lsu_free[smu] = ti + cycle_ns;
                 t_store = ti + h.sm.store_issue_ns;
                 requests += 1;
-                let r = m.store_pre(sm, &pre, len, ti);
+                let r = m.store_pre(sm, &pre, ti);
                 let tlb = if r.tlb_miss { h.tlb.miss_ns } else { 0.0 };
                 let l1_done = ti + h.sm.store_issue_ns + tlb;
                 let pt = l1_done.max(port_free[smu]);
@@ -350,7 +350,7 @@ fn pieces(m: &Machine, ops: &[MemOp], line: u64, out: &mut Vec<Piece>) {
     out.clear();
     for op in ops {
         for (va, len) in coalesce(op.va, op.bytes, line) {
-            out.push(Piece { op: op.op, len, pre: m.pre(va) });
+            out.push(Piece { op: op.op, len, pre: m.pre(va, len) });
         }
     }
 }

@@ -156,28 +156,35 @@ impl SimTarget {
         if sm >= self.m.h.sm.count {
             return Err(TargetError::BadSpec(format!("sm {sm}: this simulated GPU has {} SMs", self.m.h.sm.count)));
         }
-        // (consecutive addresses mostly lie in the buffer of the one before: checked first; the
-        // same pass finds the range and spacing of the addresses for the duplicate test)
-        let mut last: Option<&Buffer> = None;
+        // One pass for the range, the alignment and the spacing (every address differs from the
+        // lowest by a multiple of 2^k exactly when it differs from the first one by such a
+        // multiple): a plain reduction the compiler vectorizes.
         let a0 = spec.addrs[0];
-        let (mut lo, mut hi, mut diffs) = (a0, a0, 0u64);
-        for (i, &a) in spec.addrs.iter().enumerate() {
-            if a % 8 != 0 {
-                return Err(TargetError::BadSpec(format!("addrs[{i}] = {a:#x} is not 8-byte aligned")));
-            }
+        let (mut lo, mut hi, mut diffs, mut odd) = (a0, a0, 0u64, 0u64);
+        for &a in &spec.addrs {
             lo = lo.min(a);
             hi = hi.max(a);
             diffs |= a.wrapping_sub(a0);
-            if last.is_some_and(|b| b.contains(a)) {
-                continue;
-            }
-            last = self.mapping_of(a).map(|m| &m.buf);
-            if last.is_none() {
-                return Err(TargetError::BadSpec(format!("addrs[{i}] = {a:#x} is not inside a live buffer")));
+            odd |= a;
+        }
+        if odd % 8 != 0 {
+            let (i, a) = spec.addrs.iter().enumerate().find(|(_, a)| *a % 8 != 0).unwrap_or((0, &a0));
+            return Err(TargetError::BadSpec(format!("addrs[{i}] = {a:#x} is not 8-byte aligned")));
+        }
+        // Buffers are contiguous ranges: when the lowest and the highest address lie in one, all
+        // do; otherwise each address is looked up (consecutive ones mostly share a buffer).
+        if !self.mapping_of(lo).is_some_and(|m| m.buf.contains(hi)) {
+            let mut last: Option<&Buffer> = None;
+            for (i, &a) in spec.addrs.iter().enumerate() {
+                if last.is_some_and(|b| b.contains(a)) {
+                    continue;
+                }
+                last = self.mapping_of(a).map(|m| &m.buf);
+                if last.is_none() {
+                    return Err(TargetError::BadSpec(format!("addrs[{i}] = {a:#x} is not inside a live buffer")));
+                }
             }
         }
-        // (every address differs from the lowest by a multiple of 2^k exactly when it differs
-        // from the first one by such a multiple)
         if !has_duplicates_bitmap(&spec.addrs, lo, hi, diffs.trailing_zeros().min(63)).unwrap_or(true) {
             return Ok((sm, w));
         }
@@ -199,9 +206,9 @@ impl SimTarget {
 
     /// `hop` of `p.va` with its indices computed ahead.
     #[inline]
-    fn hop_pre(&mut self, sm: u32, p: &Pre, bypass: bool, t: f64) -> (f64, Level) {
-        let r = self.m.load_pre(sm, p, 8, bypass, t);
-        (self.noisy(r.latency_ns), r.level)
+    fn hop_pre(&mut self, sm: u32, p: &Pre, bypass: bool, t: f64, noise: bool) -> (f64, Level) {
+        let r = self.m.load_pre(sm, p, bypass, t);
+        (if noise { self.noisy(r.latency_ns) } else { r.latency_ns.max(0.0) }, r.level)
     }
 
     /// A hop's latency with the configured noise added.
@@ -379,21 +386,22 @@ impl SimTarget {
             const AHEAD: usize = 8;
             const RING: usize = 32;
             if table.is_none() && hops[0] >= 2 * n as u64 {
-                *table = Some(c.iter().map(|&a| self.m.pre(a)).collect());
+                *table = Some(c.iter().map(|&a| self.m.pre(a, 8)).collect());
             }
             let table: &[Pre] = table.as_deref().unwrap_or(&[]);
             let mut ring = [Pre::default(); RING];
+            let noise = self.m.h.noise.jitter_ns > 0.0 || self.m.h.noise.outlier_fraction > 0.0;
             // prefetch the L2 set too while hops go past L1
             let mut l2_bound = true;
             if table.is_empty() {
                 for (k, slot) in ring.iter_mut().enumerate().take(AHEAD) {
-                    *slot = self.m.pre(c[(p + k) % n]);
+                    *slot = self.m.pre(c[(p + k) % n], 8);
                 }
             }
             for i in 0..hops[0] as usize {
                 let ahead = if p + AHEAD < n { p + AHEAD } else { (p + AHEAD) % n };
                 let cur = if table.is_empty() {
-                    let next = self.m.pre(c[ahead]);
+                    let next = self.m.pre(c[ahead], 8);
                     self.m.prefetch_pre(sm, &next, !bypass, l2_bound);
                     ring[(i + AHEAD) % RING] = next;
                     ring[i % RING]
@@ -401,7 +409,7 @@ impl SimTarget {
                     self.m.prefetch_pre(sm, &table[ahead], !bypass, l2_bound);
                     table[p]
                 };
-                let (ns, level) = self.hop_pre(sm, &cur, bypass, t);
+                let (ns, level) = self.hop_pre(sm, &cur, bypass, t, noise);
                 l2_bound = level != Level::L1;
                 t += ns;
                 sum += ns;
