@@ -37,6 +37,7 @@ pub mod target;
 pub mod timeline;
 pub mod tlb;
 pub mod vadd;
+pub mod wbfifo;
 
 pub use machine::{Level, Machine, Stats};
 pub use memscope_core::hierarchy::Hierarchy;

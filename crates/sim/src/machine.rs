@@ -10,10 +10,10 @@ use crate::dram::{Dram, DramAccess};
 use crate::fastindex::{FastIndex, SliceAndSet};
 use crate::hash::IndexFn;
 use crate::tlb::{PageTable, Tlb};
+use crate::wbfifo::WbFifo;
 use memscope_core::hierarchy::{Hierarchy, Indexing, Replacement};
 use serde::Serialize;
 use std::cell::Cell;
-use std::collections::VecDeque;
 
 /// Where a load was served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -137,7 +137,7 @@ pub struct Machine {
     pub l2: Cache,
     pub dram: Dram,
     pub pt: PageTable,
-    fifos: Vec<VecDeque<u64>>,
+    fifos: Vec<WbFifo>,
     /// Memory controller of each slice (slices spread evenly over the controllers).
     controller_of_slice: Vec<u32>,
     /// Recently evaluated (L2 key, slice, set), direct-mapped by line: `prefetch_l2` computes
@@ -184,7 +184,7 @@ impl Machine {
             l2: Cache::new(total_sets, l2.ways as usize, l2.replacement, threshold),
             dram: Dram::new(&h),
             pt: PageTable::new(h.page_bytes.trailing_zeros(), pages, h.seed),
-            fifos: vec![VecDeque::new(); h.dram.controllers as usize],
+            fifos: vec![WbFifo::default(); h.dram.controllers as usize],
             controller_of_slice: (0..l2.slices as u64)
                 .map(|s| (s * h.dram.controllers as u64 / l2.slices as u64) as u32)
                 .collect(),
@@ -220,7 +220,7 @@ impl Machine {
             s.tlb.clear();
         }
         self.l2.clear();
-        self.fifos.iter_mut().for_each(VecDeque::clear);
+        self.fifos.iter_mut().for_each(WbFifo::clear);
         self.dram.reset();
     }
 
@@ -488,7 +488,7 @@ impl Machine {
         }
         let c = self.controller_of(slice);
         let fifo = &self.fifos[c as usize];
-        if !fifo.is_empty() && fifo.contains(&line) {
+        if !fifo.is_empty() && fifo.contains(line) {
             self.stats.fifo_read_hits += 1;
             r.level = Level::WriteBackFifo;
             r.latency_ns = self.h.l2.hit_ns + tlb_ns;
