@@ -132,6 +132,8 @@ pub struct Machine {
     slices_per_partition: u32,
     sms_per_partition: u32,
     far: Option<f64>,
+    /// Virtually indexed L1, physically indexed L2, one partition: `hop_pre`'s short path.
+    short_path: bool,
     page_shift: u32,
     sms: Vec<Option<Box<SmState>>>,
     pub l2: Cache,
@@ -179,6 +181,9 @@ impl Machine {
             slices_per_partition: l2.slices / l2.partitions,
             sms_per_partition: h.sm.count / l2.partitions,
             far: if l2.partitions > 1 { l2.far_hit_ns } else { None },
+            short_path: h.l1.indexing == Indexing::Virtual
+                && l2.indexing == Indexing::Physical
+                && (l2.partitions <= 1 || l2.far_hit_ns.is_none()),
             page_shift: h.page_bytes.trailing_zeros(),
             sms: (0..h.sm.count).map(|_| None).collect(),
             l2: Cache::new(total_sets, l2.ways as usize, l2.replacement, threshold),
@@ -343,6 +348,89 @@ impl Machine {
         self.load_core(sm, p.va, p.len as u64, bypass_l1, now_ns, Some(p))
     }
 
+    /// A chase hop: `load_pre` reduced to what a chase reads (latency and level), the same state
+    /// changes and counters. Speed only: the common hierarchy (virtually indexed L1, physically
+    /// indexed L2, one partition) takes a short path; others go through `load_pre`.
+    #[inline]
+    pub fn hop_pre(&mut self, sm: u32, p: &Pre, bypass_l1: bool, now_ns: f64) -> (f64, Level) {
+        if !self.short_path || (sm as usize) >= self.sms.len() {
+            let r = self.load_pre(sm, p, bypass_l1, now_ns);
+            return (r.latency_ns, r.level);
+        }
+        if self.sms[sm as usize].is_none() {
+            self.make_sm(sm);
+        }
+        let Some(s) = self.sms[sm as usize].as_deref_mut() else { unreachable!("SM state made just above") };
+        if !bypass_l1 {
+            self.stats.l1_load_requests += 1;
+            let o = s.l1.load(p.l1_set as usize, p.va >> self.l1_line_shift, p.l1_sectors);
+            if o.missing == 0 {
+                self.stats.l1_load_hits += 1;
+                return (self.h.l1.hit_ns, Level::L1);
+            }
+        }
+        // the L1 miss is translated (`translate`, with the page table's answer known from `pre`)
+        let shift = self.page_shift;
+        let vpn = p.va >> shift;
+        self.stats.tlb_lookups += 1;
+        let tlb_ns = match s.tlb.lookup(vpn) {
+            Some(ppn) if ppn == p.pa >> shift => 0.0,
+            Some(ppn) => return self.hop_translated_elsewhere(sm, p, ppn, now_ns, false),
+            None => {
+                self.stats.tlb_misses += 1;
+                let ppn = self.pt.walk(vpn).unwrap_or(0);
+                s.tlb.insert(vpn, ppn);
+                if ppn != p.pa >> shift {
+                    return self.hop_translated_elsewhere(sm, p, ppn, now_ns, true);
+                }
+                self.h.tlb.miss_ns
+            }
+        };
+        let (slice, line, sectors) = (p.slice as usize, p.pa >> self.l2_line_shift, p.l2_sectors);
+        self.stats.l2_read_requests += 1;
+        self.stats.l2_read_sectors += sectors.count_ones() as u64;
+        self.stats.slice_requests[slice] += 1;
+        let o = self.l2.load(slice * self.sets_per_slice as usize + p.l2_set as usize, line, sectors);
+        if let Some(wb) = o.evicted {
+            self.write_back(wb, now_ns);
+        }
+        if o.missing == 0 {
+            self.stats.l2_read_hits += 1;
+            return (self.h.l2.hit_ns + tlb_ns, Level::L2);
+        }
+        let c = self.controller_of_slice[slice];
+        let fifo = &self.fifos[c as usize];
+        if !fifo.is_empty() && fifo.contains(line) {
+            self.stats.fifo_read_hits += 1;
+            return (self.h.l2.hit_ns + tlb_ns, Level::WriteBackFifo);
+        }
+        let n = o.missing.count_ones() as u64;
+        self.stats.dram_reads += 1;
+        self.stats.dram_read_sectors += n;
+        let arrive = now_ns + self.h.l2.hit_ns * 0.5;
+        let a = self.dram.access(c, p.pa, arrive, n as f64 / self.l2_sectors_per_line as f64);
+        self.count_dram(&a);
+        (self.h.dram.latency_ns + a.extra_ns.max(-self.h.dram.activate_ns) + tlb_ns, Level::Dram)
+    }
+
+    /// The rest of a `hop_pre` whose translation (already done: physical page `ppn`, `tlb_miss`)
+    /// is not the one `pre` assumed: the part of `load_core` below L1 with the TLB's answer.
+    #[cold]
+    fn hop_translated_elsewhere(&mut self, sm: u32, p: &Pre, ppn: u64, now_ns: f64, tlb_miss: bool) -> (f64, Level) {
+        let pa = (ppn << self.page_shift) | (p.va & ((1u64 << self.page_shift) - 1));
+        let r = LoadResult {
+            level: Level::L1,
+            latency_ns: self.h.l1.hit_ns,
+            tlb_miss: false,
+            l1_set: p.l1_set,
+            slice: 0,
+            l2_set: 0,
+            dram: None,
+        };
+        let r = self.load_below_l1(sm, p.va, pa, p.len as u64, tlb_miss, now_ns, None, r);
+        (r.latency_ns, r.level)
+    }
+
     /// The state-independent part of a load or store of `len` bytes at `va` (see `Pre`).
     #[inline]
     pub fn pre(&self, va: u64, len: u64) -> Pre {
@@ -429,6 +517,24 @@ impl Machine {
                 p
             }
         };
+        self.load_below_l1(sm, va, pa, len, tlb_miss, now_ns, pre, r)
+    }
+
+    /// The part of a load after L1: `pa` is the translation (`tlb_miss`: it missed), `r` what
+    /// the L1 part filled in.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn load_below_l1(
+        &mut self,
+        sm: u32,
+        va: u64,
+        pa: u64,
+        len: u64,
+        tlb_miss: bool,
+        now_ns: f64,
+        pre: Option<&Pre>,
+        mut r: LoadResult,
+    ) -> LoadResult {
         let key = if self.h.l2.indexing == Indexing::Physical { pa } else { va };
         let tlb_ns = if tlb_miss { self.h.tlb.miss_ns } else { 0.0 };
         r.tlb_miss = tlb_miss;

@@ -207,8 +207,8 @@ impl SimTarget {
     /// `hop` of `p.va` with its indices computed ahead.
     #[inline]
     fn hop_pre(&mut self, sm: u32, p: &Pre, bypass: bool, t: f64, noise: bool) -> (f64, Level) {
-        let r = self.m.load_pre(sm, p, bypass, t);
-        (if noise { self.noisy(r.latency_ns) } else { r.latency_ns.max(0.0) }, r.level)
+        let (ns, level) = self.m.hop_pre(sm, p, bypass, t);
+        (if noise { self.noisy(ns) } else { ns.max(0.0) }, level)
     }
 
     /// A hop's latency with the configured noise added.
