@@ -153,9 +153,10 @@ const L2_MEMO: usize = 256;
 /// Mask of the sectors covering `[off, off + len)` of a line (`len` >= 1).
 #[inline]
 pub fn sector_mask(off: u64, len: u64, sector_shift: u32) -> u8 {
-    let first = off >> sector_shift;
-    let last = (off + len - 1) >> sector_shift;
-    (((1u32 << (last + 1)) - 1) & !((1u32 << first) - 1)) as u8
+    let first = (off >> sector_shift) as u32;
+    let last = ((off + len - 1) >> sector_shift) as u32;
+    // bits first..=last
+    (2u32 << last).wrapping_sub(1u32 << first) as u8
 }
 
 impl Machine {
@@ -711,4 +712,26 @@ fn full_sectors(off: u64, len: u64, sector_shift: u32) -> u8 {
         return 0;
     }
     (((1u32 << end) - 1) & !((1u32 << first) - 1)) as u8
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sector_masks_cover_the_bytes() {
+        for shift in [3, 4, 5, 6] {
+            let line = 8u64 << shift; // eight sectors
+            for off in 0..line {
+                for len in 1..=line - off {
+                    let want = (0..8u32).filter(|&k| {
+                        let (s, e) = ((k as u64) << shift, ((k as u64) + 1) << shift);
+                        off < e && off + len > s
+                    });
+                    let want = want.fold(0u8, |m, k| m | 1 << k);
+                    assert_eq!(sector_mask(off, len, shift), want, "off {off} len {len} shift {shift}");
+                }
+            }
+        }
+    }
 }
