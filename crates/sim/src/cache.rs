@@ -2,30 +2,21 @@
 //! hold only some sectors; seed 004: dirty sector masks, 2-bit RRPV replacement, the 8-dirty rule).
 //! Sets are addressed by a flat index (the L2 uses `slice * sets_per_slice + set`); tags are line
 //! addresses. Replacement: LRU, FIFO, or RRIP (new lines RRPV 1, a hit sets 0, victim = least
-//! recently used among RRPV 2, else age every line and rescan).
+//! recently used among RRPV 2, else age every line and rescan). A fill takes the first empty way;
+//! no way is ever emptied again (until `clear`), so the full ways of a set are a prefix.
 //!
-//! Layout (speed only): one block per set, aligned to 64 bytes, holding the set's 32-bit tags,
-//! state words (valid and dirty sectors, a per-set use stamp, the RRPV) and store stamps one
-//! after the other, so a 16-way set is three host cache lines of one host page (a load reads
-//! two). Use stamps count within their set (one more than the set's highest), which orders a
-//! set's lines as a global clock would. Tags are 32-bit while every line address held since the
-//! last `clear` has the same high 32 bits (those kept once), and move to a 64-bit array for good
-//! on the first one that does not.
+//! Layout (speed only, `cache_set`): one block per set, aligned to 64 bytes: 32-bit tags, then
+//! byte arrays of recency ranks (order of last use for LRU and RRIP, of fill for FIFO), valid and
+//! dirty sectors and RRPVs, then store ranks (order of the last store that dirtied a line, for
+//! the 8-dirty rule); a 16-way set is three host cache lines of one host page (a load reads two).
+//! Tags are 32-bit while every line address held since the last `clear` has the same high 32
+//! bits (those kept once), and move to a 64-bit array for good on the first one that does not.
 
-use crate::simd::{first_min, lanes, lanes2, low, max_field, LaneOp};
+use crate::cache_set::{Layout, Set, DIRTY, INVALID32, RANK, RRPV, SRANK, VALID};
+use crate::simd::{lanes, lanes2, max_field, LaneOp};
 use memscope_core::hierarchy::Replacement;
 
 const INVALID: u64 = u64::MAX;
-const INVALID32: u32 = u32::MAX;
-/// The parts of a set's block, in this order: what a load reads (tags, state words) comes first,
-/// the store stamps last.
-const FLAGS: usize = 1;
-const STORE: usize = 2;
-/// Use stamps: bits 16..30 of a state word, renumbered by rank in their set when they reach
-/// `STAMP_MAX`.
-const STAMP_SHIFT: u32 = 16;
-const STAMP_MAX: u32 = 0x3fff;
-const RRPV_SHIFT: u32 = 30;
 
 /// A vector whose element `o` starts on a 64-byte boundary (host cache line).
 #[derive(Debug, Clone)]
@@ -41,8 +32,7 @@ impl<T: Copy> Aligned<T> {
         const HUGE: usize = 2 << 20;
         let align = if n * sz >= HUGE / 8 { HUGE } else { 64 };
         let pad = if align == HUGE { 2 * HUGE / sz } else { 64 / sz };
-        // (4 more elements: `lanes` reads whole groups of 4 words past a set's last part)
-        let v = huge_vec(x, n + pad + 4);
+        let v = huge_vec(x, n + pad);
         let misalign = v.as_ptr() as usize % align;
         let o = if misalign == 0 || !misalign.is_multiple_of(sz) { 0 } else { (align - misalign) / sz };
         Aligned { v, o }
@@ -54,11 +44,6 @@ impl<T: Copy> Aligned<T> {
     #[inline(always)]
     fn s_mut(&mut self, i: usize, n: usize) -> &mut [T] {
         &mut self.v[self.o + i..self.o + i + n]
-    }
-    /// `n` elements from `i`, rounded up to a multiple of 4 (for `lanes`).
-    #[inline(always)]
-    fn s4(&self, i: usize, n: usize) -> &[T] {
-        &self.v[self.o + i..self.o + i + n.next_multiple_of(4)]
     }
     #[inline(always)]
     fn ptr(&self, i: usize) -> *const i8 {
@@ -94,78 +79,41 @@ pub struct Outcome {
 /// The cache state.
 #[derive(Debug, Clone)]
 pub struct Cache {
-    ways: usize,
     policy: Replacement,
-    /// Per set, `stride` words: 32-bit tags, state words (valid sectors, dirty sectors << 8,
-    /// use stamp << 16 (last use for LRU, insertion for FIFO), RRPV << 30) and store stamps
-    /// (last store, from `clock`; the 8-dirty rule cleans the least recently stored dirty line;
-    /// meaningful only for dirty slots, as every store that dirties a slot sets it), `ways`
-    /// words each.
+    /// Per set, `l.stride` words (`cache_set`): 32-bit tags, recency ranks, valid and dirty
+    /// sectors, RRPVs, store ranks.
     b: Aligned<u32>,
-    stride: usize,
+    l: Layout,
     sets: usize,
     /// 64-bit tags, once a line address did not fit in 32 bits (the block's tags are unused).
     wide: Option<Aligned<u64>>,
     /// The high 32 bits of every line address held in 32-bit tags (set by the first tag after
     /// `clear`; a line with other high bits moves the tags to `wide`).
     hi: Option<u32>,
-    clock: u32,
     dirty_threshold: u32,
 }
 
-#[inline(always)]
-fn valid(f: u32) -> u8 {
-    f as u8
-}
-#[inline(always)]
-fn dirty(f: u32) -> u8 {
-    (f >> 8) as u8
-}
-#[inline(always)]
-fn rrpv(f: u32) -> u8 {
-    (f >> RRPV_SHIFT) as u8
-}
-#[inline(always)]
-fn flags(valid: u8, dirty: u8, rrpv: u8, stamp: u32) -> u32 {
-    valid as u32 | (dirty as u32) << 8 | stamp << STAMP_SHIFT | (rrpv as u32) << RRPV_SHIFT
-}
-/// A state word with its use stamp replaced.
-#[inline(always)]
-fn with_stamp(f: u32, stamp: u32) -> u32 {
-    (f & !(STAMP_MAX << STAMP_SHIFT)) | stamp << STAMP_SHIFT
-}
-
 impl Cache {
-    /// `sets` sets of `ways` ways. `dirty_threshold` > 0 enables the 8-dirty rule at that count.
+    /// `sets` sets of `ways` ways (1 to 64). `dirty_threshold` > 0 enables the 8-dirty rule at
+    /// that count.
     pub fn new(sets: usize, ways: usize, policy: Replacement, dirty_threshold: u32) -> Self {
-        let stride = (3 * ways).next_multiple_of(16);
-        let mut c = Cache {
-            ways,
-            policy,
-            b: Aligned::new(0, sets * stride),
-            stride,
-            sets,
-            wide: None,
-            hi: None,
-            clock: 0,
-            dirty_threshold,
-        };
+        let l = Layout::new(ways);
+        let mut c =
+            Cache { policy, b: Aligned::new(0, sets * l.stride), l, sets, wide: None, hi: None, dirty_threshold };
         c.clear();
         c
     }
 
     /// Forget everything (dirty data is dropped; call `dirty_lines` first to write it back).
     pub fn clear(&mut self) {
-        self.b.fill(0);
-        let (w, st) = (self.ways, self.stride);
+        let e = self.l.empty_block();
         for set in 0..self.sets {
-            self.b.s_mut(set * st, w).fill(INVALID32);
+            self.b.s_mut(set * self.l.stride, self.l.stride).copy_from_slice(&e);
         }
         if let Some(t) = &mut self.wide {
             t.fill(INVALID);
         }
         self.hi = None;
-        self.clock = 0;
     }
 
     /// Number of sets.
@@ -173,68 +121,21 @@ impl Cache {
         self.sets
     }
 
-    /// Advance the store clock; stamps are 32-bit, so every 2^32 uses they are renormalized
-    /// (order kept by rank within each set).
-    #[inline]
-    fn tick(&mut self) -> u32 {
-        if self.clock == u32::MAX {
-            self.renormalize();
-        }
-        self.clock += 1;
-        self.clock
-    }
-
-    #[cold]
-    fn renormalize(&mut self) {
-        let w = self.ways;
-        for set in 0..self.sets {
-            let s = self.b.s_mut(set * self.stride + STORE * w, w);
-            let mut order: Vec<usize> = (0..w).collect();
-            order.sort_by_key(|&i| s[i]);
-            for (rank, &i) in order.iter().enumerate() {
-                s[i] = rank as u32 + 1;
-            }
-        }
-        self.clock = w as u32 + 1;
-    }
-
-    /// The use stamp for `set`'s next fill or hit: one more than its highest (stamps renumbered
-    /// by rank, order kept, when that would pass `STAMP_MAX`).
+    /// A handle on `set`'s block to read.
     #[inline(always)]
-    fn next_stamp(&mut self, set: usize) -> u32 {
-        let m = max_field(self.part4(set, FLAGS), self.ways, STAMP_SHIFT, STAMP_MAX);
-        if m < STAMP_MAX {
-            return m + 1;
-        }
-        self.renumber_stamps(set)
+    fn set(&self, set: usize) -> Set {
+        let s = self.b.s(set * self.l.stride, self.l.stride);
+        // SAFETY: `s` is the whole block of `set` (bounds checked just above); only reading
+        // methods are called on this handle (`set_mut` makes the ones that write).
+        unsafe { Set::new(s.as_ptr() as *mut u8, self.l) }
     }
 
-    #[cold]
-    fn renumber_stamps(&mut self, set: usize) -> u32 {
-        let w = self.ways;
-        let s = self.part_mut(set, FLAGS);
-        let mut order: Vec<usize> = (0..w).collect();
-        order.sort_by_key(|&i| (s[i] >> STAMP_SHIFT) & STAMP_MAX);
-        for (rank, &i) in order.iter().enumerate() {
-            s[i] = with_stamp(s[i], rank as u32 + 1);
-        }
-        w as u32 + 1
-    }
-
-    /// The words of `set` from part `k` (0 tags, `FLAGS`, `STORE`).
+    /// A handle on `set`'s block to read and write (while `self` is borrowed mutably).
     #[inline(always)]
-    fn part(&self, set: usize, k: usize) -> &[u32] {
-        self.b.s(set * self.stride + k * self.ways, self.ways)
-    }
-    #[inline(always)]
-    fn part_mut(&mut self, set: usize, k: usize) -> &mut [u32] {
-        self.b.s_mut(set * self.stride + k * self.ways, self.ways)
-    }
-
-    /// Part `k` of `set` rounded up to 4 words (for `lanes`).
-    #[inline(always)]
-    fn part4(&self, set: usize, k: usize) -> &[u32] {
-        self.b.s4(set * self.stride + k * self.ways, self.ways)
+    fn set_mut(&mut self, set: usize) -> Set {
+        let s = self.b.s_mut(set * self.l.stride, self.l.stride);
+        // SAFETY: `s` is the whole block of `set`, borrowed mutably (bounds checked just above).
+        unsafe { Set::new(s.as_mut_ptr() as *mut u8, self.l) }
     }
 
     /// `line` as a 32-bit tag, if 32-bit tags can hold it (`None`: it is not in the cache).
@@ -243,13 +144,24 @@ impl Cache {
         (self.hi == Some((line >> 32) as u32) && line as u32 != INVALID32).then_some(line as u32)
     }
 
+    /// Ways of `set` holding `line` (at most one).
+    #[inline(always)]
+    fn hits(&self, s: Set, set: usize, line: u64) -> u64 {
+        match &self.wide {
+            None => match self.narrow(line) {
+                Some(x) => s.tags_eq(x),
+                None => 0,
+            },
+            Some(t) => {
+                let w = self.l.w;
+                t.s(set * w, w).iter().enumerate().fold(0, |h, (i, &x)| h | u64::from(x == line) << i)
+            }
+        }
+    }
+
     #[inline]
     fn find(&self, set: usize, line: u64) -> Option<usize> {
-        let w = self.ways;
-        let m = match &self.wide {
-            None => lanes(self.part4(set, 0), w, LaneOp::Eq(self.narrow(line)?)),
-            Some(t) => return t.s(set * w, w).iter().position(|&x| x == line),
-        };
+        let m = self.hits(self.set(set), set, line);
         (m != 0).then(|| m.trailing_zeros() as usize)
     }
 
@@ -258,13 +170,13 @@ impl Cache {
     fn tag(&self, set: usize, way: usize) -> u64 {
         match &self.wide {
             None => {
-                let x = self.part(set, 0)[way];
+                let x = self.set(set).tag(way);
                 match self.hi {
                     Some(hi) if x != INVALID32 => (hi as u64) << 32 | x as u64,
                     _ => INVALID,
                 }
             }
-            Some(t) => t.s(set * self.ways + way, 1)[0],
+            Some(t) => t.s(set * self.l.w + way, 1)[0],
         }
     }
 
@@ -279,9 +191,9 @@ impl Cache {
                 self.widen();
             }
         }
-        let w = self.ways;
+        let w = self.l.w;
         match &mut self.wide {
-            None => self.part_mut(set, 0)[way] = line as u32,
+            None => self.set_mut(set).set_tag(way, line as u32),
             Some(t) => t.s_mut(set * w + way, 1)[0] = line,
         }
     }
@@ -289,7 +201,7 @@ impl Cache {
     /// Switch to 64-bit tags (a line address beyond 32 bits was seen).
     #[cold]
     fn widen(&mut self) {
-        let w = self.ways;
+        let w = self.l.w;
         let mut wide = Aligned::new(INVALID, self.sets * w);
         for set in 0..self.sets {
             for way in 0..w {
@@ -299,6 +211,16 @@ impl Cache {
         self.wide = Some(wide);
     }
 
+    /// Whether every way of `set` holds a line (the full ways are a prefix: the last one is).
+    #[inline(always)]
+    fn full(&self, s: Set, set: usize) -> bool {
+        let w = self.l.w;
+        match &self.wide {
+            None => s.tag(w - 1) != INVALID32,
+            Some(t) => t.s(set * w + w - 1, 1)[0] != INVALID,
+        }
+    }
+
     /// Hint the host CPU to fetch `set`'s state (the simulated L2 is far larger than host caches;
     /// a chase knows its next addresses, so it can overlap those host misses).
     #[inline]
@@ -306,7 +228,8 @@ impl Cache {
         self.prefetch_block(set, false);
     }
 
-    /// Prefetch the block of `set` (tags, stamps, store stamps, flags) and its wide tags.
+    /// Prefetch what a load of `set` reads (tags and state; `store`: the store ranks too) and its
+    /// wide tags.
     #[inline]
     fn prefetch_block(&self, set: usize, store: bool) {
         #[cfg(target_arch = "x86_64")]
@@ -315,9 +238,8 @@ impl Cache {
             if set >= self.sets {
                 return;
             }
-            let p = self.b.ptr(set * self.stride);
-            // 4-byte words: tags and state words (and the store stamps for a store)
-            let bytes = if store { 12 } else { 8 } * self.ways;
+            let p = self.b.ptr(set * self.l.stride);
+            let bytes = if store { self.l.store_bytes() } else { self.l.load_bytes() };
             let mut off = 0;
             while off < bytes {
                 // SAFETY: prefetch is a hint that never faults; SSE is baseline on x86_64.
@@ -326,41 +248,39 @@ impl Cache {
             }
             if let Some(t) = &self.wide {
                 // SAFETY: as above.
-                unsafe { _mm_prefetch::<_MM_HINT_T0>(t.ptr(set * self.ways)) };
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(t.ptr(set * self.l.w)) };
             }
         }
     }
 
     /// Whether `line` is present in `set` with all of `sectors` valid (no state change).
     pub fn probe(&self, set: usize, line: u64, sectors: u8) -> bool {
-        self.find(set, line).is_some_and(|i| valid(self.part(set, FLAGS)[i]) & sectors == sectors)
+        self.find(set, line).is_some_and(|i| self.set(set).get(VALID, i) & sectors == sectors)
     }
 
     /// Lines present in `set` (tags), for tests and occupancy reports.
     pub fn lines_in_set(&self, set: usize) -> usize {
-        (0..self.ways).filter(|&i| self.tag(set, i) != INVALID).count()
+        (0..self.l.w).filter(|&i| self.tag(set, i) != INVALID).count()
     }
 
     /// A load of `sectors` of `line`: a hit refreshes the line; missing sectors are filled; a miss
     /// allocates a slot (maybe evicting).
     #[inline]
     pub fn load(&mut self, set: usize, line: u64, sectors: u8) -> Outcome {
-        // (no prefetch here: the lookups below issue the same loads at once; the store clock
-        // is not advanced: only store stamps use it)
-        let (hit, empty) = self.tag_masks(set, line);
-        let stamp = self.next_stamp(set);
+        let s = self.set_mut(set);
+        let hit = self.hits(s, set, line);
         if hit != 0 {
             let i = hit.trailing_zeros() as usize;
-            let f = self.part(set, FLAGS)[i];
-            let missing = sectors & !valid(f);
-            self.part_mut(set, FLAGS)[i] = f | sectors as u32;
-            self.touch(set, i, stamp);
-            return Outcome { tag_hit: true, missing, evicted: None, cleaned: None };
+            let v = s.get(VALID, i);
+            s.put(VALID, i, v | sectors);
+            self.touch(s, i);
+            return Outcome { tag_hit: true, missing: sectors & !v, evicted: None, cleaned: None };
         }
-        let (way, evicted) = self.victim_with(set, empty);
+        let (way, evicted) = self.victim(s, set);
         self.set_tag(set, way, line);
-        // the store stamp is left as it is: it is read only for dirty slots, and this one is clean
-        self.part_mut(set, FLAGS)[way] = flags(sectors, 0, 1, stamp);
+        // the store rank is left as it is: it is read only for dirty slots, and this one is clean
+        let s = self.set_mut(set);
+        self.fill(way, sectors, 0, s);
         Outcome { tag_hit: false, missing: sectors, evicted, cleaned: None }
     }
 
@@ -369,128 +289,119 @@ impl Cache {
     /// false: a missing line is not allocated (write-around), only reported.
     #[inline]
     pub fn store(&mut self, set: usize, line: u64, sectors: u8, full: u8, allocate: bool, mark_dirty: bool) -> Outcome {
-        self.prefetch_block(set, true); // the store stamps too
-        let clock = self.tick();
-        let stamp = self.next_stamp(set);
+        self.prefetch_block(set, true); // the store ranks too
+        let s = self.set_mut(set);
         let mut cleaned = None;
         if self.dirty_threshold > 0 && mark_dirty {
-            let w = self.ways;
-            let dmask = !lanes(self.part4(set, FLAGS), w, LaneOp::AndZero(0xff00)) & low(w);
-            if dmask.count_ones() >= self.dirty_threshold {
-                // the least recently stored dirty line (the first one on a tie)
-                let i = first_min(self.part4(set, STORE), dmask);
-                let sectors = dirty(self.part(set, FLAGS)[i]);
-                self.part_mut(set, FLAGS)[i] &= !0xff00;
+            let dirty = !s.bytes_eq(DIRTY, 0) & self.l.all;
+            if dirty.count_ones() >= self.dirty_threshold {
+                // the least recently stored dirty line (store ranks are distinct)
+                let i = s.oldest::<true>(SRANK, DIRTY, 0);
+                let sectors = s.get(DIRTY, i);
+                s.put(DIRTY, i, 0);
                 cleaned = Some(WriteBack { line: self.tag(set, i), sectors });
             }
         }
-        if let Some(i) = self.find(set, line) {
-            let mut f = self.part(set, FLAGS)[i] | full as u32;
+        let hit = self.hits(s, set, line);
+        if hit != 0 {
+            let i = hit.trailing_zeros() as usize;
+            let v = s.get(VALID, i) | full;
+            s.put(VALID, i, v);
             if mark_dirty {
-                f |= (sectors as u32) << 8;
-                self.part_mut(set, STORE)[i] = clock;
+                s.put(DIRTY, i, s.get(DIRTY, i) | sectors);
+                s.touch(SRANK, i);
             }
-            self.part_mut(set, FLAGS)[i] = f;
-            let missing = sectors & !valid(f);
-            self.touch(set, i, stamp);
-            return Outcome { tag_hit: true, missing, evicted: None, cleaned };
+            self.touch(s, i);
+            return Outcome { tag_hit: true, missing: sectors & !v, evicted: None, cleaned };
         }
         if !allocate {
             return Outcome { tag_hit: false, missing: sectors, evicted: None, cleaned };
         }
-        let (way, evicted) = self.victim(set);
-        let d = if mark_dirty { sectors } else { 0 };
+        let (way, evicted) = self.victim(s, set);
         self.set_tag(set, way, line);
-        self.part_mut(set, STORE)[way] = clock;
-        self.part_mut(set, FLAGS)[way] = flags(full, d, 1, stamp);
+        let s = self.set_mut(set);
+        s.touch(SRANK, way);
+        self.fill(way, full, if mark_dirty { sectors } else { 0 }, s);
         Outcome { tag_hit: false, missing: sectors & !full, evicted, cleaned }
     }
 
     /// Number of lines holding dirty sectors.
     pub fn dirty_lines(&self) -> usize {
         (0..self.sets)
-            .map(|s| {
-                (0..self.ways).filter(|&i| dirty(self.part(s, FLAGS)[i]) != 0 && self.tag(s, i) != INVALID).count()
+            .map(|set| {
+                (0..self.l.w).filter(|&i| self.set(set).get(DIRTY, i) != 0 && self.tag(set, i) != INVALID).count()
             })
             .sum()
     }
 
-    /// Pick a victim way: an invalid slot first; LRU/FIFO: smallest stamp; RRIP: least recently
-    /// used among RRPV 2, else age all and rescan. A dirty victim goes to the write-back FIFO
-    /// (seed 004: handed to the controller, after which the scan finds it clean and takes it).
+    /// Pick a victim way: an empty slot first (the first one); LRU/FIFO: the least recent (last
+    /// used, first filled); RRIP: least recently used among RRPV 2, else age all and rescan. A
+    /// dirty victim goes to the write-back FIFO (seed 004: handed to the controller, after which
+    /// the scan finds it clean and takes it).
     #[inline]
-    fn victim(&mut self, set: usize) -> (usize, Option<WriteBack>) {
-        let empty = self.tag_masks(set, INVALID).1;
-        self.victim_with(set, empty)
-    }
-
-    /// Ways of `set` holding `line` (at most one), and the empty ways (the first of them is
-    /// what matters).
-    #[inline(always)]
-    fn tag_masks(&self, set: usize, line: u64) -> (u64, u64) {
-        let w = self.ways;
-        match &self.wide {
-            None => {
-                let (hit, empty) = lanes2(self.part4(set, 0), w, line as u32, INVALID32);
-                (if self.narrow(line).is_some() { hit } else { 0 }, empty)
-            }
-            Some(t) => t
-                .s(set * w, w)
-                .iter()
-                .enumerate()
-                .fold((0, 0), |(h, e), (i, &x)| (h | u64::from(x == line) << i, e | u64::from(x == INVALID) << i)),
-        }
-    }
-
-    /// `victim` given the empty ways.
-    #[inline]
-    fn victim_with(&mut self, set: usize, empty: u64) -> (usize, Option<WriteBack>) {
-        let w = self.ways;
-        if empty != 0 {
-            return (empty.trailing_zeros() as usize, None);
+    fn victim(&self, s: Set, set: usize) -> (usize, Option<WriteBack>) {
+        if !self.full(s, set) {
+            return (self.first_empty(set), None);
         }
         let way = match self.policy {
-            // (valid lines' stamps differ, and candidates share their RRPV: the smallest state
-            // word is the smallest stamp)
-            Replacement::Lru | Replacement::Fifo => first_min(self.part4(set, FLAGS), low(w)),
+            Replacement::Lru | Replacement::Fifo => s.bytes_eq(RANK, self.l.w as u8 - 1).trailing_zeros() as usize,
             Replacement::Rrip => {
-                // "Scan for RRPV 2; if none, age every line and rescan": RRPVs are 0, 1 or 2
-                // (insert 1, hit 0, aging saturates at 2). With no line at 2, aging by 2 - max
-                // RRPV makes the lines at the maximum the candidates; the victim is the first
-                // candidate with the smallest use stamp.
-                let fl = self.part4(set, FLAGS);
-                let ge2 = !lanes(fl, w, LaneOp::AndZero(0x8000_0000)) & low(w);
-                let cand = if ge2 != 0 {
-                    ge2
-                } else {
-                    let eq1 = lanes(fl, w, LaneOp::AndZero(0x8000_0000)) & !lanes(fl, w, LaneOp::AndZero(0x4000_0000));
-                    let k = if eq1 != 0 { 1 } else { 2 };
-                    for f in self.part_mut(set, FLAGS) {
-                        let r = (rrpv(*f) + k).min(2);
-                        *f = (*f & !(3 << RRPV_SHIFT)) | (r as u32) << RRPV_SHIFT;
-                    }
-                    if eq1 != 0 {
-                        eq1
-                    } else {
-                        low(w)
-                    }
-                };
-                first_min(self.part4(set, FLAGS), cand)
+                if s.bytes_eq(RRPV, 2) == 0 {
+                    self.age(s);
+                }
+                s.oldest::<false>(RANK, RRPV, 2)
             }
         };
-        let d = dirty(self.part(set, FLAGS)[way]);
-        let wb = if d != 0 { Some(WriteBack { line: self.tag(set, way), sectors: d }) } else { None };
-        (way, wb)
+        let d = s.get(DIRTY, way);
+        (way, (d != 0).then(|| WriteBack { line: self.tag(set, way), sectors: d }))
     }
 
-    #[inline]
-    fn touch(&mut self, set: usize, way: usize, stamp: u32) {
-        let policy = self.policy;
-        let f = &mut self.part_mut(set, FLAGS)[way];
-        match policy {
-            Replacement::Lru => *f = with_stamp(*f, stamp),
+    /// "Scan for RRPV 2; if none, age every line and rescan": RRPVs are 0, 1 or 2 (insert 1, hit
+    /// 0, aging saturates at 2). With no line at 2, aging by 2 - the highest RRPV makes the lines
+    /// at the highest the candidates.
+    #[cold]
+    fn age(&self, s: Set) {
+        let w = self.l.w;
+        let r: Vec<u32> = (0..w.next_multiple_of(4)).map(|i| if i < w { s.get(RRPV, i) as u32 } else { 0 }).collect();
+        debug_assert_eq!(lanes(&r, w, LaneOp::AndZero(2)), self.l.all, "no line at RRPV 2");
+        let k = 2 - max_field(&r, w, 0, 3) as u8;
+        for i in 0..w {
+            s.put(RRPV, i, (s.get(RRPV, i) + k).min(2));
+        }
+    }
+
+    /// The first empty way of a set that is not full.
+    #[cold]
+    fn first_empty(&self, set: usize) -> usize {
+        let w = self.l.w;
+        match &self.wide {
+            None => {
+                let tags = self.b.s(set * self.l.stride, self.l.tw);
+                lanes2(tags, w, INVALID32, INVALID32).0.trailing_zeros() as usize
+            }
+            Some(t) => t.s(set * w, w).iter().position(|&x| x == INVALID).unwrap_or(0),
+        }
+    }
+
+    /// Fill `way` (its tag set) with a new line: valid and dirty sectors, RRPV 1, most recent.
+    #[inline(always)]
+    fn fill(&self, way: usize, valid: u8, dirty: u8, s: Set) {
+        s.put(VALID, way, valid);
+        s.put(DIRTY, way, dirty);
+        s.put(RRPV, way, 1);
+        s.touch(RANK, way);
+    }
+
+    /// A hit on `way`: most recent (LRU, RRIP; FIFO keeps the fill order), RRPV 0 (RRIP).
+    #[inline(always)]
+    fn touch(&self, s: Set, way: usize) {
+        match self.policy {
+            Replacement::Lru => s.touch(RANK, way),
             Replacement::Fifo => {}
-            Replacement::Rrip => *f = with_stamp(*f, stamp) & !(3 << RRPV_SHIFT),
+            Replacement::Rrip => {
+                s.touch(RANK, way);
+                s.put(RRPV, way, 0);
+            }
         }
     }
 }
