@@ -121,6 +121,17 @@ impl Cache {
         self.sets
     }
 
+    /// The layout with `TW` tag words (1 to 16 ways; 0: any), so that its offsets are constants.
+    #[inline(always)]
+    fn lay<const TW: usize>(&self) -> Layout {
+        let mut l = self.l;
+        if TW > 0 {
+            debug_assert_eq!(l.tw, TW);
+            (l.tw, l.g, l.stride) = (TW, 1, (TW + 20).next_multiple_of(16));
+        }
+        l
+    }
+
     /// A handle on `set`'s block to read.
     #[inline(always)]
     fn set(&self, set: usize) -> Set {
@@ -130,12 +141,14 @@ impl Cache {
         unsafe { Set::new(s.as_ptr() as *mut u8, self.l) }
     }
 
-    /// A handle on `set`'s block to read and write (while `self` is borrowed mutably).
+    /// A handle on `set`'s block to read and write (while `self` is borrowed mutably), with
+    /// layout `lay::<TW>`.
     #[inline(always)]
-    fn set_mut(&mut self, set: usize) -> Set {
-        let s = self.b.s_mut(set * self.l.stride, self.l.stride);
+    fn set_mut<const TW: usize>(&mut self, set: usize) -> Set {
+        let l = self.lay::<TW>();
+        let s = self.b.s_mut(set * l.stride, l.stride);
         // SAFETY: `s` is the whole block of `set`, borrowed mutably (bounds checked just above).
-        unsafe { Set::new(s.as_mut_ptr() as *mut u8, self.l) }
+        unsafe { Set::new(s.as_mut_ptr() as *mut u8, l) }
     }
 
     /// `line` as a 32-bit tag, if 32-bit tags can hold it (`None`: it is not in the cache).
@@ -144,24 +157,67 @@ impl Cache {
         (self.hi == Some((line >> 32) as u32) && line as u32 != INVALID32).then_some(line as u32)
     }
 
-    /// Ways of `set` holding `line` (at most one).
+    /// `line` as a 32-bit tag in the block (`None`: tags are wide, or it is not in the cache).
     #[inline(always)]
-    fn hits(&self, s: Set, set: usize, line: u64) -> u64 {
-        match &self.wide {
-            None => match self.narrow(line) {
-                Some(x) => s.tags_eq(x),
-                None => 0,
-            },
-            Some(t) => {
+    fn tag32(&self, line: u64) -> Option<u32> {
+        if self.wide.is_none() {
+            self.narrow(line)
+        } else {
+            None
+        }
+    }
+
+    /// Ways of `set` holding `line` (at most one), given `tag32(line)`.
+    #[inline(always)]
+    fn hits(&self, s: Set, set: usize, line: u64, x: Option<u32>) -> u64 {
+        match (x, &self.wide) {
+            (Some(x), _) => s.tags_eq(x),
+            (None, None) => 0,
+            (None, Some(t)) => {
                 let w = self.l.w;
                 t.s(set * w, w).iter().enumerate().fold(0, |h, (i, &x)| h | u64::from(x == line) << i)
             }
         }
     }
 
+    /// The empty ways of `set` (none when it is full, the usual case).
+    #[inline(always)]
+    fn empties(&self, s: Set, set: usize) -> u64 {
+        if self.full(s, set) {
+            0
+        } else {
+            self.empties_filling(s, set)
+        }
+    }
+
+    #[inline(never)]
+    fn empties_filling(&self, s: Set, set: usize) -> u64 {
+        let w = self.l.w;
+        match &self.wide {
+            None => s.tags_eq(INVALID32),
+            Some(t) => t.s(set * w, w).iter().enumerate().fold(0, |e, (i, &x)| e | u64::from(x == INVALID) << i),
+        }
+    }
+
+    /// Whether `hit` and `empty` are what plain scans of `set` give (for debug assertions).
+    fn scans_agree(&self, set: usize, line: u64, hit: u64, empty: u64) -> bool {
+        let w = self.l.w;
+        let (h, e) = match &self.wide {
+            None => {
+                let (h, e) = lanes2(self.b.s(set * self.l.stride, self.l.tw), w, line as u32, INVALID32);
+                (if self.narrow(line).is_some() { h } else { 0 }, e)
+            }
+            Some(t) => (0..w).fold((0, 0), |(h, e), i| {
+                let x = t.s(set * w + i, 1)[0];
+                (h | u64::from(x == line) << i, e | u64::from(x == INVALID) << i)
+            }),
+        };
+        h == hit && e == empty
+    }
+
     #[inline]
     fn find(&self, set: usize, line: u64) -> Option<usize> {
-        let m = self.hits(self.set(set), set, line);
+        let m = self.hits(self.set(set), set, line, self.tag32(line));
         (m != 0).then(|| m.trailing_zeros() as usize)
     }
 
@@ -180,7 +236,22 @@ impl Cache {
         }
     }
 
-    #[inline]
+    /// Set the tag of `way` (empty or a victim) to `line`; the handle to use afterwards.
+    #[inline(always)]
+    fn put_tag<const TW: usize>(&mut self, s: Set, set: usize, way: usize, line: u64, x: Option<u32>) -> Set {
+        match x {
+            Some(x) => {
+                s.set_tag(way, x);
+                s
+            }
+            None => {
+                self.set_tag(set, way, line);
+                self.set_mut::<TW>(set)
+            }
+        }
+    }
+
+    #[cold]
     fn set_tag(&mut self, set: usize, way: usize, line: u64) {
         if self.wide.is_none() {
             if self.hi.is_none() {
@@ -193,7 +264,7 @@ impl Cache {
         }
         let w = self.l.w;
         match &mut self.wide {
-            None => self.set_mut(set).set_tag(way, line as u32),
+            None => self.set_mut::<0>(set).set_tag(way, line as u32),
             Some(t) => t.s_mut(set * w + way, 1)[0] = line,
         }
     }
@@ -267,8 +338,19 @@ impl Cache {
     /// allocates a slot (maybe evicting).
     #[inline]
     pub fn load(&mut self, set: usize, line: u64, sectors: u8) -> Outcome {
-        let s = self.set_mut(set);
-        let hit = self.hits(s, set, line);
+        // (one copy per common tag count, so that the block's offsets are constants)
+        match self.l.tw {
+            16 => self.load_in::<16>(set, line, sectors),
+            4 => self.load_in::<4>(set, line, sectors),
+            _ => self.load_in::<0>(set, line, sectors),
+        }
+    }
+
+    #[inline(always)]
+    fn load_in<const TW: usize>(&mut self, set: usize, line: u64, sectors: u8) -> Outcome {
+        let s = self.set_mut::<TW>(set);
+        let x = self.tag32(line);
+        let hit = self.hits(s, set, line, x);
         if hit != 0 {
             let i = hit.trailing_zeros() as usize;
             let v = s.get(VALID, i);
@@ -276,11 +358,12 @@ impl Cache {
             self.touch(s, i);
             return Outcome { tag_hit: true, missing: sectors & !v, evicted: None, cleaned: None };
         }
-        let (way, evicted) = self.victim(s, set);
-        self.set_tag(set, way, line);
+        let empty = self.empties(s, set);
+        debug_assert!(self.scans_agree(set, line, hit, empty));
+        let (way, evicted) = self.victim(s, set, empty);
+        let s = self.put_tag::<TW>(s, set, way, line, x);
         // the store rank is left as it is: it is read only for dirty slots, and this one is clean
-        let s = self.set_mut(set);
-        self.fill(way, sectors, 0, s);
+        self.fill(s, way, sectors, 0);
         Outcome { tag_hit: false, missing: sectors, evicted, cleaned: None }
     }
 
@@ -290,7 +373,24 @@ impl Cache {
     #[inline]
     pub fn store(&mut self, set: usize, line: u64, sectors: u8, full: u8, allocate: bool, mark_dirty: bool) -> Outcome {
         self.prefetch_block(set, true); // the store ranks too
-        let s = self.set_mut(set);
+        match self.l.tw {
+            16 => self.store_in::<16>(set, line, sectors, full, allocate, mark_dirty),
+            4 => self.store_in::<4>(set, line, sectors, full, allocate, mark_dirty),
+            _ => self.store_in::<0>(set, line, sectors, full, allocate, mark_dirty),
+        }
+    }
+
+    #[inline(always)]
+    fn store_in<const TW: usize>(
+        &mut self,
+        set: usize,
+        line: u64,
+        sectors: u8,
+        full: u8,
+        allocate: bool,
+        mark_dirty: bool,
+    ) -> Outcome {
+        let s = self.set_mut::<TW>(set);
         let mut cleaned = None;
         if self.dirty_threshold > 0 && mark_dirty {
             let dirty = !s.bytes_eq(DIRTY, 0) & self.l.all;
@@ -302,7 +402,8 @@ impl Cache {
                 cleaned = Some(WriteBack { line: self.tag(set, i), sectors });
             }
         }
-        let hit = self.hits(s, set, line);
+        let x = self.tag32(line);
+        let hit = self.hits(s, set, line, x);
         if hit != 0 {
             let i = hit.trailing_zeros() as usize;
             let v = s.get(VALID, i) | full;
@@ -317,11 +418,12 @@ impl Cache {
         if !allocate {
             return Outcome { tag_hit: false, missing: sectors, evicted: None, cleaned };
         }
-        let (way, evicted) = self.victim(s, set);
-        self.set_tag(set, way, line);
-        let s = self.set_mut(set);
+        let empty = self.empties(s, set);
+        debug_assert!(self.scans_agree(set, line, hit, empty));
+        let (way, evicted) = self.victim(s, set, empty);
+        let s = self.put_tag::<TW>(s, set, way, line, x);
         s.touch(SRANK, way);
-        self.fill(way, full, if mark_dirty { sectors } else { 0 }, s);
+        self.fill(s, way, full, if mark_dirty { sectors } else { 0 });
         Outcome { tag_hit: false, missing: sectors & !full, evicted, cleaned }
     }
 
@@ -338,10 +440,10 @@ impl Cache {
     /// used, first filled); RRIP: least recently used among RRPV 2, else age all and rescan. A
     /// dirty victim goes to the write-back FIFO (seed 004: handed to the controller, after which
     /// the scan finds it clean and takes it).
-    #[inline]
-    fn victim(&self, s: Set, set: usize) -> (usize, Option<WriteBack>) {
-        if !self.full(s, set) {
-            return (self.first_empty(set), None);
+    #[inline(always)]
+    fn victim(&self, s: Set, set: usize, empty: u64) -> (usize, Option<WriteBack>) {
+        if empty != 0 {
+            return (empty.trailing_zeros() as usize, None);
         }
         let way = match self.policy {
             Replacement::Lru | Replacement::Fifo => s.bytes_eq(RANK, self.l.w as u8 - 1).trailing_zeros() as usize,
@@ -360,32 +462,26 @@ impl Cache {
     /// 0, aging saturates at 2). With no line at 2, aging by 2 - the highest RRPV makes the lines
     /// at the highest the candidates.
     #[cold]
+    #[inline(never)]
     fn age(&self, s: Set) {
-        let w = self.l.w;
-        let r: Vec<u32> = (0..w.next_multiple_of(4)).map(|i| if i < w { s.get(RRPV, i) as u32 } else { 0 }).collect();
-        debug_assert_eq!(lanes(&r, w, LaneOp::AndZero(2)), self.l.all, "no line at RRPV 2");
-        let k = 2 - max_field(&r, w, 0, 3) as u8;
-        for i in 0..w {
-            s.put(RRPV, i, (s.get(RRPV, i) + k).min(2));
-        }
+        let k = if s.bytes_eq(RRPV, 1) != 0 { 1 } else { 2 };
+        debug_assert!(self.aging_agrees(s, k));
+        s.age(k);
     }
 
-    /// The first empty way of a set that is not full.
-    #[cold]
-    fn first_empty(&self, set: usize) -> usize {
-        let w = self.l.w;
-        match &self.wide {
-            None => {
-                let tags = self.b.s(set * self.l.stride, self.l.tw);
-                lanes2(tags, w, INVALID32, INVALID32).0.trailing_zeros() as usize
-            }
-            Some(t) => t.s(set * w, w).iter().position(|&x| x == INVALID).unwrap_or(0),
+    /// Whether `k` is 2 - the highest RRPV of `s`, with no line at 2 (plain word scans, for debug
+    /// assertions).
+    fn aging_agrees(&self, s: Set, k: u8) -> bool {
+        let (w, mut r) = (self.l.w, [0u32; 64]);
+        for (i, x) in r.iter_mut().enumerate().take(w) {
+            *x = s.get(RRPV, i) as u32;
         }
+        lanes(&r, w, LaneOp::AndZero(2)) == self.l.all && max_field(&r, w, 0, 3) == 2 - k as u32
     }
 
     /// Fill `way` (its tag set) with a new line: valid and dirty sectors, RRPV 1, most recent.
     #[inline(always)]
-    fn fill(&self, way: usize, valid: u8, dirty: u8, s: Set) {
+    fn fill(&self, s: Set, way: usize, valid: u8, dirty: u8) {
         s.put(VALID, way, valid);
         s.put(DIRTY, way, dirty);
         s.put(RRPV, way, 1);

@@ -222,6 +222,34 @@ impl Set {
         }
     }
 
+    /// Age every line's RRPV by `k`, saturating at 2.
+    #[inline(always)]
+    pub fn age(self, k: u8) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::*;
+            // SAFETY: 16 g bytes from arr(RRPV) lie in the block; SSE2 is baseline on x86_64.
+            unsafe {
+                let a = self.p.add(self.l.arr(RRPV)) as *mut __m128i;
+                let (vk, two) = (_mm_set1_epi8(k as i8), _mm_set1_epi8(2));
+                let iota = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+                for c in 0..self.l.g {
+                    let v = _mm_loadu_si128(a.add(c));
+                    // (padding lanes keep their 0: no scan may find them at 2)
+                    let live = _mm_cmplt_epi8(iota, _mm_set1_epi8((self.l.w as isize - 16 * c as isize) as i8));
+                    let aged = _mm_and_si128(_mm_min_epu8(_mm_add_epi8(v, vk), two), live);
+                    _mm_storeu_si128(a.add(c), _mm_or_si128(aged, _mm_andnot_si128(live, v)));
+                }
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            for i in 0..self.l.w {
+                self.put(RRPV, i, (self.get(RRPV, i) + k).min(2));
+            }
+        }
+    }
+
     /// The way with the largest rank in rank array `rk` (the least recent) among those whose
     /// byte in array `key` equals `x` (`NE`: differs from `x`); at least one must.
     #[inline(always)]
