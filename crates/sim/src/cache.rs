@@ -45,6 +45,15 @@ impl<T: Copy> Aligned<T> {
     fn s_mut(&mut self, i: usize, n: usize) -> &mut [T] {
         &mut self.v[self.o + i..self.o + i + n]
     }
+    /// Element `i` (below the `n` of `new`: the caller checks) as a pointer.
+    #[inline(always)]
+    fn block(&self, i: usize) -> *const T {
+        self.v.as_ptr().wrapping_add(self.o + i)
+    }
+    #[inline(always)]
+    fn block_mut(&mut self, i: usize) -> *mut T {
+        self.v.as_mut_ptr().wrapping_add(self.o + i)
+    }
     #[inline(always)]
     fn ptr(&self, i: usize) -> *const i8 {
         self.v.as_ptr().wrapping_add(self.o + i) as *const i8
@@ -90,6 +99,9 @@ pub struct Cache {
     /// The high 32 bits of every line address held in 32-bit tags (set by the first tag after
     /// `clear`; a line with other high bits moves the tags to `wide`).
     hi: Option<u32>,
+    /// `hi` while tags are 32-bit and `hi` is set, else `u64::MAX` (no line's high half): a line
+    /// has a 32-bit tag when its high half equals this and its low half is not `INVALID32`.
+    hi32: u64,
     dirty_threshold: u32,
 }
 
@@ -98,8 +110,16 @@ impl Cache {
     /// that count.
     pub fn new(sets: usize, ways: usize, policy: Replacement, dirty_threshold: u32) -> Self {
         let l = Layout::new(ways);
-        let mut c =
-            Cache { policy, b: Aligned::new(0, sets * l.stride), l, sets, wide: None, hi: None, dirty_threshold };
+        let mut c = Cache {
+            policy,
+            b: Aligned::new(0, sets * l.stride),
+            l,
+            sets,
+            wide: None,
+            hi: None,
+            hi32: u64::MAX,
+            dirty_threshold,
+        };
         c.clear();
         c
     }
@@ -114,6 +134,7 @@ impl Cache {
             t.fill(INVALID);
         }
         self.hi = None;
+        self.hi32 = u64::MAX;
     }
 
     /// Number of sets.
@@ -135,10 +156,10 @@ impl Cache {
     /// A handle on `set`'s block to read.
     #[inline(always)]
     fn set(&self, set: usize) -> Set {
-        let s = self.b.s(set * self.l.stride, self.l.stride);
-        // SAFETY: `s` is the whole block of `set` (bounds checked just above); only reading
-        // methods are called on this handle (`set_mut` makes the ones that write).
-        unsafe { Set::new(s.as_ptr() as *mut u8, self.l) }
+        assert!(set < self.sets);
+        // SAFETY: the block of `set` < sets lies in `b`; only reading methods are called on this
+        // handle (`set_mut` makes the ones that write).
+        unsafe { Set::new(self.b.block(set * self.l.stride) as *mut u8, self.l) }
     }
 
     /// A handle on `set`'s block to read and write (while `self` is borrowed mutably), with
@@ -146,9 +167,9 @@ impl Cache {
     #[inline(always)]
     fn set_mut<const TW: usize>(&mut self, set: usize) -> Set {
         let l = self.lay::<TW>();
-        let s = self.b.s_mut(set * l.stride, l.stride);
-        // SAFETY: `s` is the whole block of `set`, borrowed mutably (bounds checked just above).
-        unsafe { Set::new(s.as_mut_ptr() as *mut u8, l) }
+        assert!(set < self.sets);
+        // SAFETY: the block of `set` < sets lies in `b`, borrowed mutably.
+        unsafe { Set::new(self.b.block_mut(set * l.stride) as *mut u8, l) }
     }
 
     /// `line` as a 32-bit tag, if 32-bit tags can hold it (`None`: it is not in the cache).
@@ -160,11 +181,7 @@ impl Cache {
     /// `line` as a 32-bit tag in the block (`None`: tags are wide, or it is not in the cache).
     #[inline(always)]
     fn tag32(&self, line: u64) -> Option<u32> {
-        if self.wide.is_none() {
-            self.narrow(line)
-        } else {
-            None
-        }
+        (line >> 32 == self.hi32 && line as u32 != INVALID32).then_some(line as u32)
     }
 
     /// Ways of `set` holding `line` (at most one), given `tag32(line)`.
@@ -224,9 +241,15 @@ impl Cache {
     /// Tag of a way, `INVALID` when empty.
     #[inline]
     fn tag(&self, set: usize, way: usize) -> u64 {
+        self.tag_in(self.set(set), set, way)
+    }
+
+    /// `tag`, given the handle on `set`.
+    #[inline(always)]
+    fn tag_in(&self, s: Set, set: usize, way: usize) -> u64 {
         match &self.wide {
             None => {
-                let x = self.set(set).tag(way);
+                let x = s.tag(way);
                 match self.hi {
                     Some(hi) if x != INVALID32 => (hi as u64) << 32 | x as u64,
                     _ => INVALID,
@@ -262,6 +285,10 @@ impl Cache {
                 self.widen();
             }
         }
+        self.hi32 = match (&self.wide, self.hi) {
+            (None, Some(hi)) => hi as u64,
+            _ => u64::MAX,
+        };
         let w = self.l.w;
         match &mut self.wide {
             None => self.set_mut::<0>(set).set_tag(way, line as u32),
@@ -296,13 +323,12 @@ impl Cache {
     /// a chase knows its next addresses, so it can overlap those host misses).
     #[inline]
     pub fn prefetch(&self, set: usize) {
-        self.prefetch_block(set, false);
+        self.prefetch_block(set);
     }
 
-    /// Prefetch what a load of `set` reads (tags and state; `store`: the store ranks too) and its
-    /// wide tags.
+    /// Prefetch what a load of `set` reads (tags and state) and its wide tags.
     #[inline]
-    fn prefetch_block(&self, set: usize, store: bool) {
+    fn prefetch_block(&self, set: usize) {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
@@ -310,7 +336,7 @@ impl Cache {
                 return;
             }
             let p = self.b.ptr(set * self.l.stride);
-            let bytes = if store { self.l.store_bytes() } else { self.l.load_bytes() };
+            let bytes = self.l.load_bytes();
             let mut off = 0;
             while off < bytes {
                 // SAFETY: prefetch is a hint that never faults; SSE is baseline on x86_64.
@@ -372,7 +398,6 @@ impl Cache {
     /// false: a missing line is not allocated (write-around), only reported.
     #[inline]
     pub fn store(&mut self, set: usize, line: u64, sectors: u8, full: u8, allocate: bool, mark_dirty: bool) -> Outcome {
-        self.prefetch_block(set, true); // the store ranks too
         match self.l.tw {
             16 => self.store_in::<16>(set, line, sectors, full, allocate, mark_dirty),
             4 => self.store_in::<4>(set, line, sectors, full, allocate, mark_dirty),
@@ -391,16 +416,14 @@ impl Cache {
         mark_dirty: bool,
     ) -> Outcome {
         let s = self.set_mut::<TW>(set);
+        s.prefetch(SRANK); // (the tags and state are read at once)
         let mut cleaned = None;
-        if self.dirty_threshold > 0 && mark_dirty {
-            let dirty = !s.bytes_eq(DIRTY, 0) & self.l.all;
-            if dirty.count_ones() >= self.dirty_threshold {
-                // the least recently stored dirty line (store ranks are distinct)
-                let i = s.oldest::<true>(SRANK, DIRTY, 0);
-                let sectors = s.get(DIRTY, i);
-                s.put(DIRTY, i, 0);
-                cleaned = Some(WriteBack { line: self.tag(set, i), sectors });
-            }
+        if self.dirty_threshold > 0 && mark_dirty && s.count_ne(DIRTY, 0) >= self.dirty_threshold {
+            // the least recently stored dirty line (store ranks are distinct)
+            let i = s.oldest::<true>(SRANK, DIRTY, 0);
+            let sectors = s.get(DIRTY, i);
+            s.put(DIRTY, i, 0);
+            cleaned = Some(WriteBack { line: self.tag_in(s, set, i), sectors });
         }
         let x = self.tag32(line);
         let hit = self.hits(s, set, line, x);
@@ -455,7 +478,7 @@ impl Cache {
             }
         };
         let d = s.get(DIRTY, way);
-        (way, (d != 0).then(|| WriteBack { line: self.tag(set, way), sectors: d }))
+        (way, (d != 0).then(|| WriteBack { line: self.tag_in(s, set, way), sectors: d }))
     }
 
     /// "Scan for RRPV 2; if none, age every line and rescan": RRPVs are 0, 1 or 2 (insert 1, hit

@@ -56,14 +56,10 @@ impl Layout {
         4 * self.tw + 16 * self.g * k
     }
 
-    /// Bytes a load reads (from the block's start) and a store.
+    /// Bytes a load reads (from the block's start).
     #[inline(always)]
     pub fn load_bytes(&self) -> usize {
         self.arr(SRANK)
-    }
-    #[inline(always)]
-    pub fn store_bytes(&self) -> usize {
-        self.arr(SRANK + 1)
     }
 
     /// The block of an empty set.
@@ -181,6 +177,43 @@ impl Set {
         {
             (0..self.l.w).fold(0, |m, i| m | u64::from(self.get(k, i) == x) << i)
         }
+    }
+
+    /// The number of ways whose byte in array `k` is not `x` (padding bytes must be `x`).
+    #[inline(always)]
+    pub fn count_ne(self, k: usize, x: u8) -> u32 {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::*;
+            // SAFETY: 16 g bytes from arr(k) lie in the block; SSE2 is baseline on x86_64.
+            unsafe {
+                let a = self.p.add(self.l.arr(k)) as *const __m128i;
+                let (vx, one) = (_mm_set1_epi8(x as i8), _mm_set1_epi8(1));
+                let mut n = _mm_setzero_si128();
+                for c in 0..self.l.g {
+                    let ne = _mm_andnot_si128(_mm_cmpeq_epi8(_mm_loadu_si128(a.add(c)), vx), one);
+                    n = _mm_add_epi64(n, _mm_sad_epu8(ne, _mm_setzero_si128()));
+                }
+                (_mm_cvtsi128_si32(n) + _mm_cvtsi128_si32(_mm_unpackhi_epi64(n, n))) as u32
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            (0..self.l.w).filter(|&i| self.get(k, i) != x).count() as u32
+        }
+    }
+
+    /// Hint the host to fetch the cache line of array `k`.
+    #[inline(always)]
+    pub fn prefetch(self, k: usize) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: prefetch is a hint that never faults; SSE is baseline on x86_64.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            _mm_prefetch::<_MM_HINT_T0>(self.p.add(self.l.arr(k)) as *const i8);
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = k;
     }
 
     /// Make way `i` the most recent in rank array `k` (`RANK` or `SRANK`): ranks below its rank
