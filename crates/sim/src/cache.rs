@@ -142,7 +142,8 @@ impl Cache {
         self.sets
     }
 
-    /// The layout with `TW` tag words (1 to 16 ways; 0: any), so that its offsets are constants.
+    /// The layout with `TW` tag words (`TW` 4 to 16 and `l.tw`, or 0: any), so that its offsets
+    /// are constants.
     #[inline(always)]
     fn lay<const TW: usize>(&self) -> Layout {
         let mut l = self.l;
@@ -164,11 +165,16 @@ impl Cache {
 
     /// A handle on `set`'s block to read and write (while `self` is borrowed mutably), with
     /// layout `lay::<TW>`.
+    ///
+    /// # Safety
+    /// `TW` is 0 or `self.l.tw` (callers dispatch on it; a check here would cost as much as the
+    /// constant offsets save).
     #[inline(always)]
-    fn set_mut<const TW: usize>(&mut self, set: usize) -> Set {
+    unsafe fn set_mut<const TW: usize>(&mut self, set: usize) -> Set {
         let l = self.lay::<TW>();
         assert!(set < self.sets);
-        // SAFETY: the block of `set` < sets lies in `b`, borrowed mutably.
+        // SAFETY: the block of `set` < sets lies in `b`, borrowed mutably; `l` is its layout
+        // (`TW` is 0 or `self.l.tw`).
         unsafe { Set::new(self.b.block_mut(set * l.stride) as *mut u8, l) }
     }
 
@@ -260,8 +266,11 @@ impl Cache {
     }
 
     /// Set the tag of `way` (empty or a victim) to `line`; the handle to use afterwards.
+    ///
+    /// # Safety
+    /// As `set_mut`.
     #[inline(always)]
-    fn put_tag<const TW: usize>(&mut self, s: Set, set: usize, way: usize, line: u64, x: Option<u32>) -> Set {
+    unsafe fn put_tag<const TW: usize>(&mut self, s: Set, set: usize, way: usize, line: u64, x: Option<u32>) -> Set {
         match x {
             Some(x) => {
                 s.set_tag(way, x);
@@ -269,7 +278,8 @@ impl Cache {
             }
             None => {
                 self.set_tag(set, way, line);
-                self.set_mut::<TW>(set)
+                // SAFETY: as this function's.
+                unsafe { self.set_mut::<TW>(set) }
             }
         }
     }
@@ -291,7 +301,8 @@ impl Cache {
         };
         let w = self.l.w;
         match &mut self.wide {
-            None => self.set_mut::<0>(set).set_tag(way, line as u32),
+            // SAFETY: any layout goes with `TW` 0.
+            None => unsafe { self.set_mut::<0>(set) }.set_tag(way, line as u32),
             Some(t) => t.s_mut(set * w + way, 1)[0] = line,
         }
     }
@@ -365,16 +376,22 @@ impl Cache {
     #[inline]
     pub fn load(&mut self, set: usize, line: u64, sectors: u8) -> Outcome {
         // (one copy per common tag count, so that the block's offsets are constants)
-        match self.l.tw {
-            16 => self.load_in::<16>(set, line, sectors),
-            4 => self.load_in::<4>(set, line, sectors),
-            _ => self.load_in::<0>(set, line, sectors),
+        // SAFETY: `TW` is `self.l.tw`, or 0.
+        unsafe {
+            match self.l.tw {
+                16 => self.load_in::<16>(set, line, sectors),
+                4 => self.load_in::<4>(set, line, sectors),
+                _ => self.load_in::<0>(set, line, sectors),
+            }
         }
     }
 
+    /// # Safety
+    /// As `set_mut`.
     #[inline(always)]
-    fn load_in<const TW: usize>(&mut self, set: usize, line: u64, sectors: u8) -> Outcome {
-        let s = self.set_mut::<TW>(set);
+    unsafe fn load_in<const TW: usize>(&mut self, set: usize, line: u64, sectors: u8) -> Outcome {
+        // SAFETY: as this function's (also below).
+        let s = unsafe { self.set_mut::<TW>(set) };
         let x = self.tag32(line);
         let hit = self.hits(s, set, line, x);
         if hit != 0 {
@@ -387,7 +404,7 @@ impl Cache {
         let empty = self.empties(s, set);
         debug_assert!(self.scans_agree(set, line, hit, empty));
         let (way, evicted) = self.victim(s, set, empty);
-        let s = self.put_tag::<TW>(s, set, way, line, x);
+        let s = unsafe { self.put_tag::<TW>(s, set, way, line, x) };
         // the store rank is left as it is: it is read only for dirty slots, and this one is clean
         self.fill(s, way, sectors, 0);
         Outcome { tag_hit: false, missing: sectors, evicted, cleaned: None }
@@ -398,15 +415,20 @@ impl Cache {
     /// false: a missing line is not allocated (write-around), only reported.
     #[inline]
     pub fn store(&mut self, set: usize, line: u64, sectors: u8, full: u8, allocate: bool, mark_dirty: bool) -> Outcome {
-        match self.l.tw {
-            16 => self.store_in::<16>(set, line, sectors, full, allocate, mark_dirty),
-            4 => self.store_in::<4>(set, line, sectors, full, allocate, mark_dirty),
-            _ => self.store_in::<0>(set, line, sectors, full, allocate, mark_dirty),
+        // SAFETY: `TW` is `self.l.tw`, or 0.
+        unsafe {
+            match self.l.tw {
+                16 => self.store_in::<16>(set, line, sectors, full, allocate, mark_dirty),
+                4 => self.store_in::<4>(set, line, sectors, full, allocate, mark_dirty),
+                _ => self.store_in::<0>(set, line, sectors, full, allocate, mark_dirty),
+            }
         }
     }
 
+    /// # Safety
+    /// As `set_mut`.
     #[inline(always)]
-    fn store_in<const TW: usize>(
+    unsafe fn store_in<const TW: usize>(
         &mut self,
         set: usize,
         line: u64,
@@ -415,7 +437,8 @@ impl Cache {
         allocate: bool,
         mark_dirty: bool,
     ) -> Outcome {
-        let s = self.set_mut::<TW>(set);
+        // SAFETY: as this function's (also below).
+        let s = unsafe { self.set_mut::<TW>(set) };
         s.prefetch(SRANK); // (the tags and state are read at once)
         let mut cleaned = None;
         if self.dirty_threshold > 0 && mark_dirty && s.count_ne(DIRTY, 0) >= self.dirty_threshold {
@@ -444,7 +467,7 @@ impl Cache {
         let empty = self.empties(s, set);
         debug_assert!(self.scans_agree(set, line, hit, empty));
         let (way, evicted) = self.victim(s, set, empty);
-        let s = self.put_tag::<TW>(s, set, way, line, x);
+        let s = unsafe { self.put_tag::<TW>(s, set, way, line, x) };
         s.touch(SRANK, way);
         self.fill(s, way, full, if mark_dirty { sectors } else { 0 });
         Outcome { tag_hit: false, missing: sectors & !full, evicted, cleaned }
