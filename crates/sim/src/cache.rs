@@ -203,23 +203,22 @@ impl Cache {
         }
     }
 
-    /// The empty ways of `set` (none when it is full, the usual case).
+    /// The empty ways of `set` (none when it is full, the usual case: the full ways are a prefix,
+    /// so the last way tells).
     #[inline(always)]
     fn empties(&self, s: Set, set: usize) -> u64 {
-        if self.full(s, set) {
-            0
-        } else {
-            self.empties_filling(s, set)
+        match &self.wide {
+            None if s.tag(self.l.w - 1) != INVALID32 => 0,
+            None => s.tags_eq(INVALID32),
+            Some(_) => self.wide_empties(set),
         }
     }
 
-    #[inline(never)]
-    fn empties_filling(&self, s: Set, set: usize) -> u64 {
+    #[cold]
+    fn wide_empties(&self, set: usize) -> u64 {
+        let Some(t) = &self.wide else { return 0 };
         let w = self.l.w;
-        match &self.wide {
-            None => s.tags_eq(INVALID32),
-            Some(t) => t.s(set * w, w).iter().enumerate().fold(0, |e, (i, &x)| e | u64::from(x == INVALID) << i),
-        }
+        t.s(set * w, w).iter().enumerate().fold(0, |e, (i, &x)| e | u64::from(x == INVALID) << i)
     }
 
     /// Whether `hit` and `empty` are what plain scans of `set` give (for debug assertions).
@@ -318,16 +317,6 @@ impl Cache {
             }
         }
         self.wide = Some(wide);
-    }
-
-    /// Whether every way of `set` holds a line (the full ways are a prefix: the last one is).
-    #[inline(always)]
-    fn full(&self, s: Set, set: usize) -> bool {
-        let w = self.l.w;
-        match &self.wide {
-            None => s.tag(w - 1) != INVALID32,
-            Some(t) => t.s(set * w + w - 1, 1)[0] != INVALID,
-        }
     }
 
     /// Hint the host CPU to fetch `set`'s state (the simulated L2 is far larger than host caches;
