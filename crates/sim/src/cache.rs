@@ -2,30 +2,21 @@
 //! hold only some sectors; seed 004: dirty sector masks, 2-bit RRPV replacement, the 8-dirty rule).
 //! Sets are addressed by a flat index (the L2 uses `slice * sets_per_slice + set`); tags are line
 //! addresses. Replacement: LRU, FIFO, or RRIP (new lines RRPV 1, a hit sets 0, victim = least
-//! recently used among RRPV 2, else age every line and rescan).
+//! recently used among RRPV 2, else age every line and rescan). A fill takes the first empty way;
+//! no way is ever emptied again (until `clear`), so the full ways of a set are a prefix.
 //!
-//! Layout (speed only): one block per set, aligned to 64 bytes, holding the set's 32-bit tags,
-//! state words (valid and dirty sectors, a per-set use stamp, the RRPV) and store stamps one
-//! after the other, so a 16-way set is three host cache lines of one host page (a load reads
-//! two). Use stamps count within their set (one more than the set's highest), which orders a
-//! set's lines as a global clock would. Tags are 32-bit while every line address held since the
-//! last `clear` has the same high 32 bits (those kept once), and move to a 64-bit array for good
-//! on the first one that does not.
+//! Layout (speed only, `cache_set`): one block per set, aligned to 64 bytes: 32-bit tags, then
+//! byte arrays of recency ranks (order of last use for LRU and RRIP, of fill for FIFO), valid and
+//! dirty sectors and RRPVs, then store ranks (order of the last store that dirtied a line, for
+//! the 8-dirty rule); a 16-way set is three host cache lines of one host page (a load reads two).
+//! Tags are 32-bit while every line address held since the last `clear` has the same high 32
+//! bits (those kept once), and move to a 64-bit array for good on the first one that does not.
 
-use crate::simd::{first_min, lanes, lanes2, low, max_field, LaneOp};
+use crate::cache_set::{Layout, Set, DIRTY, INVALID32, RANK, RRPV, SRANK, VALID};
+use crate::simd::{lanes, lanes2, max_field, LaneOp};
 use memscope_core::hierarchy::Replacement;
 
 const INVALID: u64 = u64::MAX;
-const INVALID32: u32 = u32::MAX;
-/// The parts of a set's block, in this order: what a load reads (tags, state words) comes first,
-/// the store stamps last.
-const FLAGS: usize = 1;
-const STORE: usize = 2;
-/// Use stamps: bits 16..30 of a state word, renumbered by rank in their set when they reach
-/// `STAMP_MAX`.
-const STAMP_SHIFT: u32 = 16;
-const STAMP_MAX: u32 = 0x3fff;
-const RRPV_SHIFT: u32 = 30;
 
 /// A vector whose element `o` starts on a 64-byte boundary (host cache line).
 #[derive(Debug, Clone)]
@@ -41,8 +32,7 @@ impl<T: Copy> Aligned<T> {
         const HUGE: usize = 2 << 20;
         let align = if n * sz >= HUGE / 8 { HUGE } else { 64 };
         let pad = if align == HUGE { 2 * HUGE / sz } else { 64 / sz };
-        // (4 more elements: `lanes` reads whole groups of 4 words past a set's last part)
-        let v = huge_vec(x, n + pad + 4);
+        let v = huge_vec(x, n + pad);
         let misalign = v.as_ptr() as usize % align;
         let o = if misalign == 0 || !misalign.is_multiple_of(sz) { 0 } else { (align - misalign) / sz };
         Aligned { v, o }
@@ -55,10 +45,14 @@ impl<T: Copy> Aligned<T> {
     fn s_mut(&mut self, i: usize, n: usize) -> &mut [T] {
         &mut self.v[self.o + i..self.o + i + n]
     }
-    /// `n` elements from `i`, rounded up to a multiple of 4 (for `lanes`).
+    /// Element `i` (below the `n` of `new`: the caller checks) as a pointer.
     #[inline(always)]
-    fn s4(&self, i: usize, n: usize) -> &[T] {
-        &self.v[self.o + i..self.o + i + n.next_multiple_of(4)]
+    fn block(&self, i: usize) -> *const T {
+        self.v.as_ptr().wrapping_add(self.o + i)
+    }
+    #[inline(always)]
+    fn block_mut(&mut self, i: usize) -> *mut T {
+        self.v.as_mut_ptr().wrapping_add(self.o + i)
     }
     #[inline(always)]
     fn ptr(&self, i: usize) -> *const i8 {
@@ -94,60 +88,36 @@ pub struct Outcome {
 /// The cache state.
 #[derive(Debug, Clone)]
 pub struct Cache {
-    ways: usize,
     policy: Replacement,
-    /// Per set, `stride` words: 32-bit tags, state words (valid sectors, dirty sectors << 8,
-    /// use stamp << 16 (last use for LRU, insertion for FIFO), RRPV << 30) and store stamps
-    /// (last store, from `clock`; the 8-dirty rule cleans the least recently stored dirty line;
-    /// meaningful only for dirty slots, as every store that dirties a slot sets it), `ways`
-    /// words each.
+    /// Per set, `l.stride` words (`cache_set`): 32-bit tags, recency ranks, valid and dirty
+    /// sectors, RRPVs, store ranks.
     b: Aligned<u32>,
-    stride: usize,
+    l: Layout,
     sets: usize,
     /// 64-bit tags, once a line address did not fit in 32 bits (the block's tags are unused).
     wide: Option<Aligned<u64>>,
     /// The high 32 bits of every line address held in 32-bit tags (set by the first tag after
     /// `clear`; a line with other high bits moves the tags to `wide`).
     hi: Option<u32>,
-    clock: u32,
+    /// `hi` while tags are 32-bit and `hi` is set, else `u64::MAX` (no line's high half): a line
+    /// has a 32-bit tag when its high half equals this and its low half is not `INVALID32`.
+    hi32: u64,
     dirty_threshold: u32,
 }
 
-#[inline(always)]
-fn valid(f: u32) -> u8 {
-    f as u8
-}
-#[inline(always)]
-fn dirty(f: u32) -> u8 {
-    (f >> 8) as u8
-}
-#[inline(always)]
-fn rrpv(f: u32) -> u8 {
-    (f >> RRPV_SHIFT) as u8
-}
-#[inline(always)]
-fn flags(valid: u8, dirty: u8, rrpv: u8, stamp: u32) -> u32 {
-    valid as u32 | (dirty as u32) << 8 | stamp << STAMP_SHIFT | (rrpv as u32) << RRPV_SHIFT
-}
-/// A state word with its use stamp replaced.
-#[inline(always)]
-fn with_stamp(f: u32, stamp: u32) -> u32 {
-    (f & !(STAMP_MAX << STAMP_SHIFT)) | stamp << STAMP_SHIFT
-}
-
 impl Cache {
-    /// `sets` sets of `ways` ways. `dirty_threshold` > 0 enables the 8-dirty rule at that count.
+    /// `sets` sets of `ways` ways (1 to 64). `dirty_threshold` > 0 enables the 8-dirty rule at
+    /// that count.
     pub fn new(sets: usize, ways: usize, policy: Replacement, dirty_threshold: u32) -> Self {
-        let stride = (3 * ways).next_multiple_of(16);
+        let l = Layout::new(ways);
         let mut c = Cache {
-            ways,
             policy,
-            b: Aligned::new(0, sets * stride),
-            stride,
+            b: Aligned::new(0, sets * l.stride),
+            l,
             sets,
             wide: None,
             hi: None,
-            clock: 0,
+            hi32: u64::MAX,
             dirty_threshold,
         };
         c.clear();
@@ -156,16 +126,15 @@ impl Cache {
 
     /// Forget everything (dirty data is dropped; call `dirty_lines` first to write it back).
     pub fn clear(&mut self) {
-        self.b.fill(0);
-        let (w, st) = (self.ways, self.stride);
+        let e = self.l.empty_block();
         for set in 0..self.sets {
-            self.b.s_mut(set * st, w).fill(INVALID32);
+            self.b.s_mut(set * self.l.stride, self.l.stride).copy_from_slice(&e);
         }
         if let Some(t) = &mut self.wide {
             t.fill(INVALID);
         }
         self.hi = None;
-        self.clock = 0;
+        self.hi32 = u64::MAX;
     }
 
     /// Number of sets.
@@ -173,68 +142,40 @@ impl Cache {
         self.sets
     }
 
-    /// Advance the store clock; stamps are 32-bit, so every 2^32 uses they are renormalized
-    /// (order kept by rank within each set).
-    #[inline]
-    fn tick(&mut self) -> u32 {
-        if self.clock == u32::MAX {
-            self.renormalize();
-        }
-        self.clock += 1;
-        self.clock
-    }
-
-    #[cold]
-    fn renormalize(&mut self) {
-        let w = self.ways;
-        for set in 0..self.sets {
-            let s = self.b.s_mut(set * self.stride + STORE * w, w);
-            let mut order: Vec<usize> = (0..w).collect();
-            order.sort_by_key(|&i| s[i]);
-            for (rank, &i) in order.iter().enumerate() {
-                s[i] = rank as u32 + 1;
-            }
-        }
-        self.clock = w as u32 + 1;
-    }
-
-    /// The use stamp for `set`'s next fill or hit: one more than its highest (stamps renumbered
-    /// by rank, order kept, when that would pass `STAMP_MAX`).
+    /// The layout with `TW` tag words (`TW` 4 to 16 and `l.tw`, or 0: any), so that its offsets
+    /// are constants.
     #[inline(always)]
-    fn next_stamp(&mut self, set: usize) -> u32 {
-        let m = max_field(self.part4(set, FLAGS), self.ways, STAMP_SHIFT, STAMP_MAX);
-        if m < STAMP_MAX {
-            return m + 1;
+    fn lay<const TW: usize>(&self) -> Layout {
+        let mut l = self.l;
+        if TW > 0 {
+            debug_assert_eq!(l.tw, TW);
+            (l.tw, l.g, l.stride) = (TW, 1, (TW + 20).next_multiple_of(16));
         }
-        self.renumber_stamps(set)
+        l
     }
 
-    #[cold]
-    fn renumber_stamps(&mut self, set: usize) -> u32 {
-        let w = self.ways;
-        let s = self.part_mut(set, FLAGS);
-        let mut order: Vec<usize> = (0..w).collect();
-        order.sort_by_key(|&i| (s[i] >> STAMP_SHIFT) & STAMP_MAX);
-        for (rank, &i) in order.iter().enumerate() {
-            s[i] = with_stamp(s[i], rank as u32 + 1);
-        }
-        w as u32 + 1
+    /// A handle on `set`'s block to read.
+    #[inline(always)]
+    fn set(&self, set: usize) -> Set {
+        assert!(set < self.sets);
+        // SAFETY: the block of `set` < sets lies in `b`; only reading methods are called on this
+        // handle (`set_mut` makes the ones that write).
+        unsafe { Set::new(self.b.block(set * self.l.stride) as *mut u8, self.l) }
     }
 
-    /// The words of `set` from part `k` (0 tags, `FLAGS`, `STORE`).
+    /// A handle on `set`'s block to read and write (while `self` is borrowed mutably), with
+    /// layout `lay::<TW>`.
+    ///
+    /// # Safety
+    /// `TW` is 0 or `self.l.tw` (callers dispatch on it; a check here would cost as much as the
+    /// constant offsets save).
     #[inline(always)]
-    fn part(&self, set: usize, k: usize) -> &[u32] {
-        self.b.s(set * self.stride + k * self.ways, self.ways)
-    }
-    #[inline(always)]
-    fn part_mut(&mut self, set: usize, k: usize) -> &mut [u32] {
-        self.b.s_mut(set * self.stride + k * self.ways, self.ways)
-    }
-
-    /// Part `k` of `set` rounded up to 4 words (for `lanes`).
-    #[inline(always)]
-    fn part4(&self, set: usize, k: usize) -> &[u32] {
-        self.b.s4(set * self.stride + k * self.ways, self.ways)
+    unsafe fn set_mut<const TW: usize>(&mut self, set: usize) -> Set {
+        let l = self.lay::<TW>();
+        assert!(set < self.sets);
+        // SAFETY: the block of `set` < sets lies in `b`, borrowed mutably; `l` is its layout
+        // (`TW` is 0 or `self.l.tw`).
+        unsafe { Set::new(self.b.block_mut(set * l.stride) as *mut u8, l) }
     }
 
     /// `line` as a 32-bit tag, if 32-bit tags can hold it (`None`: it is not in the cache).
@@ -243,32 +184,106 @@ impl Cache {
         (self.hi == Some((line >> 32) as u32) && line as u32 != INVALID32).then_some(line as u32)
     }
 
+    /// `line` as a 32-bit tag in the block (`None`: tags are wide, or it is not in the cache).
+    #[inline(always)]
+    fn tag32(&self, line: u64) -> Option<u32> {
+        (line >> 32 == self.hi32 && line as u32 != INVALID32).then_some(line as u32)
+    }
+
+    /// Ways of `set` holding `line` (at most one), given `tag32(line)`.
+    #[inline(always)]
+    fn hits(&self, s: Set, set: usize, line: u64, x: Option<u32>) -> u64 {
+        match (x, &self.wide) {
+            (Some(x), _) => s.tags_eq(x),
+            (None, None) => 0,
+            (None, Some(t)) => {
+                let w = self.l.w;
+                t.s(set * w, w).iter().enumerate().fold(0, |h, (i, &x)| h | u64::from(x == line) << i)
+            }
+        }
+    }
+
+    /// The empty ways of `set` (none when it is full, the usual case: the full ways are a prefix,
+    /// so the last way tells).
+    #[inline(always)]
+    fn empties(&self, s: Set, set: usize) -> u64 {
+        match &self.wide {
+            None if s.tag(self.l.w - 1) != INVALID32 => 0,
+            None => s.tags_eq(INVALID32),
+            Some(_) => self.wide_empties(set),
+        }
+    }
+
+    #[cold]
+    fn wide_empties(&self, set: usize) -> u64 {
+        let Some(t) = &self.wide else { return 0 };
+        let w = self.l.w;
+        t.s(set * w, w).iter().enumerate().fold(0, |e, (i, &x)| e | u64::from(x == INVALID) << i)
+    }
+
+    /// Whether `hit` and `empty` are what plain scans of `set` give (for debug assertions).
+    fn scans_agree(&self, set: usize, line: u64, hit: u64, empty: u64) -> bool {
+        let w = self.l.w;
+        let (h, e) = match &self.wide {
+            None => {
+                let (h, e) = lanes2(self.b.s(set * self.l.stride, self.l.tw), w, line as u32, INVALID32);
+                (if self.narrow(line).is_some() { h } else { 0 }, e)
+            }
+            Some(t) => (0..w).fold((0, 0), |(h, e), i| {
+                let x = t.s(set * w + i, 1)[0];
+                (h | u64::from(x == line) << i, e | u64::from(x == INVALID) << i)
+            }),
+        };
+        h == hit && e == empty
+    }
+
     #[inline]
     fn find(&self, set: usize, line: u64) -> Option<usize> {
-        let w = self.ways;
-        let m = match &self.wide {
-            None => lanes(self.part4(set, 0), w, LaneOp::Eq(self.narrow(line)?)),
-            Some(t) => return t.s(set * w, w).iter().position(|&x| x == line),
-        };
+        let m = self.hits(self.set(set), set, line, self.tag32(line));
         (m != 0).then(|| m.trailing_zeros() as usize)
     }
 
     /// Tag of a way, `INVALID` when empty.
     #[inline]
     fn tag(&self, set: usize, way: usize) -> u64 {
+        self.tag_in(self.set(set), set, way)
+    }
+
+    /// `tag`, given the handle on `set`.
+    #[inline(always)]
+    fn tag_in(&self, s: Set, set: usize, way: usize) -> u64 {
         match &self.wide {
             None => {
-                let x = self.part(set, 0)[way];
+                let x = s.tag(way);
                 match self.hi {
                     Some(hi) if x != INVALID32 => (hi as u64) << 32 | x as u64,
                     _ => INVALID,
                 }
             }
-            Some(t) => t.s(set * self.ways + way, 1)[0],
+            Some(t) => t.s(set * self.l.w + way, 1)[0],
         }
     }
 
-    #[inline]
+    /// Set the tag of `way` (empty or a victim) to `line`; the handle to use afterwards.
+    ///
+    /// # Safety
+    /// As `set_mut`.
+    #[inline(always)]
+    unsafe fn put_tag<const TW: usize>(&mut self, s: Set, set: usize, way: usize, line: u64, x: Option<u32>) -> Set {
+        match x {
+            Some(x) => {
+                s.set_tag(way, x);
+                s
+            }
+            None => {
+                self.set_tag(set, way, line);
+                // SAFETY: as this function's.
+                unsafe { self.set_mut::<TW>(set) }
+            }
+        }
+    }
+
+    #[cold]
     fn set_tag(&mut self, set: usize, way: usize, line: u64) {
         if self.wide.is_none() {
             if self.hi.is_none() {
@@ -279,9 +294,14 @@ impl Cache {
                 self.widen();
             }
         }
-        let w = self.ways;
+        self.hi32 = match (&self.wide, self.hi) {
+            (None, Some(hi)) => hi as u64,
+            _ => u64::MAX,
+        };
+        let w = self.l.w;
         match &mut self.wide {
-            None => self.part_mut(set, 0)[way] = line as u32,
+            // SAFETY: any layout goes with `TW` 0.
+            None => unsafe { self.set_mut::<0>(set) }.set_tag(way, line as u32),
             Some(t) => t.s_mut(set * w + way, 1)[0] = line,
         }
     }
@@ -289,7 +309,7 @@ impl Cache {
     /// Switch to 64-bit tags (a line address beyond 32 bits was seen).
     #[cold]
     fn widen(&mut self) {
-        let w = self.ways;
+        let w = self.l.w;
         let mut wide = Aligned::new(INVALID, self.sets * w);
         for set in 0..self.sets {
             for way in 0..w {
@@ -303,21 +323,20 @@ impl Cache {
     /// a chase knows its next addresses, so it can overlap those host misses).
     #[inline]
     pub fn prefetch(&self, set: usize) {
-        self.prefetch_block(set, false);
+        self.prefetch_block(set);
     }
 
-    /// Prefetch the block of `set` (tags, stamps, store stamps, flags) and its wide tags.
+    /// Prefetch what a load of `set` reads (tags and state) and its wide tags.
     #[inline]
-    fn prefetch_block(&self, set: usize, store: bool) {
+    fn prefetch_block(&self, set: usize) {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
             if set >= self.sets {
                 return;
             }
-            let p = self.b.ptr(set * self.stride);
-            // 4-byte words: tags and state words (and the store stamps for a store)
-            let bytes = if store { 12 } else { 8 } * self.ways;
+            let p = self.b.ptr(set * self.l.stride);
+            let bytes = self.l.load_bytes();
             let mut off = 0;
             while off < bytes {
                 // SAFETY: prefetch is a hint that never faults; SSE is baseline on x86_64.
@@ -326,41 +345,57 @@ impl Cache {
             }
             if let Some(t) = &self.wide {
                 // SAFETY: as above.
-                unsafe { _mm_prefetch::<_MM_HINT_T0>(t.ptr(set * self.ways)) };
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(t.ptr(set * self.l.w)) };
             }
         }
     }
 
     /// Whether `line` is present in `set` with all of `sectors` valid (no state change).
     pub fn probe(&self, set: usize, line: u64, sectors: u8) -> bool {
-        self.find(set, line).is_some_and(|i| valid(self.part(set, FLAGS)[i]) & sectors == sectors)
+        self.find(set, line).is_some_and(|i| self.set(set).get(VALID, i) & sectors == sectors)
     }
 
     /// Lines present in `set` (tags), for tests and occupancy reports.
     pub fn lines_in_set(&self, set: usize) -> usize {
-        (0..self.ways).filter(|&i| self.tag(set, i) != INVALID).count()
+        (0..self.l.w).filter(|&i| self.tag(set, i) != INVALID).count()
     }
 
     /// A load of `sectors` of `line`: a hit refreshes the line; missing sectors are filled; a miss
     /// allocates a slot (maybe evicting).
     #[inline]
     pub fn load(&mut self, set: usize, line: u64, sectors: u8) -> Outcome {
-        // (no prefetch here: the lookups below issue the same loads at once; the store clock
-        // is not advanced: only store stamps use it)
-        let (hit, empty) = self.tag_masks(set, line);
-        let stamp = self.next_stamp(set);
+        // (one copy per common tag count, so that the block's offsets are constants)
+        // SAFETY: `TW` is `self.l.tw`, or 0.
+        unsafe {
+            match self.l.tw {
+                16 => self.load_in::<16>(set, line, sectors),
+                4 => self.load_in::<4>(set, line, sectors),
+                _ => self.load_in::<0>(set, line, sectors),
+            }
+        }
+    }
+
+    /// # Safety
+    /// As `set_mut`.
+    #[inline(always)]
+    unsafe fn load_in<const TW: usize>(&mut self, set: usize, line: u64, sectors: u8) -> Outcome {
+        // SAFETY: as this function's (also below).
+        let s = unsafe { self.set_mut::<TW>(set) };
+        let x = self.tag32(line);
+        let hit = self.hits(s, set, line, x);
         if hit != 0 {
             let i = hit.trailing_zeros() as usize;
-            let f = self.part(set, FLAGS)[i];
-            let missing = sectors & !valid(f);
-            self.part_mut(set, FLAGS)[i] = f | sectors as u32;
-            self.touch(set, i, stamp);
-            return Outcome { tag_hit: true, missing, evicted: None, cleaned: None };
+            let v = s.get(VALID, i);
+            s.put(VALID, i, v | sectors);
+            self.touch(s, i);
+            return Outcome { tag_hit: true, missing: sectors & !v, evicted: None, cleaned: None };
         }
-        let (way, evicted) = self.victim_with(set, empty);
-        self.set_tag(set, way, line);
-        // the store stamp is left as it is: it is read only for dirty slots, and this one is clean
-        self.part_mut(set, FLAGS)[way] = flags(sectors, 0, 1, stamp);
+        let empty = self.empties(s, set);
+        debug_assert!(self.scans_agree(set, line, hit, empty));
+        let (way, evicted) = self.victim(s, set, empty);
+        let s = unsafe { self.put_tag::<TW>(s, set, way, line, x) };
+        // the store rank is left as it is: it is read only for dirty slots, and this one is clean
+        self.fill(s, way, sectors, 0);
         Outcome { tag_hit: false, missing: sectors, evicted, cleaned: None }
     }
 
@@ -369,128 +404,135 @@ impl Cache {
     /// false: a missing line is not allocated (write-around), only reported.
     #[inline]
     pub fn store(&mut self, set: usize, line: u64, sectors: u8, full: u8, allocate: bool, mark_dirty: bool) -> Outcome {
-        self.prefetch_block(set, true); // the store stamps too
-        let clock = self.tick();
-        let stamp = self.next_stamp(set);
-        let mut cleaned = None;
-        if self.dirty_threshold > 0 && mark_dirty {
-            let w = self.ways;
-            let dmask = !lanes(self.part4(set, FLAGS), w, LaneOp::AndZero(0xff00)) & low(w);
-            if dmask.count_ones() >= self.dirty_threshold {
-                // the least recently stored dirty line (the first one on a tie)
-                let i = first_min(self.part4(set, STORE), dmask);
-                let sectors = dirty(self.part(set, FLAGS)[i]);
-                self.part_mut(set, FLAGS)[i] &= !0xff00;
-                cleaned = Some(WriteBack { line: self.tag(set, i), sectors });
+        // SAFETY: `TW` is `self.l.tw`, or 0.
+        unsafe {
+            match self.l.tw {
+                16 => self.store_in::<16>(set, line, sectors, full, allocate, mark_dirty),
+                4 => self.store_in::<4>(set, line, sectors, full, allocate, mark_dirty),
+                _ => self.store_in::<0>(set, line, sectors, full, allocate, mark_dirty),
             }
         }
-        if let Some(i) = self.find(set, line) {
-            let mut f = self.part(set, FLAGS)[i] | full as u32;
+    }
+
+    /// # Safety
+    /// As `set_mut`.
+    #[inline(always)]
+    unsafe fn store_in<const TW: usize>(
+        &mut self,
+        set: usize,
+        line: u64,
+        sectors: u8,
+        full: u8,
+        allocate: bool,
+        mark_dirty: bool,
+    ) -> Outcome {
+        // SAFETY: as this function's (also below).
+        let s = unsafe { self.set_mut::<TW>(set) };
+        s.prefetch(SRANK); // (the tags and state are read at once)
+        let mut cleaned = None;
+        if self.dirty_threshold > 0 && mark_dirty && s.count_ne(DIRTY, 0) >= self.dirty_threshold {
+            // the least recently stored dirty line (store ranks are distinct)
+            let i = s.oldest::<true>(SRANK, DIRTY, 0);
+            let sectors = s.get(DIRTY, i);
+            s.put(DIRTY, i, 0);
+            cleaned = Some(WriteBack { line: self.tag_in(s, set, i), sectors });
+        }
+        let x = self.tag32(line);
+        let hit = self.hits(s, set, line, x);
+        if hit != 0 {
+            let i = hit.trailing_zeros() as usize;
+            let v = s.get(VALID, i) | full;
+            s.put(VALID, i, v);
             if mark_dirty {
-                f |= (sectors as u32) << 8;
-                self.part_mut(set, STORE)[i] = clock;
+                s.put(DIRTY, i, s.get(DIRTY, i) | sectors);
+                s.touch(SRANK, i);
             }
-            self.part_mut(set, FLAGS)[i] = f;
-            let missing = sectors & !valid(f);
-            self.touch(set, i, stamp);
-            return Outcome { tag_hit: true, missing, evicted: None, cleaned };
+            self.touch(s, i);
+            return Outcome { tag_hit: true, missing: sectors & !v, evicted: None, cleaned };
         }
         if !allocate {
             return Outcome { tag_hit: false, missing: sectors, evicted: None, cleaned };
         }
-        let (way, evicted) = self.victim(set);
-        let d = if mark_dirty { sectors } else { 0 };
-        self.set_tag(set, way, line);
-        self.part_mut(set, STORE)[way] = clock;
-        self.part_mut(set, FLAGS)[way] = flags(full, d, 1, stamp);
+        let empty = self.empties(s, set);
+        debug_assert!(self.scans_agree(set, line, hit, empty));
+        let (way, evicted) = self.victim(s, set, empty);
+        let s = unsafe { self.put_tag::<TW>(s, set, way, line, x) };
+        s.touch(SRANK, way);
+        self.fill(s, way, full, if mark_dirty { sectors } else { 0 });
         Outcome { tag_hit: false, missing: sectors & !full, evicted, cleaned }
     }
 
     /// Number of lines holding dirty sectors.
     pub fn dirty_lines(&self) -> usize {
         (0..self.sets)
-            .map(|s| {
-                (0..self.ways).filter(|&i| dirty(self.part(s, FLAGS)[i]) != 0 && self.tag(s, i) != INVALID).count()
+            .map(|set| {
+                (0..self.l.w).filter(|&i| self.set(set).get(DIRTY, i) != 0 && self.tag(set, i) != INVALID).count()
             })
             .sum()
     }
 
-    /// Pick a victim way: an invalid slot first; LRU/FIFO: smallest stamp; RRIP: least recently
-    /// used among RRPV 2, else age all and rescan. A dirty victim goes to the write-back FIFO
-    /// (seed 004: handed to the controller, after which the scan finds it clean and takes it).
-    #[inline]
-    fn victim(&mut self, set: usize) -> (usize, Option<WriteBack>) {
-        let empty = self.tag_masks(set, INVALID).1;
-        self.victim_with(set, empty)
-    }
-
-    /// Ways of `set` holding `line` (at most one), and the empty ways (the first of them is
-    /// what matters).
+    /// Pick a victim way: an empty slot first (the first one); LRU/FIFO: the least recent (last
+    /// used, first filled); RRIP: least recently used among RRPV 2, else age all and rescan. A
+    /// dirty victim goes to the write-back FIFO (seed 004: handed to the controller, after which
+    /// the scan finds it clean and takes it).
     #[inline(always)]
-    fn tag_masks(&self, set: usize, line: u64) -> (u64, u64) {
-        let w = self.ways;
-        match &self.wide {
-            None => {
-                let (hit, empty) = lanes2(self.part4(set, 0), w, line as u32, INVALID32);
-                (if self.narrow(line).is_some() { hit } else { 0 }, empty)
-            }
-            Some(t) => t
-                .s(set * w, w)
-                .iter()
-                .enumerate()
-                .fold((0, 0), |(h, e), (i, &x)| (h | u64::from(x == line) << i, e | u64::from(x == INVALID) << i)),
-        }
-    }
-
-    /// `victim` given the empty ways.
-    #[inline]
-    fn victim_with(&mut self, set: usize, empty: u64) -> (usize, Option<WriteBack>) {
-        let w = self.ways;
+    fn victim(&self, s: Set, set: usize, empty: u64) -> (usize, Option<WriteBack>) {
         if empty != 0 {
             return (empty.trailing_zeros() as usize, None);
         }
         let way = match self.policy {
-            // (valid lines' stamps differ, and candidates share their RRPV: the smallest state
-            // word is the smallest stamp)
-            Replacement::Lru | Replacement::Fifo => first_min(self.part4(set, FLAGS), low(w)),
+            Replacement::Lru | Replacement::Fifo => s.bytes_eq(RANK, self.l.w as u8 - 1).trailing_zeros() as usize,
             Replacement::Rrip => {
-                // "Scan for RRPV 2; if none, age every line and rescan": RRPVs are 0, 1 or 2
-                // (insert 1, hit 0, aging saturates at 2). With no line at 2, aging by 2 - max
-                // RRPV makes the lines at the maximum the candidates; the victim is the first
-                // candidate with the smallest use stamp.
-                let fl = self.part4(set, FLAGS);
-                let ge2 = !lanes(fl, w, LaneOp::AndZero(0x8000_0000)) & low(w);
-                let cand = if ge2 != 0 {
-                    ge2
-                } else {
-                    let eq1 = lanes(fl, w, LaneOp::AndZero(0x8000_0000)) & !lanes(fl, w, LaneOp::AndZero(0x4000_0000));
-                    let k = if eq1 != 0 { 1 } else { 2 };
-                    for f in self.part_mut(set, FLAGS) {
-                        let r = (rrpv(*f) + k).min(2);
-                        *f = (*f & !(3 << RRPV_SHIFT)) | (r as u32) << RRPV_SHIFT;
-                    }
-                    if eq1 != 0 {
-                        eq1
-                    } else {
-                        low(w)
-                    }
-                };
-                first_min(self.part4(set, FLAGS), cand)
+                if s.bytes_eq(RRPV, 2) == 0 {
+                    self.age(s);
+                }
+                s.oldest::<false>(RANK, RRPV, 2)
             }
         };
-        let d = dirty(self.part(set, FLAGS)[way]);
-        let wb = if d != 0 { Some(WriteBack { line: self.tag(set, way), sectors: d }) } else { None };
-        (way, wb)
+        let d = s.get(DIRTY, way);
+        (way, (d != 0).then(|| WriteBack { line: self.tag_in(s, set, way), sectors: d }))
     }
 
-    #[inline]
-    fn touch(&mut self, set: usize, way: usize, stamp: u32) {
-        let policy = self.policy;
-        let f = &mut self.part_mut(set, FLAGS)[way];
-        match policy {
-            Replacement::Lru => *f = with_stamp(*f, stamp),
+    /// "Scan for RRPV 2; if none, age every line and rescan": RRPVs are 0, 1 or 2 (insert 1, hit
+    /// 0, aging saturates at 2). With no line at 2, aging by 2 - the highest RRPV makes the lines
+    /// at the highest the candidates.
+    #[cold]
+    #[inline(never)]
+    fn age(&self, s: Set) {
+        let k = if s.bytes_eq(RRPV, 1) != 0 { 1 } else { 2 };
+        debug_assert!(self.aging_agrees(s, k));
+        s.age(k);
+    }
+
+    /// Whether `k` is 2 - the highest RRPV of `s`, with no line at 2 (plain word scans, for debug
+    /// assertions).
+    fn aging_agrees(&self, s: Set, k: u8) -> bool {
+        let (w, mut r) = (self.l.w, [0u32; 64]);
+        for (i, x) in r.iter_mut().enumerate().take(w) {
+            *x = s.get(RRPV, i) as u32;
+        }
+        lanes(&r, w, LaneOp::AndZero(2)) == self.l.all && max_field(&r, w, 0, 3) == 2 - k as u32
+    }
+
+    /// Fill `way` (its tag set) with a new line: valid and dirty sectors, RRPV 1, most recent.
+    #[inline(always)]
+    fn fill(&self, s: Set, way: usize, valid: u8, dirty: u8) {
+        s.put(VALID, way, valid);
+        s.put(DIRTY, way, dirty);
+        s.put(RRPV, way, 1);
+        s.touch(RANK, way);
+    }
+
+    /// A hit on `way`: most recent (LRU, RRIP; FIFO keeps the fill order), RRPV 0 (RRIP).
+    #[inline(always)]
+    fn touch(&self, s: Set, way: usize) {
+        match self.policy {
+            Replacement::Lru => s.touch(RANK, way),
             Replacement::Fifo => {}
-            Replacement::Rrip => *f = with_stamp(*f, stamp) & !(3 << RRPV_SHIFT),
+            Replacement::Rrip => {
+                s.touch(RANK, way);
+                s.put(RRPV, way, 0);
+            }
         }
     }
 }

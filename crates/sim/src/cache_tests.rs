@@ -48,6 +48,8 @@ struct Slot {
     rrpv: u8,
 }
 
+const EMPTY: Slot = Slot { tag: INVALID, used: 0, stored: 0, valid: 0, dirty: 0, rrpv: 0 };
+
 fn model_victim(s: &mut [Slot], policy: Replacement) -> (usize, Option<WriteBack>) {
     let way = if let Some(i) = s.iter().position(|x| x.tag == INVALID) {
         return (i, None);
@@ -64,71 +66,143 @@ fn model_victim(s: &mut [Slot], policy: Replacement) -> (usize, Option<WriteBack
     (way, (d != 0).then_some(WriteBack { line: s[way].tag, sectors: d }))
 }
 
+/// The model cache: sets of slots, the policy, the 8-dirty threshold, the global clock.
+struct Model {
+    sets: Vec<Vec<Slot>>,
+    policy: Replacement,
+    threshold: u32,
+    clock: u64,
+}
+
+impl Model {
+    fn new(sets: usize, ways: usize, policy: Replacement, threshold: u32) -> Self {
+        Model { sets: vec![vec![EMPTY; ways]; sets], policy, threshold, clock: 0 }
+    }
+
+    fn clear(&mut self) {
+        self.sets.iter_mut().for_each(|s| s.fill(EMPTY));
+    }
+
+    /// A hit on slot `i`: most recent (not FIFO), RRPV 0 (RRIP).
+    fn touch(&mut self, set: usize, i: usize) {
+        let s = &mut self.sets[set][i];
+        if self.policy != Replacement::Fifo {
+            s.used = self.clock;
+        }
+        if self.policy == Replacement::Rrip {
+            s.rrpv = 0;
+        }
+    }
+
+    fn load(&mut self, set: usize, line: u64, sectors: u8) -> Outcome {
+        self.clock += 1;
+        if let Some(i) = self.sets[set].iter().position(|x| x.tag == line) {
+            let missing = sectors & !self.sets[set][i].valid;
+            self.sets[set][i].valid |= sectors;
+            self.touch(set, i);
+            return Outcome { tag_hit: true, missing, evicted: None, cleaned: None };
+        }
+        let s = &mut self.sets[set];
+        let (i, evicted) = model_victim(s, self.policy);
+        s[i] = Slot { tag: line, used: self.clock, stored: s[i].stored, valid: sectors, dirty: 0, rrpv: 1 };
+        Outcome { tag_hit: false, missing: sectors, evicted, cleaned: None }
+    }
+
+    fn store(&mut self, set: usize, line: u64, sectors: u8, full: u8, allocate: bool, dirty: bool) -> Outcome {
+        self.clock += 1;
+        let clock = self.clock;
+        let s = &mut self.sets[set];
+        let mut cleaned = None;
+        let d: Vec<usize> = (0..s.len()).filter(|&i| s[i].dirty != 0 && s[i].tag != INVALID).collect();
+        if self.threshold > 0 && dirty && d.len() >= self.threshold as usize {
+            let i = *d.iter().min_by_key(|&&i| (s[i].stored, i)).unwrap();
+            cleaned = Some(WriteBack { line: s[i].tag, sectors: s[i].dirty });
+            s[i].dirty = 0;
+        }
+        if let Some(i) = s.iter().position(|x| x.tag == line) {
+            s[i].valid |= full;
+            if dirty {
+                s[i].dirty |= sectors;
+                s[i].stored = clock;
+            }
+            let missing = sectors & !s[i].valid;
+            self.touch(set, i);
+            return Outcome { tag_hit: true, missing, evicted: None, cleaned };
+        }
+        if !allocate {
+            return Outcome { tag_hit: false, missing: sectors, evicted: None, cleaned };
+        }
+        let (i, evicted) = model_victim(s, self.policy);
+        let d = if dirty { sectors } else { 0 };
+        s[i] = Slot { tag: line, used: clock, stored: clock, valid: full, dirty: d, rrpv: 1 };
+        Outcome { tag_hit: false, missing: sectors & !full, evicted, cleaned }
+    }
+}
+
+/// `ops` random loads and stores on a cache and the model, compared after each; `wide`: after a
+/// third of them, line addresses with other high 32 bits (and the empty marker's low half);
+/// `clear` after two thirds.
+fn against_model(ways: usize, policy: Replacement, threshold: u32, wide: bool, ops: u64, seed: u64) {
+    let mut r = crate::tlb::SplitMix(seed);
+    let sets = 3;
+    let mut c = Cache::new(sets, ways, policy, threshold);
+    let mut m = Model::new(sets, ways, policy, threshold);
+    let at = format!("{ways} ways, {policy:?}, threshold {threshold}, wide {wide}");
+    for op in 1..ops {
+        if op == 2 * ops / 3 {
+            c.clear();
+            m.clear();
+        }
+        let set = r.below(sets as u64) as usize;
+        let id = r.below(ways as u64 + 3);
+        let hi = if wide && op > ops / 3 { 1 + r.below(2) } else { 1 };
+        let lo = if wide && op > ops / 3 && id == 0 { 0xffff_ffff } else { 0x1000 + id };
+        let line = hi << 32 | lo;
+        let sectors = 1 + r.below(15) as u8;
+        let (o, mo) = if r.below(4) == 0 {
+            let full = sectors & r.below(16) as u8;
+            let (allocate, dirty) = (r.below(8) != 0, r.below(8) != 0);
+            (c.store(set, line, sectors, full, allocate, dirty), m.store(set, line, sectors, full, allocate, dirty))
+        } else {
+            (c.load(set, line, sectors), m.load(set, line, sectors))
+        };
+        assert_eq!(o, mo, "{at}, op {op}");
+        if op % 97 == 0 {
+            let s = &m.sets[set];
+            let held = s.iter().filter(|x| x.tag != INVALID).count();
+            assert_eq!(c.lines_in_set(set), held, "{at}, op {op}");
+            let dirty: usize = m.sets.iter().flatten().filter(|x| x.tag != INVALID && x.dirty != 0).count();
+            assert_eq!(c.dirty_lines(), dirty, "{at}, op {op}");
+            for x in s {
+                let probe = x.tag != INVALID && c.probe(set, x.tag, x.valid);
+                assert!(x.tag == INVALID || probe, "{at}, op {op}");
+            }
+            assert!(!c.probe(set, 5 << 32, 0), "{at}, op {op}");
+        }
+    }
+    assert_eq!(c.wide.is_some(), wide, "{at}");
+}
+
 #[test]
 fn matches_a_model_with_a_global_clock() {
-    // long enough that per-set use stamps are renumbered many times
-    let mut r = crate::tlb::SplitMix(3);
-    for (ways, policy) in
-        [(4, Replacement::Lru), (5, Replacement::Fifo), (16, Replacement::Rrip), (7, Replacement::Rrip)]
+    // the seed's L1 and L2, long runs
+    let ops = if cfg!(debug_assertions) { 20_000 } else { 200_000 };
+    for (ways, policy, threshold) in
+        [(4, Replacement::Lru, 0), (5, Replacement::Fifo, 0), (16, Replacement::Rrip, 8), (7, Replacement::Rrip, 0)]
     {
-        let mut c = Cache::new(2, ways, policy, if ways == 16 { 8 } else { 0 });
-        let empty = Slot { tag: INVALID, used: 0, stored: 0, valid: 0, dirty: 0, rrpv: 0 };
-        let mut m = vec![vec![empty; ways]; 2];
-        for clock in 1..200_000u64 {
-            let set = r.below(2) as usize;
-            let line = r.below(ways as u64 + 3);
-            let sectors = 1 + r.below(15) as u8;
-            let s = &mut m[set];
-            let hit = s.iter().position(|x| x.tag == line);
-            if r.below(4) == 0 {
-                let full = sectors & r.below(16) as u8;
-                let o = c.store(set, line, sectors, full, true, true);
-                let mut cleaned = None;
-                let dmask: Vec<usize> = (0..ways).filter(|&i| s[i].dirty != 0 && s[i].tag != INVALID).collect();
-                if ways == 16 && dmask.len() >= 8 {
-                    let i = *dmask.iter().min_by_key(|&&i| (s[i].stored, i)).unwrap();
-                    cleaned = Some(WriteBack { line: s[i].tag, sectors: s[i].dirty });
-                    s[i].dirty = 0;
-                }
-                assert_eq!(o.cleaned, cleaned, "clock {clock}");
-                match hit {
-                    Some(i) => {
-                        s[i].valid |= full;
-                        s[i].dirty |= sectors;
-                        s[i].stored = clock;
-                        if policy != Replacement::Fifo {
-                            s[i].used = clock;
-                        }
-                        if policy == Replacement::Rrip {
-                            s[i].rrpv = 0;
-                        }
-                        assert_eq!((o.tag_hit, o.missing), (true, sectors & !s[i].valid));
-                    }
-                    None => {
-                        let (i, wb) = model_victim(s, policy);
-                        s[i] = Slot { tag: line, used: clock, stored: clock, valid: full, dirty: sectors, rrpv: 1 };
-                        assert_eq!((o.tag_hit, o.missing, o.evicted), (false, sectors & !full, wb), "clock {clock}");
-                    }
-                }
-            } else {
-                let o = c.load(set, line, sectors);
-                match hit {
-                    Some(i) => {
-                        assert_eq!((o.tag_hit, o.missing), (true, sectors & !s[i].valid));
-                        s[i].valid |= sectors;
-                        if policy != Replacement::Fifo {
-                            s[i].used = clock;
-                        }
-                        if policy == Replacement::Rrip {
-                            s[i].rrpv = 0;
-                        }
-                    }
-                    None => {
-                        let (i, wb) = model_victim(s, policy);
-                        s[i] = Slot { tag: line, used: clock, stored: s[i].stored, valid: sectors, dirty: 0, rrpv: 1 };
-                        assert_eq!((o.tag_hit, o.missing, o.evicted), (false, sectors, wb), "clock {clock}");
-                    }
-                }
+        against_model(ways, policy, threshold, false, ops, 3);
+    }
+}
+
+#[test]
+fn matches_the_model_for_any_way_count_policy_and_tag_width() {
+    let ops = if cfg!(debug_assertions) { 3_000 } else { 30_000 };
+    let mut seed = 100;
+    for ways in [1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 15, 16, 17, 20, 24, 31, 32, 33, 47, 48, 63, 64] {
+        for policy in [Replacement::Lru, Replacement::Fifo, Replacement::Rrip] {
+            for (threshold, wide) in [(0, false), (ways as u32 / 2, true), (1, false), (ways as u32, true)] {
+                seed += 1;
+                against_model(ways, policy, threshold, wide, ops, seed);
             }
         }
     }

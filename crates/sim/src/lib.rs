@@ -25,6 +25,7 @@
 //! give), `t.machine()` for direct loads/stores, `t.alloc_contiguous(bytes, phys_base)`.
 
 pub mod cache;
+mod cache_set;
 pub mod calibrate;
 pub mod dram;
 pub mod fastindex;
