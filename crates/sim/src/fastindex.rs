@@ -9,16 +9,19 @@ use crate::hash::{slice_l40s_from, slice_rtx4090_from, state_from, state_masks, 
 const MAX_W: u32 = 10;
 
 /// Parities of up to 32 masks: bit i of `eval(a)` = parity(a & masks[i]), as the XOR of one
-/// table per chunk of `w` address bits, from the lowest bit any mask touches (`lo`) to the
-/// highest (at most `MAX_W` bits a chunk, as few chunks as that allows).
+/// table per chunk of `MAX_W` address bits, from the lowest bit any mask touches (`lo`) to the
+/// highest. The first three chunks
+/// are always looked up (a missing one has the index mask 0 and reads a 0), any further ones in
+/// a loop.
 #[derive(Debug, Clone)]
 pub struct ParityTable {
-    /// Lowest bit any mask touches, the chunk width and `(1 << w) - 1`.
+    /// Lowest bit any mask touches.
     lo: u32,
-    w: u32,
-    mask: u64,
-    /// One table per chunk (entries past `1 << w` unused).
-    tables: Box<[[u32; 1 << MAX_W]]>,
+    /// Index masks of the first three chunks: `(1 << MAX_W) - 1`, or 0 past the last chunk.
+    m: [u64; 3],
+    t: Box<[[u32; 1 << MAX_W]; 3]>,
+    /// Chunks past the third.
+    more: Box<[[u32; 1 << MAX_W]]>,
 }
 
 impl ParityTable {
@@ -26,51 +29,47 @@ impl ParityTable {
     pub fn new(masks: &[u64]) -> Self {
         assert!(masks.len() <= 32);
         let all = masks.iter().fold(0u64, |a, m| a | m);
-        if all == 0 {
-            return ParityTable { lo: 0, w: 1, mask: 1, tables: Box::new([]) };
-        }
-        let lo = all.trailing_zeros();
-        let span = 64 - all.leading_zeros() - lo;
+        let lo = all.trailing_zeros() % 64;
+        let span = (64 - all.leading_zeros()).saturating_sub(lo);
         let k = span.div_ceil(MAX_W);
-        let w = span.div_ceil(k);
-        let tables = (0..k)
-            .map(|c| {
-                let sh = lo + c * w;
-                std::array::from_fn(|v| {
-                    let v = (v as u64) & ((1 << w) - 1);
-                    masks.iter().enumerate().fold(0u32, |e, (i, m)| e | ((((v << sh) & m).count_ones() & 1) << i))
-                })
+        let table = |c: u32| -> [u32; 1 << MAX_W] {
+            // (a chunk starts at or below bit 63: lo + 10 c < lo + span)
+            let sh = lo + c * MAX_W;
+            std::array::from_fn(|v| {
+                let v = v as u64;
+                masks.iter().enumerate().fold(0u32, |e, (i, m)| e | ((((v << sh) & m).count_ones() & 1) << i))
             })
-            .collect();
-        ParityTable { lo, w, mask: (1 << w) - 1, tables }
+        };
+        let first = |c: u32| if c < k { table(c) } else { [0; 1 << MAX_W] };
+        ParityTable {
+            lo,
+            m: std::array::from_fn(|c| if (c as u32) < k { (1 << MAX_W) - 1 } else { 0 }),
+            t: Box::new([first(0), first(1), first(2)]),
+            more: (3..k).map(table).collect(),
+        }
     }
 
     #[inline(always)]
     pub fn eval(&self, a: u64) -> u32 {
-        let (w, m) = (self.w, self.mask);
-        // (`& m` keeps each index below 1 << w <= 1024; `% 1024` only shows the compiler so)
-        let ix = |b: u64| (b & m) as usize % (1 << MAX_W);
-        let b0 = a >> self.lo;
-        // (the usual chunk counts first, tested one by one)
-        if let [t0, t1, t2] = &*self.tables {
-            let b1 = b0 >> w;
-            t0[ix(b0)] ^ t1[ix(b1)] ^ t2[ix(b1 >> w)]
-        } else if let [t0, t1] = &*self.tables {
-            t0[ix(b0)] ^ t1[ix(b0 >> w)]
-        } else if let [t0] = &*self.tables {
-            t0[ix(b0)]
+        let (b0, t) = (a >> self.lo, &*self.t);
+        let (b1, b2) = (b0 >> MAX_W, b0 >> (2 * MAX_W));
+        // (`& m` keeps each index below 1024; `% 1024` only shows the compiler so)
+        let ix = |b: u64, m: u64| (b & m) as usize % (1 << MAX_W);
+        let x = t[0][ix(b0, self.m[0])] ^ t[1][ix(b1, self.m[1])] ^ t[2][ix(b2, self.m[2])];
+        if self.more.is_empty() {
+            x
         } else {
-            self.eval_many(b0)
+            x ^ self.eval_more(b2 >> MAX_W)
         }
     }
 
-    /// `eval` for no chunks or more than three, of `a >> lo`.
+    /// The chunks past the third, of `a >> (lo + 3 MAX_W)`.
     #[inline(never)]
-    fn eval_many(&self, mut b: u64) -> u32 {
+    fn eval_more(&self, mut b: u64) -> u32 {
         let mut x = 0;
-        for t in &*self.tables {
-            x ^= t[(b & self.mask) as usize % (1 << MAX_W)];
-            b >>= self.w;
+        for t in &*self.more {
+            x ^= t[(b & self.m[0]) as usize % (1 << MAX_W)];
+            b >>= MAX_W;
         }
         x
     }
@@ -113,6 +112,25 @@ const MOD36: [u16; 36] = {
 fn mod9(a: u64) -> u32 {
     MOD36[((a >> 15) % 36) as usize] as u32
 }
+
+/// `(a >> 15) % 36` given `q = a / 1152`, without a division: `(a >> 15) / 36 = q >> 10` (both
+/// are `a / 2^15 / 36` floored, as `q / 1024` is `a / 1152 / 1024`).
+#[inline(always)]
+fn y36(a: u64, q: u64) -> usize {
+    ((a >> 15) - 36 * (q >> 10)) as usize
+}
+
+/// `MOD36` for `SliceAndSet`, by `y36` (padded to 64): `m3 * 9 + g` in bits 0..5, the extra
+/// `set_index` bit at bit 22 (bit 9 of the set as `SliceAndSet` keeps it).
+const MOD36_WIDE: [u32; 64] = {
+    let mut t = [0u32; 64];
+    let mut i = 0;
+    while i < 36 {
+        t[i] = (MOD36[i] & 31) as u32 | ((MOD36[i] & (1 << 9)) as u32) << 13;
+        i += 1;
+    }
+    t
+};
 
 /// The slice for every (8 state parities `p`, m3, g), at `p << 5 | (m3 * 9 + g)`.
 fn slice_table(wide: bool) -> Vec<u8> {
@@ -173,7 +191,10 @@ impl FastIndex {
         match self {
             FastIndex::Xor(t) => t.eval(a),
             FastIndex::Slice { p, slice, .. } => slice[(p.eval(a) << 5 | (mod9(a) & 31)) as usize] as u32,
-            FastIndex::Set { a: ta, q: tq } => ta.eval(a) ^ tq.eval(a / 1152) ^ (mod9(a) & (1 << 9)),
+            FastIndex::Set { a: ta, q: tq } => {
+                let q = a / 1152;
+                ta.eval(a) ^ tq.eval(q) ^ (MOD36[y36(a, q)] & (1 << 9)) as u32
+            }
             FastIndex::Plain(f) => f.eval(a),
         }
     }
@@ -222,11 +243,13 @@ impl SliceAndSet {
         let x = self.a[0][(b & 1023) as usize]
             ^ self.a[1][(b >> 10 & 1023) as usize]
             ^ self.a[2][(b >> 20 & 1023) as usize];
-        let t = mod9(a);
-        let slice = self.slice[((x & 0x1fe0) | (t & 31)) as usize] as u32;
         let q = a / 1152;
+        // (x has nothing in bits 0..5, t nothing in 5..13 or past 22: one XOR puts m3 * 9 + g
+        // under the slice parities and the extra bit into the set)
+        let y = x ^ MOD36_WIDE[y36(a, q) % 64];
+        let slice = self.slice[(y & 0x1fff) as usize] as u32;
         let qx = self.q[0][(q >> 8 & 0xff) as usize] ^ self.q[1][(q >> 16 & 0xff) as usize];
-        (slice, (x >> 13) ^ qx as u32 ^ (t & (1 << 9)))
+        (slice, (y >> 13) ^ qx as u32)
     }
 }
 
@@ -297,6 +320,7 @@ mod tests {
             let (m9, g) = ((a >> 15) % 9, ((a + (1 << 16)) >> 17) % 9);
             let b9 = u32::from(m9 == 2 || m9 == 6) << 9;
             assert_eq!(mod9(a), ((m9 % 3) * 9 + g) as u32 | b9, "{a:#x}");
+            assert_eq!(y36(a, a / 1152), ((a >> 15) % 36) as usize, "{a:#x}");
         }
     }
 }
