@@ -210,17 +210,41 @@ pub(crate) fn eq_words16(s: &[u32; 64], chunks: usize, x: u32) -> u64 {
     }
 }
 
-/// Bit i set where `s[i] == x`, for i < 16 `chunks` (1 to 4): sixteen bytes at a time.
+/// Sixteen copies of each byte value below 64 (a load instead of SSE2's four-instruction
+/// broadcast).
+#[cfg(target_arch = "x86_64")]
+#[repr(align(16))]
+struct Splat([[u8; 16]; 64]);
+#[cfg(target_arch = "x86_64")]
+static SPLAT: Splat = {
+    let mut t = [[0u8; 16]; 64];
+    let mut i = 0;
+    while i < 64 {
+        t[i] = [i as u8; 16];
+        i += 1;
+    }
+    Splat(t)
+};
+
+/// Sixteen copies of `x` (below 64).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn splat(x: u8) -> std::arch::x86_64::__m128i {
+    // SAFETY: a 16-byte aligned row of SPLAT (x % 64 < 64).
+    unsafe { std::arch::x86_64::_mm_load_si128(SPLAT.0[x as usize % 64].as_ptr() as *const _) }
+}
+
+/// Bit i set where `s[i] == x` (below 64), for i < 16 `chunks` (1 to 4): sixteen bytes at a time.
 #[inline(always)]
 pub(crate) fn eq_bytes16(s: &[u8; 64], chunks: usize, x: u8) -> u64 {
-    debug_assert!((1..=4).contains(&chunks));
+    debug_assert!((1..=4).contains(&chunks) && x < 64);
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::*;
         let mut m = 0u64;
         // SAFETY: every load reads 16 bytes of the 64 (c < 4); SSE2 is baseline on x86_64.
         unsafe {
-            let v = _mm_set1_epi8(x as i8);
+            let v = splat(x);
             let chunk = |c: usize| {
                 let b = _mm_cmpeq_epi8(_mm_loadu_si128(s.as_ptr().add(16 * c) as *const __m128i), v);
                 (_mm_movemask_epi8(b) as u32 as u64) << (16 * c)
@@ -239,16 +263,16 @@ pub(crate) fn eq_bytes16(s: &[u8; 64], chunks: usize, x: u8) -> u64 {
 }
 
 /// Recency ranks moved for a use of the entry ranked `r`: for i < 16 `chunks` (1 to 4), `s[i]`
-/// below `r` goes up by one and `s[i] == r` becomes 0 (all values below 128).
+/// below `r` goes up by one and `s[i] == r` becomes 0 (`r` below 64, all values below 128).
 #[inline(always)]
 pub(crate) fn promote16(s: &mut [u8; 64], chunks: usize, r: u8) {
-    debug_assert!((1..=4).contains(&chunks) && r < 128);
+    debug_assert!((1..=4).contains(&chunks) && r < 64);
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::*;
         // SAFETY: every load and store touches 16 bytes of the 64 (c < 4); SSE2 is baseline.
         unsafe {
-            let v = _mm_set1_epi8(r as i8);
+            let v = splat(r);
             let mut chunk = |c: usize| {
                 let p = s.as_mut_ptr().add(16 * c) as *mut __m128i;
                 let x = _mm_loadu_si128(p);
@@ -319,7 +343,7 @@ mod tests {
             let words: [u32; 64] =
                 std::array::from_fn(|_| if case % 2 == 0 { r.below(5) as u32 } else { r.next_u64() as u32 | 1 << 31 });
             let bytes: [u8; 64] = std::array::from_fn(|_| r.below(if case % 3 == 0 { 4 } else { 128 }) as u8);
-            let (x, y) = (words[r.below(64) as usize], bytes[r.below(64) as usize]);
+            let (x, y) = (words[r.below(64) as usize], bytes[r.below(64) as usize] % 64);
             let n = 16 * chunks;
             assert_eq!(eq_words16(&words, chunks, x), (0..n).fold(0, |m, i| m | u64::from(words[i] == x) << i));
             assert_eq!(eq_bytes16(&bytes, chunks, y), (0..n).fold(0, |m, i| m | u64::from(bytes[i] == y) << i));

@@ -61,11 +61,11 @@ pub struct Tlb {
     live: u64,
     /// 16-slot chunks compared: 1 (up to 16 entries) or 4 (up to `SMALL`); 0 for a large TLB.
     chunks: usize,
-    small: Box<Small>,
+    small: Small,
     large: Option<Box<Large>>,
-    /// The page of the last lookup that missed, while no insert followed (an insert of it needs
-    /// no check for a present entry).
-    missed: Option<u64>,
+    /// One more than the page of the last lookup that missed (wrapping; 0: none), while no
+    /// insert followed (an insert of it needs no check for a present entry).
+    missed: u64,
 }
 
 /// Capacity kept in `Small`.
@@ -154,21 +154,15 @@ impl Tlb {
             } else {
                 0
             },
-            small: Box::new(Small {
-                lo: [0; SMALL],
-                rank: [FREE; SMALL],
-                hint: [0; 64],
-                vpns: [0; SMALL],
-                ppns: [0; SMALL],
-            }),
+            small: Small { lo: [0; SMALL], rank: [FREE; SMALL], hint: [0; 64], vpns: [0; SMALL], ppns: [0; SMALL] },
             large,
-            missed: None,
+            missed: 0,
         }
     }
     pub fn clear(&mut self) {
         self.n = 0;
         self.live = 0;
-        self.missed = None;
+        self.missed = 0;
         self.small.rank = [FREE; SMALL];
         if let Some(l) = &mut self.large {
             l.map.clear();
@@ -184,7 +178,7 @@ impl Tlb {
     /// Slot of `vpn` in a small TLB of `C` chunks.
     #[inline(always)]
     fn find_small<const C: usize>(&self, vpn: u64) -> Option<usize> {
-        let s = &*self.small;
+        let s = &self.small;
         let h = s.hint[(vpn & 63) as usize] as usize;
         if h < self.n && s.vpns[h % SMALL] == vpn {
             return Some(h);
@@ -203,20 +197,23 @@ impl Tlb {
     /// Look up a virtual page; on a hit returns the physical page.
     #[inline]
     pub fn lookup(&mut self, vpn: u64) -> Option<u64> {
-        match self.chunks {
-            1 => self.lookup_small::<1>(vpn),
-            0 => self.lookup_large(vpn),
-            _ => self.lookup_small::<{ SMALL / 16 }>(vpn),
+        // (the usual size first)
+        if self.chunks == 1 {
+            self.lookup_small::<1>(vpn)
+        } else if self.chunks != 0 {
+            self.lookup_small::<{ SMALL / 16 }>(vpn)
+        } else {
+            self.lookup_large(vpn)
         }
     }
 
     #[inline(always)]
     fn lookup_small<const C: usize>(&mut self, vpn: u64) -> Option<u64> {
         let Some(i) = self.find_small::<C>(vpn) else {
-            self.missed = Some(vpn);
+            self.missed = vpn.wrapping_add(1);
             return None;
         };
-        let s = &mut *self.small;
+        let s = &mut self.small;
         s.hint[(vpn & 63) as usize] = i as u8;
         let r = s.rank[i % SMALL];
         if self.lru && r != 0 {
@@ -238,7 +235,7 @@ impl Tlb {
                 Some(l.ppns[i as usize])
             }
             None => {
-                self.missed = Some(vpn);
+                self.missed = vpn.wrapping_add(1);
                 None
             }
         }
@@ -248,10 +245,10 @@ impl Tlb {
     /// already present keeps its entry, which takes the new physical page and counts as used.)
     #[inline(always)]
     pub fn insert(&mut self, vpn: u64, ppn: u64) {
-        if self.missed != Some(vpn) {
+        if self.missed != vpn.wrapping_add(1) {
             return self.insert_unchecked(vpn, ppn);
         }
-        self.missed = None;
+        self.missed = 0;
         self.insert_absent(vpn, ppn);
     }
 
@@ -260,27 +257,29 @@ impl Tlb {
     #[inline(never)]
     fn insert_unchecked(&mut self, vpn: u64, ppn: u64) {
         if self.lookup(vpn).is_some() {
-            self.missed = None;
+            self.missed = 0;
             return self.set_ppn(vpn, ppn);
         }
-        self.missed = None;
+        self.missed = 0;
         self.insert_absent(vpn, ppn);
     }
 
     /// `insert` of a page with no entry.
     #[inline(always)]
     fn insert_absent(&mut self, vpn: u64, ppn: u64) {
-        match self.chunks {
-            1 => self.insert_small::<1>(vpn, ppn),
-            0 => self.insert_large(vpn, ppn),
-            _ => self.insert_small::<{ SMALL / 16 }>(vpn, ppn),
+        if self.chunks == 1 {
+            self.insert_small::<1>(vpn, ppn)
+        } else if self.chunks != 0 {
+            self.insert_small::<{ SMALL / 16 }>(vpn, ppn)
+        } else {
+            self.insert_large(vpn, ppn)
         }
     }
 
     #[inline(always)]
     fn insert_small<const C: usize>(&mut self, vpn: u64, ppn: u64) {
         let n = self.n;
-        let s = &mut *self.small;
+        let s = &mut self.small;
         // a free slot (ranked n, the last) or the last in recency (or fill) order, made the latest
         let (i, r) = if n < self.capacity {
             self.n = n + 1;
@@ -351,7 +350,7 @@ impl Tlb {
         }
         let Some(i) = self.find_small::<{ SMALL / 16 }>(vpn) else { return };
         // the last slot moves into slot i; the ranks after i's close up
-        let s = &mut *self.small;
+        let s = &mut self.small;
         let (last, r) = (self.n - 1, s.rank[i]);
         s.vpns[i] = s.vpns[last];
         s.lo[i] = s.lo[last];
