@@ -264,15 +264,28 @@ pub(crate) fn eq_bytes16(s: &[u8; 64], chunks: usize, x: u8) -> u64 {
 
 /// Recency ranks moved for a use of the entry ranked `r`: for i < 16 `chunks` (1 to 4), `s[i]`
 /// below `r` goes up by one and `s[i] == r` becomes 0 (`r` below 64, all values below 128).
+/// `r` broadcast from a table (`splat`: shared with an `eq_bytes16` of the same value).
 #[inline(always)]
 pub(crate) fn promote16(s: &mut [u8; 64], chunks: usize, r: u8) {
+    promote16_by::<false>(s, chunks, r)
+}
+
+/// `promote16` with `r` broadcast by arithmetic (when `r` was just loaded: no second load on the
+/// way).
+#[inline(always)]
+pub(crate) fn promote16_loaded(s: &mut [u8; 64], chunks: usize, r: u8) {
+    promote16_by::<true>(s, chunks, r)
+}
+
+#[inline(always)]
+fn promote16_by<const ARITH: bool>(s: &mut [u8; 64], chunks: usize, r: u8) {
     debug_assert!((1..=4).contains(&chunks) && r < 64);
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::*;
         // SAFETY: every load and store touches 16 bytes of the 64 (c < 4); SSE2 is baseline.
         unsafe {
-            let v = splat(r);
+            let v = if ARITH { _mm_set1_epi8(r as i8) } else { splat(r) };
             let mut chunk = |c: usize| {
                 let p = s.as_mut_ptr().add(16 * c) as *mut __m128i;
                 let x = _mm_loadu_si128(p);
@@ -347,8 +360,10 @@ mod tests {
             let n = 16 * chunks;
             assert_eq!(eq_words16(&words, chunks, x), (0..n).fold(0, |m, i| m | u64::from(words[i] == x) << i));
             assert_eq!(eq_bytes16(&bytes, chunks, y), (0..n).fold(0, |m, i| m | u64::from(bytes[i] == y) << i));
-            let mut p = bytes;
+            let (mut p, mut p2) = (bytes, bytes);
             promote16(&mut p, chunks, y);
+            promote16_loaded(&mut p2, chunks, y);
+            assert_eq!(p, p2);
             for i in 0..64 {
                 let want = if i >= n {
                     bytes[i]

@@ -215,9 +215,10 @@ impl Tlb {
         };
         let s = &mut self.small;
         s.hint[(vpn & 63) as usize] = i as u8;
-        let r = s.rank[i % SMALL];
-        if self.lru && r != 0 {
-            crate::simd::promote16(&mut s.rank, C, r);
+        if self.lru {
+            // (a no-op for the latest entry, rank 0)
+            let r = s.rank[i % SMALL];
+            crate::simd::promote16_loaded(&mut s.rank, C, r);
         }
         Some(s.ppns[i % SMALL])
     }
