@@ -51,7 +51,9 @@ impl SplitMix {
 /// Fully associative TLB of (virtual page, physical page) entries, replacing the least recently
 /// used entry (LRU) or the oldest fill (FIFO). Up to `SMALL` entries it keeps them in slots with
 /// a recency rank byte each (0: most recent) and compares 16 page numbers (their low 32 bits) or
-/// ranks at a time; larger TLBs keep a hash map and a recency list (`Large`).
+/// ranks at a time; larger TLBs keep a hash map and a recency list (`Large`). Either way the
+/// victim is the entry an LRU (FIFO) order names last: the same as a scan for the first entry
+/// with the smallest use (fill) stamp, as the stamps of live entries all differ.
 #[derive(Debug, Clone)]
 pub struct Tlb {
     capacity: usize,
