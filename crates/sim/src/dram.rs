@@ -233,13 +233,16 @@ impl Dram {
 /// The refresh test of a bank: the time `d` since its phase, `rem_euclid(d, period)`, when
 /// that lies inside a refresh window (below `stall`: a refresh to wait for the end of).
 ///
-/// Most times lie well past the window; a quick test proves those without the exact remainder:
-/// for `0 <= d < 2^40` and `q = trunc(d * (1 / period))` (so `q period <= 1.01 d`), the rounded
-/// `x = d - q period` is within `2^-11` of the exact `E = d - q period` (one rounding of
-/// `q period`, at most `2^-53 * 1.01 * 2^40`, one of the difference, far less). When `x` lies in
-/// `[stall + 2^-8, period - 2^-8]` (`lo`, `hi`), `E` lies in `(stall, period)`: `q` is the floored
-/// quotient and `E` the exact remainder `rem_euclid` returns, at or past `stall`. Any other case
-/// takes `rem_euclid`. (With no refresh, the quick test passes every finite `d >= 0` instead.)
+/// Most times lie well past the window; a quick test proves those without the exact remainder.
+/// Take `0 <= d < 2^40`, `d < 2^52 period` and `q = trunc(d * (1 / period))`: then
+/// `floor(d / period) - 1 <= q` and `q period <= (1 + 2^-52) d`, so the exact `E = d - q period`
+/// lies in `[-period, 2 period)`. With `q = 0` the rounded `x = d - q period` is `E`. With
+/// `q >= 1` (so `period < 1.01 * 2^40`) it is within `2^-11` of `E`: one rounding of `q period`
+/// (at most `2^-53 * 1.01 * 2^40`) and one of the difference (at most `2^-53 * 2 period`). When `x`
+/// lies in `[stall + 2^-8, period - 2^-8]` (`lo`, `hi`, each rounded by less than `2^-12` when
+/// `q >= 1` can happen), `E` lies in `(stall, period)`: `q` is the floored quotient and `E` the
+/// exact remainder `rem_euclid` returns, at or past `stall`. Any other case takes `rem_euclid`.
+/// (With no refresh, the quick test passes every finite `d >= 0` instead.)
 #[derive(Debug, Clone, Copy)]
 struct Refresh {
     period: f64,
