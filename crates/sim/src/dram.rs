@@ -386,8 +386,17 @@ mod tests {
     #[test]
     fn the_quick_refresh_test_is_the_exact_one() {
         let mut r = SplitMix(6);
-        let cases =
-            [(10_500.0, 210.0), (3.4, 0.5), (0.1, 0.002), (1e-3, 1e-4), (7.0, 6.999), (1e13, 5.0), (5e-9, 1e-9)];
+        let cases = [
+            (10_500.0, 210.0),
+            (3.4, 0.5),
+            (0.1, 0.002),
+            (1e-3, 1e-4),
+            (7.0, 6.999),
+            (1e13, 5.0),
+            (5e-9, 1e-9),
+            (1e12, 3e11),
+            (2.2e12, 5.5e11),
+        ];
         for (period, stall) in cases.into_iter().chain([(f64::INFINITY, 210.0)]) {
             let rf = Refresh::new(period, stall);
             let want = |d: f64| {
