@@ -53,6 +53,12 @@ pub struct Dram {
     row_function: RowFunction,
     refresh_period_ns: f64,
     refresh_stall_ns: f64,
+    refresh: Refresh,
+    /// Channels and banks per channel are powers of two: `channels - 1`, its bits, `banks - 1`.
+    pow2: bool,
+    ch_mask: u64,
+    ch_bits: u32,
+    bank_mask: u64,
     activate_ns: f64,
     column_ns: f64,
     row_open_ns: f64,
@@ -87,6 +93,11 @@ impl Dram {
             row_function: d.row_function,
             refresh_period_ns: period,
             refresh_stall_ns: d.refresh_stall_ns,
+            refresh: Refresh::new(period, d.refresh_stall_ns),
+            pow2: d.channels.is_power_of_two() && d.banks.is_power_of_two(),
+            ch_mask: (d.channels as u64).wrapping_sub(1),
+            ch_bits: d.channels.trailing_zeros(),
+            bank_mask: (d.banks as u64).wrapping_sub(1),
             activate_ns: d.activate_ns,
             column_ns: d.column_ns,
             row_open_ns: d.row_open_ns,
@@ -127,9 +138,8 @@ impl Dram {
         let key = self.row_key(pa);
         let hsh = key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
         // (hsh < 2^32: 32-bit division, or shifts for powers of two; the same values)
-        let (ch, bank) = if self.channels.is_power_of_two() && self.banks_per_channel.is_power_of_two() {
-            let cs = self.channels.trailing_zeros();
-            (hsh & (self.channels - 1), (hsh >> cs) & (self.banks_per_channel - 1))
+        let (ch, bank) = if self.pow2 {
+            (hsh & self.ch_mask, (hsh >> self.ch_bits) & self.bank_mask)
         } else {
             let (h, c, b) = (hsh as u32, self.channels as u32, self.banks_per_channel as u32);
             ((h % c) as u64, ((h / c) % b) as u64)
@@ -144,7 +154,7 @@ impl Dram {
     #[inline]
     pub fn access(&mut self, controller: u32, pa: u64, arrive_ns: f64, lines: f64) -> DramAccess {
         let (bank_i, row, ch) = self.locate(controller, pa);
-        let period = self.refresh_period_ns;
+        let refresh = &self.refresh;
         let b = &mut self.banks[bank_i as usize];
         // Different banks overlap their activates; a read of the open row only queues for the
         // channel's data bus; a read of another row of a busy bank (a row conflict) waits until
@@ -168,13 +178,10 @@ impl Dram {
         }
         let mut start = if conflict { b.busy_until_ns } else { arrive_ns };
         let mut stall = 0.0;
-        if period.is_finite() {
-            let x = rem_euclid(start - b.phase_ns, period);
-            if x < self.refresh_stall_ns {
-                stall = self.refresh_stall_ns - x;
-                start += stall;
-                b.open_row = u64::MAX; // refresh closes the row
-            }
+        if let Some(x) = refresh.wait(start - b.phase_ns) {
+            stall = self.refresh_stall_ns - x;
+            start += stall;
+            b.open_row = u64::MAX; // refresh closes the row
         }
         let row_hit = b.open_row == row && start < b.open_until_ns;
         let act = if row_hit { 0.0 } else { self.activate_ns };
@@ -222,6 +229,79 @@ impl Dram {
         self.banks.len()
     }
 }
+
+/// The refresh test of a bank: the time `d` since its phase, `rem_euclid(d, period)`, when
+/// that lies inside a refresh window (below `stall`: a refresh to wait for the end of).
+///
+/// Most times lie well past the window; a quick test proves those without the exact remainder.
+/// Take `0 <= d < 2^40`, `d < 2^52 period` and `q = trunc(d * (1 / period))`: then
+/// `floor(d / period) - 1 <= q` and `q period <= (1 + 2^-52) d`, so the exact `E = d - q period`
+/// lies in `[-period, 2 period)`. With `q = 0` the rounded `x = d - q period` is `E`. With
+/// `q >= 1` (so `period < 1.01 * 2^40`) it is within `2^-11` of `E`: one rounding of `q period`
+/// (at most `2^-53 * 1.01 * 2^40`) and one of the difference (at most `2^-53 * 2 period`). When `x`
+/// lies in `[stall + 2^-8, period - 2^-8]` (`lo`, `hi`, each rounded by less than `2^-12` when
+/// `q >= 1` can happen), `E` lies in `(stall, period)`: `q` is the floored quotient and `E` the
+/// exact remainder `rem_euclid` returns, at or past `stall`. Any other case takes `rem_euclid`.
+/// (With no refresh, the quick test passes every finite `d >= 0` instead.)
+#[derive(Debug, Clone, Copy)]
+struct Refresh {
+    period: f64,
+    stall: f64,
+    /// `1 / period` and `period` (both 0 with no refresh).
+    inv: f64,
+    q_period: f64,
+    lo: f64,
+    hi: f64,
+    /// Bits of the bound on `d` (exclusive; also below `2^52 period`, so `d / period` fits i64;
+    /// a negative `d` has larger bits).
+    limit: u64,
+}
+
+impl Refresh {
+    fn new(period: f64, stall: f64) -> Self {
+        if !period.is_finite() {
+            let (lo, hi, limit) = (f64::NEG_INFINITY, f64::INFINITY, f64::INFINITY.to_bits());
+            return Refresh { period, stall, inv: 0.0, q_period: 0.0, lo, hi, limit };
+        }
+        let limit = QUICK_LIMIT.min(period * (1u64 << 52) as f64).to_bits();
+        Refresh {
+            period,
+            stall,
+            inv: 1.0 / period,
+            q_period: period,
+            lo: stall + QUICK_EPS,
+            hi: period - QUICK_EPS,
+            limit,
+        }
+    }
+
+    #[inline(always)]
+    fn wait(&self, d: f64) -> Option<f64> {
+        if d.to_bits() < self.limit {
+            // SAFETY: 0 <= d < 2^52 period, so 0 <= d * inv < 2^53: finite and in i64's range.
+            let q = unsafe { (d * self.inv).to_int_unchecked::<i64>() } as f64;
+            let x = d - q * self.q_period;
+            if x >= self.lo && x <= self.hi {
+                return None;
+            }
+        }
+        self.wait_exact(d)
+    }
+
+    /// `wait` by `rem_euclid`.
+    #[inline(never)]
+    fn wait_exact(&self, d: f64) -> Option<f64> {
+        if !self.period.is_finite() {
+            return None;
+        }
+        let x = rem_euclid(d, self.period);
+        (x < self.stall).then_some(x)
+    }
+}
+
+/// `Refresh`'s range of times and margin (see there).
+const QUICK_LIMIT: f64 = (1u64 << 40) as f64;
+const QUICK_EPS: f64 = 1.0 / 256.0;
 
 /// `x.rem_euclid(p)` for a finite positive `p`, bit for bit: `x % p` (C `fmod`, whose result is
 /// exact) found from a floating-point quotient checked by fused multiply-adds (each remainder
@@ -300,6 +380,47 @@ mod tests {
         }
         for x in [0.0, -0.0, f64::INFINITY, f64::NAN, 1e300, -1e300, f64::MIN_POSITIVE] {
             assert_eq!(rem_euclid(x, 7.5).to_bits(), x.rem_euclid(7.5).to_bits(), "{x}");
+        }
+    }
+
+    #[test]
+    fn the_quick_refresh_test_is_the_exact_one() {
+        let mut r = SplitMix(6);
+        let cases = [
+            (10_500.0, 210.0),
+            (3.4, 0.5),
+            (0.1, 0.002),
+            (1e-3, 1e-4),
+            (7.0, 6.999),
+            (1e13, 5.0),
+            (5e-9, 1e-9),
+            (1e12, 3e11),
+            (2.2e12, 5.5e11),
+        ];
+        for (period, stall) in cases.into_iter().chain([(f64::INFINITY, 210.0)]) {
+            let rf = Refresh::new(period, stall);
+            let want = |d: f64| {
+                let x = d.rem_euclid(period);
+                (period.is_finite() && x < stall).then_some(x.to_bits())
+            };
+            for i in 0..300_000u64 {
+                let scale = [1.0, 1e3, 1e6, 1e9, 1e12, 1.1e12, 1e15][(i % 7) as usize];
+                let mut d = (r.unit() - 0.05) * scale;
+                match i % 5 {
+                    // multiples of the period and the window's end, and their neighbours
+                    0 if period.is_finite() => d = (d / period).round() * period,
+                    1 if period.is_finite() => d = (d / period).floor() * period + stall,
+                    _ => {}
+                }
+                if i % 5 < 2 {
+                    d = f64::from_bits(d.to_bits().wrapping_add(i / 5 % 5).wrapping_sub(2));
+                }
+                assert_eq!(rf.wait(d).map(f64::to_bits), want(d), "{d} in {period}/{stall}");
+            }
+            for d in [0.0, -0.0, QUICK_LIMIT, f64::from_bits(QUICK_LIMIT.to_bits() - 1), f64::NAN, f64::INFINITY, -1.0]
+            {
+                assert_eq!(rf.wait(d).map(f64::to_bits), want(d), "{d} in {period}/{stall}");
+            }
         }
     }
 }

@@ -179,6 +179,134 @@ pub(crate) fn first_min(s: &[u32], cand: u64) -> usize {
     }
 }
 
+/// Bit i set where `s[i] == x`, for i < 16 `chunks` (1 to 4): sixteen words at a time.
+#[inline(always)]
+pub(crate) fn eq_words16(s: &[u32; 64], chunks: usize, x: u32) -> u64 {
+    debug_assert!((1..=4).contains(&chunks));
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        let mut m = 0u64;
+        // SAFETY: every load reads 4 words of the 64 (c < 4); SSE2 is baseline on x86_64.
+        unsafe {
+            let v = _mm_set1_epi32(x as i32);
+            let p = s.as_ptr();
+            let chunk = |c: usize| {
+                let q = |j: usize| _mm_cmpeq_epi32(_mm_loadu_si128(p.add(16 * c + 4 * j) as *const __m128i), v);
+                // (-1/0 lanes pack to -1/0 bytes)
+                let b = _mm_packs_epi16(_mm_packs_epi32(q(0), q(1)), _mm_packs_epi32(q(2), q(3)));
+                (_mm_movemask_epi8(b) as u32 as u64) << (16 * c)
+            };
+            m |= chunk(0);
+            for c in 1..chunks.min(4) {
+                m |= chunk(c);
+            }
+        }
+        m
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        (0..16 * chunks).fold(0, |m, i| m | u64::from(s[i] == x) << i)
+    }
+}
+
+/// Sixteen copies of each byte value below 64 (a load instead of SSE2's four-instruction
+/// broadcast).
+#[cfg(target_arch = "x86_64")]
+#[repr(align(16))]
+struct Splat([[u8; 16]; 64]);
+#[cfg(target_arch = "x86_64")]
+static SPLAT: Splat = {
+    let mut t = [[0u8; 16]; 64];
+    let mut i = 0;
+    while i < 64 {
+        t[i] = [i as u8; 16];
+        i += 1;
+    }
+    Splat(t)
+};
+
+/// Sixteen copies of `x` (below 64).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn splat(x: u8) -> std::arch::x86_64::__m128i {
+    // SAFETY: a 16-byte aligned row of SPLAT (x % 64 < 64).
+    unsafe { std::arch::x86_64::_mm_load_si128(SPLAT.0[x as usize % 64].as_ptr() as *const _) }
+}
+
+/// Bit i set where `s[i] == x` (below 64), for i < 16 `chunks` (1 to 4): sixteen bytes at a time.
+#[inline(always)]
+pub(crate) fn eq_bytes16(s: &[u8; 64], chunks: usize, x: u8) -> u64 {
+    debug_assert!((1..=4).contains(&chunks) && x < 64);
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        let mut m = 0u64;
+        // SAFETY: every load reads 16 bytes of the 64 (c < 4); SSE2 is baseline on x86_64.
+        unsafe {
+            let v = splat(x);
+            let chunk = |c: usize| {
+                let b = _mm_cmpeq_epi8(_mm_loadu_si128(s.as_ptr().add(16 * c) as *const __m128i), v);
+                (_mm_movemask_epi8(b) as u32 as u64) << (16 * c)
+            };
+            m |= chunk(0);
+            for c in 1..chunks.min(4) {
+                m |= chunk(c);
+            }
+        }
+        m
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        (0..16 * chunks).fold(0, |m, i| m | u64::from(s[i] == x) << i)
+    }
+}
+
+/// Recency ranks moved for a use of the entry ranked `r`: for i < 16 `chunks` (1 to 4), `s[i]`
+/// below `r` goes up by one and `s[i] == r` becomes 0 (`r` below 64, all values below 128).
+/// `r` broadcast from a table (`splat`: shared with an `eq_bytes16` of the same value).
+#[inline(always)]
+pub(crate) fn promote16(s: &mut [u8; 64], chunks: usize, r: u8) {
+    promote16_by::<false>(s, chunks, r)
+}
+
+/// `promote16` with `r` broadcast by arithmetic (when `r` was just loaded: no second load on the
+/// way).
+#[inline(always)]
+pub(crate) fn promote16_loaded(s: &mut [u8; 64], chunks: usize, r: u8) {
+    promote16_by::<true>(s, chunks, r)
+}
+
+#[inline(always)]
+fn promote16_by<const ARITH: bool>(s: &mut [u8; 64], chunks: usize, r: u8) {
+    debug_assert!((1..=4).contains(&chunks) && r < 64);
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        // SAFETY: every load and store touches 16 bytes of the 64 (c < 4); SSE2 is baseline.
+        unsafe {
+            let v = if ARITH { _mm_set1_epi8(r as i8) } else { splat(r) };
+            let mut chunk = |c: usize| {
+                let p = s.as_mut_ptr().add(16 * c) as *mut __m128i;
+                let x = _mm_loadu_si128(p);
+                // (signed compares: every value is below 128)
+                let up = _mm_sub_epi8(x, _mm_cmpgt_epi8(v, x));
+                _mm_storeu_si128(p, _mm_andnot_si128(_mm_cmpeq_epi8(x, v), up));
+            };
+            chunk(0);
+            for c in 1..chunks.min(4) {
+                chunk(c);
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        for x in &mut s[..16 * chunks] {
+            *x = if *x == r { 0 } else { *x + u8::from(*x < r) };
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,6 +345,35 @@ mod tests {
             let (shift, mask) = ((case % 20) as u32, 0x3fff);
             let max = words[..n].iter().map(|&w| (w >> shift) & mask).max().unwrap_or(0);
             assert_eq!(max_field(&words, n, shift, mask), max, "case {case}");
+        }
+    }
+
+    #[test]
+    fn sixteen_lane_scans_match_plain_loops() {
+        let mut r = SplitMix(12);
+        for case in 0..20_000u64 {
+            let chunks = 1 + (case % 4) as usize;
+            let words: [u32; 64] =
+                std::array::from_fn(|_| if case % 2 == 0 { r.below(5) as u32 } else { r.next_u64() as u32 | 1 << 31 });
+            let bytes: [u8; 64] = std::array::from_fn(|_| r.below(if case % 3 == 0 { 4 } else { 128 }) as u8);
+            let (x, y) = (words[r.below(64) as usize], bytes[r.below(64) as usize] % 64);
+            let n = 16 * chunks;
+            assert_eq!(eq_words16(&words, chunks, x), (0..n).fold(0, |m, i| m | u64::from(words[i] == x) << i));
+            assert_eq!(eq_bytes16(&bytes, chunks, y), (0..n).fold(0, |m, i| m | u64::from(bytes[i] == y) << i));
+            let (mut p, mut p2) = (bytes, bytes);
+            promote16(&mut p, chunks, y);
+            promote16_loaded(&mut p2, chunks, y);
+            assert_eq!(p, p2);
+            for i in 0..64 {
+                let want = if i >= n {
+                    bytes[i]
+                } else if bytes[i] == y {
+                    0
+                } else {
+                    bytes[i] + u8::from(bytes[i] < y)
+                };
+                assert_eq!(p[i], want, "case {case} lane {i}");
+            }
         }
     }
 }

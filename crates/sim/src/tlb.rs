@@ -3,7 +3,6 @@
 //! the page table with its seeded physical page allocator (footnote 7: the driver picks physical
 //! pages at allocation; one physical page may be mapped at two virtual addresses).
 
-use crate::simd::{first_min, lanes, low, LaneOp};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -49,135 +48,331 @@ impl SplitMix {
     }
 }
 
-/// Fully associative TLB of (virtual page, physical page) entries (kept as parallel arrays in
-/// fill order, so a lookup compares one array of page numbers: their low 32 bits four at a time,
-/// then the whole number of a candidate).
+/// Fully associative TLB of (virtual page, physical page) entries, replacing the least recently
+/// used entry (LRU) or the oldest fill (FIFO). Up to `SMALL` entries it keeps them in slots with
+/// a recency rank byte each (0: most recent) and compares 16 page numbers (their low 32 bits) or
+/// ranks at a time; larger TLBs keep a hash map and a recency list (`Large`). Either way the
+/// victim is the entry an LRU (FIFO) order names last: the same as a scan for the first entry
+/// with the smallest use (fill) stamp, as the stamps of live entries all differ.
 #[derive(Debug, Clone)]
 pub struct Tlb {
-    vpns: Vec<u64>,
-    /// `vpns[i] as u32`, padded to a multiple of 4 words.
-    lo: Vec<u32>,
-    ppns: Vec<u64>,
-    /// Last use (LRU) or fill (FIFO), from `clock`, padded like `lo`; renumbered by rank (the
-    /// order kept) when the 32-bit clock runs out.
-    stamps: Vec<u32>,
     capacity: usize,
     lru: bool,
-    clock: u32,
+    /// Live entries: slots 0..n (bits 0..n of `live` for a small TLB).
+    n: usize,
+    live: u64,
+    /// 16-slot chunks compared: 1 (up to 16 entries) or 4 (up to `SMALL`); 0 for a large TLB.
+    chunks: usize,
+    small: Small,
+    large: Option<Box<Large>>,
+    /// One more than the page of the last lookup that missed (wrapping; 0: none), while no
+    /// insert followed (an insert of it needs no check for a present entry).
+    missed: u64,
+}
+
+/// Capacity kept in `Small`.
+const SMALL: usize = 64;
+/// Rank of a free slot (above every live rank).
+const FREE: u8 = 127;
+
+#[derive(Debug, Clone)]
+struct Small {
+    /// `vpns[i] as u32`.
+    lo: [u32; SMALL],
+    /// Recency (LRU) or fill (FIFO) rank of each live slot, 0 the latest; `FREE` past n.
+    rank: [u8; SMALL],
     /// Where a page number was last found or put, by its low 6 bits: a guess checked against
     /// `vpns` before the scan (speed only; entries are unique, so a right guess is the entry).
-    hint: [u32; 64],
+    hint: [u8; 64],
+    vpns: [u64; SMALL],
+    ppns: [u64; SMALL],
+}
+
+/// A TLB of more than `SMALL` entries: slots, a map from page to slot and a doubly linked list
+/// of the slots from the latest (`head`) to the next victim (`tail`).
+#[derive(Debug, Clone)]
+struct Large {
+    map: PageMap<u32>,
+    vpns: Vec<u64>,
+    ppns: Vec<u64>,
+    prev: Vec<u32>,
+    next: Vec<u32>,
+    head: u32,
+    tail: u32,
+    /// Slots freed by `invalidate`.
+    free: Vec<u32>,
+}
+const NIL: u32 = u32::MAX;
+
+impl Large {
+    fn unlink(&mut self, i: u32) {
+        let (p, n) = (self.prev[i as usize], self.next[i as usize]);
+        if p == NIL {
+            self.head = n;
+        } else {
+            self.next[p as usize] = n;
+        }
+        if n == NIL {
+            self.tail = p;
+        } else {
+            self.prev[n as usize] = p;
+        }
+    }
+    fn push_front(&mut self, i: u32) {
+        self.prev[i as usize] = NIL;
+        self.next[i as usize] = self.head;
+        if self.head == NIL {
+            self.tail = i;
+        } else {
+            self.prev[self.head as usize] = i;
+        }
+        self.head = i;
+    }
 }
 
 impl Tlb {
     pub fn new(capacity: usize, lru: bool) -> Self {
+        let large = (capacity > SMALL).then(|| {
+            Box::new(Large {
+                map: PageMap::default(),
+                vpns: Vec::with_capacity(capacity),
+                ppns: Vec::with_capacity(capacity),
+                prev: Vec::with_capacity(capacity),
+                next: Vec::with_capacity(capacity),
+                head: NIL,
+                tail: NIL,
+                free: Vec::new(),
+            })
+        });
         Tlb {
-            vpns: Vec::with_capacity(capacity),
-            lo: vec![0; capacity.next_multiple_of(4)],
-            ppns: Vec::with_capacity(capacity),
-            stamps: vec![0; capacity.next_multiple_of(4)],
             capacity,
             lru,
-            clock: 0,
-            hint: [0; 64],
+            n: 0,
+            live: 0,
+            chunks: if capacity <= 16 {
+                1
+            } else if capacity <= SMALL {
+                SMALL / 16
+            } else {
+                0
+            },
+            small: Small { lo: [0; SMALL], rank: [FREE; SMALL], hint: [0; 64], vpns: [0; SMALL], ppns: [0; SMALL] },
+            large,
+            missed: 0,
         }
     }
     pub fn clear(&mut self) {
-        self.vpns.clear();
-        self.ppns.clear();
+        self.n = 0;
+        self.live = 0;
+        self.missed = 0;
+        self.small.rank = [FREE; SMALL];
+        if let Some(l) = &mut self.large {
+            l.map.clear();
+            l.vpns.clear();
+            l.ppns.clear();
+            l.prev.clear();
+            l.next.clear();
+            l.free.clear();
+            (l.head, l.tail) = (NIL, NIL);
+        }
     }
 
+    /// Slot of `vpn` in a small TLB of `C` chunks.
     #[inline(always)]
-    fn tick(&mut self) -> u32 {
-        if self.clock == u32::MAX {
-            self.renumber();
+    fn find_small<const C: usize>(&self, vpn: u64) -> Option<usize> {
+        let s = &self.small;
+        let h = s.hint[(vpn & 63) as usize] as usize;
+        if h < self.n && s.vpns[h % SMALL] == vpn {
+            return Some(h);
         }
-        self.clock += 1;
-        self.clock
-    }
-
-    #[cold]
-    fn renumber(&mut self) {
-        let n = self.vpns.len();
-        let mut order: Vec<usize> = (0..n).collect();
-        order.sort_by_key(|&i| self.stamps[i]);
-        for (rank, &i) in order.iter().enumerate() {
-            self.stamps[i] = rank as u32 + 1;
-        }
-        self.clock = n as u32;
-    }
-    /// Look up a virtual page; on a hit returns the physical page.
-    #[inline]
-    pub fn lookup(&mut self, vpn: u64) -> Option<u64> {
-        let clock = self.tick();
-        let n = self.vpns.len();
-        let h = self.hint[(vpn & 63) as usize] as usize;
-        if h < n && self.vpns[h] == vpn {
-            if self.lru {
-                self.stamps[h] = clock;
+        let mut m = crate::simd::eq_words16(&s.lo, C, vpn as u32) & self.live;
+        while m != 0 {
+            let i = m.trailing_zeros() as usize;
+            if s.vpns[i % SMALL] == vpn {
+                return Some(i);
             }
-            return Some(self.ppns[h]);
-        }
-        // the first matching entry (entries are unique, so the only one), 64 entries at a time
-        let mut base = 0;
-        while base < n {
-            let mut m = lanes(&self.lo[base..], (n - base).min(64), LaneOp::Eq(vpn as u32));
-            while m != 0 {
-                let i = base + m.trailing_zeros() as usize;
-                if self.vpns[i] == vpn {
-                    if self.lru {
-                        self.stamps[i] = clock;
-                    }
-                    self.hint[(vpn & 63) as usize] = i as u32;
-                    return Some(self.ppns[i]);
-                }
-                m &= m - 1;
-            }
-            base += 64;
+            m &= m - 1;
         }
         None
     }
-    /// Install a translation after a miss, replacing the LRU (or oldest) entry when full.
+
+    /// Look up a virtual page; on a hit returns the physical page.
     #[inline]
-    pub fn insert(&mut self, vpn: u64, ppn: u64) {
-        let clock = self.tick();
-        let n = self.vpns.len();
-        if n < self.capacity {
-            self.hint[(vpn & 63) as usize] = n as u32;
-            self.lo[n] = vpn as u32;
-            self.stamps[n] = clock;
-            self.vpns.push(vpn);
-            self.ppns.push(ppn);
-            return;
-        }
-        // the first entry with the smallest stamp (stamps differ: the smallest), four at a time
-        // up to 64 entries
-        let best = if n <= 64 {
-            first_min(&self.stamps, low(n))
+    pub fn lookup(&mut self, vpn: u64) -> Option<u64> {
+        // (the usual size first)
+        if self.chunks == 1 {
+            self.lookup_small::<1>(vpn)
+        } else if self.chunks != 0 {
+            self.lookup_small::<{ SMALL / 16 }>(vpn)
         } else {
-            (0..n).fold(0, |b, i| if self.stamps[i] < self.stamps[b] { i } else { b })
-        };
-        self.hint[(vpn & 63) as usize] = best as u32;
-        self.vpns[best] = vpn;
-        self.lo[best] = vpn as u32;
-        self.ppns[best] = ppn;
-        self.stamps[best] = clock;
+            self.lookup_large(vpn)
+        }
     }
-    /// Drop entries for a virtual page (after `free`).
-    pub fn invalidate(&mut self, vpn: u64) {
-        let mut i = 0;
-        while i < self.vpns.len() {
-            if self.vpns[i] == vpn {
-                self.vpns.remove(i);
-                self.lo.remove(i);
-                self.lo.push(0);
-                self.ppns.remove(i);
-                self.stamps.remove(i);
-                self.stamps.push(0);
-            } else {
-                i += 1;
+
+    #[inline(always)]
+    fn lookup_small<const C: usize>(&mut self, vpn: u64) -> Option<u64> {
+        let Some(i) = self.find_small::<C>(vpn) else {
+            self.missed = vpn.wrapping_add(1);
+            return None;
+        };
+        let s = &mut self.small;
+        s.hint[(vpn & 63) as usize] = i as u8;
+        if self.lru {
+            // (a no-op for the latest entry, rank 0)
+            let r = s.rank[i % SMALL];
+            crate::simd::promote16_loaded(&mut s.rank, C, r);
+        }
+        Some(s.ppns[i % SMALL])
+    }
+
+    #[inline(never)]
+    fn lookup_large(&mut self, vpn: u64) -> Option<u64> {
+        let lru = self.lru;
+        let l = self.large.as_deref_mut()?;
+        match l.map.get(&vpn) {
+            Some(&i) => {
+                if lru && l.head != i {
+                    l.unlink(i);
+                    l.push_front(i);
+                }
+                Some(l.ppns[i as usize])
+            }
+            None => {
+                self.missed = vpn.wrapping_add(1);
+                None
             }
         }
+    }
+
+    /// Install a translation after a miss, replacing the LRU (or oldest) entry when full. (A page
+    /// already present keeps its entry, which takes the new physical page and counts as used.)
+    #[inline(always)]
+    pub fn insert(&mut self, vpn: u64, ppn: u64) {
+        if self.missed != vpn.wrapping_add(1) {
+            return self.insert_unchecked(vpn, ppn);
+        }
+        self.missed = 0;
+        self.insert_absent(vpn, ppn);
+    }
+
+    /// `insert` of a page not known to be absent.
+    #[cold]
+    #[inline(never)]
+    fn insert_unchecked(&mut self, vpn: u64, ppn: u64) {
+        if self.lookup(vpn).is_some() {
+            self.missed = 0;
+            return self.set_ppn(vpn, ppn);
+        }
+        self.missed = 0;
+        self.insert_absent(vpn, ppn);
+    }
+
+    /// `insert` of a page with no entry.
+    #[inline(always)]
+    fn insert_absent(&mut self, vpn: u64, ppn: u64) {
+        if self.chunks == 1 {
+            self.insert_small::<1>(vpn, ppn)
+        } else if self.chunks != 0 {
+            self.insert_small::<{ SMALL / 16 }>(vpn, ppn)
+        } else {
+            self.insert_large(vpn, ppn)
+        }
+    }
+
+    #[inline(always)]
+    fn insert_small<const C: usize>(&mut self, vpn: u64, ppn: u64) {
+        let n = self.n;
+        let s = &mut self.small;
+        // a free slot (ranked n, the last) or the last in recency (or fill) order, made the latest
+        let (i, r) = if n < self.capacity {
+            self.n = n + 1;
+            self.live = self.live << 1 | 1;
+            s.rank[n % SMALL] = n as u8;
+            (n, n as u8)
+        } else if n == 0 {
+            return; // a TLB of no entries
+        } else {
+            let r = (n - 1) as u8;
+            ((crate::simd::eq_bytes16(&s.rank, C, r) & self.live).trailing_zeros() as usize, r)
+        };
+        crate::simd::promote16(&mut s.rank, C, r);
+        s.hint[(vpn & 63) as usize] = i as u8;
+        s.vpns[i % SMALL] = vpn;
+        s.lo[i % SMALL] = vpn as u32;
+        s.ppns[i % SMALL] = ppn;
+    }
+
+    fn set_ppn(&mut self, vpn: u64, ppn: u64) {
+        match self.large.as_deref_mut() {
+            Some(l) => {
+                let i = l.map[&vpn];
+                l.ppns[i as usize] = ppn;
+            }
+            None => {
+                let i = self.find_small::<{ SMALL / 16 }>(vpn).expect("found just before");
+                self.small.ppns[i] = ppn;
+            }
+        }
+    }
+
+    #[inline(never)]
+    fn insert_large(&mut self, vpn: u64, ppn: u64) {
+        let Some(l) = self.large.as_deref_mut() else { return };
+        let i = if let Some(i) = l.free.pop() {
+            l.vpns[i as usize] = vpn;
+            l.ppns[i as usize] = ppn;
+            i
+        } else if l.vpns.len() < self.capacity {
+            l.vpns.push(vpn);
+            l.ppns.push(ppn);
+            l.prev.push(NIL);
+            l.next.push(NIL);
+            (l.vpns.len() - 1) as u32
+        } else {
+            let i = l.tail;
+            l.unlink(i);
+            l.map.remove(&l.vpns[i as usize]);
+            l.vpns[i as usize] = vpn;
+            l.ppns[i as usize] = ppn;
+            i
+        };
+        l.push_front(i);
+        l.map.insert(vpn, i);
+        self.n = l.map.len();
+    }
+
+    /// Drop entries for a virtual page (after `free`).
+    pub fn invalidate(&mut self, vpn: u64) {
+        if let Some(l) = self.large.as_deref_mut() {
+            if let Some(i) = l.map.remove(&vpn) {
+                l.unlink(i);
+                l.free.push(i);
+            }
+            self.n = l.map.len();
+            return;
+        }
+        let Some(i) = self.find_small::<{ SMALL / 16 }>(vpn) else { return };
+        // the last slot moves into slot i; the ranks after i's close up
+        let s = &mut self.small;
+        let (last, r) = (self.n - 1, s.rank[i]);
+        s.vpns[i] = s.vpns[last];
+        s.lo[i] = s.lo[last];
+        s.ppns[i] = s.ppns[last];
+        s.rank[i] = s.rank[last];
+        s.rank[last] = FREE;
+        self.n = last;
+        self.live >>= 1;
+        for x in &mut s.rank[..last] {
+            *x -= u8::from(*x > r);
+        }
+    }
+
+    /// Live entries.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
     }
 }
 
@@ -192,7 +387,9 @@ pub struct PageTable {
     /// Pages `dense_base + i` for i < DENSE_WINDOW (where the target maps its buffers), directly
     /// indexed (`NO_PAGE`: unmapped); other pages in `map`.
     dense: Vec<u64>,
-    dense_base: Option<u64>,
+    /// (0 until the first `map` sets it: both parts are empty until then.)
+    dense_base: u64,
+    based: bool,
     map: PageMap<u64>,
     free: Vec<u64>,
     rng: SplitMix,
@@ -204,7 +401,8 @@ impl PageTable {
         PageTable {
             page_shift,
             dense: Vec::new(),
-            dense_base: None,
+            dense_base: 0,
+            based: false,
             map: PageMap::default(),
             free: (0..pages).collect(),
             rng: SplitMix(seed ^ 0x05EE_D0F9_A6E5),
@@ -247,12 +445,12 @@ impl PageTable {
     /// Index of `vpn` in the dense window, if it lies there.
     #[inline]
     fn dense_index(&self, vpn: u64) -> Option<usize> {
-        let i = vpn.wrapping_sub(self.dense_base?);
+        let i = vpn.wrapping_sub(self.dense_base);
         (i < DENSE_WINDOW).then_some(i as usize)
     }
     pub fn map(&mut self, vpn: u64, ppn: u64) {
-        if self.dense_base.is_none() {
-            self.dense_base = Some(vpn);
+        if !self.based {
+            (self.dense_base, self.based) = (vpn, true);
         }
         match self.dense_index(vpn) {
             Some(i) => {
@@ -294,59 +492,5 @@ impl PageTable {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    #[test]
-    fn tlb_lru_cycles_thrash() {
-        let mut t = Tlb::new(16, true);
-        let mut misses = 0;
-        for lap in 0..3 {
-            for p in 0..17 {
-                if t.lookup(p).is_none() {
-                    t.insert(p, p);
-                    if lap > 0 {
-                        misses += 1;
-                    }
-                }
-            }
-        }
-        assert_eq!(misses, 34);
-    }
-
-    #[test]
-    fn stamps_renumbered_when_the_clock_runs_out_keep_the_order() {
-        for lru in [true, false] {
-            let (mut a, mut b) = (Tlb::new(16, lru), Tlb::new(16, lru));
-            b.clock = u32::MAX - 1000; // renumbers after about 1000 uses
-            let mut r = SplitMix(4);
-            for _ in 0..20_000 {
-                let vpn = r.below(24);
-                let hit = a.lookup(vpn);
-                assert_eq!(hit, b.lookup(vpn));
-                if hit.is_none() {
-                    a.insert(vpn, vpn + 7);
-                    b.insert(vpn, vpn + 7);
-                }
-            }
-            assert!(b.clock < 30_000);
-        }
-    }
-
-    #[test]
-    fn a_large_tlb_finds_every_entry() {
-        // more than 64 entries (the lookup compares 64 at a time), page numbers equal in their
-        // low 32 bits
-        let mut t = Tlb::new(300, true);
-        let vpn = |i: u64| ((i % 3) << 32) | (i / 3);
-        for i in 0..300 {
-            assert_eq!(t.lookup(vpn(i)), None);
-            t.insert(vpn(i), i + 1);
-        }
-        for i in (0..300).rev() {
-            assert_eq!(t.lookup(vpn(i)), Some(i + 1), "entry {i}");
-        }
-        t.invalidate(vpn(70));
-        assert_eq!(t.lookup(vpn(70)), None);
-        assert_eq!(t.lookup(vpn(299)), Some(300));
-    }
-}
+#[path = "tlb_tests.rs"]
+mod tests;
