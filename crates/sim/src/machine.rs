@@ -253,7 +253,7 @@ impl Machine {
         self.set_fn.eval(pa)
     }
     /// (slice, set) of an L2 key.
-    #[inline]
+    #[inline(always)]
     fn l2_pair(&self, key: u64) -> (u32, u32) {
         match &self.slice_and_set {
             Some(f) => f.eval(key),

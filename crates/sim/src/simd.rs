@@ -1,7 +1,7 @@
 //! Word-parallel scans for the cache and the TLB (speed only, no seed): masks of the 32-bit
-//! words that equal a value (or have no bit of a mask), and the first of a set of candidates with
-//! the smallest word, four words at a time with SSE2 on x86_64 and a scalar loop elsewhere. The
-//! results are those of the plain scans they replace.
+//! words that equal a value (or have no bit of a mask), field maxima, and the TLB's 16-wide page
+//! and rank compares, with SSE2 on x86_64 and a scalar loop elsewhere. The results are those of
+//! the plain scans they replace (the cache's debug builds check its own scans against these).
 
 /// Bits 0..n set.
 #[inline(always)]
@@ -118,65 +118,11 @@ pub(crate) fn max_field(s: &[u32], n: usize, shift: u32, mask: u32) -> u32 {
 
 #[derive(Clone, Copy)]
 pub(crate) enum LaneOp {
-    /// word == x
+    /// word == x (the scalar `lanes2` and the tests)
+    #[allow(dead_code)]
     Eq(u32),
     /// word & a == 0
     AndZero(u32),
-}
-
-/// The first i in `cand` (non-empty; `s` holds its highest bit rounded up to 4 words) with the
-/// smallest `s[i]`: what a scan "if s[i] < best, take i" over the candidates in index order
-/// returns. On x86_64 four words at a time (SSE2, signed compares on sign-flipped words).
-#[inline(always)]
-pub(crate) fn first_min(s: &[u32], cand: u64) -> usize {
-    debug_assert!(cand != 0);
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::*;
-        let n = 64 - cand.leading_zeros() as usize;
-        assert!(s.len() >= n.next_multiple_of(4));
-        // SAFETY: every load reads 4 words below s.len() (checked above); SSE2 is baseline.
-        unsafe {
-            let flip = _mm_set1_epi32(i32::MIN);
-            let top = _mm_set1_epi32(i32::MAX);
-            let bits = _mm_setr_epi32(1, 2, 4, 8);
-            let lane = |c: usize| {
-                let v = _mm_xor_si128(_mm_loadu_si128(s.as_ptr().add(4 * c) as *const __m128i), flip);
-                let m = _mm_cmpeq_epi32(_mm_and_si128(_mm_set1_epi32((cand >> (4 * c)) as i32 & 15), bits), bits);
-                _mm_or_si128(_mm_and_si128(m, v), _mm_andnot_si128(m, top))
-            };
-            let min = |a: __m128i, b: __m128i| {
-                let lt = _mm_cmplt_epi32(a, b);
-                _mm_or_si128(_mm_and_si128(lt, a), _mm_andnot_si128(lt, b))
-            };
-            let chunks = n.div_ceil(4);
-            let mut m = lane(0);
-            for c in 1..chunks {
-                m = min(m, lane(c));
-            }
-            m = min(m, _mm_shuffle_epi32::<0b0100_1110>(m));
-            m = min(m, _mm_shuffle_epi32::<0b1011_0001>(m));
-            let mut eq = 0u64;
-            for c in 0..chunks {
-                eq |= (_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(lane(c), m))) as u64) << (4 * c);
-            }
-            (eq & cand).trailing_zeros() as usize
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let mut c = cand;
-        let mut best = c.trailing_zeros() as usize;
-        c &= c - 1;
-        while c != 0 {
-            let i = c.trailing_zeros() as usize;
-            if s[i] < s[best] {
-                best = i;
-            }
-            c &= c - 1;
-        }
-        best
-    }
 }
 
 /// Bit i set where `s[i] == x`, for i < 16 `chunks` (1 to 4): sixteen words at a time.
@@ -334,14 +280,6 @@ mod tests {
             assert_eq!(lanes(&words, n, LaneOp::Eq(x)), eq);
             assert_eq!(lanes(&words, n, LaneOp::AndZero(0x30)), and0);
             assert_eq!(lanes2(&words, n, x, 0), (eq, (0..n).fold(0, |m, i| m | u64::from(words[i] == 0) << i)));
-            let cand = (r.next_u64() & low(n)).max(1);
-            let mut best = cand.trailing_zeros() as usize;
-            for i in 0..n {
-                if cand >> i & 1 == 1 && words[i] < words[best] {
-                    best = i;
-                }
-            }
-            assert_eq!(first_min(&words, cand), best, "case {case}");
             let (shift, mask) = ((case % 20) as u32, 0x3fff);
             let max = words[..n].iter().map(|&w| (w >> shift) & mask).max().unwrap_or(0);
             assert_eq!(max_field(&words, n, shift, mask), max, "case {case}");
