@@ -1,4 +1,6 @@
-//! Run the discovery probes on a simulated hierarchy and print the findings with timings:
+//! Run the discovery probes on a simulated hierarchy and print the findings with timings, then
+//! the simulator's speed over that workload (line accesses simulated per CPU second inside the
+//! chases; docs/PERFORMANCE.md):
 //! `cargo run --release -p memscope-probe --example discover -- [PRESET|FILE.json] [probe,...]`.
 
 use memscope_core::{Finding, NoProgress, ProbeContext, Target};
@@ -8,11 +10,12 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let which = args.get(1).cloned().unwrap_or_else(|| "rtx4090".into());
     let only: Vec<String> = args.get(2).map(|s| s.split(',').map(String::from).collect()).unwrap_or_default();
-    let mut t: Box<dyn Target> = if which.ends_with(".json") {
-        Box::new(memscope_sim::SimTarget::from_json_file(std::path::Path::new(&which)).expect("sim file"))
+    let mut sim = if which.ends_with(".json") {
+        memscope_sim::SimTarget::from_json_file(std::path::Path::new(&which)).expect("sim file")
     } else {
-        Box::new(memscope_sim::SimTarget::from_preset(&which).expect("preset"))
+        memscope_sim::SimTarget::from_preset(&which).expect("preset")
     };
+    let t: &mut dyn Target = &mut sim;
     let mut earlier: BTreeMap<String, Finding> = BTreeMap::new();
     let all = std::time::Instant::now();
     for p in memscope_probe::probes() {
@@ -21,7 +24,7 @@ fn main() {
         }
         let start = std::time::Instant::now();
         let snapshot = earlier.clone();
-        let mut ctx = ProbeContext { target: &mut *t, quick: false, progress: &NoProgress, earlier: &snapshot };
+        let mut ctx = ProbeContext { target: t, quick: false, progress: &NoProgress, earlier: &snapshot };
         match p.run(&mut ctx) {
             Ok(out) => {
                 println!("== {} ({:.2} s)", p.key(), start.elapsed().as_secs_f64());
@@ -40,4 +43,12 @@ fn main() {
         }
     }
     println!("total {:.2} s", all.elapsed().as_secs_f64());
+    let w = sim.chase_work();
+    println!(
+        "simulator: {} chases, {} line accesses in {:.2} s CPU = {:.1} M line accesses per CPU second",
+        w.chases,
+        w.hops,
+        w.cpu_s,
+        w.hops as f64 / w.cpu_s / 1e6
+    );
 }

@@ -103,6 +103,9 @@ pub struct Cache {
     /// has a 32-bit tag when its high half equals this and its low half is not `INVALID32`.
     hi32: u64,
     dirty_threshold: u32,
+    /// One bit per set loaded or stored since the last `clear` (which then resets only those;
+    /// a probe's chase touches a few sets of a large L2 between flushes).
+    touched: Vec<u64>,
 }
 
 impl Cache {
@@ -119,6 +122,8 @@ impl Cache {
             hi: None,
             hi32: u64::MAX,
             dirty_threshold,
+            // (every set counts as touched until the first `clear` writes its empty block)
+            touched: vec![u64::MAX; sets.div_ceil(64)],
         };
         c.clear();
         c
@@ -127,14 +132,23 @@ impl Cache {
     /// Forget everything (dirty data is dropped; call `dirty_lines` first to write it back).
     pub fn clear(&mut self) {
         let e = self.l.empty_block();
-        for set in 0..self.sets {
+        for set in touched_sets(&self.touched, self.sets) {
             self.b.s_mut(set * self.l.stride, self.l.stride).copy_from_slice(&e);
         }
+        self.touched.fill(0);
         if let Some(t) = &mut self.wide {
             t.fill(INVALID);
         }
         self.hi = None;
         self.hi32 = u64::MAX;
+    }
+
+    /// Note `set` as touched since the last `clear`.
+    #[inline(always)]
+    fn mark(&mut self, set: usize) {
+        if let Some(w) = self.touched.get_mut(set / 64) {
+            *w |= 1 << (set % 64);
+        }
     }
 
     /// Number of sets.
@@ -364,6 +378,7 @@ impl Cache {
     /// allocates a slot (maybe evicting).
     #[inline]
     pub fn load(&mut self, set: usize, line: u64, sectors: u8) -> Outcome {
+        self.mark(set);
         // (one copy per common tag count, so that the block's offsets are constants)
         // SAFETY: `TW` is `self.l.tw`, or 0.
         unsafe {
@@ -404,6 +419,7 @@ impl Cache {
     /// false: a missing line is not allocated (write-around), only reported.
     #[inline]
     pub fn store(&mut self, set: usize, line: u64, sectors: u8, full: u8, allocate: bool, mark_dirty: bool) -> Outcome {
+        self.mark(set);
         // SAFETY: `TW` is `self.l.tw`, or 0.
         unsafe {
             match self.l.tw {
@@ -464,7 +480,7 @@ impl Cache {
 
     /// Number of lines holding dirty sectors.
     pub fn dirty_lines(&self) -> usize {
-        (0..self.sets)
+        touched_sets(&self.touched, self.sets)
             .map(|set| {
                 (0..self.l.w).filter(|&i| self.set(set).get(DIRTY, i) != 0 && self.tag(set, i) != INVALID).count()
             })
@@ -535,6 +551,22 @@ impl Cache {
             }
         }
     }
+}
+
+/// The sets (below `sets`) whose bit is set in `bits`, in order.
+fn touched_sets(bits: &[u64], sets: usize) -> impl Iterator<Item = usize> + '_ {
+    bits.iter().enumerate().flat_map(move |(i, &w)| {
+        let mut w = w;
+        std::iter::from_fn(move || {
+            if w == 0 {
+                return None;
+            }
+            let b = w.trailing_zeros() as usize;
+            w &= w - 1;
+            Some(64 * i + b)
+        })
+        .take_while(move |&s| s < sets)
+    })
 }
 
 /// A vector of `n` copies of `x` whose pages are marked for transparent huge pages before first

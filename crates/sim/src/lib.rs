@@ -42,7 +42,7 @@ pub mod wbfifo;
 
 pub use machine::{Level, Machine, Stats};
 pub use memscope_core::hierarchy::Hierarchy;
-pub use target::SimTarget;
+pub use target::{ChaseWork, SimTarget};
 
 use memscope_core::Probe;
 

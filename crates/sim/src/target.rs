@@ -28,6 +28,36 @@ pub struct SimTarget {
     next_id: u64,
     now_ns: f64,
     noise: SplitMix,
+    work: ChaseWork,
+}
+
+/// What the chases on a target cost the host (the simulator's speed on a real workload, e.g. a
+/// whole discovery run; docs/PERFORMANCE.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ChaseWork {
+    /// `chase` calls.
+    pub chases: u64,
+    /// Loads simulated by them (warm-up hops included): line accesses.
+    pub hops: u64,
+    /// CPU time of the calling thread inside `chase` (checks of the address list included), s.
+    pub cpu_s: f64,
+}
+
+/// CPU time of the calling thread, s (wall time where the platform has no thread clock).
+fn thread_cpu_s() -> f64 {
+    #[cfg(target_os = "linux")]
+    {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: clock_gettime writes into the timespec we pass.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        use std::sync::OnceLock;
+        static T0: OnceLock<std::time::Instant> = OnceLock::new();
+        T0.get_or_init(std::time::Instant::now).elapsed().as_secs_f64()
+    }
 }
 
 fn config_err(e: impl std::fmt::Display) -> TargetError {
@@ -41,7 +71,16 @@ impl SimTarget {
         let id = format!("sim:{}", h.name);
         let next_va = 1u64 << (h.address_bits - 1);
         let noise = SplitMix(h.noise.seed);
-        Ok(SimTarget { m: Machine::new(h), id, maps: Vec::new(), next_va, next_id: 1, now_ns: 0.0, noise })
+        Ok(SimTarget {
+            m: Machine::new(h),
+            id,
+            maps: Vec::new(),
+            next_va,
+            next_id: 1,
+            now_ns: 0.0,
+            noise,
+            work: ChaseWork::default(),
+        })
     }
 
     /// A built-in preset (`presets()`).
@@ -308,6 +347,25 @@ impl Target for SimTarget {
     }
 
     fn chase(&mut self, spec: &ChaseSpec) -> Result<ChaseResult, TargetError> {
+        let c0 = thread_cpu_s();
+        let r = self.chase_timed(spec);
+        self.work.chases += 1;
+        self.work.cpu_s += thread_cpu_s() - c0;
+        r
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+impl SimTarget {
+    /// The host cost of the chases so far.
+    pub fn chase_work(&self) -> ChaseWork {
+        self.work
+    }
+
+    fn chase_timed(&mut self, spec: &ChaseSpec) -> Result<ChaseResult, TargetError> {
         let (sm, w) = self.check(spec)?;
         let bypass = spec.path == CachePath::L1Bypass;
         // one chain walks the address list itself (no copy)
@@ -352,10 +410,6 @@ impl Target for SimTarget {
         self.now_ns = clock.iter().cloned().fold(self.now_ns, f64::max);
         Ok(res)
     }
-
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
 }
 
 impl SimTarget {
@@ -374,6 +428,7 @@ impl SimTarget {
         hops: &[u64],
         mut rec: Option<&mut Vec<f64>>,
     ) {
+        self.work.hops += hops.iter().sum::<u64>();
         if chains.len() == 1 {
             let c = chains[0];
             let n = c.len();
