@@ -134,6 +134,8 @@ pub struct Machine {
     far: Option<f64>,
     /// Virtually indexed L1, physically indexed L2, one partition: `hop_pre`'s short path.
     short_path: bool,
+    /// L1 and L2 lines and sectors of the same sizes (one sector mask serves both).
+    same_lines: bool,
     page_shift: u32,
     sms: Vec<Option<Box<SmState>>>,
     pub l2: Cache,
@@ -182,6 +184,7 @@ impl Machine {
             slices_per_partition: l2.slices / l2.partitions,
             sms_per_partition: h.sm.count / l2.partitions,
             far: if l2.partitions > 1 { l2.far_hit_ns } else { None },
+            same_lines: h.l1.line_bytes == l2.line_bytes && h.l1.sector_bytes == l2.sector_bytes,
             short_path: h.l1.indexing == Indexing::Virtual
                 && l2.indexing == Indexing::Physical
                 && (l2.partitions <= 1 || l2.far_hit_ns.is_none()),
@@ -433,7 +436,7 @@ impl Machine {
     }
 
     /// The state-independent part of a load or store of `len` bytes at `va` (see `Pre`).
-    #[inline]
+    #[inline(always)]
     pub fn pre(&self, va: u64, len: u64) -> Pre {
         let shift = self.page_shift;
         // as `translate` does on a TLB miss: an unmapped page reads as physical page 0
@@ -441,6 +444,7 @@ impl Machine {
         let l1_key = if self.h.l1.indexing == Indexing::Physical { pa } else { va };
         let l2_key = if self.h.l2.indexing == Indexing::Physical { pa } else { va };
         let (slice, l2_set) = self.l2_pair(l2_key);
+        let l2_sectors = sector_mask(va & ((1 << self.l2_line_shift) - 1), len, self.l2_sector_shift);
         Pre {
             va,
             pa,
@@ -449,8 +453,12 @@ impl Machine {
             l2_set,
             len: len as u32,
             // (line offsets are the same in virtual and physical addresses: lines within pages)
-            l1_sectors: sector_mask(va & ((1 << self.l1_line_shift) - 1), len, self.l1_sector_shift),
-            l2_sectors: sector_mask(va & ((1 << self.l2_line_shift) - 1), len, self.l2_sector_shift),
+            l1_sectors: if self.same_lines {
+                l2_sectors
+            } else {
+                sector_mask(va & ((1 << self.l1_line_shift) - 1), len, self.l1_sector_shift)
+            },
+            l2_sectors,
         }
     }
 
