@@ -357,14 +357,10 @@ impl Machine {
     /// indexed L2, one partition) takes a short path; others go through `load_pre`.
     #[inline]
     pub fn hop_pre(&mut self, sm: u32, p: &Pre, bypass_l1: bool, now_ns: f64) -> (f64, Level) {
-        if !self.short_path || (sm as usize) >= self.sms.len() {
-            let r = self.load_pre(sm, p, bypass_l1, now_ns);
-            return (r.latency_ns, r.level);
-        }
-        if self.sms[sm as usize].is_none() {
-            self.make_sm(sm);
-        }
-        let Some(s) = self.sms[sm as usize].as_deref_mut() else { unreachable!("SM state made just above") };
+        let s = match self.sms.get_mut(sm as usize) {
+            Some(Some(s)) if self.short_path => &mut **s,
+            _ => return self.hop_pre_slow(sm, p, bypass_l1, now_ns),
+        };
         if !bypass_l1 {
             self.stats.l1_load_requests += 1;
             let o = s.l1.load(p.l1_set as usize, p.va >> self.l1_line_shift, p.l1_sectors);
@@ -415,6 +411,17 @@ impl Machine {
         let a = self.dram.access(c, p.pa, arrive, n as f64 / self.l2_sectors_per_line as f64);
         self.count_dram(&a);
         (self.h.dram.latency_ns + a.extra_ns.max(-self.h.dram.activate_ns) + tlb_ns, Level::Dram)
+    }
+
+    /// `hop_pre` on another hierarchy, or on an SM whose state is not made yet.
+    #[cold]
+    fn hop_pre_slow(&mut self, sm: u32, p: &Pre, bypass_l1: bool, now_ns: f64) -> (f64, Level) {
+        if self.short_path && (sm as usize) < self.sms.len() {
+            self.make_sm(sm);
+            return self.hop_pre(sm, p, bypass_l1, now_ns);
+        }
+        let r = self.load_pre(sm, p, bypass_l1, now_ns);
+        (r.latency_ns, r.level)
     }
 
     /// The rest of a `hop_pre` whose translation (already done: physical page `ppn`, `tlb_miss`)

@@ -459,12 +459,12 @@ impl SimTarget {
                     let next = self.m.pre(c[ahead], 8);
                     self.m.prefetch_pre(sm, &next, !bypass, l2_bound);
                     ring[(i + AHEAD) % RING] = next;
-                    ring[i % RING]
+                    &ring[i % RING]
                 } else {
                     self.m.prefetch_pre(sm, &table[ahead], !bypass, l2_bound);
-                    table[p]
+                    &table[p]
                 };
-                let (ns, level) = self.hop_pre(sm, &cur, bypass, t, noise);
+                let (ns, level) = self.hop_pre(sm, cur, bypass, t, noise);
                 l2_bound = level != Level::L1;
                 t += ns;
                 sum += ns;
