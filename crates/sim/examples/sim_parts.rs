@@ -118,4 +118,13 @@ fn main() {
         }
         a as u64
     });
+    let mut d = Dram::new(&h);
+    part("dram access lean random", &mut || {
+        let (mut a, mut now) = (0.0, 0.0);
+        for i in 0..n {
+            a += d.access_lean(sets[i] % 12, lines[i] << 7, now, 1.0).0;
+            now += 200.0;
+        }
+        a as u64
+    });
 }
