@@ -43,7 +43,7 @@ pub struct DramAccess {
     pub start_ns: f64,
 }
 
-/// What `Dram::serve` did, with where (the slot, the flat channel, the row key).
+/// What `Dram::serve` did, with where (the slot and the row key).
 #[derive(Debug, Clone, Copy)]
 struct Served {
     extra_ns: f64,
@@ -51,7 +51,6 @@ struct Served {
     stall_ns: f64,
     start_ns: f64,
     slot: usize,
-    channel: usize,
     row: u64,
 }
 
@@ -60,6 +59,8 @@ struct Served {
 /// Banks are stored by slot: with power-of-two channels and banks per channel, controller `c`'s
 /// bank `b` of channel `ch` lies at `c * channels * banks + b * channels + ch` (the low bits of
 /// the row hash, taken whole), otherwise at its flat index `(c * channels + ch) * banks + b`.
+/// A channel's data bus is free from `channel_free_ns[s]`, `s` the slot of its bank 0 (a slot
+/// less the bank's part: `slot & chslot_mask`, or `slot - b`).
 #[derive(Debug, Clone)]
 pub struct Dram {
     banks: Vec<Bank>,
@@ -77,12 +78,16 @@ pub struct Dram {
     /// keeps `f64::max`'s answer for a NaN operand).
     quick: Refresh,
     /// Channels and banks per channel are powers of two: `channels - 1`, its bits, `banks - 1`,
-    /// `channels * banks - 1`.
+    /// `channels * banks - 1`, its bits, and `!((banks - 1) * channels)`.
     pow2: bool,
     ch_mask: u64,
     ch_bits: u32,
     bank_mask: u64,
     slot_mask: u64,
+    slot_bits: u32,
+    chslot_mask: u64,
+    /// `pow2` with `RowFunction::Rtx4090`: the one test on the common path.
+    fast: bool,
     activate_ns: f64,
     column_ns: f64,
     row_open_ns: f64,
@@ -127,7 +132,7 @@ impl Dram {
         }
         Dram {
             banks,
-            channel_free_ns: vec![0.0; (d.controllers * d.channels) as usize],
+            channel_free_ns: vec![0.0; n],
             channels,
             banks_per_channel,
             per_controller: cb,
@@ -142,6 +147,9 @@ impl Dram {
             ch_bits: d.channels.trailing_zeros(),
             bank_mask: banks_per_channel.wrapping_sub(1),
             slot_mask: cb.wrapping_sub(1),
+            slot_bits: cb.trailing_zeros(),
+            chslot_mask: !(banks_per_channel.wrapping_sub(1) * channels),
+            fast: pow2 && d.row_function == RowFunction::Rtx4090,
             activate_ns: d.activate_ns,
             column_ns: d.column_ns,
             row_open_ns: d.row_open_ns,
@@ -189,18 +197,34 @@ impl Dram {
         }
     }
 
-    /// (slot, flat channel) of row hash `hsh` on `controller`.
+    /// (row key, slot, channel slot) of `pa` on `controller`: the slot is in bounds or
+    /// `banks[slot]` panics; the channel slot is at most the slot.
     #[inline(always)]
-    fn slot(&self, controller: u32, hsh: u64) -> (usize, usize) {
+    fn place(&self, controller: u32, pa: u64) -> (u64, usize, usize) {
         let c = controller as u64;
-        if self.pow2 {
+        if self.fast {
+            let row = (pa >> 10) ^ ((pa >> 4) & (1 << 4)); // `row_key`
+            let slot = c.wrapping_mul(self.per_controller) | (Self::hash(row) & self.slot_mask);
+            (row, slot as usize, (slot & self.chslot_mask) as usize)
+        } else {
+            self.place_general(c, pa)
+        }
+    }
+
+    #[inline(never)]
+    fn place_general(&self, c: u64, pa: u64) -> (u64, usize, usize) {
+        let row = self.row_key(pa);
+        let hsh = Self::hash(row);
+        let (chslot, slot) = if self.pow2 {
             let slot = c.wrapping_mul(self.per_controller) | (hsh & self.slot_mask);
-            (slot as usize, (c.wrapping_mul(self.channels) | (hsh & self.ch_mask)) as usize)
+            (slot & self.chslot_mask, slot)
         } else {
             let (ch, bank) = self.channel_bank(hsh);
-            let flat_ch = c.wrapping_mul(self.channels).wrapping_add(ch);
-            (flat_ch.wrapping_mul(self.banks_per_channel).wrapping_add(bank) as usize, flat_ch as usize)
-        }
+            let chslot = c.wrapping_mul(self.channels).wrapping_add(ch).wrapping_mul(self.banks_per_channel);
+            // (an overflow leaves no slot: `banks[u64::MAX]` panics)
+            (chslot, chslot.saturating_add(bank))
+        };
+        (row, slot as usize, chslot as usize)
     }
 
     /// (flat bank, row, flat channel) of a physical address served by `controller`.
@@ -215,16 +239,17 @@ impl Dram {
         ((flat_ch * self.banks_per_channel + bank) as u32, key, flat_ch as u32)
     }
 
-    /// The flat bank index of a slot.
+    /// (flat bank, flat channel) of a slot.
     #[inline(always)]
-    fn flat_bank(&self, slot: usize) -> u32 {
+    fn flat_bank_channel(&self, slot: usize) -> (u32, u32) {
+        let s = slot as u64;
         if self.pow2 {
-            let s = slot as u64;
             let within = s & self.slot_mask;
             let (ch, bank) = (within & self.ch_mask, within >> self.ch_bits);
-            ((s - within) + ch * self.banks_per_channel + bank) as u32
+            let c = s >> self.slot_bits;
+            ((c * self.per_controller + ch * self.banks_per_channel + bank) as u32, (c * self.channels + ch) as u32)
         } else {
-            slot as u32
+            (s as u32, (s / self.banks_per_channel) as u32)
         }
     }
 
@@ -233,13 +258,14 @@ impl Dram {
     #[inline]
     pub fn access(&mut self, controller: u32, pa: u64, arrive_ns: f64, lines: f64) -> DramAccess {
         let s = self.serve(controller, pa, arrive_ns, lines);
+        let (bank, channel) = self.flat_bank_channel(s.slot);
         DramAccess {
             extra_ns: s.extra_ns,
             row_hit: s.row_hit,
             refresh_stall_ns: s.stall_ns,
-            bank: self.flat_bank(s.slot),
+            bank,
             row: s.row,
-            channel: s.channel as u32,
+            channel,
             start_ns: s.start_ns,
         }
     }
@@ -256,8 +282,7 @@ impl Dram {
     /// clears) is inline; the rest is `served_with_previous_row` and `serve_slow`.
     #[inline(always)]
     fn serve(&mut self, controller: u32, pa: u64, arrive_ns: f64, lines: f64) -> Served {
-        let row = self.row_key(pa);
-        let (slot, ch) = self.slot(controller, Self::hash(row));
+        let (row, slot, ch) = self.place(controller, pa);
         let b = &mut self.banks[slot];
         // Different banks overlap their activates; a read of the open row only queues for the
         // channel's data bus; a read of another row of a busy bank (a row conflict) waits until
@@ -268,7 +293,8 @@ impl Dram {
             return self.served_with_previous_row(slot, ch, row, arrive_ns, lines);
         }
         let start = if conflict { b.busy_until_ns } else { arrive_ns };
-        if !self.quick.clear(start - b.phase_ns) {
+        let d = start - b.phase_ns;
+        if !self.quick.in_range(d) || !self.quick.cleared(d) {
             return self.serve_slow(slot, ch, row, arrive_ns, start, lines);
         }
         // No refresh, and `start` is finite (the quick test passed); `ready` is not NaN
@@ -276,7 +302,8 @@ impl Dram {
         // the `f64::max` of `serve_slow`, bit for bit.
         let row_hit = same && start < b.open_until_ns;
         let ready = start + if row_hit { 0.0 } else { self.activate_ns };
-        let chf = &mut self.channel_free_ns[ch];
+        // SAFETY: `ch <= slot` (`place`), in bounds as `banks[slot]` was; the same length.
+        let chf = unsafe { self.channel_free_ns.get_unchecked_mut(ch) };
         let xfer_start = if *chf > ready { *chf } else { ready };
         let done = xfer_start + self.column_ns * lines;
         *chf = done;
@@ -290,7 +317,7 @@ impl Dram {
         b.open_row = row;
         b.open_until_ns = done + self.row_open_ns;
         let extra_ns = (xfer_start - arrive_ns) - self.activate_ns;
-        Served { extra_ns, row_hit, stall_ns: 0.0, start_ns: start, slot, channel: ch, row }
+        Served { extra_ns, row_hit, stall_ns: 0.0, start_ns: start, slot, row }
     }
 
     /// FR-FCFS: served with the previous row's reads, before the switch; the bank state (the
@@ -302,7 +329,7 @@ impl Dram {
         let xfer_start = arrive_ns.max(*chf);
         *chf = xfer_start + self.column_ns * lines;
         let extra_ns = xfer_start - arrive_ns - self.activate_ns;
-        Served { extra_ns, row_hit: true, stall_ns: 0.0, start_ns: arrive_ns, slot, channel: ch, row }
+        Served { extra_ns, row_hit: true, stall_ns: 0.0, start_ns: arrive_ns, slot, row }
     }
 
     /// `serve` from the refresh test on, for a time the quick test does not clear.
@@ -332,7 +359,7 @@ impl Dram {
         b.open_row = row;
         b.open_until_ns = done + self.row_open_ns;
         let extra_ns = (xfer_start - arrive_ns) - self.activate_ns;
-        Served { extra_ns, row_hit, stall_ns: stall, start_ns: start, slot, channel: ch, row }
+        Served { extra_ns, row_hit, stall_ns: stall, start_ns: start, slot, row }
     }
 
     /// Refresh windows that began in [from_ns, to_ns) over all banks.
@@ -368,7 +395,9 @@ impl Dram {
 /// lies in `[stall + 2^-8, period - 2^-8]` (`lo`, `hi`, each rounded by less than `2^-12` when
 /// `q >= 1` can happen), `E` lies in `(stall, period)`: `q` is the floored quotient and `E` the
 /// exact remainder `rem_euclid` returns, at or past `stall`. Any other case takes `rem_euclid`.
-/// (With no refresh, the quick test passes every finite `d >= 0` instead.)
+/// (With no refresh, the quick test passes every finite `d >= 0` instead.) As `lo` and `hi` are
+/// positive, `lo <= x <= hi` is one unsigned test on the bits: `x - lo <= hi - lo` (a negative or
+/// NaN `x` has larger bits than `hi`).
 #[derive(Debug, Clone, Copy)]
 struct Refresh {
     period: f64,
@@ -376,52 +405,54 @@ struct Refresh {
     /// `1 / period` and `period` (both 0 with no refresh).
     inv: f64,
     q_period: f64,
-    lo: f64,
-    hi: f64,
+    /// Bits of `lo`, and those of `hi` less them (+0 and +infinity with no refresh).
+    lo_bits: u64,
+    width: u64,
     /// Bits of the bound on `d` (exclusive; also below `2^52 period`, so `d / period` fits i64;
-    /// a negative `d` has larger bits).
+    /// a negative `d` has larger bits); 0 (no quick test) when `lo > hi`.
     limit: u64,
 }
 
 impl Refresh {
     fn new(period: f64, stall: f64) -> Self {
+        let inf = f64::INFINITY.to_bits();
         if !period.is_finite() {
-            let (lo, hi, limit) = (f64::NEG_INFINITY, f64::INFINITY, f64::INFINITY.to_bits());
-            return Refresh { period, stall, inv: 0.0, q_period: 0.0, lo, hi, limit };
+            return Refresh { period, stall, inv: 0.0, q_period: 0.0, lo_bits: 0, width: inf, limit: inf };
         }
-        let limit = QUICK_LIMIT.min(period * (1u64 << 52) as f64).to_bits();
-        Refresh {
-            period,
-            stall,
-            inv: 1.0 / period,
-            q_period: period,
-            lo: stall + QUICK_EPS,
-            hi: period - QUICK_EPS,
-            limit,
+        let (lo, hi) = (stall + QUICK_EPS, period - QUICK_EPS); // lo > 0: stall > 0
+        let mut limit = QUICK_LIMIT.min(period * (1u64 << 52) as f64).to_bits();
+        if lo > hi {
+            limit = 0;
         }
+        let (lo_bits, width) = (lo.to_bits(), hi.to_bits().wrapping_sub(lo.to_bits()));
+        Refresh { period, stall, inv: 1.0 / period, q_period: period, lo_bits, width, limit }
     }
 
     /// The quick test alone: true when `d` is surely past a refresh window (false: ask `wait`).
     #[inline(always)]
     fn clear(&self, d: f64) -> bool {
-        if d.to_bits() < self.limit {
-            // SAFETY: 0 <= d < 2^52 period, so 0 <= d * inv < 2^53: finite and in i64's range.
-            let q = unsafe { (d * self.inv).to_int_unchecked::<i64>() } as f64;
-            let x = d - q * self.q_period;
-            return x >= self.lo && x <= self.hi;
-        }
-        false
+        self.in_range(d) && self.cleared(d)
+    }
+
+    /// (`clear`'s first test and `cleared`'s precondition)
+    #[inline(always)]
+    fn in_range(&self, d: f64) -> bool {
+        d.to_bits() < self.limit
+    }
+
+    /// `clear` for a `d` in range.
+    #[inline(always)]
+    fn cleared(&self, d: f64) -> bool {
+        // SAFETY: 0 <= d < 2^52 period, so 0 <= d * inv < 2^53: finite and in i64's range.
+        let q = unsafe { (d * self.inv).to_int_unchecked::<i64>() } as f64;
+        let x = d - q * self.q_period;
+        x.to_bits().wrapping_sub(self.lo_bits) <= self.width
     }
 
     #[inline(always)]
     fn wait(&self, d: f64) -> Option<f64> {
-        if d.to_bits() < self.limit {
-            // SAFETY: 0 <= d < 2^52 period, so 0 <= d * inv < 2^53: finite and in i64's range.
-            let q = unsafe { (d * self.inv).to_int_unchecked::<i64>() } as f64;
-            let x = d - q * self.q_period;
-            if x >= self.lo && x <= self.hi {
-                return None;
-            }
+        if self.clear(d) {
+            return None;
         }
         self.wait_exact(d)
     }
