@@ -300,22 +300,34 @@ impl Dram {
         // No refresh, and `start` is finite (the quick test passed); `ready` is not NaN
         // (`activate_ns` is not: `quick`), nor is `busy_until_ns` ever: each comparison below is
         // the `f64::max` of `serve_slow`, bit for bit.
-        let row_hit = same && start < b.open_until_ns;
-        let ready = start + if row_hit { 0.0 } else { self.activate_ns };
         // SAFETY: `ch <= slot` (`place`), in bounds as `banks[slot]` was; the same length.
         let chf = unsafe { self.channel_free_ns.get_unchecked_mut(ch) };
-        let xfer_start = if *chf > ready { *chf } else { ready };
-        let done = xfer_start + self.column_ns * lines;
-        *chf = done;
-        if done > b.busy_until_ns {
-            b.busy_until_ns = done;
-        }
-        if !same {
+        let (row_hit, xfer_start);
+        if same {
+            // (the row stays: no change of `open_row`, no previous row)
+            row_hit = start < b.open_until_ns;
+            let ready = start + if row_hit { 0.0 } else { self.activate_ns };
+            xfer_start = if *chf > ready { *chf } else { ready };
+            let done = xfer_start + self.column_ns * lines;
+            *chf = done;
+            if done > b.busy_until_ns {
+                b.busy_until_ns = done;
+            }
+            b.open_until_ns = done + self.row_open_ns;
+        } else {
+            row_hit = false;
+            let ready = start + self.activate_ns;
+            xfer_start = if *chf > ready { *chf } else { ready };
+            let done = xfer_start + self.column_ns * lines;
+            *chf = done;
+            if done > b.busy_until_ns {
+                b.busy_until_ns = done;
+            }
             b.prev_row = b.open_row;
             b.prev_end_ns = start;
+            b.open_row = row;
+            b.open_until_ns = done + self.row_open_ns;
         }
-        b.open_row = row;
-        b.open_until_ns = done + self.row_open_ns;
         let extra_ns = (xfer_start - arrive_ns) - self.activate_ns;
         Served { extra_ns, row_hit, stall_ns: 0.0, start_ns: start, slot, row }
     }
