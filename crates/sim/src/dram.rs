@@ -59,6 +59,35 @@ struct Served {
     row: u64,
 }
 
+/// What an entry point returns, made from `Served` at each of `serve`'s exits (so the common
+/// path returns its values directly, not through a `Served` merged with the cold paths').
+trait Report {
+    fn report(d: &Dram, s: Served) -> Self;
+}
+
+impl Report for DramAccess {
+    #[inline(always)]
+    fn report(d: &Dram, s: Served) -> Self {
+        let (bank, channel) = d.flat_bank_channel(s.slot);
+        DramAccess {
+            extra_ns: s.extra_ns,
+            row_hit: s.row_hit,
+            refresh_stall_ns: s.stall_ns,
+            bank,
+            row: s.row,
+            channel,
+            start_ns: s.start_ns,
+        }
+    }
+}
+
+impl Report for (f64, bool, bool) {
+    #[inline(always)]
+    fn report(_: &Dram, s: Served) -> Self {
+        (s.extra_ns, s.row_hit, s.stall_ns > 0.0)
+    }
+}
+
 /// DRAM state.
 ///
 /// Banks are stored by slot: with power-of-two channels and banks per channel, controller `c`'s
@@ -262,31 +291,20 @@ impl Dram {
     /// `arrive_ns`.
     #[inline]
     pub fn access(&mut self, controller: u32, pa: u64, arrive_ns: f64, lines: f64) -> DramAccess {
-        let s = self.serve(controller, pa, arrive_ns, lines);
-        let (bank, channel) = self.flat_bank_channel(s.slot);
-        DramAccess {
-            extra_ns: s.extra_ns,
-            row_hit: s.row_hit,
-            refresh_stall_ns: s.stall_ns,
-            bank,
-            row: s.row,
-            channel,
-            start_ns: s.start_ns,
-        }
+        self.serve(controller, pa, arrive_ns, lines)
     }
 
     /// `access` with only (`extra_ns`, `row_hit`, `refresh_stall_ns > 0`): the same state change
     /// and values, less work.
     #[inline]
     pub fn access_lean(&mut self, controller: u32, pa: u64, arrive_ns: f64, lines: f64) -> (f64, bool, bool) {
-        let s = self.serve(controller, pa, arrive_ns, lines);
-        (s.extra_ns, s.row_hit, s.stall_ns > 0.0)
+        self.serve(controller, pa, arrive_ns, lines)
     }
 
     /// `access`'s work. The common case (no FR-FCFS service, a time the quick refresh test
     /// clears) is inline; the rest is `served_with_previous_row` and `serve_slow`.
     #[inline(always)]
-    fn serve(&mut self, controller: u32, pa: u64, arrive_ns: f64, lines: f64) -> Served {
+    fn serve<R: Report>(&mut self, controller: u32, pa: u64, arrive_ns: f64, lines: f64) -> R {
         let (row, slot, ch) = self.place(controller, pa);
         let b = &mut self.banks[slot];
         // Different banks overlap their activates; a read of the open row only queues for the
@@ -334,25 +352,32 @@ impl Dram {
             b.open_until_ns = done + self.row_open_ns;
         }
         let extra_ns = (xfer_start - arrive_ns) - self.activate_ns;
-        Served { extra_ns, row_hit, stall_ns: 0.0, start_ns: start, slot, row }
+        R::report(self, Served { extra_ns, row_hit, stall_ns: 0.0, start_ns: start, slot, row })
     }
 
     /// FR-FCFS: served with the previous row's reads, before the switch; the bank state (the
     /// row opened after) is left as it is; only the channel is shared.
     #[cold]
     #[inline(never)]
-    fn served_with_previous_row(&mut self, slot: usize, ch: usize, row: u64, arrive_ns: f64, lines: f64) -> Served {
+    fn served_with_previous_row<R: Report>(
+        &mut self,
+        slot: usize,
+        ch: usize,
+        row: u64,
+        arrive_ns: f64,
+        lines: f64,
+    ) -> R {
         let chf = &mut self.channel_free_ns[ch];
         let xfer_start = arrive_ns.max(*chf);
         *chf = xfer_start + self.column_ns * lines;
         let extra_ns = xfer_start - arrive_ns - self.activate_ns;
-        Served { extra_ns, row_hit: true, stall_ns: 0.0, start_ns: arrive_ns, slot, row }
+        R::report(self, Served { extra_ns, row_hit: true, stall_ns: 0.0, start_ns: arrive_ns, slot, row })
     }
 
     /// `serve` from the refresh test on, for a time the quick test does not clear.
     #[cold]
     #[inline(never)]
-    fn serve_slow(&mut self, slot: usize, ch: usize, row: u64, arrive_ns: f64, start: f64, lines: f64) -> Served {
+    fn serve_slow<R: Report>(&mut self, slot: usize, ch: usize, row: u64, arrive_ns: f64, start: f64, lines: f64) -> R {
         let b = &mut self.banks[slot];
         let mut start = start;
         let mut stall = 0.0;
@@ -376,7 +401,7 @@ impl Dram {
         b.open_row = row;
         b.open_until_ns = done + self.row_open_ns;
         let extra_ns = (xfer_start - arrive_ns) - self.activate_ns;
-        Served { extra_ns, row_hit, stall_ns: stall, start_ns: start, slot, row }
+        R::report(self, Served { extra_ns, row_hit, stall_ns: stall, start_ns: start, slot, row })
     }
 
     /// Refresh windows that began in [from_ns, to_ns) over all banks.
