@@ -8,7 +8,10 @@
 //!     N=200000 valgrind --tool=callgrind ./target/release/examples/sim_parts "l1 load"
 //!
 //! A part runs when its name contains the first argument (no argument: all). Subtract the
-//! instruction count of a run with a name matching nothing (`none`) for the set-up.
+//! instruction count of a run with a name matching nothing (`none`) for the set-up. `dram access
+//! random` is `Dram::access`, `dram access lean` `Dram::access_lean`; `chase dram` (only when
+//! named) is a chase of N DRAM-bound hops through `SimTarget`: the difference of two N over
+//! their difference is the instructions a hop.
 use memscope_core::hierarchy::Replacement;
 use memscope_sim::cache::Cache;
 use memscope_sim::dram::Dram;
@@ -114,6 +117,31 @@ fn main() {
         let (mut a, mut now) = (0.0, 0.0);
         for i in 0..n {
             a += d.access(sets[i] % 12, lines[i] << 7, now, 1.0).extra_ns;
+            now += 200.0;
+        }
+        a as u64
+    });
+    if only.as_ref().is_some_and(|a| "chase dram hops (1 Mi lines of 1 GiB)".contains(a.as_str())) {
+        // (only when asked: a chase of N hops after one of 1,000, to count instructions a hop)
+        let mut v: Vec<u64> = (0..1u64 << 20).map(|i| buf.base + i * 1024).collect();
+        let mut x = 7u64;
+        for i in (1..v.len()).rev() {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            v.swap(i, (x >> 33) as usize % (i + 1));
+        }
+        let mut spec = memscope_core::ChaseSpec::new(v, memscope_core::CachePath::L1Cached, 1000);
+        (spec.warmup_laps, spec.repeats) = (0, 1);
+        memscope_core::Target::chase(&mut t, &spec).unwrap();
+        spec.hops = n as u64;
+        part("chase dram hops (1 Mi lines of 1 GiB)", &mut || {
+            memscope_core::Target::chase(&mut t, &spec).unwrap().ns_per_hop[0] as u64
+        });
+    }
+    let mut d = Dram::new(&h);
+    part("dram access lean random", &mut || {
+        let (mut a, mut now) = (0.0, 0.0);
+        for i in 0..n {
+            a += d.access_lean(sets[i] % 12, lines[i] << 7, now, 1.0).0;
             now += 200.0;
         }
         a as u64

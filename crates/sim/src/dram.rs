@@ -5,10 +5,16 @@
 //! resource); a row stays open `row_open_ns` after its last access, and a read that finds it open
 //! skips the activate; a read of another row while the bank is busy waits for it (a conflict); each bank refreshes for `refresh_stall_ns` once every `refresh_stall_ns /
 //! refresh_fraction` ns (staggered seeded phases), so ~2% of accesses wait up to ~210 ns.
+//!
+//! Speed (issue 3): `access` and `access_lean` (the caller's three values only) share `serve`,
+//! whose common case (the preset's row function and power-of-two layout, no FR-FCFS service, a
+//! time the quick refresh test clears) is straight-line code; the rest is cold. `dram_tests`
+//! checks both entry points against the model as first written, bit for bit.
 
 use crate::tlb::SplitMix;
 use memscope_core::hierarchy::{Hierarchy, RowFunction};
 
+/// One bank's state, stored in `Dram::banks` at its slot (see `Dram::slot`).
 #[derive(Debug, Clone, Copy)]
 struct Bank {
     open_row: u64,
@@ -42,23 +48,80 @@ pub struct DramAccess {
     pub start_ns: f64,
 }
 
+/// What `Dram::serve` did, with where (the slot and the row key).
+#[derive(Debug, Clone, Copy)]
+struct Served {
+    extra_ns: f64,
+    row_hit: bool,
+    stall_ns: f64,
+    start_ns: f64,
+    slot: usize,
+    row: u64,
+}
+
+/// What an entry point returns, made from `Served` at each of `serve`'s exits (so the common
+/// path returns its values directly, not through a `Served` merged with the cold paths').
+trait Report {
+    fn report(d: &Dram, s: Served) -> Self;
+}
+
+impl Report for DramAccess {
+    #[inline(always)]
+    fn report(d: &Dram, s: Served) -> Self {
+        let (bank, channel) = d.flat_bank_channel(s.slot);
+        DramAccess {
+            extra_ns: s.extra_ns,
+            row_hit: s.row_hit,
+            refresh_stall_ns: s.stall_ns,
+            bank,
+            row: s.row,
+            channel,
+            start_ns: s.start_ns,
+        }
+    }
+}
+
+impl Report for (f64, bool, bool) {
+    #[inline(always)]
+    fn report(_: &Dram, s: Served) -> Self {
+        (s.extra_ns, s.row_hit, s.stall_ns > 0.0)
+    }
+}
+
 /// DRAM state.
+///
+/// Banks are stored by slot: with power-of-two channels and banks per channel, controller `c`'s
+/// bank `b` of channel `ch` lies at `c * channels * banks + b * channels + ch` (the low bits of
+/// the row hash, taken whole), otherwise at its flat index `(c * channels + ch) * banks + b`.
+/// A channel's data bus is free from `channel_free_ns[s]`, `s` the slot of its bank 0 (a slot
+/// less the bank's part: `slot & chslot_mask`, or `slot - b`).
 #[derive(Debug, Clone)]
 pub struct Dram {
     banks: Vec<Bank>,
     channel_free_ns: Vec<f64>,
     channels: u64,
     banks_per_channel: u64,
+    /// `channels * banks_per_channel`.
+    per_controller: u64,
     row_shift: u32,
     row_function: RowFunction,
     refresh_period_ns: f64,
     refresh_stall_ns: f64,
     refresh: Refresh,
-    /// Channels and banks per channel are powers of two: `channels - 1`, its bits, `banks - 1`.
+    /// `refresh`'s quick test, failing everything when `activate_ns` is NaN (the slow path then
+    /// keeps `f64::max`'s answer for a NaN operand).
+    quick: Refresh,
+    /// Channels and banks per channel are powers of two: `channels - 1`, its bits, `banks - 1`,
+    /// `channels * banks - 1`, its bits, and `!((banks - 1) * channels)`.
     pow2: bool,
     ch_mask: u64,
     ch_bits: u32,
     bank_mask: u64,
+    slot_mask: u64,
+    slot_bits: u32,
+    chslot_mask: u64,
+    /// `pow2` with `RowFunction::Rtx4090`: the one test on the common path.
+    fast: bool,
     activate_ns: f64,
     column_ns: f64,
     row_open_ns: f64,
@@ -73,31 +136,54 @@ impl Dram {
         } else {
             f64::INFINITY
         };
+        let pow2 = d.channels.is_power_of_two() && d.banks.is_power_of_two();
+        let (channels, banks_per_channel) = (d.channels as u64, d.banks as u64);
         let mut rng = SplitMix(h.seed ^ 0xD7A3_0000);
-        let banks = (0..n)
-            .map(|_| Bank {
+        // phases drawn in flat order, stored by slot
+        let phases: Vec<f64> = (0..n).map(|_| if period.is_finite() { rng.unit() * period } else { 0.0 }).collect();
+        let mut banks = vec![
+            Bank {
                 open_row: u64::MAX,
                 open_until_ns: f64::NEG_INFINITY,
                 busy_until_ns: 0.0,
-                phase_ns: if period.is_finite() { rng.unit() * period } else { 0.0 },
+                phase_ns: 0.0,
                 prev_row: u64::MAX,
                 prev_end_ns: f64::NEG_INFINITY,
-            })
-            .collect();
+            };
+            n
+        ];
+        let cb = channels * banks_per_channel;
+        for (flat, &phase) in phases.iter().enumerate() {
+            let flat = flat as u64;
+            let (c, ch, b) = (flat / cb, flat / banks_per_channel % channels, flat % banks_per_channel);
+            let slot = if pow2 { c * cb + b * channels + ch } else { flat };
+            banks[slot as usize].phase_ns = phase;
+        }
+        let refresh = Refresh::new(period, d.refresh_stall_ns);
+        let mut quick = refresh;
+        if d.activate_ns.is_nan() {
+            quick.limit = 0;
+        }
         Dram {
             banks,
-            channel_free_ns: vec![0.0; (d.controllers * d.channels) as usize],
-            channels: d.channels as u64,
-            banks_per_channel: d.banks as u64,
+            channel_free_ns: vec![0.0; n],
+            channels,
+            banks_per_channel,
+            per_controller: cb,
             row_shift: d.row_bytes.trailing_zeros(),
             row_function: d.row_function,
             refresh_period_ns: period,
             refresh_stall_ns: d.refresh_stall_ns,
-            refresh: Refresh::new(period, d.refresh_stall_ns),
-            pow2: d.channels.is_power_of_two() && d.banks.is_power_of_two(),
-            ch_mask: (d.channels as u64).wrapping_sub(1),
+            refresh,
+            quick,
+            pow2,
+            ch_mask: channels.wrapping_sub(1),
             ch_bits: d.channels.trailing_zeros(),
-            bank_mask: (d.banks as u64).wrapping_sub(1),
+            bank_mask: banks_per_channel.wrapping_sub(1),
+            slot_mask: cb.wrapping_sub(1),
+            slot_bits: cb.trailing_zeros(),
+            chslot_mask: !(banks_per_channel.wrapping_sub(1) * channels),
+            fast: pow2 && d.row_function == RowFunction::Rtx4090,
             activate_ns: d.activate_ns,
             column_ns: d.column_ns,
             row_open_ns: d.row_open_ns,
@@ -121,12 +207,58 @@ impl Dram {
     pub fn row_key(&self, pa: u64) -> u64 {
         match self.row_function {
             RowFunction::Contiguous => pa >> self.row_shift,
-            // footnote 13: column bits 5, 6, 7, 9 and 8^14 (a 1 KiB row)
-            RowFunction::Rtx4090 => {
-                let r = pa >> 10;
-                (r & !(1 << 4)) | ((((pa >> 8) ^ (pa >> 14)) & 1) << 4)
-            }
+            // footnote 13: column bits 5, 6, 7, 9 and 8^14 (a 1 KiB row): bit 4 of `pa >> 10`
+            // (address bit 14) becomes bit 8 ^ bit 14
+            RowFunction::Rtx4090 => (pa >> 10) ^ ((pa >> 4) & (1 << 4)),
         }
+    }
+
+    /// The row hash of a row key, below 2^32: its low bits pick the channel, the next the bank.
+    #[inline(always)]
+    fn hash(key: u64) -> u64 {
+        key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32
+    }
+
+    /// (channel, bank) within the controller of row hash `hsh`.
+    #[inline(always)]
+    fn channel_bank(&self, hsh: u64) -> (u64, u64) {
+        // (hsh < 2^32: 32-bit division, or shifts for powers of two; the same values)
+        if self.pow2 {
+            (hsh & self.ch_mask, (hsh >> self.ch_bits) & self.bank_mask)
+        } else {
+            let (h, c, b) = (hsh as u32, self.channels as u32, self.banks_per_channel as u32);
+            ((h % c) as u64, ((h / c) % b) as u64)
+        }
+    }
+
+    /// (row key, slot, channel slot) of `pa` on `controller`: the slot is in bounds or
+    /// `banks[slot]` panics; the channel slot is at most the slot.
+    #[inline(always)]
+    fn place(&self, controller: u32, pa: u64) -> (u64, usize, usize) {
+        let c = controller as u64;
+        if self.fast {
+            let row = (pa >> 10) ^ ((pa >> 4) & (1 << 4)); // `row_key`
+            let slot = c.wrapping_mul(self.per_controller) | (Self::hash(row) & self.slot_mask);
+            (row, slot as usize, (slot & self.chslot_mask) as usize)
+        } else {
+            self.place_general(c, pa)
+        }
+    }
+
+    #[inline(never)]
+    fn place_general(&self, c: u64, pa: u64) -> (u64, usize, usize) {
+        let row = self.row_key(pa);
+        let hsh = Self::hash(row);
+        let (chslot, slot) = if self.pow2 {
+            let slot = c.wrapping_mul(self.per_controller) | (hsh & self.slot_mask);
+            (slot & self.chslot_mask, slot)
+        } else {
+            let (ch, bank) = self.channel_bank(hsh);
+            let chslot = c.wrapping_mul(self.channels).wrapping_add(ch).wrapping_mul(self.banks_per_channel);
+            // (an overflow leaves no slot: `banks[u64::MAX]` panics)
+            (chslot, chslot.saturating_add(bank))
+        };
+        (row, slot as usize, chslot as usize)
     }
 
     /// (flat bank, row, flat channel) of a physical address served by `controller`.
@@ -136,49 +268,120 @@ impl Dram {
         // bits so the bits that pick the controller do not also pick the bank); the row number
         // reported is the global row key.
         let key = self.row_key(pa);
-        let hsh = key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
-        // (hsh < 2^32: 32-bit division, or shifts for powers of two; the same values)
-        let (ch, bank) = if self.pow2 {
-            (hsh & self.ch_mask, (hsh >> self.ch_bits) & self.bank_mask)
-        } else {
-            let (h, c, b) = (hsh as u32, self.channels as u32, self.banks_per_channel as u32);
-            ((h % c) as u64, ((h / c) % b) as u64)
-        };
-        let row = key;
+        let (ch, bank) = self.channel_bank(Self::hash(key));
         let flat_ch = controller as u64 * self.channels + ch;
-        ((flat_ch * self.banks_per_channel + bank) as u32, row, flat_ch as u32)
+        ((flat_ch * self.banks_per_channel + bank) as u32, key, flat_ch as u32)
+    }
+
+    /// (flat bank, flat channel) of a slot.
+    #[inline(always)]
+    fn flat_bank_channel(&self, slot: usize) -> (u32, u32) {
+        let s = slot as u64;
+        if self.pow2 {
+            let within = s & self.slot_mask;
+            let (ch, bank) = (within & self.ch_mask, within >> self.ch_bits);
+            let c = s >> self.slot_bits;
+            ((c * self.per_controller + ch * self.banks_per_channel + bank) as u32, (c * self.channels + ch) as u32)
+        } else {
+            (s as u32, (s / self.banks_per_channel) as u32)
+        }
     }
 
     /// Serve an access of `lines` line-transfers (a fraction for partial lines) arriving at
     /// `arrive_ns`.
     #[inline]
     pub fn access(&mut self, controller: u32, pa: u64, arrive_ns: f64, lines: f64) -> DramAccess {
-        let (bank_i, row, ch) = self.locate(controller, pa);
-        let refresh = &self.refresh;
-        let b = &mut self.banks[bank_i as usize];
+        self.serve(controller, pa, arrive_ns, lines)
+    }
+
+    /// `access` with only (`extra_ns`, `row_hit`, `refresh_stall_ns > 0`): the same state change
+    /// and values, less work.
+    #[inline]
+    pub fn access_lean(&mut self, controller: u32, pa: u64, arrive_ns: f64, lines: f64) -> (f64, bool, bool) {
+        self.serve(controller, pa, arrive_ns, lines)
+    }
+
+    /// `access`'s work. The common case (no FR-FCFS service, a time the quick refresh test
+    /// clears) is inline; the rest is `served_with_previous_row` and `serve_slow`.
+    #[inline(always)]
+    fn serve<R: Report>(&mut self, controller: u32, pa: u64, arrive_ns: f64, lines: f64) -> R {
+        let (row, slot, ch) = self.place(controller, pa);
+        let b = &mut self.banks[slot];
         // Different banks overlap their activates; a read of the open row only queues for the
         // channel's data bus; a read of another row of a busy bank (a row conflict) waits until
         // the bank is done, then activates (footnote 14: ~15x the cost of a same-row read).
-        let conflict = b.open_row != row && arrive_ns < b.busy_until_ns;
+        let same = b.open_row == row;
+        let conflict = !same && arrive_ns < b.busy_until_ns;
         if conflict && row == b.prev_row && arrive_ns < b.prev_end_ns {
-            // FR-FCFS: served with the previous row's reads, before the switch; the bank state
-            // (the row opened after) is left as it is; only the channel is shared.
-            let chf = &mut self.channel_free_ns[ch as usize];
-            let xfer_start = arrive_ns.max(*chf);
-            *chf = xfer_start + self.column_ns * lines;
-            return DramAccess {
-                extra_ns: xfer_start - arrive_ns - self.activate_ns,
-                row_hit: true,
-                refresh_stall_ns: 0.0,
-                bank: bank_i,
-                row,
-                channel: ch,
-                start_ns: arrive_ns,
-            };
+            return self.served_with_previous_row(slot, ch, row, arrive_ns, lines);
         }
-        let mut start = if conflict { b.busy_until_ns } else { arrive_ns };
+        let start = if conflict { b.busy_until_ns } else { arrive_ns };
+        let d = start - b.phase_ns;
+        if !self.quick.in_range(d) || !self.quick.cleared(d) {
+            return self.serve_slow(slot, ch, row, arrive_ns, start, lines);
+        }
+        // No refresh, and `start` is finite (the quick test passed); `ready` is not NaN
+        // (`activate_ns` is not: `quick`), nor is `busy_until_ns` ever: each comparison below is
+        // the `f64::max` of `serve_slow`, bit for bit.
+        // SAFETY: `ch <= slot` (`place`), in bounds as `banks[slot]` was; the same length.
+        let chf = unsafe { self.channel_free_ns.get_unchecked_mut(ch) };
+        let (row_hit, xfer_start);
+        if same {
+            // (the row stays: no change of `open_row`, no previous row)
+            row_hit = start < b.open_until_ns;
+            let ready = start + if row_hit { 0.0 } else { self.activate_ns };
+            xfer_start = if *chf > ready { *chf } else { ready };
+            let done = xfer_start + self.column_ns * lines;
+            *chf = done;
+            if done > b.busy_until_ns {
+                b.busy_until_ns = done;
+            }
+            b.open_until_ns = done + self.row_open_ns;
+        } else {
+            row_hit = false;
+            let ready = start + self.activate_ns;
+            xfer_start = if *chf > ready { *chf } else { ready };
+            let done = xfer_start + self.column_ns * lines;
+            *chf = done;
+            if done > b.busy_until_ns {
+                b.busy_until_ns = done;
+            }
+            b.prev_row = b.open_row;
+            b.prev_end_ns = start;
+            b.open_row = row;
+            b.open_until_ns = done + self.row_open_ns;
+        }
+        let extra_ns = (xfer_start - arrive_ns) - self.activate_ns;
+        R::report(self, Served { extra_ns, row_hit, stall_ns: 0.0, start_ns: start, slot, row })
+    }
+
+    /// FR-FCFS: served with the previous row's reads, before the switch; the bank state (the
+    /// row opened after) is left as it is; only the channel is shared.
+    #[cold]
+    #[inline(never)]
+    fn served_with_previous_row<R: Report>(
+        &mut self,
+        slot: usize,
+        ch: usize,
+        row: u64,
+        arrive_ns: f64,
+        lines: f64,
+    ) -> R {
+        let chf = &mut self.channel_free_ns[ch];
+        let xfer_start = arrive_ns.max(*chf);
+        *chf = xfer_start + self.column_ns * lines;
+        let extra_ns = xfer_start - arrive_ns - self.activate_ns;
+        R::report(self, Served { extra_ns, row_hit: true, stall_ns: 0.0, start_ns: arrive_ns, slot, row })
+    }
+
+    /// `serve` from the refresh test on, for a time the quick test does not clear.
+    #[cold]
+    #[inline(never)]
+    fn serve_slow<R: Report>(&mut self, slot: usize, ch: usize, row: u64, arrive_ns: f64, start: f64, lines: f64) -> R {
+        let b = &mut self.banks[slot];
+        let mut start = start;
         let mut stall = 0.0;
-        if let Some(x) = refresh.wait(start - b.phase_ns) {
+        if let Some(x) = self.refresh.wait(start - b.phase_ns) {
             stall = self.refresh_stall_ns - x;
             start += stall;
             b.open_row = u64::MAX; // refresh closes the row
@@ -186,7 +389,7 @@ impl Dram {
         let row_hit = b.open_row == row && start < b.open_until_ns;
         let act = if row_hit { 0.0 } else { self.activate_ns };
         let ready = start + act;
-        let chf = &mut self.channel_free_ns[ch as usize];
+        let chf = &mut self.channel_free_ns[ch];
         let xfer_start = ready.max(*chf);
         let done = xfer_start + self.column_ns * lines;
         *chf = done;
@@ -197,16 +400,8 @@ impl Dram {
         }
         b.open_row = row;
         b.open_until_ns = done + self.row_open_ns;
-        let extra = (xfer_start - arrive_ns) - self.activate_ns;
-        DramAccess {
-            extra_ns: extra,
-            row_hit,
-            refresh_stall_ns: stall,
-            bank: bank_i,
-            row,
-            channel: ch,
-            start_ns: start,
-        }
+        let extra_ns = (xfer_start - arrive_ns) - self.activate_ns;
+        R::report(self, Served { extra_ns, row_hit, stall_ns: stall, start_ns: start, slot, row })
     }
 
     /// Refresh windows that began in [from_ns, to_ns) over all banks.
@@ -242,7 +437,9 @@ impl Dram {
 /// lies in `[stall + 2^-8, period - 2^-8]` (`lo`, `hi`, each rounded by less than `2^-12` when
 /// `q >= 1` can happen), `E` lies in `(stall, period)`: `q` is the floored quotient and `E` the
 /// exact remainder `rem_euclid` returns, at or past `stall`. Any other case takes `rem_euclid`.
-/// (With no refresh, the quick test passes every finite `d >= 0` instead.)
+/// (With no refresh, the quick test passes every finite `d >= 0` instead.) As `lo` and `hi` are
+/// positive, `lo <= x <= hi` is one unsigned test on the bits: `x - lo <= hi - lo` (a negative or
+/// NaN `x` has larger bits than `hi`).
 #[derive(Debug, Clone, Copy)]
 struct Refresh {
     period: f64,
@@ -250,40 +447,54 @@ struct Refresh {
     /// `1 / period` and `period` (both 0 with no refresh).
     inv: f64,
     q_period: f64,
-    lo: f64,
-    hi: f64,
+    /// Bits of `lo`, and those of `hi` less them (+0 and +infinity with no refresh).
+    lo_bits: u64,
+    width: u64,
     /// Bits of the bound on `d` (exclusive; also below `2^52 period`, so `d / period` fits i64;
-    /// a negative `d` has larger bits).
+    /// a negative `d` has larger bits); 0 (no quick test) when `lo > hi`.
     limit: u64,
 }
 
 impl Refresh {
     fn new(period: f64, stall: f64) -> Self {
+        let inf = f64::INFINITY.to_bits();
         if !period.is_finite() {
-            let (lo, hi, limit) = (f64::NEG_INFINITY, f64::INFINITY, f64::INFINITY.to_bits());
-            return Refresh { period, stall, inv: 0.0, q_period: 0.0, lo, hi, limit };
+            return Refresh { period, stall, inv: 0.0, q_period: 0.0, lo_bits: 0, width: inf, limit: inf };
         }
-        let limit = QUICK_LIMIT.min(period * (1u64 << 52) as f64).to_bits();
-        Refresh {
-            period,
-            stall,
-            inv: 1.0 / period,
-            q_period: period,
-            lo: stall + QUICK_EPS,
-            hi: period - QUICK_EPS,
-            limit,
+        let (lo, hi) = (stall + QUICK_EPS, period - QUICK_EPS); // lo > 0: stall > 0
+        let mut limit = QUICK_LIMIT.min(period * (1u64 << 52) as f64).to_bits();
+        if lo > hi {
+            limit = 0;
         }
+        let (lo_bits, width) = (lo.to_bits(), hi.to_bits().wrapping_sub(lo.to_bits()));
+        Refresh { period, stall, inv: 1.0 / period, q_period: period, lo_bits, width, limit }
+    }
+
+    /// The quick test alone: true when `d` is surely past a refresh window (false: ask `wait`).
+    #[inline(always)]
+    fn clear(&self, d: f64) -> bool {
+        self.in_range(d) && self.cleared(d)
+    }
+
+    /// (`clear`'s first test and `cleared`'s precondition)
+    #[inline(always)]
+    fn in_range(&self, d: f64) -> bool {
+        d.to_bits() < self.limit
+    }
+
+    /// `clear` for a `d` in range.
+    #[inline(always)]
+    fn cleared(&self, d: f64) -> bool {
+        // SAFETY: 0 <= d < 2^52 period, so 0 <= d * inv < 2^53: finite and in i64's range.
+        let q = unsafe { (d * self.inv).to_int_unchecked::<i64>() } as f64;
+        let x = d - q * self.q_period;
+        x.to_bits().wrapping_sub(self.lo_bits) <= self.width
     }
 
     #[inline(always)]
     fn wait(&self, d: f64) -> Option<f64> {
-        if d.to_bits() < self.limit {
-            // SAFETY: 0 <= d < 2^52 period, so 0 <= d * inv < 2^53: finite and in i64's range.
-            let q = unsafe { (d * self.inv).to_int_unchecked::<i64>() } as f64;
-            let x = d - q * self.q_period;
-            if x >= self.lo && x <= self.hi {
-                return None;
-            }
+        if self.clear(d) {
+            return None;
         }
         self.wait_exact(d)
     }
@@ -360,67 +571,5 @@ unsafe fn rem_pos_fma(a: f64, p: f64) -> f64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::tlb::SplitMix;
-
-    #[test]
-    fn rem_euclid_is_the_library_one_bit_for_bit() {
-        let mut r = SplitMix(5);
-        let periods = [10_500.0, 3.4, 0.1, 1e-3, 7.0, 123_456.789];
-        for i in 0..400_000u64 {
-            let p = periods[(i % periods.len() as u64) as usize];
-            let scale = [1.0, 1e3, 1e6, 1e9, 1e12, 1e15][(i / 7 % 6) as usize];
-            let mut x = (r.unit() - 0.3) * scale;
-            if i % 11 == 0 {
-                x = (x / p).round() * p; // exact multiples and their neighbours
-                x = f64::from_bits(x.to_bits().wrapping_add(i % 3).wrapping_sub(1));
-            }
-            assert_eq!(rem_euclid(x, p).to_bits(), x.rem_euclid(p).to_bits(), "{x} mod {p}");
-        }
-        for x in [0.0, -0.0, f64::INFINITY, f64::NAN, 1e300, -1e300, f64::MIN_POSITIVE] {
-            assert_eq!(rem_euclid(x, 7.5).to_bits(), x.rem_euclid(7.5).to_bits(), "{x}");
-        }
-    }
-
-    #[test]
-    fn the_quick_refresh_test_is_the_exact_one() {
-        let mut r = SplitMix(6);
-        let cases = [
-            (10_500.0, 210.0),
-            (3.4, 0.5),
-            (0.1, 0.002),
-            (1e-3, 1e-4),
-            (7.0, 6.999),
-            (1e13, 5.0),
-            (5e-9, 1e-9),
-            (1e12, 3e11),
-            (2.2e12, 5.5e11),
-        ];
-        for (period, stall) in cases.into_iter().chain([(f64::INFINITY, 210.0)]) {
-            let rf = Refresh::new(period, stall);
-            let want = |d: f64| {
-                let x = d.rem_euclid(period);
-                (period.is_finite() && x < stall).then_some(x.to_bits())
-            };
-            for i in 0..300_000u64 {
-                let scale = [1.0, 1e3, 1e6, 1e9, 1e12, 1.1e12, 1e15][(i % 7) as usize];
-                let mut d = (r.unit() - 0.05) * scale;
-                match i % 5 {
-                    // multiples of the period and the window's end, and their neighbours
-                    0 if period.is_finite() => d = (d / period).round() * period,
-                    1 if period.is_finite() => d = (d / period).floor() * period + stall,
-                    _ => {}
-                }
-                if i % 5 < 2 {
-                    d = f64::from_bits(d.to_bits().wrapping_add(i / 5 % 5).wrapping_sub(2));
-                }
-                assert_eq!(rf.wait(d).map(f64::to_bits), want(d), "{d} in {period}/{stall}");
-            }
-            for d in [0.0, -0.0, QUICK_LIMIT, f64::from_bits(QUICK_LIMIT.to_bits() - 1), f64::NAN, f64::INFINITY, -1.0]
-            {
-                assert_eq!(rf.wait(d).map(f64::to_bits), want(d), "{d} in {period}/{stall}");
-            }
-        }
-    }
-}
+#[path = "dram_tests.rs"]
+mod tests;
