@@ -329,6 +329,18 @@ impl Machine {
         }
     }
 
+    #[inline(always)]
+    fn count_dram_lean(&mut self, row_hit: bool, stalled: bool) {
+        if row_hit {
+            self.stats.dram_row_hits += 1;
+        } else {
+            self.stats.dram_activates += 1;
+        }
+        if stalled {
+            self.stats.dram_refresh_stalls += 1;
+        }
+    }
+
     fn count_dram(&mut self, a: &DramAccess) {
         if a.row_hit {
             self.stats.dram_row_hits += 1;
@@ -408,9 +420,10 @@ impl Machine {
         self.stats.dram_reads += 1;
         self.stats.dram_read_sectors += n;
         let arrive = now_ns + self.h.l2.hit_ns * 0.5;
-        let a = self.dram.access(c, p.pa, arrive, n as f64 / self.l2_sectors_per_line as f64);
-        self.count_dram(&a);
-        (self.h.dram.latency_ns + a.extra_ns.max(-self.h.dram.activate_ns) + tlb_ns, Level::Dram)
+        let (extra_ns, row_hit, stalled) =
+            self.dram.access_lean(c, p.pa, arrive, n as f64 / self.l2_sectors_per_line as f64);
+        self.count_dram_lean(row_hit, stalled);
+        (self.h.dram.latency_ns + extra_ns.max(-self.h.dram.activate_ns) + tlb_ns, Level::Dram)
     }
 
     /// `hop_pre` on another hierarchy, or on an SM whose state is not made yet.
