@@ -98,7 +98,7 @@ impl Cache {
             // (it panics there: a tail call here, so that this path saves no registers)
             return self.load_slow(set, line, sectors);
         }
-        let p = self.b.block_mut(set * l.stride) as *mut u8;
+        let p = self.b.bytes_mut(set * l.stride);
         // SAFETY: the block of `set` < sets lies in `b`, borrowed mutably; `l` is its layout.
         let s = unsafe { Set::new(p, l) };
         let x = line as u32;
@@ -108,7 +108,8 @@ impl Cache {
             return unsafe { self.miss::<W, P>(p, set, x, sectors) };
         }
         debug_assert!(self.touched[set / 64] & 1 << (set % 64) != 0);
-        let i = hit.trailing_zeros() as usize;
+        // (`W` <= 32: a 32-bit count)
+        let i = (hit as u32).trailing_zeros() as usize;
         let v = s.get(VALID, i);
         s.put(VALID, i, v | sectors);
         self.touch(s, i, policy(P));
@@ -140,11 +141,10 @@ impl Cache {
             debug_assert!(self.touched[set / 64] & 1 << (set % 64) != 0);
             let way = match policy(P) {
                 Replacement::Rrip => {
-                    let Some(way) = s.oldest_at(RANK, RRPV, 2) else {
+                    let Some(way) = s.touch_oldest_at(RANK, RRPV, 2) else {
                         // SAFETY: as this function's.
                         return unsafe { self.miss_aged::<W, P>(p, set, x, sectors) };
                     };
-                    s.touch(RANK, way);
                     way
                 }
                 _ => {

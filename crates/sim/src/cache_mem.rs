@@ -6,6 +6,8 @@
 pub(super) struct Aligned<T> {
     v: Vec<T>,
     o: usize,
+    /// `o` in bytes.
+    ob: usize,
 }
 
 impl<T: Copy> Aligned<T> {
@@ -18,7 +20,7 @@ impl<T: Copy> Aligned<T> {
         let v = huge_vec(x, n + pad);
         let misalign = v.as_ptr() as usize % align;
         let o = if misalign == 0 || !misalign.is_multiple_of(sz) { 0 } else { (align - misalign) / sz };
-        Aligned { v, o }
+        Aligned { v, o, ob: o * sz }
     }
     #[inline(always)]
     pub(super) fn s(&self, i: usize, n: usize) -> &[T] {
@@ -36,6 +38,11 @@ impl<T: Copy> Aligned<T> {
     #[inline(always)]
     pub(super) fn block_mut(&mut self, i: usize) -> *mut T {
         self.v.as_mut_ptr().wrapping_add(self.o + i)
+    }
+    /// `block_mut(i)` as a byte pointer.
+    #[inline(always)]
+    pub(super) fn bytes_mut(&mut self, i: usize) -> *mut u8 {
+        (self.v.as_mut_ptr() as *mut u8).wrapping_add(self.ob + i * std::mem::size_of::<T>())
     }
     #[inline(always)]
     pub(super) fn ptr(&self, i: usize) -> *const i8 {

@@ -307,36 +307,39 @@ impl Set {
         self.touch(k, i);
     }
 
-    /// `oldest::<false>(rk, key, x)`, or `None` when no way's byte in `key` is `x`.
+    /// `oldest::<false>(rk, key, x)` made the most recent in rank array `rk` (as `touch`), or
+    /// `None` (and no change) when no way's byte in `key` is `x`.
     #[inline(always)]
-    pub fn oldest_at(self, rk: usize, key: usize, x: u8) -> Option<usize> {
-        if self.l.g > 1 || cfg!(not(target_arch = "x86_64")) {
-            return (self.bytes_eq(key, x) != 0).then(|| self.oldest::<false>(rk, key, x));
-        }
+    pub fn touch_oldest_at(self, rk: usize, key: usize, x: u8) -> Option<usize> {
         #[cfg(target_arch = "x86_64")]
-        {
+        if self.l.g == 1 {
             use std::arch::x86_64::*;
             // SAFETY: 16 bytes from arr(rk) and arr(key) lie in the block (g = 1); SSE2 is
             // baseline on x86_64.
             unsafe {
-                let r = _mm_loadu_si128(self.p.add(self.l.arr(rk)) as *const __m128i);
+                let a = self.p.add(self.l.arr(rk)) as *mut __m128i;
+                let r = _mm_loadu_si128(a);
                 let e = _mm_cmpeq_epi8(_mm_loadu_si128(self.p.add(self.l.arr(key)) as *const __m128i), splat(x));
                 let m = _mm_movemask_epi8(e) as u64 & self.l.all;
                 if m == 0 {
                     return None;
                 }
-                // (padding lanes: masked by `all` below; ranks of ways are distinct)
+                // (padding lanes: masked by `all`; ranks of ways are distinct)
                 let mut mx = _mm_and_si128(r, e);
                 mx = _mm_max_epu8(mx, _mm_shuffle_epi32::<0b0100_1110>(mx));
                 mx = _mm_max_epu8(mx, _mm_shuffle_epi32::<0b1011_0001>(mx));
                 mx = _mm_max_epu8(mx, _mm_shufflehi_epi16::<0b1011_0001>(_mm_shufflelo_epi16::<0b1011_0001>(mx)));
                 mx = _mm_max_epu8(mx, _mm_or_si128(_mm_slli_epi16::<8>(mx), _mm_srli_epi16::<8>(mx)));
-                let m2 = _mm_movemask_epi8(_mm_cmpeq_epi8(r, mx)) as u64 & m;
-                Some(m2.trailing_zeros() as usize)
+                let i = (_mm_movemask_epi8(_mm_cmpeq_epi8(r, mx)) as u64 & m).trailing_zeros() as usize;
+                // `touch(rk, i)` with its rank (the maximum) in every byte of `mx`
+                _mm_storeu_si128(a, _mm_sub_epi8(r, _mm_cmplt_epi8(r, mx)));
+                self.put(rk, i, 0);
+                return Some(i);
             }
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        unreachable!()
+        let i = (self.bytes_eq(key, x) != 0).then(|| self.oldest::<false>(rk, key, x))?;
+        self.touch(rk, i);
+        Some(i)
     }
 
     /// Age every line's RRPV by `k`, saturating at 2.
