@@ -316,9 +316,29 @@ impl Cache {
                 return;
             }
             let p = self.b.ptr(set * self.l.stride);
-            let bytes = self.l.load_bytes();
-            let mut off = 0;
-            while off < bytes {
+            // (up to 16 ways a load reads 80 to 128 bytes from a 64-byte boundary: two host lines)
+            debug_assert!(self.l.g > 1 || (65..=128).contains(&self.l.load_bytes()));
+            // SAFETY: prefetch is a hint that never faults; SSE is baseline on x86_64.
+            unsafe {
+                _mm_prefetch::<_MM_HINT_T0>(p);
+                _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(64));
+            }
+            if self.l.g > 1 || self.wide.is_some() {
+                self.prefetch_rest(set);
+            }
+        }
+    }
+
+    /// The rest of `prefetch_block` beyond two host lines (over 16 ways), and the wide tags.
+    #[cold]
+    #[inline(never)]
+    fn prefetch_rest(&self, set: usize) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            let p = self.b.ptr(set * self.l.stride);
+            let mut off = 128;
+            while off < self.l.load_bytes() {
                 // SAFETY: prefetch is a hint that never faults; SSE is baseline on x86_64.
                 unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(off)) };
                 off += 64;
