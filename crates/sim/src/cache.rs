@@ -64,6 +64,8 @@ pub struct Cache {
     nlim: u64,
     /// The load path for the layout and policy (`fast::kind`).
     kind: u8,
+    /// A prefetch has more than two host lines to fetch: over 16 ways, or wide tags.
+    prefetch_more: bool,
     dirty_threshold: u32,
     /// One bit per set loaded or stored since the last `clear` (which then resets only those;
     /// a probe's chase touches a few sets of a large L2 between flushes).
@@ -85,6 +87,7 @@ impl Cache {
             nbase: 0,
             nlim: 0,
             kind: fast::kind(ways, policy),
+            prefetch_more: l.g > 1,
             dirty_threshold,
             // (every set counts as touched until the first `clear` writes its empty block)
             touched: vec![u64::MAX; sets.div_ceil(64)],
@@ -297,6 +300,7 @@ impl Cache {
             }
         }
         self.wide = Some(wide);
+        self.prefetch_more = true;
     }
 
     /// Hint the host CPU to fetch `set`'s state (the simulated L2 is far larger than host caches;
@@ -323,7 +327,7 @@ impl Cache {
                 _mm_prefetch::<_MM_HINT_T0>(p);
                 _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(64));
             }
-            if self.l.g > 1 || self.wide.is_some() {
+            if self.prefetch_more {
                 self.prefetch_rest(set);
             }
         }
