@@ -11,57 +11,16 @@
 //! the 8-dirty rule); a 16-way set is three host cache lines of one host page (a load reads two).
 //! Tags are 32-bit while every line address held since the last `clear` has the same high 32
 //! bits (those kept once), and move to a 64-bit array for good on the first one that does not.
+//!
+//! Loads of the presets' caches (4-way LRU, 16-way RRIP) take the paths of `cache_fast` (a hit
+//! path of one tag compare and the rank update; a miss path without the general cases); the
+//! arrays are `cache_mem`'s.
 
 use crate::cache_set::{Layout, Set, DIRTY, INVALID32, RANK, RRPV, SRANK, VALID};
 use crate::simd::{lanes, lanes2, max_field, LaneOp};
 use memscope_core::hierarchy::Replacement;
 
 const INVALID: u64 = u64::MAX;
-
-/// A vector whose element `o` starts on a 64-byte boundary (host cache line).
-#[derive(Debug, Clone)]
-struct Aligned<T> {
-    v: Vec<T>,
-    o: usize,
-}
-
-impl<T: Copy> Aligned<T> {
-    fn new(x: T, n: usize) -> Self {
-        let sz = std::mem::size_of::<T>();
-        // large arrays start on a 2 MiB boundary so all of them lies in transparent huge pages
-        const HUGE: usize = 2 << 20;
-        let align = if n * sz >= HUGE / 8 { HUGE } else { 64 };
-        let pad = if align == HUGE { 2 * HUGE / sz } else { 64 / sz };
-        let v = huge_vec(x, n + pad);
-        let misalign = v.as_ptr() as usize % align;
-        let o = if misalign == 0 || !misalign.is_multiple_of(sz) { 0 } else { (align - misalign) / sz };
-        Aligned { v, o }
-    }
-    #[inline(always)]
-    fn s(&self, i: usize, n: usize) -> &[T] {
-        &self.v[self.o + i..self.o + i + n]
-    }
-    #[inline(always)]
-    fn s_mut(&mut self, i: usize, n: usize) -> &mut [T] {
-        &mut self.v[self.o + i..self.o + i + n]
-    }
-    /// Element `i` (below the `n` of `new`: the caller checks) as a pointer.
-    #[inline(always)]
-    fn block(&self, i: usize) -> *const T {
-        self.v.as_ptr().wrapping_add(self.o + i)
-    }
-    #[inline(always)]
-    fn block_mut(&mut self, i: usize) -> *mut T {
-        self.v.as_mut_ptr().wrapping_add(self.o + i)
-    }
-    #[inline(always)]
-    fn ptr(&self, i: usize) -> *const i8 {
-        self.v.as_ptr().wrapping_add(self.o + i) as *const i8
-    }
-    fn fill(&mut self, x: T) {
-        self.v.fill(x);
-    }
-}
 
 /// A line pushed out (or cleaned) with dirty sectors: it goes to the write-back FIFO.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,9 +58,14 @@ pub struct Cache {
     /// The high 32 bits of every line address held in 32-bit tags (set by the first tag after
     /// `clear`; a line with other high bits moves the tags to `wide`).
     hi: Option<u32>,
-    /// `hi` while tags are 32-bit and `hi` is set, else `u64::MAX` (no line's high half): a line
-    /// has a 32-bit tag when its high half equals this and its low half is not `INVALID32`.
-    hi32: u64,
+    /// A line has a 32-bit tag when `line - nbase` (wrapping) is below `nlim`: `hi << 32` and
+    /// `INVALID32` while tags are 32-bit and `hi` is set, else 0 and 0 (no line has one).
+    nbase: u64,
+    nlim: u64,
+    /// The load path for the layout and policy (`fast::kind`).
+    kind: u8,
+    /// A prefetch has more than two host lines to fetch: over 16 ways, or wide tags.
+    prefetch_more: bool,
     dirty_threshold: u32,
     /// One bit per set loaded or stored since the last `clear` (which then resets only those;
     /// a probe's chase touches a few sets of a large L2 between flushes).
@@ -120,11 +84,16 @@ impl Cache {
             sets,
             wide: None,
             hi: None,
-            hi32: u64::MAX,
+            nbase: 0,
+            nlim: 0,
+            kind: fast::kind(ways, policy),
+            prefetch_more: l.g > 1,
             dirty_threshold,
             // (every set counts as touched until the first `clear` writes its empty block)
             touched: vec![u64::MAX; sets.div_ceil(64)],
         };
+        // (the block loads of `cache_set` rely on it)
+        assert!((c.b.block(0) as usize).is_multiple_of(64));
         c.clear();
         c
     }
@@ -140,7 +109,7 @@ impl Cache {
             t.fill(INVALID);
         }
         self.hi = None;
-        self.hi32 = u64::MAX;
+        (self.nbase, self.nlim) = (0, 0);
     }
 
     /// Note `set` as touched since the last `clear`.
@@ -201,7 +170,7 @@ impl Cache {
     /// `line` as a 32-bit tag in the block (`None`: tags are wide, or it is not in the cache).
     #[inline(always)]
     fn tag32(&self, line: u64) -> Option<u32> {
-        (line >> 32 == self.hi32 && line as u32 != INVALID32).then_some(line as u32)
+        (line.wrapping_sub(self.nbase) < self.nlim).then_some(line as u32)
     }
 
     /// Ways of `set` holding `line` (at most one), given `tag32(line)`.
@@ -308,9 +277,9 @@ impl Cache {
                 self.widen();
             }
         }
-        self.hi32 = match (&self.wide, self.hi) {
-            (None, Some(hi)) => hi as u64,
-            _ => u64::MAX,
+        (self.nbase, self.nlim) = match (&self.wide, self.hi) {
+            (None, Some(hi)) => ((hi as u64) << 32, INVALID32 as u64),
+            _ => (0, 0),
         };
         let w = self.l.w;
         match &mut self.wide {
@@ -331,6 +300,7 @@ impl Cache {
             }
         }
         self.wide = Some(wide);
+        self.prefetch_more = true;
     }
 
     /// Hint the host CPU to fetch `set`'s state (the simulated L2 is far larger than host caches;
@@ -350,9 +320,29 @@ impl Cache {
                 return;
             }
             let p = self.b.ptr(set * self.l.stride);
-            let bytes = self.l.load_bytes();
-            let mut off = 0;
-            while off < bytes {
+            // (up to 16 ways a load reads 80 to 128 bytes from a 64-byte boundary: two host lines)
+            debug_assert!(self.l.g > 1 || (65..=128).contains(&self.l.load_bytes()));
+            // SAFETY: prefetch is a hint that never faults; SSE is baseline on x86_64.
+            unsafe {
+                _mm_prefetch::<_MM_HINT_T0>(p);
+                _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(64));
+            }
+            if self.prefetch_more {
+                self.prefetch_rest(set);
+            }
+        }
+    }
+
+    /// The rest of `prefetch_block` beyond two host lines (over 16 ways), and the wide tags.
+    #[cold]
+    #[inline(never)]
+    fn prefetch_rest(&self, set: usize) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            let p = self.b.ptr(set * self.l.stride);
+            let mut off = 128;
+            while off < self.l.load_bytes() {
                 // SAFETY: prefetch is a hint that never faults; SSE is baseline on x86_64.
                 unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(off)) };
                 off += 64;
@@ -376,18 +366,33 @@ impl Cache {
 
     /// A load of `sectors` of `line`: a hit refreshes the line; missing sectors are filled; a miss
     /// allocates a slot (maybe evicting).
-    #[inline]
+    #[inline(always)]
     pub fn load(&mut self, set: usize, line: u64, sectors: u8) -> Outcome {
+        // SAFETY: `kind` tells the layout and the policy (`fast::kind`).
+        let p = unsafe {
+            match self.kind {
+                fast::LRU4 => self.load_fast::<4, { fast::P_LRU }>(set, line, sectors),
+                fast::RRIP16 => self.load_fast::<16, { fast::P_RRIP }>(set, line, sectors),
+                _ => self.load_slow(set, line, sectors),
+            }
+        };
+        p.outcome()
+    }
+
+    /// `load` for any layout, policy and tag width.
+    #[inline(never)]
+    fn load_slow(&mut self, set: usize, line: u64, sectors: u8) -> Packed {
         self.mark(set);
         // (one copy per common tag count, so that the block's offsets are constants)
         // SAFETY: `TW` is `self.l.tw`, or 0.
-        unsafe {
+        let o = unsafe {
             match self.l.tw {
                 16 => self.load_in::<16>(set, line, sectors),
                 4 => self.load_in::<4>(set, line, sectors),
                 _ => self.load_in::<0>(set, line, sectors),
             }
-        }
+        };
+        Packed::new(o.tag_hit, o.missing, o.evicted)
     }
 
     /// # Safety
@@ -402,12 +407,12 @@ impl Cache {
             let i = hit.trailing_zeros() as usize;
             let v = s.get(VALID, i);
             s.put(VALID, i, v | sectors);
-            self.touch(s, i);
+            self.touch(s, i, self.policy);
             return Outcome { tag_hit: true, missing: sectors & !v, evicted: None, cleaned: None };
         }
         let empty = self.empties(s, set);
         debug_assert!(self.scans_agree(set, line, hit, empty));
-        let (way, evicted) = self.victim(s, set, empty);
+        let (way, evicted) = self.victim(s, set, empty, self.policy);
         let s = unsafe { self.put_tag::<TW>(s, set, way, line, x) };
         // the store rank is left as it is: it is read only for dirty slots, and this one is clean
         self.fill(s, way, sectors, 0);
@@ -463,7 +468,7 @@ impl Cache {
                 s.put(DIRTY, i, s.get(DIRTY, i) | sectors);
                 s.touch(SRANK, i);
             }
-            self.touch(s, i);
+            self.touch(s, i, self.policy);
             return Outcome { tag_hit: true, missing: sectors & !v, evicted: None, cleaned };
         }
         if !allocate {
@@ -471,7 +476,7 @@ impl Cache {
         }
         let empty = self.empties(s, set);
         debug_assert!(self.scans_agree(set, line, hit, empty));
-        let (way, evicted) = self.victim(s, set, empty);
+        let (way, evicted) = self.victim(s, set, empty, self.policy);
         let s = unsafe { self.put_tag::<TW>(s, set, way, line, x) };
         s.touch(SRANK, way);
         self.fill(s, way, full, if mark_dirty { sectors } else { 0 });
@@ -492,11 +497,11 @@ impl Cache {
     /// dirty victim goes to the write-back FIFO (seed 004: handed to the controller, after which
     /// the scan finds it clean and takes it).
     #[inline(always)]
-    fn victim(&self, s: Set, set: usize, empty: u64) -> (usize, Option<WriteBack>) {
+    fn victim(&self, s: Set, set: usize, empty: u64, policy: Replacement) -> (usize, Option<WriteBack>) {
         if empty != 0 {
             return (empty.trailing_zeros() as usize, None);
         }
-        let way = match self.policy {
+        let way = match policy {
             Replacement::Lru | Replacement::Fifo => s.bytes_eq(RANK, self.l.w as u8 - 1).trailing_zeros() as usize,
             Replacement::Rrip => {
                 if s.bytes_eq(RRPV, 2) == 0 {
@@ -505,8 +510,14 @@ impl Cache {
                 s.oldest::<false>(RANK, RRPV, 2)
             }
         };
+        (way, self.evicted(s, set, way))
+    }
+
+    /// The write-back of victim `way` if it is dirty.
+    #[inline(always)]
+    fn evicted(&self, s: Set, set: usize, way: usize) -> Option<WriteBack> {
         let d = s.get(DIRTY, way);
-        (way, (d != 0).then(|| WriteBack { line: self.tag_in(s, set, way), sectors: d }))
+        (d != 0).then(|| WriteBack { line: self.tag_in(s, set, way), sectors: d })
     }
 
     /// "Scan for RRPV 2; if none, age every line and rescan": RRPVs are 0, 1 or 2 (insert 1, hit
@@ -541,8 +552,8 @@ impl Cache {
 
     /// A hit on `way`: most recent (LRU, RRIP; FIFO keeps the fill order), RRPV 0 (RRIP).
     #[inline(always)]
-    fn touch(&self, s: Set, way: usize) {
-        match self.policy {
+    fn touch(&self, s: Set, way: usize, policy: Replacement) {
+        match policy {
             Replacement::Lru => s.touch(RANK, way),
             Replacement::Fifo => {}
             Replacement::Rrip => {
@@ -569,31 +580,13 @@ fn touched_sets(bits: &[u64], sets: usize) -> impl Iterator<Item = usize> + '_ {
     })
 }
 
-/// A vector of `n` copies of `x` whose pages are marked for transparent huge pages before first
-/// touch (Linux): the simulator's state is accessed at random, and 4 KiB host pages would make
-/// every access a host TLB miss too.
-pub fn huge_vec<T: Copy>(x: T, n: usize) -> Vec<T> {
-    let mut v: Vec<T> = Vec::with_capacity(n);
-    #[cfg(target_os = "linux")]
-    {
-        let bytes = n * std::mem::size_of::<T>();
-        const HUGE: usize = 2 << 20;
-        if bytes >= HUGE {
-            let start = v.as_ptr() as usize;
-            let aligned = start.next_multiple_of(HUGE);
-            let end = (start + bytes) / HUGE * HUGE;
-            if end > aligned {
-                // SAFETY: the range lies inside the allocation just made; madvise only changes
-                // how the kernel backs it, and failure is harmless (we ignore the result).
-                unsafe {
-                    libc::madvise(aligned as *mut libc::c_void, end - aligned, libc::MADV_HUGEPAGE);
-                }
-            }
-        }
-    }
-    v.resize(n, x);
-    v
-}
+#[path = "cache_fast.rs"]
+mod fast;
+#[path = "cache_mem.rs"]
+mod mem;
+use fast::Packed;
+pub use mem::huge_vec;
+use mem::Aligned;
 
 #[cfg(test)]
 #[path = "cache_tests.rs"]

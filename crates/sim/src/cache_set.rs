@@ -100,10 +100,11 @@ pub(crate) struct Set {
 
 impl Set {
     /// # Safety
-    /// `p` points to a whole block of layout `l` (writable if any writing method is called), and
-    /// the block is not accessed otherwise while the handle is used.
+    /// `p` points to a whole block of layout `l` on a 64-byte boundary (writable if any writing
+    /// method is called), and the block is not accessed otherwise while the handle is used.
     #[inline(always)]
     pub unsafe fn new(p: *mut u8, l: Layout) -> Self {
+        debug_assert!((p as usize).is_multiple_of(64));
         Set { p, l }
     }
 
@@ -138,15 +139,30 @@ impl Set {
     /// Bit i set where tag i equals `x` (i < w).
     #[inline(always)]
     pub fn tags_eq(self, x: u32) -> u64 {
+        self.tags_raw(x) & self.l.all
+    }
+
+    /// `tags_eq` of an `x` that is not `INVALID32` (so no padding word matches and no mask is
+    /// needed).
+    #[inline(always)]
+    pub fn tags_hit(self, x: u32) -> u64 {
+        debug_assert!(x != INVALID32);
+        self.tags_raw(x)
+    }
+
+    /// Bit i set where tag word i (i < tw, padding included) equals `x`.
+    #[inline(always)]
+    fn tags_raw(self, x: u32) -> u64 {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::x86_64::*;
             let t = self.p as *const __m128i;
             let (tw, mut m, mut i) = (self.l.tw, 0u64, 0);
-            // SAFETY: every load reads 4 words below tw; SSE2 is baseline on x86_64.
+            // SAFETY: every load reads 4 words below tw, from a block on a 64-byte boundary (see
+            // `new`); SSE2 is baseline on x86_64.
             unsafe {
                 let vx = _mm_set1_epi32(x as i32);
-                let c = |i: usize| _mm_cmpeq_epi32(_mm_loadu_si128(t.add(i / 4)), vx);
+                let c = |i: usize| _mm_cmpeq_epi32(_mm_load_si128(t.add(i / 4)), vx);
                 while i + 16 <= tw {
                     let p = _mm_packs_epi16(_mm_packs_epi32(c(i), c(i + 4)), _mm_packs_epi32(c(i + 8), c(i + 12)));
                     m |= (_mm_movemask_epi8(p) as u64) << i;
@@ -157,11 +173,13 @@ impl Set {
                     i += 4;
                 }
             }
-            m & self.l.all
+            m
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
-            (0..self.l.w).fold(0, |m, i| m | u64::from(self.tag(i) == x) << i)
+            // SAFETY: i < tw words lie in the block (see `Set`).
+            let t = |i: usize| unsafe { (self.p as *const u32).add(i).read() };
+            (0..self.l.tw).fold(0, |m, i| m | u64::from(t(i) == x) << i)
         }
     }
 
@@ -240,10 +258,11 @@ impl Set {
                 for c in 0..self.l.g {
                     let v = _mm_loadu_si128(a.add(c));
                     // (ranks < 128: signed compares; lt lanes are -1, so subtracting adds 1)
-                    let v2 = _mm_sub_epi8(v, _mm_cmplt_epi8(v, vr));
-                    _mm_storeu_si128(a.add(c), _mm_andnot_si128(_mm_cmpeq_epi8(v, vr), v2));
+                    _mm_storeu_si128(a.add(c), _mm_sub_epi8(v, _mm_cmplt_epi8(v, vr)));
                 }
             }
+            // (way i is the only one at rank r: ranks are distinct, padding is above them)
+            self.put(k, i, 0);
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
@@ -262,6 +281,65 @@ impl Set {
                 );
             }
         }
+    }
+
+    /// `touch(k, i)` where way `i` has the largest rank (w - 1): every rank goes one up, its to 0.
+    #[inline(always)]
+    pub fn rotate_ranks(self, k: usize, i: usize) {
+        debug_assert!(self.get(k, i) as usize == self.l.w - 1);
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::*;
+            // SAFETY: 16 g bytes from arr(k) lie in the block; SSE2 is baseline on x86_64.
+            unsafe {
+                let a = self.p.add(self.l.arr(k)) as *mut __m128i;
+                let iota = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+                for c in 0..self.l.g {
+                    // 1 in the lanes of ways (padding lanes keep `PAD`)
+                    let live = _mm_cmplt_epi8(iota, _mm_set1_epi8((self.l.w as isize - 16 * c as isize).min(16) as i8));
+                    let v = _mm_loadu_si128(a.add(c));
+                    _mm_storeu_si128(a.add(c), _mm_sub_epi8(v, live));
+                }
+            }
+            self.put(k, i, 0);
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        self.touch(k, i);
+    }
+
+    /// `oldest::<false>(rk, key, x)` made the most recent in rank array `rk` (as `touch`), or
+    /// `None` (and no change) when no way's byte in `key` is `x`.
+    #[inline(always)]
+    pub fn touch_oldest_at(self, rk: usize, key: usize, x: u8) -> Option<usize> {
+        #[cfg(target_arch = "x86_64")]
+        if self.l.g == 1 {
+            use std::arch::x86_64::*;
+            // SAFETY: 16 bytes from arr(rk) and arr(key) lie in the block (g = 1); SSE2 is
+            // baseline on x86_64.
+            unsafe {
+                let a = self.p.add(self.l.arr(rk)) as *mut __m128i;
+                let r = _mm_loadu_si128(a);
+                let e = _mm_cmpeq_epi8(_mm_loadu_si128(self.p.add(self.l.arr(key)) as *const __m128i), splat(x));
+                let m = _mm_movemask_epi8(e) as u64 & self.l.all;
+                if m == 0 {
+                    return None;
+                }
+                // (padding lanes: masked by `all`; ranks of ways are distinct)
+                let mut mx = _mm_and_si128(r, e);
+                mx = _mm_max_epu8(mx, _mm_shuffle_epi32::<0b0100_1110>(mx));
+                mx = _mm_max_epu8(mx, _mm_shuffle_epi32::<0b1011_0001>(mx));
+                mx = _mm_max_epu8(mx, _mm_shufflehi_epi16::<0b1011_0001>(_mm_shufflelo_epi16::<0b1011_0001>(mx)));
+                mx = _mm_max_epu8(mx, _mm_or_si128(_mm_slli_epi16::<8>(mx), _mm_srli_epi16::<8>(mx)));
+                let i = (_mm_movemask_epi8(_mm_cmpeq_epi8(r, mx)) as u64 & m).trailing_zeros() as usize;
+                // `touch(rk, i)` with its rank (the maximum) in every byte of `mx`
+                _mm_storeu_si128(a, _mm_sub_epi8(r, _mm_cmplt_epi8(r, mx)));
+                self.put(rk, i, 0);
+                return Some(i);
+            }
+        }
+        let i = (self.bytes_eq(key, x) != 0).then(|| self.oldest::<false>(rk, key, x))?;
+        self.touch(rk, i);
+        Some(i)
     }
 
     /// Age every line's RRPV by `k`, saturating at 2.

@@ -242,3 +242,34 @@ fn tags_of_any_width_are_told_apart() {
         assert!(d.wide.is_none() && d.probe(0, 3, 1) && !d.probe(0, lines[0], 1));
     }
 }
+
+#[test]
+fn fast_paths_match_the_model_across_clears() {
+    // the presets' caches (4-way LRU, 16-way RRIP: `cache_fast`), many sets, hits that do not
+    // mark their set and misses in full sets that do not either, then `clear`s that must still
+    // empty every set; some rounds use only a few sets, some a line beyond 32-bit tags
+    for (ways, policy) in [(4, Replacement::Lru), (16, Replacement::Rrip), (16, Replacement::Lru)] {
+        let sets = 130;
+        let mut c = Cache::new(sets, ways, policy, 8);
+        let mut m = Model::new(sets, ways, policy, 8);
+        let mut r = crate::tlb::SplitMix(7);
+        for round in 0..8u64 {
+            let used = if round % 2 == 0 { sets as u64 } else { 1 + round * 9 };
+            for op in 0..6000 {
+                let set = r.below(used) as usize;
+                let hi = if round == 5 && op == 3000 { 9 } else { 1 + round % 3 };
+                let line = hi << 32 | (r.below(ways as u64 * 3 / 2) * sets as u64 + set as u64);
+                let sectors = 1 + r.below(15) as u8;
+                let (o, mo) = if r.below(8) == 0 {
+                    (c.store(set, line, sectors, sectors, true, true), m.store(set, line, sectors, sectors, true, true))
+                } else {
+                    (c.load(set, line, sectors), m.load(set, line, sectors))
+                };
+                assert_eq!(o, mo, "{ways} ways, {policy:?}, round {round}, op {op}");
+            }
+            c.clear();
+            m.clear();
+            assert!((0..sets).all(|s| c.lines_in_set(s) == 0) && c.dirty_lines() == 0, "round {round}");
+        }
+    }
+}
