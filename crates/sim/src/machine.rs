@@ -69,6 +69,8 @@ pub struct Pre {
     l2_set: u32,
     /// Bytes loaded or stored, and the sectors they cover in an L1 and an L2 line.
     len: u32,
+    /// `l1_set` was computed (else the access must bypass L1).
+    has_l1: bool,
     l1_sectors: u8,
     l2_sectors: u8,
 }
@@ -369,6 +371,7 @@ impl Machine {
     /// indexed L2, one partition) takes a short path; others go through `load_pre`.
     #[inline]
     pub fn hop_pre(&mut self, sm: u32, p: &Pre, bypass_l1: bool, now_ns: f64) -> (f64, Level) {
+        debug_assert!(bypass_l1 || p.has_l1, "a Pre without its L1 part for an L1 load");
         let s = match self.sms.get_mut(sm as usize) {
             Some(Some(s)) if self.short_path => &mut **s,
             _ => return self.hop_pre_slow(sm, p, bypass_l1, now_ns),
@@ -458,6 +461,12 @@ impl Machine {
     /// The state-independent part of a load or store of `len` bytes at `va` (see `Pre`).
     #[inline(always)]
     pub fn pre(&self, va: u64, len: u64) -> Pre {
+        self.pre_with(va, len, true)
+    }
+
+    /// `pre`, without the L1 part unless `l1` (for loads that bypass L1, which never read it).
+    #[inline(always)]
+    pub fn pre_with(&self, va: u64, len: u64, l1: bool) -> Pre {
         let shift = self.page_shift;
         // as `translate` does on a TLB miss: an unmapped page reads as physical page 0
         let pa = (self.pt.walk(va >> shift).unwrap_or(0) << shift) | (va & ((1u64 << shift) - 1));
@@ -468,7 +477,8 @@ impl Machine {
         Pre {
             va,
             pa,
-            l1_set: self.l1_set_of(l1_key),
+            l1_set: if l1 { self.l1_set_of(l1_key) } else { 0 },
+            has_l1: l1,
             slice,
             l2_set,
             len: len as u32,
@@ -496,7 +506,7 @@ impl Machine {
 
     #[inline(always)]
     fn load_core(&mut self, sm: u32, va: u64, len: u64, bypass_l1: bool, now_ns: f64, pre: Option<&Pre>) -> LoadResult {
-        debug_assert!(pre.is_none_or(|p| p.va == va));
+        debug_assert!(pre.is_none_or(|p| p.va == va && (bypass_l1 || p.has_l1)));
         let h_l1_hit = self.h.l1.hit_ns;
         let mut tlb_miss = false;
         let mut pa = None;
@@ -655,7 +665,7 @@ impl Machine {
 
     #[inline(always)]
     fn store_core(&mut self, sm: u32, va: u64, len: u64, now_ns: f64, pre: Option<&Pre>) -> StoreResult {
-        debug_assert!(pre.is_none_or(|p| p.va == va));
+        debug_assert!(pre.is_none_or(|p| p.va == va && p.has_l1));
         self.stats.l1_store_requests += 1;
         let l1_shift = self.l1_line_shift;
         let l1_off = va & ((1 << l1_shift) - 1);

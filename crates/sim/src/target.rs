@@ -441,7 +441,7 @@ impl SimTarget {
             const AHEAD: usize = 8;
             const RING: usize = 32;
             if table.is_none() && hops[0] >= 2 * n as u64 {
-                *table = Some(c.iter().map(|&a| self.m.pre(a, 8)).collect());
+                *table = Some(c.iter().map(|&a| self.m.pre_with(a, 8, !bypass)).collect());
             }
             let table: &[Pre] = table.as_deref().unwrap_or(&[]);
             let mut ring = [Pre::default(); RING];
@@ -450,13 +450,13 @@ impl SimTarget {
             let mut l2_bound = true;
             if table.is_empty() {
                 for (k, slot) in ring.iter_mut().enumerate().take(AHEAD) {
-                    *slot = self.m.pre(c[(p + k) % n], 8);
+                    *slot = self.m.pre_with(c[(p + k) % n], 8, !bypass);
                 }
             }
             for i in 0..hops[0] as usize {
                 let ahead = if p + AHEAD < n { p + AHEAD } else { (p + AHEAD) % n };
                 let cur = if table.is_empty() {
-                    let next = self.m.pre(c[ahead], 8);
+                    let next = self.m.pre_with(c[ahead], 8, !bypass);
                     self.m.prefetch_pre(sm, &next, !bypass, l2_bound);
                     ring[(i + AHEAD) % RING] = next;
                     &ring[i % RING]
