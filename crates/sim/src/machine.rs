@@ -13,7 +13,6 @@ use crate::tlb::{PageTable, Tlb};
 use crate::wbfifo::WbFifo;
 use memscope_core::hierarchy::{Hierarchy, Indexing, Replacement};
 use serde::Serialize;
-use std::cell::Cell;
 
 #[path = "machine_chase.rs"]
 mod chase;
@@ -149,13 +148,8 @@ pub struct Machine {
     fifos: Vec<WbFifo>,
     /// Memory controller of each slice (slices spread evenly over the controllers).
     controller_of_slice: Vec<u32>,
-    /// Recently evaluated (L2 key, slice, set), direct-mapped by line: `prefetch_l2` computes
-    /// them a few accesses ahead and the access reuses them (a cache of a pure function).
-    l2_memo: Vec<Cell<(u64, u32, u32)>>,
     pub stats: Stats,
 }
-
-const L2_MEMO: usize = 256;
 
 /// Mask of the sectors covering `[off, off + len)` of a line (`len` >= 1).
 #[inline]
@@ -202,7 +196,6 @@ impl Machine {
             controller_of_slice: (0..l2.slices as u64)
                 .map(|s| (s * h.dram.controllers as u64 / l2.slices as u64) as u32)
                 .collect(),
-            l2_memo: vec![Cell::new((0, slice_fn.eval(0), set_fn.eval(0))); L2_MEMO],
             stats: Stats { slice_requests: vec![0; l2.slices as usize], ..Stats::default() },
             h,
         }
@@ -267,18 +260,6 @@ impl Machine {
             Some(f) => f.eval(key),
             None => (self.slice_of(key), self.l2_set_of(key)),
         }
-    }
-    /// (slice, set) of an L2 key, through the memo.
-    #[inline]
-    fn l2_index(&self, key: u64) -> (u32, u32) {
-        let e = &self.l2_memo[(key >> self.l2_line_shift) as usize % L2_MEMO];
-        let (k, slice, set) = e.get();
-        if k == key {
-            return (slice, set);
-        }
-        let (slice, set) = self.l2_pair(key);
-        e.set((key, slice, set));
-        (slice, set)
     }
     /// L1 set of an address (virtual or physical per `l1.indexing`).
     #[inline]
@@ -444,7 +425,7 @@ impl Machine {
         r.tlb_miss = tlb_miss;
         let (slice, set) = match pre {
             Some(p) if p.pa == pa => (p.slice, p.l2_set),
-            _ => self.l2_index(key),
+            _ => self.l2_pair(key),
         };
         r.slice = slice;
         r.l2_set = set;
@@ -548,7 +529,7 @@ impl Machine {
         let key = if self.h.l2.indexing == Indexing::Physical { pa } else { va };
         let (slice, set) = match pre {
             Some(p) => (p.slice, p.l2_set),
-            None => self.l2_index(key),
+            None => self.l2_pair(key),
         };
         let off = key & ((1 << self.l2_line_shift) - 1);
         let sectors = sector_mask(off, len, self.l2_sector_shift);
@@ -572,31 +553,6 @@ impl Machine {
             writebacks += 1;
         }
         StoreResult { tlb_miss, l1_set, slice, l2_set: set, l2_hit: o.tag_hit, writebacks }
-    }
-
-    /// Prefetch (on the host) the L1 set of SM `sm` a later access to `va` will look up.
-    #[inline]
-    pub fn prefetch_l1(&self, sm: u32, va: u64) {
-        if self.h.l1.indexing == Indexing::Virtual {
-            if let Some(Some(s)) = self.sms.get(sm as usize) {
-                s.l1.prefetch(self.l1_set_of(va) as usize);
-            }
-        }
-    }
-
-    /// Prefetch (on the host) the L2 set a later load of `va` will look up.
-    #[inline]
-    pub fn prefetch_l2(&self, va: u64) {
-        let key = if self.h.l2.indexing == Indexing::Physical {
-            match self.pt.translate(va) {
-                Some(p) => p,
-                None => return,
-            }
-        } else {
-            va
-        };
-        let (slice, set) = self.l2_index(key);
-        self.l2.prefetch(slice as usize * self.sets_per_slice as usize + set as usize);
     }
 
     /// Lines resident in an L2 set of a slice (tests, occupancy).
