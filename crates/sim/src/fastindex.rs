@@ -49,6 +49,11 @@ impl ParityTable {
         }
     }
 
+    /// Lowest address bit any mask touches (bits below it do not change `eval`).
+    pub fn lowest_bit(&self) -> u32 {
+        self.lo
+    }
+
     #[inline(always)]
     pub fn eval(&self, a: u64) -> u32 {
         let (b0, t) = (a >> self.lo, &*self.t);
@@ -239,10 +244,20 @@ impl SliceAndSet {
     /// (slice, set) of `a`: the values of the two functions.
     #[inline]
     pub fn eval(&self, a: u64) -> (u32, u32) {
+        self.finish(a, self.parities(a))
+    }
+
+    /// The mask parities `eval` takes from `a` (bits 7..37): XOR-linear in `a`, so those of
+    /// `a ^ b` are those of `a` XOR those of `b` (`presplit` computes them by halves).
+    #[inline(always)]
+    pub fn parities(&self, a: u64) -> u32 {
         let b = a >> 7;
-        let x = self.a[0][(b & 1023) as usize]
-            ^ self.a[1][(b >> 10 & 1023) as usize]
-            ^ self.a[2][(b >> 20 & 1023) as usize];
+        self.a[0][(b & 1023) as usize] ^ self.a[1][(b >> 10 & 1023) as usize] ^ self.a[2][(b >> 20 & 1023) as usize]
+    }
+
+    /// `eval(a)` given `x = parities(a)`.
+    #[inline(always)]
+    pub fn finish(&self, a: u64, x: u32) -> (u32, u32) {
         let q = a / 1152;
         // (x has nothing in bits 0..5, t nothing in 5..13 or past 22: one XOR puts m3 * 9 + g
         // under the slice parities and the extra bit into the set)

@@ -16,6 +16,9 @@ use serde::Serialize;
 
 #[path = "machine_chase.rs"]
 mod chase;
+#[path = "machine_presplit.rs"]
+mod presplit;
+pub use presplit::PageParts;
 
 /// Where a load was served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -62,7 +65,7 @@ pub struct StoreResult {
 /// physical address through the page table, its L1 set and its L2 slice and set. `Machine::pre`
 /// computes it ahead (a chase knows its path), `Machine::load_pre` uses it. Speed only: the load
 /// checks the translation its TLB gives against `pa` and recomputes on a mismatch.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Pre {
     pub va: u64,
     pub pa: u64,
@@ -133,6 +136,8 @@ pub struct Machine {
     set_fn: FastIndex,
     /// Both at once, for the seed's functions.
     slice_and_set: Option<SliceAndSet>,
+    /// The in-page halves of the L1 and L2 index functions (`presplit`), where they split.
+    low_tables: Option<presplit::LowTables>,
     slices_per_partition: u32,
     sms_per_partition: u32,
     far: Option<f64>,
@@ -169,7 +174,8 @@ impl Machine {
         let total_sets = (l2.slices * l2.sets_per_slice) as usize;
         let threshold = l2.dirty_clean_threshold.unwrap_or(l2.ways / 2);
         let pages = h.dram.capacity_bytes / h.page_bytes;
-        Machine {
+        let mut m = Machine {
+            low_tables: None,
             l1_fn: FastIndex::new(&IndexFn::Xor(h.l1_masks())),
             l1_line_shift: h.l1.line_bytes.trailing_zeros(),
             l1_sector_shift: h.l1.sector_bytes.trailing_zeros(),
@@ -198,7 +204,9 @@ impl Machine {
                 .collect(),
             stats: Stats { slice_requests: vec![0; l2.slices as usize], ..Stats::default() },
             h,
-        }
+        };
+        m.low_tables = presplit::LowTables::new(&m);
+        m
     }
 
     #[inline(always)]

@@ -11,7 +11,7 @@ impl Machine {
     /// A chase hop: `load_pre` reduced to what a chase reads (latency and level), the same state
     /// changes and counters. Speed only: the common hierarchy (virtually indexed L1, physically
     /// indexed L2, one partition) takes a short path; others go through `load_pre`.
-    #[inline]
+    #[inline(always)]
     pub fn hop_pre(&mut self, sm: u32, p: &Pre, bypass_l1: bool, now_ns: f64) -> (f64, Level) {
         debug_assert!(bypass_l1 || p.has_l1, "a Pre without its L1 part for an L1 load");
         let s = match self.sms.get_mut(sm as usize) {

@@ -4,7 +4,7 @@
 //! above the page offset); `alloc_aliased` maps one set of physical pages twice (seed 000
 //! footnotes 3 and 6). A chase hops through `Machine::load` (seed 000 appendix "latency chase").
 
-use crate::machine::{Level, Machine, Pre, Stats};
+use crate::machine::{Level, Machine, PageParts, Pre, Stats};
 use crate::tlb::SplitMix;
 use memscope_core::hierarchy::Hierarchy;
 use memscope_core::{Buffer, CachePath, ChaseResult, ChaseSpec, Target, TargetError, TargetInfo};
@@ -29,6 +29,9 @@ pub struct SimTarget {
     now_ns: f64,
     noise: SplitMix,
     work: ChaseWork,
+    /// Scratch memory of chases, kept between them (speed only): page parts, a batch of `Pre`.
+    parts: Option<PageParts>,
+    pre_batch: Vec<Pre>,
 }
 
 /// What the chases on a target cost the host (the simulator's speed on a real workload, e.g. a
@@ -80,6 +83,8 @@ impl SimTarget {
             now_ns: 0.0,
             noise,
             work: ChaseWork::default(),
+            parts: None,
+            pre_batch: Vec::new(),
         })
     }
 
@@ -180,7 +185,8 @@ impl SimTarget {
         m.buf.contains(addr).then_some(m)
     }
 
-    fn check(&self, spec: &ChaseSpec) -> Result<(u32, usize), TargetError> {
+    /// Checks a chase: (SM, chains, lowest address, highest address).
+    fn check(&self, spec: &ChaseSpec) -> Result<(u32, usize, u64, u64), TargetError> {
         if spec.addrs.is_empty() {
             return Err(TargetError::BadSpec("no addresses".into()));
         }
@@ -199,13 +205,7 @@ impl SimTarget {
         // lowest by a multiple of 2^k exactly when it differs from the first one by such a
         // multiple): a plain reduction the compiler vectorizes.
         let a0 = spec.addrs[0];
-        let (mut lo, mut hi, mut diffs, mut odd) = (a0, a0, 0u64, 0u64);
-        for &a in &spec.addrs {
-            lo = lo.min(a);
-            hi = hi.max(a);
-            diffs |= a.wrapping_sub(a0);
-            odd |= a;
-        }
+        let (lo, hi, diffs, odd) = range_bits(&spec.addrs);
         if odd % 8 != 0 {
             let (i, a) = spec.addrs.iter().enumerate().find(|(_, a)| *a % 8 != 0).unwrap_or((0, &a0));
             return Err(TargetError::BadSpec(format!("addrs[{i}] = {a:#x} is not 8-byte aligned")));
@@ -225,7 +225,7 @@ impl SimTarget {
             }
         }
         if !has_duplicates_bitmap(&spec.addrs, lo, hi, diffs.trailing_zeros().min(63)).unwrap_or(true) {
-            return Ok((sm, w));
+            return Ok((sm, w, lo, hi));
         }
         // a duplicate (or a sparse list): sort, and name the smallest repeated address
         let mut sorted = spec.addrs.clone();
@@ -233,7 +233,7 @@ impl SimTarget {
         if let Some(d) = sorted.windows(2).find(|p| p[0] == p[1]) {
             return Err(TargetError::BadSpec(format!("address {:#x} appears twice", d[0])));
         }
-        Ok((sm, w))
+        Ok((sm, w, lo, hi))
     }
 
     /// One hop's latency with noise.
@@ -244,7 +244,7 @@ impl SimTarget {
     }
 
     /// `hop` of `p.va` with its indices computed ahead.
-    #[inline]
+    #[inline(always)]
     fn hop_pre(&mut self, sm: u32, p: &Pre, bypass: bool, t: f64, noise: bool) -> (f64, Level) {
         let (ns, level) = self.m.hop_pre(sm, p, bypass, t);
         (if noise { self.noisy(ns) } else { ns.max(0.0) }, level)
@@ -267,6 +267,35 @@ impl SimTarget {
     }
 }
 
+/// A chase's hops between host prefetches and their use, and per batch of precomputed `Pre`s.
+const AHEAD: usize = 8;
+const BATCH: usize = 2048;
+/// Largest chase whose `Pre`s are tabled (40 bytes each).
+const TABLE_MAX: usize = 1 << 21;
+
+/// (lowest, highest, OR of the differences from the first, OR of all) of non-empty `addrs`, four
+/// independent lanes at a time (u64 minima have no SSE2 instruction; four lanes keep the
+/// compare-and-select chains apart).
+fn range_bits(addrs: &[u64]) -> (u64, u64, u64, u64) {
+    let a0 = addrs[0];
+    let (mut lo, mut hi, mut diffs, mut odd) = ([a0; 4], [a0; 4], [0u64; 4], [0u64; 4]);
+    let chunks = addrs.chunks_exact(4);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for k in 0..4 {
+            lo[k] = lo[k].min(c[k]);
+            hi[k] = hi[k].max(c[k]);
+            diffs[k] |= c[k].wrapping_sub(a0);
+            odd[k] |= c[k];
+        }
+    }
+    for &a in rest {
+        (lo[0], hi[0], diffs[0], odd[0]) = (lo[0].min(a), hi[0].max(a), diffs[0] | a.wrapping_sub(a0), odd[0] | a);
+    }
+    let or = |v: [u64; 4]| v[0] | v[1] | v[2] | v[3];
+    (lo.into_iter().fold(a0, u64::min), hi.into_iter().fold(a0, u64::max), or(diffs), or(odd))
+}
+
 /// Whether 8-byte-aligned `addrs`, from `lo` to `hi`, repeat an address, by a bitmap over their
 /// range (a long chase list sorts slowly); `None` when the range is too sparse for a bitmap. All
 /// offsets from `lo` are multiples of 2^`shift` (a chase over lines: one bit per line).
@@ -285,7 +314,7 @@ fn has_duplicates_bitmap(addrs: &[u64], lo: u64, hi: u64, shift: u32) -> Option<
             // SAFETY: a prefetch is a hint that never faults; SSE is baseline on x86_64.
             unsafe {
                 std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                    seen.as_ptr().wrapping_add(j) as *const i8,
+                    seen.as_ptr().wrapping_add(j) as *const i8
                 )
             };
         }
@@ -378,7 +407,9 @@ impl SimTarget {
     }
 
     fn chase_timed(&mut self, spec: &ChaseSpec) -> Result<ChaseResult, TargetError> {
-        let (sm, w) = self.check(spec)?;
+        let (sm, w, lo, hi) = self.check(spec)?;
+        // (one chain: its indices by page halves where the hierarchy allows)
+        let mut parts = if w == 1 { self.m.page_parts(self.parts.take(), spec.addrs.len(), lo, hi) } else { None };
         let bypass = spec.path == CachePath::L1Bypass;
         // one chain walks the address list itself (no copy)
         let owned: Vec<Vec<u64>> = if w > 1 {
@@ -387,13 +418,20 @@ impl SimTarget {
             Vec::new()
         };
         let chains: Vec<&[u64]> = if w > 1 { owned.iter().map(Vec::as_slice).collect() } else { vec![&spec.addrs[..]] };
-        let mut table = None;
+        // One chain that visits its addresses twice or more (warm-up and repeats together)
+        // computes each address's `Pre` once, up front (up to TABLE_MAX addresses).
+        let total = spec.addrs.len() as u64 * spec.warmup_laps as u64 + spec.hops.max(1) * spec.repeats.max(1) as u64;
+        let n = spec.addrs.len();
+        let mut table = (w == 1 && total >= 2 * n as u64 && n <= TABLE_MAX).then(|| match &mut parts {
+            Some(pp) => spec.addrs.iter().map(|&a| self.m.pre_split(pp, a, 8, !bypass)).collect(),
+            None => spec.addrs.iter().map(|&a| self.m.pre_with(a, 8, !bypass)).collect(),
+        });
         let mut pos = vec![0usize; w];
         let mut clock = vec![self.now_ns; w];
         // warm-up laps: every chain walks its whole cycle, interleaved in time
         let warm_hops: Vec<u64> = chains.iter().map(|c| c.len() as u64 * spec.warmup_laps as u64).collect();
         let mut sums = vec![0.0; w];
-        self.run_chains(sm, bypass, &chains, &mut table, &mut pos, &mut clock, &mut sums, &warm_hops, None);
+        self.run_chains(sm, bypass, &chains, &mut table, &mut parts, &mut pos, &mut clock, &mut sums, &warm_hops, None);
         let mut res = ChaseResult { ns_per_hop: Vec::new(), cycles_per_hop: Some(Vec::new()), per_hop_ns: None };
         let hops = spec.hops.max(1);
         for r in 0..spec.repeats.max(1) {
@@ -404,6 +442,7 @@ impl SimTarget {
                 bypass,
                 &chains,
                 &mut table,
+                &mut parts,
                 &mut pos,
                 &mut clock,
                 &mut sums,
@@ -420,6 +459,7 @@ impl SimTarget {
             }
         }
         self.now_ns = clock.iter().cloned().fold(self.now_ns, f64::max);
+        self.parts = parts;
         Ok(res)
     }
 }
@@ -434,6 +474,7 @@ impl SimTarget {
         bypass: bool,
         chains: &[&[u64]],
         table: &mut Option<Vec<Pre>>,
+        parts: &mut Option<PageParts>,
         pos: &mut [usize],
         clock: &mut [f64],
         sums: &mut [f64],
@@ -448,46 +489,68 @@ impl SimTarget {
             let mut p = pos[0];
             let mut sum = 0.0;
             // The path is known: the state-independent part of each load (`Pre`) is computed
-            // ahead, once per address when the chase laps, else AHEAD hops early in a ring, and
-            // the host prefetches the simulated sets it will touch (speed only).
-            const AHEAD: usize = 8;
-            const RING: usize = 32;
-            if table.is_none() && hops[0] >= 2 * n as u64 {
-                *table = Some(c.iter().map(|&a| self.m.pre_with(a, 8, !bypass)).collect());
-            }
+            // ahead: once per address when the chase laps (`table`, from `chase_timed`), else a
+            // batch at a time in a loop of its own (by page halves where the hierarchy allows:
+            // `Machine::pre_split`; their tables stay in the host's L1 that way); and the host
+            // prefetches the simulated sets the hop AHEAD will touch (speed only).
             let table: &[Pre] = table.as_deref().unwrap_or(&[]);
-            let mut ring = [Pre::default(); RING];
             let noise = self.m.h.noise.jitter_ns > 0.0 || self.m.h.noise.outlier_fraction > 0.0;
             // prefetch the L2 set too while hops go past L1
             let mut l2_bound = true;
-            if table.is_empty() {
-                for (k, slot) in ring.iter_mut().enumerate().take(AHEAD) {
-                    *slot = self.m.pre_with(c[(p + k) % n], 8, !bypass);
-                }
-            }
-            for i in 0..hops[0] as usize {
-                let ahead = if p + AHEAD < n { p + AHEAD } else { (p + AHEAD) % n };
-                let cur = if table.is_empty() {
-                    let next = self.m.pre_with(c[ahead], 8, !bypass);
-                    self.m.prefetch_pre(sm, &next, !bypass, l2_bound);
-                    ring[(i + AHEAD) % RING] = next;
-                    &ring[i % RING]
+            let mut batch = std::mem::take(&mut self.pre_batch);
+            batch.resize(BATCH + AHEAD, Pre::default());
+            let mut left = hops[0] as usize;
+            while left > 0 {
+                let k = left.min(BATCH);
+                if table.is_empty() {
+                    // the next k hops' and AHEAD more (for the prefetch), from `p` on, wrapping
+                    let (mut q, mut out) = (p, &mut batch[..k + AHEAD]);
+                    while !out.is_empty() {
+                        let run = (n - q).min(out.len());
+                        let (now, rest) = out.split_at_mut(run);
+                        match parts {
+                            Some(pp) => now
+                                .iter_mut()
+                                .zip(&c[q..q + run])
+                                .for_each(|(o, &a)| *o = self.m.pre_split(pp, a, 8, !bypass)),
+                            None => now
+                                .iter_mut()
+                                .zip(&c[q..q + run])
+                                .for_each(|(o, &a)| *o = self.m.pre_with(a, 8, !bypass)),
+                        }
+                        (q, out) = (if q + run == n { 0 } else { q + run }, rest);
+                    }
+                    for (cur, next) in batch[..k].iter().zip(&batch[AHEAD..AHEAD + k]) {
+                        self.m.prefetch_pre(sm, next, !bypass, l2_bound);
+                        let (ns, level) = self.hop_pre(sm, cur, bypass, t, noise);
+                        l2_bound = level != Level::L1;
+                        t += ns;
+                        sum += ns;
+                        if let Some(r) = rec.as_deref_mut() {
+                            r.push(ns);
+                        }
+                    }
+                    p = (p + k) % n;
                 } else {
-                    self.m.prefetch_pre(sm, &table[ahead], !bypass, l2_bound);
-                    &table[p]
-                };
-                let (ns, level) = self.hop_pre(sm, cur, bypass, t, noise);
-                l2_bound = level != Level::L1;
-                t += ns;
-                sum += ns;
-                if let Some(r) = rec.as_deref_mut() {
-                    r.push(ns);
+                    for _ in 0..k {
+                        let ahead = if p + AHEAD < n { p + AHEAD } else { (p + AHEAD) % n };
+                        self.m.prefetch_pre(sm, &table[ahead], !bypass, l2_bound);
+                        let (ns, level) = self.hop_pre(sm, &table[p], bypass, t, noise);
+                        l2_bound = level != Level::L1;
+                        t += ns;
+                        sum += ns;
+                        if let Some(r) = rec.as_deref_mut() {
+                            r.push(ns);
+                        }
+                        p += 1;
+                        if p == n {
+                            p = 0;
+                        }
+                    }
                 }
-                p += 1;
-                if p == n {
-                    p = 0;
-                }
+                left -= k;
             }
+            self.pre_batch = batch;
             clock[0] = t;
             sums[0] += sum;
             pos[0] = p;
