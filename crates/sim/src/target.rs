@@ -497,57 +497,59 @@ impl SimTarget {
             let noise = self.m.h.noise.jitter_ns > 0.0 || self.m.h.noise.outlier_fraction > 0.0;
             // prefetch the L2 set too while hops go past L1
             let mut l2_bound = true;
+            if !table.is_empty() {
+                for _ in 0..hops[0] {
+                    let ahead = if p + AHEAD < n { p + AHEAD } else { (p + AHEAD) % n };
+                    self.m.prefetch_pre(sm, &table[ahead], !bypass, l2_bound);
+                    let (ns, level) = self.hop_pre(sm, &table[p], bypass, t, noise);
+                    l2_bound = level != Level::L1;
+                    t += ns;
+                    sum += ns;
+                    if let Some(r) = rec.as_deref_mut() {
+                        r.push(ns);
+                    }
+                    p += 1;
+                    if p == n {
+                        p = 0;
+                    }
+                }
+                clock[0] = t;
+                sums[0] += sum;
+                pos[0] = p;
+                return;
+            }
             let mut batch = std::mem::take(&mut self.pre_batch);
             batch.resize(BATCH + AHEAD, Pre::default());
             let mut left = hops[0] as usize;
             while left > 0 {
+                // the next k hops' `Pre` and AHEAD more (for the prefetch), from `p` on, wrapping
                 let k = left.min(BATCH);
-                if table.is_empty() {
-                    // the next k hops' and AHEAD more (for the prefetch), from `p` on, wrapping
-                    let (mut q, mut out) = (p, &mut batch[..k + AHEAD]);
-                    while !out.is_empty() {
-                        let run = (n - q).min(out.len());
-                        let (now, rest) = out.split_at_mut(run);
-                        match parts {
-                            Some(pp) => now
-                                .iter_mut()
-                                .zip(&c[q..q + run])
-                                .for_each(|(o, &a)| *o = self.m.pre_split(pp, a, 8, !bypass)),
-                            None => now
-                                .iter_mut()
-                                .zip(&c[q..q + run])
-                                .for_each(|(o, &a)| *o = self.m.pre_with(a, 8, !bypass)),
-                        }
-                        (q, out) = (if q + run == n { 0 } else { q + run }, rest);
-                    }
-                    for (cur, next) in batch[..k].iter().zip(&batch[AHEAD..AHEAD + k]) {
-                        self.m.prefetch_pre(sm, next, !bypass, l2_bound);
-                        let (ns, level) = self.hop_pre(sm, cur, bypass, t, noise);
-                        l2_bound = level != Level::L1;
-                        t += ns;
-                        sum += ns;
-                        if let Some(r) = rec.as_deref_mut() {
-                            r.push(ns);
+                let (mut q, mut out) = (p, &mut batch[..k + AHEAD]);
+                while !out.is_empty() {
+                    let run = (n - q).min(out.len());
+                    let (now, rest) = out.split_at_mut(run);
+                    match parts {
+                        Some(pp) => now
+                            .iter_mut()
+                            .zip(&c[q..q + run])
+                            .for_each(|(o, &a)| *o = self.m.pre_split(pp, a, 8, !bypass)),
+                        None => {
+                            now.iter_mut().zip(&c[q..q + run]).for_each(|(o, &a)| *o = self.m.pre_with(a, 8, !bypass))
                         }
                     }
-                    p = (p + k) % n;
-                } else {
-                    for _ in 0..k {
-                        let ahead = if p + AHEAD < n { p + AHEAD } else { (p + AHEAD) % n };
-                        self.m.prefetch_pre(sm, &table[ahead], !bypass, l2_bound);
-                        let (ns, level) = self.hop_pre(sm, &table[p], bypass, t, noise);
-                        l2_bound = level != Level::L1;
-                        t += ns;
-                        sum += ns;
-                        if let Some(r) = rec.as_deref_mut() {
-                            r.push(ns);
-                        }
-                        p += 1;
-                        if p == n {
-                            p = 0;
-                        }
+                    (q, out) = (if q + run == n { 0 } else { q + run }, rest);
+                }
+                for (cur, next) in batch[..k].iter().zip(&batch[AHEAD..AHEAD + k]) {
+                    self.m.prefetch_pre(sm, next, !bypass, l2_bound);
+                    let (ns, level) = self.hop_pre(sm, cur, bypass, t, noise);
+                    l2_bound = level != Level::L1;
+                    t += ns;
+                    sum += ns;
+                    if let Some(r) = rec.as_deref_mut() {
+                        r.push(ns);
                     }
                 }
+                p = (p + k) % n;
                 left -= k;
             }
             self.pre_batch = batch;
