@@ -236,14 +236,8 @@ impl SimTarget {
         Ok((sm, w, lo, hi))
     }
 
-    /// One hop's latency with noise.
-    #[inline]
-    fn hop(&mut self, sm: u32, addr: u64, bypass: bool, t: f64) -> f64 {
-        let ns = self.m.load(sm, addr, 8, bypass, t).latency_ns;
-        self.noisy(ns)
-    }
-
-    /// `hop` of `p.va` with its indices computed ahead.
+    /// A load of `p.va` (indices computed ahead: `Machine::pre`) as a chase hop: its latency
+    /// with the configured noise, and its level.
     #[inline(always)]
     fn hop_pre(&mut self, sm: u32, p: &Pre, bypass: bool, t: f64, noise: bool) -> (f64, Level) {
         let (ns, level) = self.m.hop_pre(sm, p, bypass, t);
@@ -558,6 +552,7 @@ impl SimTarget {
             pos[0] = p;
             return;
         }
+        let noise = self.m.h.noise.jitter_ns > 0.0 || self.m.h.noise.outlier_fraction > 0.0;
         let mut left: Vec<u64> = hops.to_vec();
         // per-hop times are reported chain-major (every hop of chain 0, then chain 1, ...), as
         // the CUDA target reports them
@@ -570,7 +565,8 @@ impl SimTarget {
                 }
             }
             let Some(j) = best else { break };
-            let ns = self.hop(sm, chains[j][pos[j]], bypass, clock[j]);
+            let p = self.m.pre_with(chains[j][pos[j]], 8, !bypass);
+            let (ns, _) = self.hop_pre(sm, &p, bypass, clock[j], noise);
             clock[j] += ns;
             sums[j] += ns;
             if let Some(v) = per_chain.get_mut(j) {
