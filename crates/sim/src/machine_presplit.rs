@@ -103,40 +103,48 @@ impl Machine {
 
     /// `pre_with(va, len, l1)` by page halves (`pp` from `page_parts` of a range holding `va`;
     /// outside it, `pre_with`).
-    #[inline(always)]
     pub fn pre_split(&self, pp: &mut PageParts, va: u64, len: u64, l1: bool) -> Pre {
+        let mut out = [Pre::default()];
+        self.pre_split_into(pp, &[va], &mut out, len, l1);
+        out[0]
+    }
+
+    /// `pre_split` of each of `addrs` into `out` (as many), the machine's fields read once.
+    pub fn pre_split_into(&self, pp: &mut PageParts, addrs: &[u64], out: &mut [Pre], len: u64, l1: bool) {
         let (Some(low), Some(sas)) = (&self.low_tables, &self.slice_and_set) else {
-            return self.pre_with(va, len, l1);
+            out.iter_mut().zip(addrs).for_each(|(o, &va)| *o = self.pre_with(va, len, l1));
+            return;
         };
-        let shift = self.page_shift;
-        let Some(part) = pp.parts.get_mut((va >> shift).wrapping_sub(pp.vlo) as usize) else {
-            return self.pre_with(va, len, l1);
-        };
-        if part.pa_hi == u64::MAX {
-            *part = self.page_part(va >> shift);
+        let (shift, vlo) = (self.page_shift, pp.vlo);
+        let (l2_line_mask, l2_sector_shift) = ((1u64 << self.l2_line_shift) - 1, self.l2_sector_shift);
+        let (l1_line_mask, l1_sector_shift) = ((1u64 << self.l1_line_shift) - 1, self.l1_sector_shift);
+        let same_lines = self.same_lines;
+        for (o, &va) in out.iter_mut().zip(addrs) {
+            let Some(part) = pp.parts.get_mut((va >> shift).wrapping_sub(vlo) as usize) else {
+                *o = self.pre_with(va, len, l1);
+                continue;
+            };
+            if part.pa_hi == u64::MAX {
+                *part = self.page_part(va >> shift);
+            }
+            let off = va & ((1 << shift) - 1);
+            let e = low.get(off);
+            let pa = part.pa_hi | off;
+            let (slice, l2_set) = sas.finish(pa, part.x ^ (e >> 32) as u32);
+            let l2_sectors = sector_mask(va & l2_line_mask, len, l2_sector_shift);
+            *o = Pre {
+                va,
+                pa,
+                l1_set: if l1 { part.l1 ^ e as u32 } else { 0 },
+                has_l1: l1,
+                slice,
+                l2_set,
+                len: len as u32,
+                l1_sectors: if same_lines { l2_sectors } else { sector_mask(va & l1_line_mask, len, l1_sector_shift) },
+                l2_sectors,
+            };
+            debug_assert_eq!(*o, self.pre_with(va, len, l1), "pre_split at {va:#x}");
         }
-        let off = va & ((1 << shift) - 1);
-        let e = low.get(off);
-        let pa = part.pa_hi | off;
-        let (slice, l2_set) = sas.finish(pa, part.x ^ (e >> 32) as u32);
-        let l2_sectors = sector_mask(va & ((1 << self.l2_line_shift) - 1), len, self.l2_sector_shift);
-        let p = Pre {
-            va,
-            pa,
-            l1_set: if l1 { part.l1 ^ e as u32 } else { 0 },
-            has_l1: l1,
-            slice,
-            l2_set,
-            len: len as u32,
-            l1_sectors: if self.same_lines {
-                l2_sectors
-            } else {
-                sector_mask(va & ((1 << self.l1_line_shift) - 1), len, self.l1_sector_shift)
-            },
-            l2_sectors,
-        };
-        debug_assert_eq!(p, self.pre_with(va, len, l1), "pre_split at {va:#x}");
-        p
     }
 
     /// The page part of virtual page `vpn` (an unmapped page reads as physical page 0, as in

@@ -417,7 +417,11 @@ impl SimTarget {
         let total = spec.addrs.len() as u64 * spec.warmup_laps as u64 + spec.hops.max(1) * spec.repeats.max(1) as u64;
         let n = spec.addrs.len();
         let mut table = (w == 1 && total >= 2 * n as u64 && n <= TABLE_MAX).then(|| match &mut parts {
-            Some(pp) => spec.addrs.iter().map(|&a| self.m.pre_split(pp, a, 8, !bypass)).collect(),
+            Some(pp) => {
+                let mut t = vec![Pre::default(); n];
+                self.m.pre_split_into(pp, &spec.addrs, &mut t, 8, !bypass);
+                t
+            }
             None => spec.addrs.iter().map(|&a| self.m.pre_with(a, 8, !bypass)).collect(),
         });
         let mut pos = vec![0usize; w];
@@ -485,7 +489,7 @@ impl SimTarget {
             // The path is known: the state-independent part of each load (`Pre`) is computed
             // ahead: once per address when the chase laps (`table`, from `chase_timed`), else a
             // batch at a time in a loop of its own (by page halves where the hierarchy allows:
-            // `Machine::pre_split`; their tables stay in the host's L1 that way); and the host
+            // `Machine::pre_split_into`; their tables stay in the host's L1 that way); and the host
             // prefetches the simulated sets the hop AHEAD will touch (speed only).
             let table: &[Pre] = table.as_deref().unwrap_or(&[]);
             let noise = self.m.h.noise.jitter_ns > 0.0 || self.m.h.noise.outlier_fraction > 0.0;
@@ -523,10 +527,7 @@ impl SimTarget {
                     let run = (n - q).min(out.len());
                     let (now, rest) = out.split_at_mut(run);
                     match parts {
-                        Some(pp) => now
-                            .iter_mut()
-                            .zip(&c[q..q + run])
-                            .for_each(|(o, &a)| *o = self.m.pre_split(pp, a, 8, !bypass)),
+                        Some(pp) => self.m.pre_split_into(pp, &c[q..q + run], now, 8, !bypass),
                         None => {
                             now.iter_mut().zip(&c[q..q + run]).for_each(|(o, &a)| *o = self.m.pre_with(a, 8, !bypass))
                         }
