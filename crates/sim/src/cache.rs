@@ -132,7 +132,7 @@ impl Cache {
         let mut l = self.l;
         if TW > 0 {
             debug_assert_eq!(l.tw, TW);
-            (l.tw, l.g, l.stride) = (TW, 1, (TW + 20).next_multiple_of(16));
+            (l.tw, l.g, l.stride) = (TW, 1, crate::cache_set::stride_words(TW, 1));
         }
         l
     }
@@ -320,7 +320,8 @@ impl Cache {
                 return;
             }
             let p = self.b.ptr(set * self.l.stride);
-            // (up to 16 ways a load reads 80 to 128 bytes from a 64-byte boundary: two host lines)
+            // (up to 16 ways a load reads 80 to 128 bytes from a 64-byte boundary, or 80 from a 32-byte
+            // one for 4 ways: two host lines)
             debug_assert!(self.l.g > 1 || (65..=128).contains(&self.l.load_bytes()));
             // SAFETY: prefetch is a hint that never faults; SSE is baseline on x86_64.
             unsafe {

@@ -73,7 +73,7 @@ impl Cache {
     /// `self.l` when it has `W` ways (4 or 16), as constants.
     #[inline(always)]
     fn lay_w<const W: usize>(&self) -> Layout {
-        let l = Layout { w: W, g: 1, tw: W, stride: (W + 20).next_multiple_of(16), all: (1 << W) - 1 };
+        let l = Layout { w: W, g: 1, tw: W, stride: crate::cache_set::stride_words(W, 1), all: (1 << W) - 1 };
         debug_assert!(l.w == self.l.w && l.tw == self.l.tw && l.g == self.l.g && l.stride == self.l.stride);
         l
     }

@@ -1,7 +1,8 @@
 //! The block of one set of `cache::Cache` (speed only, no seed): its layout and the word-parallel
 //! operations on it, 16 bytes at a time with SSE2 on x86_64 and scalar loops elsewhere.
 //!
-//! A set of `w` ways (1 to 64) is one block of 32-bit words starting on a 64-byte boundary:
+//! A set of `w` ways (1 to 64) is one block of 32-bit words starting on a 64-byte boundary (a
+//! 32-byte one for up to 4 ways: `stride_words`):
 //! - tags: `w` rounded up to 4 words (32-bit tags; empty ways and padding hold `INVALID32`);
 //! - state: four byte arrays of `16 g` bytes each (`g` = `w` / 16 rounded up): recency ranks,
 //!   valid sectors, dirty sectors, RRPVs;
@@ -35,10 +36,23 @@ pub(crate) struct Layout {
     pub g: usize,
     /// Tag words (`w` rounded up to 4).
     pub tw: usize,
-    /// Words per set (a multiple of 16: every block starts on a 64-byte boundary).
+    /// Words per set (`stride_words`: every block starts on a 64-byte boundary, or a 32-byte
+    /// one for up to 4 ways).
     pub stride: usize,
     /// Bits 0..w set.
     pub all: u64,
+}
+
+/// Words per block of `tw` tag words and `g` lane groups: a multiple of 16 (64-byte blocks on
+/// 64-byte boundaries), except blocks of up to 4 ways: 24 words (96 bytes on 32-byte boundaries;
+/// a load's 80 bytes still lie in two host lines, and the L1 of an SM takes a quarter less host
+/// cache).
+pub(crate) const fn stride_words(tw: usize, g: usize) -> usize {
+    if tw == 4 && g == 1 {
+        24
+    } else {
+        (tw + 20 * g).next_multiple_of(16)
+    }
 }
 
 impl Layout {
@@ -47,7 +61,7 @@ impl Layout {
         let g = w.div_ceil(16);
         let tw = w.next_multiple_of(4);
         let all = if w == 64 { u64::MAX } else { (1 << w) - 1 };
-        Layout { w, g, tw, stride: (tw + 20 * g).next_multiple_of(16), all }
+        Layout { w, g, tw, stride: stride_words(tw, g), all }
     }
 
     /// Byte offset of byte array `k` (`RANK` .. `SRANK`) in the block.
@@ -100,11 +114,12 @@ pub(crate) struct Set {
 
 impl Set {
     /// # Safety
-    /// `p` points to a whole block of layout `l` on a 64-byte boundary (writable if any writing
-    /// method is called), and the block is not accessed otherwise while the handle is used.
+    /// `p` points to a whole block of layout `l` on a 64-byte boundary (32-byte for up to 4
+    /// ways; writable if any writing method is called), and the block is not accessed otherwise
+    /// while the handle is used.
     #[inline(always)]
     pub unsafe fn new(p: *mut u8, l: Layout) -> Self {
-        debug_assert!((p as usize).is_multiple_of(64));
+        debug_assert!((p as usize).is_multiple_of(if l.tw == 4 { 32 } else { 64 }));
         Set { p, l }
     }
 
@@ -158,7 +173,7 @@ impl Set {
             use std::arch::x86_64::*;
             let t = self.p as *const __m128i;
             let (tw, mut m, mut i) = (self.l.tw, 0u64, 0);
-            // SAFETY: every load reads 4 words below tw, from a block on a 64-byte boundary (see
+            // SAFETY: every load reads 4 words below tw, from a block on a 32-byte boundary (see
             // `new`); SSE2 is baseline on x86_64.
             unsafe {
                 let vx = _mm_set1_epi32(x as i32);
