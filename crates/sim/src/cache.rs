@@ -435,6 +435,18 @@ impl Cache {
         }
     }
 
+    /// `prefetch` for a `store` of `set`: also the store ranks (past what a load reads).
+    #[inline]
+    pub fn prefetch_store(&self, set: usize) {
+        self.prefetch_block(set);
+        #[cfg(target_arch = "x86_64")]
+        if set < self.sets {
+            let p = self.b.ptr(set * self.l.stride).wrapping_add(self.l.arr(SRANK));
+            // SAFETY: prefetch is a hint that never faults; SSE is baseline on x86_64.
+            unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p) };
+        }
+    }
+
     /// # Safety
     /// As `set_mut`.
     #[inline(always)]

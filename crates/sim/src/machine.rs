@@ -509,6 +509,15 @@ impl Machine {
         self.store_core(sm, p.va, p.len as u64, now_ns, Some(p))
     }
 
+    /// Prefetch (on the host) the L1 set of SM `sm` and the L2 set a later `store_pre(p)` writes.
+    #[inline]
+    pub fn prefetch_store_pre(&self, sm: u32, p: &Pre) {
+        if let Some(Some(s)) = self.sms.get(sm as usize) {
+            s.l1.prefetch_store(p.l1_set as usize);
+        }
+        self.l2.prefetch_store(p.slice as usize * self.sets_per_slice as usize + p.l2_set as usize);
+    }
+
     #[inline(always)]
     fn store_core(&mut self, sm: u32, va: u64, len: u64, now_ns: f64, pre: Option<&Pre>) -> StoreResult {
         debug_assert!(pre.is_none_or(|p| p.va == va && p.has_l1));

@@ -155,8 +155,14 @@ pub fn replay(m: &mut Machine, k: &dyn Kernel, t0_ns: f64, opt: ReplayOptions) -
         if let Some(nev) = queue.peek() {
             next.prepare(m, k, nev as u64, line, &mut scratch);
             let nsm = slot_of_block[((nev as u64 >> 1) / warps_per_block as u64) as usize].sm;
-            for p in &next.pieces {
-                m.prefetch_pre(nsm, &p.pre, true, true);
+            if nev & 1 == 0 {
+                for p in &next.pieces {
+                    m.prefetch_pre(nsm, &p.pre, true, true);
+                }
+            } else {
+                for p in &next.pieces {
+                    m.prefetch_store_pre(nsm, &p.pre);
+                }
             }
         }
         let record = w < opt.record_warps;
