@@ -377,10 +377,17 @@ fn pieces(m: &Machine, ops: &[MemOp], line: u64, out: &mut Vec<Piece>) {
         while a < end {
             let next = if pow2 { (a | (line - 1)) + 1 } else { ((a / line) + 1) * line };
             let len = next.min(end) - a;
-            out.push(Piece { op: op.op, len, pre: m.pre(a, len) });
+            out.push(Piece { op: op.op, len, pre: pre_of(m, a, len) });
             a = next;
         }
     }
+}
+
+/// `m.pre(va, len)`, out of line (inlined, the compiler keeps the machine's fields it reads in
+/// spilled registers across the coalescer's loop).
+#[inline(never)]
+fn pre_of(m: &Machine, va: u64, len: u64) -> Pre {
+    m.pre(va, len)
 }
 
 fn bank_spans(
