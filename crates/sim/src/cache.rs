@@ -422,7 +422,7 @@ impl Cache {
     /// A store writing `sectors` of `line`, of which `full` are written whole (the rest partially,
     /// under a byte mask). With `mark_dirty` (write-back) the sectors become dirty; `allocate`
     /// false: a missing line is not allocated (write-around), only reported.
-    #[inline]
+    #[inline(always)]
     pub fn store(&mut self, set: usize, line: u64, sectors: u8, full: u8, allocate: bool, mark_dirty: bool) -> Outcome {
         self.mark(set);
         // SAFETY: `TW` is `self.l.tw`, or 0.
