@@ -1,13 +1,17 @@
-//! The replay's event queue (speed only, no seed): a monotone priority queue of distinct-or-equal
-//! `u128` keys (a radix heap), popping in the same order as a `BinaryHeap<Reverse<u128>>` as long
-//! as no key pushed is below the last one popped. Keys are kept in 129 buckets by the highest bit
-//! in which they differ from the last key popped; a pop takes the lowest non-empty bucket's
-//! smallest key and spreads the rest of that bucket over the lower buckets, so that each key moves
-//! a few times at most instead of sifting through a heap. `peek` finds the smallest key without
-//! moving anything and remembers where it is for the next `pop`.
+//! The replay's event queue (speed only, no seed): a monotone priority queue of `u128` keys (a
+//! radix heap in base 16), popping in the same order as a `BinaryHeap<Reverse<u128>>` as long as
+//! no key pushed is below the last one popped. A key is kept in the bucket of the highest
+//! hexadecimal digit in which it differs from the last key popped and of its value there (the
+//! buckets are then in key order); a pop takes the lowest non-empty bucket's smallest key and
+//! spreads the rest of that bucket over lower digits, so that each key moves a few times at most
+//! instead of sifting through a heap. `peek` finds the smallest key without moving anything and
+//! remembers where it is for the next `pop`.
 
-/// Buckets: 0 (equal to the last key popped), then 1 + the highest differing bit (1..=128).
-const BUCKETS: usize = 129;
+/// Digits of a key.
+const DIGITS: usize = 32;
+/// Buckets: 16 per digit (bucket 0: equal to the last key popped).
+const BUCKETS: usize = DIGITS * 16;
+const WORDS: usize = BUCKETS / 64;
 
 /// A min-queue of `u128` keys whose pushes are never below the last key popped.
 #[derive(Debug, Clone)]
@@ -17,7 +21,7 @@ pub struct MonoQueue {
     len: usize,
     buckets: Vec<Vec<u128>>,
     /// Bit `b` set: bucket `b` is not empty.
-    nonempty: [u64; 3],
+    nonempty: [u64; WORDS],
     /// The smallest key, its bucket and its index there, when known (set by `peek`, cleared by
     /// `pop` and by a push of a smaller key).
     min: Option<(u128, usize, usize)>,
@@ -31,7 +35,7 @@ impl Default for MonoQueue {
 
 impl MonoQueue {
     pub fn new() -> Self {
-        MonoQueue { last: 0, len: 0, buckets: vec![Vec::new(); BUCKETS], nonempty: [0; 3], min: None }
+        MonoQueue { last: 0, len: 0, buckets: vec![Vec::new(); BUCKETS], nonempty: [0; WORDS], min: None }
     }
 
     pub fn len(&self) -> usize {
@@ -44,7 +48,13 @@ impl MonoQueue {
 
     #[inline(always)]
     fn bucket_of(&self, k: u128) -> usize {
-        (128 - (k ^ self.last).leading_zeros()) as usize
+        let x = k ^ self.last;
+        if x == 0 {
+            return 0;
+        }
+        // the highest differing digit, and k's value there (above the last key's)
+        let d = (127 - x.leading_zeros()) as usize / 4;
+        d * 16 + ((k >> (4 * d)) as usize & 15)
     }
 
     /// Add `k` (not below the last key popped).
