@@ -57,7 +57,12 @@ pub struct ReplayOptions {
 }
 
 /// Replay `k` on `m`, starting at `t0_ns`. Returns totals and, when asked, the timeline.
-pub fn replay(m: &mut Machine, k: &dyn Kernel, t0_ns: f64, opt: ReplayOptions) -> (ReplayTotals, Option<Timeline>) {
+pub fn replay<K: Kernel + ?Sized>(
+    m: &mut Machine,
+    k: &K,
+    t0_ns: f64,
+    opt: ReplayOptions,
+) -> (ReplayTotals, Option<Timeline>) {
     let h = m.h.clone();
     let sms = opt.sms.unwrap_or(h.sm.count).clamp(1, h.sm.count);
     let warps_per_block = (h.sm.block_threads / 32).max(1);
@@ -357,7 +362,14 @@ struct Work {
 
 impl Work {
     /// The requests of event `wp` of kernel `k` (`scratch`: the kernel's op lists).
-    fn prepare(&mut self, m: &Machine, k: &dyn Kernel, wp: u64, line: u64, scratch: &mut (Vec<MemOp>, Vec<MemOp>)) {
+    fn prepare<K: Kernel + ?Sized>(
+        &mut self,
+        m: &Machine,
+        k: &K,
+        wp: u64,
+        line: u64,
+        scratch: &mut (Vec<MemOp>, Vec<MemOp>),
+    ) {
         let (loads, stores) = scratch;
         loads.clear();
         stores.clear();
