@@ -424,6 +424,11 @@ impl Cache {
     /// false: a missing line is not allocated (write-around), only reported.
     #[inline(always)]
     pub fn store(&mut self, set: usize, line: u64, sectors: u8, full: u8, allocate: bool, mark_dirty: bool) -> Outcome {
+        if allocate {
+            if let Some(o) = self.store_fast(set, line, sectors, full, mark_dirty) {
+                return o;
+            }
+        }
         self.mark(set);
         // SAFETY: `TW` is `self.l.tw`, or 0.
         unsafe {
@@ -432,18 +437,6 @@ impl Cache {
                 4 => self.store_in::<4>(set, line, sectors, full, allocate, mark_dirty),
                 _ => self.store_in::<0>(set, line, sectors, full, allocate, mark_dirty),
             }
-        }
-    }
-
-    /// `prefetch` for a `store` of `set`: also the store ranks (past what a load reads).
-    #[inline]
-    pub fn prefetch_store(&self, set: usize) {
-        self.prefetch_block(set);
-        #[cfg(target_arch = "x86_64")]
-        if set < self.sets {
-            let p = self.b.ptr(set * self.l.stride).wrapping_add(self.l.arr(SRANK));
-            // SAFETY: prefetch is a hint that never faults; SSE is baseline on x86_64.
-            unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p) };
         }
     }
 
@@ -596,6 +589,8 @@ fn touched_sets(bits: &[u64], sets: usize) -> impl Iterator<Item = usize> + '_ {
 mod fast;
 #[path = "cache_mem.rs"]
 mod mem;
+#[path = "cache_store.rs"]
+mod store;
 use fast::Packed;
 pub use mem::huge_vec;
 use mem::Aligned;
