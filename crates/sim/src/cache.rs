@@ -423,8 +423,13 @@ impl Cache {
     /// A store writing `sectors` of `line`, of which `full` are written whole (the rest partially,
     /// under a byte mask). With `mark_dirty` (write-back) the sectors become dirty; `allocate`
     /// false: a missing line is not allocated (write-around), only reported.
-    #[inline]
+    #[inline(always)]
     pub fn store(&mut self, set: usize, line: u64, sectors: u8, full: u8, allocate: bool, mark_dirty: bool) -> Outcome {
+        if allocate {
+            if let Some(o) = self.store_fast(set, line, sectors, full, mark_dirty) {
+                return o;
+            }
+        }
         self.mark(set);
         // SAFETY: `TW` is `self.l.tw`, or 0.
         unsafe {
@@ -585,6 +590,8 @@ fn touched_sets(bits: &[u64], sets: usize) -> impl Iterator<Item = usize> + '_ {
 mod fast;
 #[path = "cache_mem.rs"]
 mod mem;
+#[path = "cache_store.rs"]
+mod store;
 use fast::Packed;
 pub use mem::huge_vec;
 use mem::Aligned;

@@ -28,6 +28,7 @@ pub mod cache;
 mod cache_set;
 pub mod calibrate;
 pub mod dram;
+pub mod evqueue;
 pub mod fastindex;
 pub mod hash;
 pub mod machine;

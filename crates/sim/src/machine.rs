@@ -517,14 +517,32 @@ impl Machine {
         self.store_core(sm, p.va, p.len as u64, now_ns, Some(p))
     }
 
+    /// Prefetch (on the host) the L1 set of SM `sm` and the L2 set a later `store_pre(p)` writes.
+    #[inline]
+    pub fn prefetch_store_pre(&self, sm: u32, p: &Pre) {
+        if let Some(Some(s)) = self.sms.get(sm as usize) {
+            s.l1.prefetch_store(p.l1_set as usize);
+        }
+        self.l2.prefetch_store(p.slice as usize * self.sets_per_slice as usize + p.l2_set as usize);
+    }
+
     #[inline(always)]
     fn store_core(&mut self, sm: u32, va: u64, len: u64, now_ns: f64, pre: Option<&Pre>) -> StoreResult {
         debug_assert!(pre.is_none_or(|p| p.va == va && p.has_l1));
         self.stats.l1_store_requests += 1;
         let l1_shift = self.l1_line_shift;
         let l1_off = va & ((1 << l1_shift) - 1);
-        let l1_sectors = sector_mask(l1_off, len, self.l1_sector_shift);
+        // (line offsets are the same in virtual and physical addresses: `pre`'s sector masks hold
+        // whatever the translation)
+        let l1_sectors = match pre {
+            Some(p) => p.l1_sectors,
+            None => sector_mask(l1_off, len, self.l1_sector_shift),
+        };
         let l1_full = full_sectors(l1_off, len, self.l1_sector_shift);
+        let l2_masks = match pre {
+            Some(p) if self.same_lines => Some((p.l2_sectors, l1_full)),
+            _ => None,
+        };
         let (pa, tlb_miss) = self.translate(sm, va);
         // the indices computed ahead hold when the TLB gave the translation they assumed
         let pre = pre.filter(|p| p.pa == pa);
@@ -539,9 +557,10 @@ impl Machine {
             Some(p) => (p.slice, p.l2_set),
             None => self.l2_pair(key),
         };
-        let off = key & ((1 << self.l2_line_shift) - 1);
-        let sectors = sector_mask(off, len, self.l2_sector_shift);
-        let full = full_sectors(off, len, self.l2_sector_shift);
+        let (sectors, full) = l2_masks.unwrap_or_else(|| {
+            let off = key & ((1 << self.l2_line_shift) - 1);
+            (sector_mask(off, len, self.l2_sector_shift), full_sectors(off, len, self.l2_sector_shift))
+        });
         self.stats.l2_write_requests += 1;
         self.stats.l2_write_sectors += sectors.count_ones() as u64;
         self.stats.slice_requests[slice as usize] += 1;

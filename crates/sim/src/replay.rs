@@ -7,10 +7,9 @@
 //! channels (`Dram`). Unloaded, a request costs exactly the chase latencies (15.4 / 127.4 /
 //! 255.4 ns on the 4090). Write-backs occupy DRAM channels but do not stall stores (simplified).
 
+use crate::evqueue::MonoQueue;
 use crate::machine::{Level, Machine, Pre};
 use crate::timeline::{BankSpan, BankState, Geometry, Op, Request, Served, Timeline};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 /// One memory instruction of a warp: `bytes` contiguous bytes at virtual address `va` (split
 /// into line requests by the coalescer).
@@ -58,7 +57,12 @@ pub struct ReplayOptions {
 }
 
 /// Replay `k` on `m`, starting at `t0_ns`. Returns totals and, when asked, the timeline.
-pub fn replay(m: &mut Machine, k: &dyn Kernel, t0_ns: f64, opt: ReplayOptions) -> (ReplayTotals, Option<Timeline>) {
+pub fn replay<K: Kernel + ?Sized>(
+    m: &mut Machine,
+    k: &K,
+    t0_ns: f64,
+    opt: ReplayOptions,
+) -> (ReplayTotals, Option<Timeline>) {
     let h = m.h.clone();
     let sms = opt.sms.unwrap_or(h.sm.count).clamp(1, h.sm.count);
     let warps_per_block = (h.sm.block_threads / 32).max(1);
@@ -93,29 +97,25 @@ pub fn replay(m: &mut Machine, k: &dyn Kernel, t0_ns: f64, opt: ReplayOptions) -
         )
     });
     let banks_per_ctrl = h.dram.channels * h.dram.banks;
-    // events: (time, warp << 1 | phase), a warp's next step, in (time, warp, phase) order;
-    // block slots start their warps
-    let mut heap: BinaryHeap<Reverse<(u64, u64)>> = BinaryHeap::new();
+    // events: (time, warp << 1 | phase) as one key (time << 64 | warp << 1 | phase), a warp's
+    // next step, in (time, warp, phase) order; block slots start their warps
+    let mut queue = MonoQueue::new();
     let mut slot_of_block: Vec<Slot> = Vec::new();
     let mut next_block = 0u64;
-    let key = |t: f64| (t * 1024.0) as u64; // ns in 1/1024 steps: a total order for the heap
-    let start_block = |b: u64,
-                       slot: Slot,
-                       t: f64,
-                       heap: &mut BinaryHeap<Reverse<(u64, u64)>>,
-                       slot_of_block: &mut Vec<Slot>,
-                       block_left: &mut [u32]| {
-        let first = b * warps_per_block as u64;
-        let last = (first + warps_per_block as u64).min(n_warps);
-        block_left[(slot.sm * blocks_per_sm + slot.block_slot) as usize] = (last - first) as u32;
-        if slot_of_block.len() <= b as usize {
-            slot_of_block.resize(b as usize + 1, slot);
-        }
-        slot_of_block[b as usize] = slot;
-        for (i, w) in (first..last).enumerate() {
-            heap.push(Reverse((key(t + i as f64 * cycle_ns), w << 1)));
-        }
-    };
+    let key = |t: f64| (t * 1024.0) as u64; // ns in 1/1024 steps: a total order for the queue
+    let start_block =
+        |b: u64, slot: Slot, t: f64, queue: &mut MonoQueue, slot_of_block: &mut Vec<Slot>, block_left: &mut [u32]| {
+            let first = b * warps_per_block as u64;
+            let last = (first + warps_per_block as u64).min(n_warps);
+            block_left[(slot.sm * blocks_per_sm + slot.block_slot) as usize] = (last - first) as u32;
+            if slot_of_block.len() <= b as usize {
+                slot_of_block.resize(b as usize + 1, slot);
+            }
+            slot_of_block[b as usize] = slot;
+            for (i, w) in (first..last).enumerate() {
+                queue.push(event(key(t + i as f64 * cycle_ns), w << 1));
+            }
+        };
     for bs in 0..blocks_per_sm {
         for sm in 0..sms {
             if next_block < n_blocks {
@@ -123,7 +123,7 @@ pub fn replay(m: &mut Machine, k: &dyn Kernel, t0_ns: f64, opt: ReplayOptions) -
                     next_block,
                     Slot { sm, block_slot: bs },
                     t0_ns,
-                    &mut heap,
+                    &mut queue,
                     &mut slot_of_block,
                     &mut block_left,
                 );
@@ -131,179 +131,174 @@ pub fn replay(m: &mut Machine, k: &dyn Kernel, t0_ns: f64, opt: ReplayOptions) -
             }
         }
     }
-    let mut loads = Vec::new();
-    let mut stores = Vec::new();
+    let (l1_hit_ns, half_l2_hit_ns) = (h.l1.hit_ns, h.l2.hit_ns * 0.5);
+    let (tlb_miss_ns, neg_activate_ns) = (h.tlb.miss_ns, -h.dram.activate_ns);
+    let far_extra_ns = h.l2.far_hit_ns.unwrap_or(h.l2.hit_ns) - h.l2.hit_ns;
+    let store_issue_ns = h.sm.store_issue_ns;
+    let mut scratch = (Vec::new(), Vec::new());
     // the requests of the event being replayed and of the next one (computed ahead so the host
     // can prefetch the simulated sets they touch; speed only, no simulated state)
-    let (mut pre_loads, mut pre_stores) = (Vec::new(), Vec::new());
-    let mut cur: Vec<Piece> = Vec::new();
-    let mut next: Vec<Piece> = Vec::new();
-    let mut next_of: Option<(u64, u8)> = None;
+    let mut cur = Work::default();
+    let mut next = Work::default();
     let mut end = t0_ns;
     let mut requests = 0u64;
     let mut rec_end = t0_ns;
-    while let Some(Reverse((tk, wp))) = heap.pop() {
+    while let Some(ev) = queue.pop() {
+        let (tk, wp) = ((ev >> 64) as u64, ev as u64);
         let (w, phase) = (wp >> 1, (wp & 1) as u8);
         let t = tk as f64 / 1024.0;
         let b = w / warps_per_block as u64;
         let slot = slot_of_block[b as usize];
         let sm = slot.sm;
         let smu = sm as usize;
-        loads.clear();
-        stores.clear();
-        k.ops(w, &mut loads, &mut stores);
-        if next_of == Some((w, phase)) {
+        if next.ready && next.wp == wp {
             std::mem::swap(&mut cur, &mut next);
         } else {
-            pieces(m, if phase == 0 { &loads } else { &stores }, line, &mut cur);
+            cur.prepare(m, k, wp, line, &mut scratch);
         }
-        next_of = None;
-        if let Some(Reverse((_, nwp))) = heap.peek() {
-            let (nw, nphase) = (*nwp >> 1, (*nwp & 1) as u8);
-            pre_loads.clear();
-            pre_stores.clear();
-            k.ops(nw, &mut pre_loads, &mut pre_stores);
-            pieces(m, if nphase == 0 { &pre_loads } else { &pre_stores }, line, &mut next);
-            let nsm = slot_of_block[(nw / warps_per_block as u64) as usize].sm;
-            for p in &next {
-                m.prefetch_pre(nsm, &p.pre, true, true);
+        next.ready = false;
+        if let Some(nev) = queue.peek() {
+            next.prepare(m, k, nev as u64, line, &mut scratch);
+            let nsm = slot_of_block[((nev as u64 >> 1) / warps_per_block as u64) as usize].sm;
+            if nev & 1 == 0 {
+                for p in &next.pieces {
+                    m.prefetch_pre(nsm, &p.pre, true, true);
+                }
+            } else {
+                for p in &next.pieces {
+                    m.prefetch_store_pre(nsm, &p.pre);
+                }
             }
-            next_of = Some((nw, nphase));
         }
         let record = w < opt.record_warps;
         // phase 0: loads, issued back to back; the stores follow (phase 1) once they returned
         let mut ready = t;
         let mut issue = t;
-        let load_pieces: &[Piece] = if phase == 0 { &cur } else { &[] };
+        let load_pieces: &[Piece] = if phase == 0 { &cur.pieces } else { &[] };
         for &Piece { op, len, pre } in load_pieces {
-            {
-                let ti = issue.max(lsu_free[smu]);
-                lsu_free[smu] = ti + cycle_ns;
-                issue = ti + cycle_ns;
-                requests += 1;
-                // slice queue first (the DRAM sees the request when the slice is done with it)
-                let s = pre.slice() as usize;
-                let l1_done = ti + h.l1.hit_ns;
-                let arrive = l1_done + xbar_ns;
-                let st = arrive.max(slice_free[s]);
-                let svc = len as f64 * slice_ns_per_byte;
-                let l2_done = st + svc_line.max(svc);
-                let r = m.load_pre(sm, &pre, opt.bypass_l1, l2_done - h.l2.hit_ns * 0.5);
-                let mut rq = Request {
-                    warp: w as u32,
-                    sm: sm as u16,
-                    op,
-                    served: Served::L1,
-                    l1_set: r.l1_set as u16,
-                    slice: r.slice as u16,
-                    l2_set: r.l2_set as u16,
-                    controller: m.controller_of(r.slice) as u16,
-                    bank: None,
-                    row: None,
-                    row_hit: false,
-                    sectors: len.div_ceil(h.l2.sector_bytes as u64) as u8,
-                    issue_ns: ti as f32,
-                    l1_done_ns: ti as f32,
-                    l2_arrive_ns: ti as f32,
-                    l2_done_ns: ti as f32,
-                    dram_done_ns: ti as f32,
-                    retire_ns: 0.0,
-                };
-                let done = if r.level == Level::L1 {
-                    ti + r.latency_ns
-                } else {
-                    let tlb = if r.tlb_miss { h.tlb.miss_ns } else { 0.0 };
-                    slice_free[s] = st + svc;
-                    let mut back = l2_done + tlb;
-                    rq.served = match r.level {
-                        Level::L2Far => Served::L2Far,
-                        Level::WriteBackFifo => Served::WriteBackFifo,
-                        Level::Dram => Served::Dram,
-                        _ => Served::L2,
+            let ti = issue.max(lsu_free[smu]);
+            lsu_free[smu] = ti + cycle_ns;
+            issue = ti + cycle_ns;
+            requests += 1;
+            // slice queue first (the DRAM sees the request when the slice is done with it)
+            let s = pre.slice() as usize;
+            let l1_done = ti + l1_hit_ns;
+            let arrive = l1_done + xbar_ns;
+            let st = arrive.max(slice_free[s]);
+            let svc = len as f64 * slice_ns_per_byte;
+            let l2_done = st + svc_line.max(svc);
+            let r = m.load_pre(sm, &pre, opt.bypass_l1, l2_done - half_l2_hit_ns);
+            let (done, back) = if r.level == Level::L1 {
+                (ti + r.latency_ns, ti)
+            } else {
+                let tlb = if r.tlb_miss { tlb_miss_ns } else { 0.0 };
+                slice_free[s] = st + svc;
+                let mut back = l2_done + tlb;
+                if r.level == Level::L2Far {
+                    back += far_extra_ns;
+                }
+                if let Some(d) = r.dram {
+                    back = l2_done + tlb + dram_extra_ns + d.extra_ns.max(neg_activate_ns);
+                }
+                // data back to the SM (its ingress is not modeled as a queue: returns are
+                // computed out of time order, and the slices and DRAM limit them first)
+                (back + xbar_ns, back)
+            };
+            ready = ready.max(done);
+            if record {
+                rec_end = rec_end.max(done);
+                if let Some(tl) = timeline.as_mut() {
+                    let controller = m.controller_of(r.slice) as u16;
+                    let mut rq = Request {
+                        warp: w as u32,
+                        sm: sm as u16,
+                        op,
+                        served: Served::L1,
+                        l1_set: r.l1_set as u16,
+                        slice: r.slice as u16,
+                        l2_set: r.l2_set as u16,
+                        controller,
+                        bank: None,
+                        row: None,
+                        row_hit: false,
+                        sectors: len.div_ceil(h.l2.sector_bytes as u64) as u8,
+                        issue_ns: ti as f32,
+                        l1_done_ns: ti as f32,
+                        l2_arrive_ns: ti as f32,
+                        l2_done_ns: ti as f32,
+                        dram_done_ns: ti as f32,
+                        retire_ns: done as f32,
                     };
-                    if r.level == Level::L2Far {
-                        back += h.l2.far_hit_ns.unwrap_or(h.l2.hit_ns) - h.l2.hit_ns;
-                    }
-                    if let Some(d) = r.dram {
-                        back = l2_done + tlb + dram_extra_ns + d.extra_ns.max(-h.dram.activate_ns);
-                        rq.bank = Some((d.bank % banks_per_ctrl) as u16);
-                        rq.row = Some(d.row as u32);
-                        rq.row_hit = d.row_hit;
-                        if record {
-                            if let Some(tl) = timeline.as_mut() {
-                                bank_spans(tl, &h, rq.controller, d, (d.bank % banks_per_ctrl) as u16);
-                            }
+                    if r.level != Level::L1 {
+                        rq.served = match r.level {
+                            Level::L2Far => Served::L2Far,
+                            Level::WriteBackFifo => Served::WriteBackFifo,
+                            Level::Dram => Served::Dram,
+                            _ => Served::L2,
+                        };
+                        if let Some(d) = r.dram {
+                            rq.bank = Some((d.bank % banks_per_ctrl) as u16);
+                            rq.row = Some(d.row as u32);
+                            rq.row_hit = d.row_hit;
+                            bank_spans(tl, &h, controller, d, (d.bank % banks_per_ctrl) as u16);
                         }
+                        rq.l1_done_ns = l1_done as f32;
+                        rq.l2_arrive_ns = arrive as f32;
+                        rq.l2_done_ns = l2_done as f32;
+                        rq.dram_done_ns = back as f32;
                     }
-                    // data back to the SM (its ingress is not modeled as a queue: returns are
-                    // computed out of time order, and the slices and DRAM limit them first)
-                    let pt = back + xbar_ns;
-                    rq.l1_done_ns = l1_done as f32;
-                    rq.l2_arrive_ns = arrive as f32;
-                    rq.l2_done_ns = l2_done as f32;
-                    rq.dram_done_ns = back as f32;
-                    pt
-                };
-                rq.retire_ns = done as f32;
-                ready = ready.max(done);
-                if record {
-                    rec_end = rec_end.max(done);
-                    if let Some(tl) = timeline.as_mut() {
-                        tl.push_request(&rq);
-                    }
+                    tl.push_request(&rq);
                 }
             }
         }
-        if phase == 0 && !stores.is_empty() {
+        if phase == 0 && cur.stores {
             // FADD and friends after the loads return, then the stores as their own event
-            let t_store = if loads.is_empty() { t } else { ready + 4.0 * cycle_ns };
-            heap.push(Reverse((key(t_store), w << 1 | 1)));
+            let t_store = if cur.loads { ready + 4.0 * cycle_ns } else { t };
+            queue.push(event(key(t_store), w << 1 | 1));
             continue;
         }
         let mut t_store = t;
-        let store_pieces: &[Piece] = if phase == 1 { &cur } else { &[] };
+        let store_pieces: &[Piece] = if phase == 1 { &cur.pieces } else { &[] };
         for &Piece { op, len, pre } in store_pieces {
-            {
-                let ti = t_store.max(lsu_free[smu]);
-                lsu_free[smu] = ti + cycle_ns;
-                t_store = ti + h.sm.store_issue_ns;
-                requests += 1;
-                let r = m.store_pre(sm, &pre, ti);
-                let tlb = if r.tlb_miss { h.tlb.miss_ns } else { 0.0 };
-                let l1_done = ti + h.sm.store_issue_ns + tlb;
-                let pt = l1_done.max(port_free[smu]);
-                port_free[smu] = pt + len as f64 * port_ns_per_byte;
-                let arrive = pt + len as f64 * port_ns_per_byte + xbar_ns;
-                let s = r.slice as usize;
-                let st = arrive.max(slice_free[s]);
-                let svc = len as f64 * slice_ns_per_byte;
-                slice_free[s] = st + svc;
-                let ack = st + svc + xbar_ns;
-                end = end.max(ack);
-                if record {
-                    rec_end = rec_end.max(ack);
-                    if let Some(tl) = timeline.as_mut() {
-                        tl.push_request(&Request {
-                            warp: w as u32,
-                            sm: sm as u16,
-                            op,
-                            served: if r.l2_hit { Served::L2 } else { Served::L2Miss },
-                            l1_set: r.l1_set as u16,
-                            slice: r.slice as u16,
-                            l2_set: r.l2_set as u16,
-                            controller: m.controller_of(r.slice) as u16,
-                            bank: None,
-                            row: None,
-                            row_hit: false,
-                            sectors: len.div_ceil(h.l2.sector_bytes as u64) as u8,
-                            issue_ns: ti as f32,
-                            l1_done_ns: l1_done as f32,
-                            l2_arrive_ns: arrive as f32,
-                            l2_done_ns: (st + svc) as f32,
-                            dram_done_ns: (st + svc) as f32,
-                            retire_ns: ack as f32,
-                        });
-                    }
+            let ti = t_store.max(lsu_free[smu]);
+            lsu_free[smu] = ti + cycle_ns;
+            t_store = ti + store_issue_ns;
+            requests += 1;
+            let r = m.store_pre(sm, &pre, ti);
+            let tlb = if r.tlb_miss { tlb_miss_ns } else { 0.0 };
+            let l1_done = ti + store_issue_ns + tlb;
+            let pt = l1_done.max(port_free[smu]);
+            port_free[smu] = pt + len as f64 * port_ns_per_byte;
+            let arrive = pt + len as f64 * port_ns_per_byte + xbar_ns;
+            let s = r.slice as usize;
+            let st = arrive.max(slice_free[s]);
+            let svc = len as f64 * slice_ns_per_byte;
+            slice_free[s] = st + svc;
+            let ack = st + svc + xbar_ns;
+            end = end.max(ack);
+            if record {
+                rec_end = rec_end.max(ack);
+                if let Some(tl) = timeline.as_mut() {
+                    tl.push_request(&Request {
+                        warp: w as u32,
+                        sm: sm as u16,
+                        op,
+                        served: if r.l2_hit { Served::L2 } else { Served::L2Miss },
+                        l1_set: r.l1_set as u16,
+                        slice: r.slice as u16,
+                        l2_set: r.l2_set as u16,
+                        controller: m.controller_of(r.slice) as u16,
+                        bank: None,
+                        row: None,
+                        row_hit: false,
+                        sectors: len.div_ceil(h.l2.sector_bytes as u64) as u8,
+                        issue_ns: ti as f32,
+                        l1_done_ns: l1_done as f32,
+                        l2_arrive_ns: arrive as f32,
+                        l2_done_ns: (st + svc) as f32,
+                        dram_done_ns: (st + svc) as f32,
+                        retire_ns: ack as f32,
+                    });
                 }
             }
         }
@@ -313,7 +308,7 @@ pub fn replay(m: &mut Machine, k: &dyn Kernel, t0_ns: f64, opt: ReplayOptions) -
         let bi = (slot.sm * blocks_per_sm + slot.block_slot) as usize;
         block_left[bi] -= 1;
         if block_left[bi] == 0 && next_block < n_blocks {
-            start_block(next_block, slot, exit, &mut heap, &mut slot_of_block, &mut block_left);
+            start_block(next_block, slot, exit, &mut queue, &mut slot_of_block, &mut block_left);
             next_block += 1;
         }
     }
@@ -345,29 +340,66 @@ struct Piece {
     pre: Pre,
 }
 
-/// The line requests of `ops`, in issue order, into `out`.
+/// The queue key of an event at time key `tk` (`key`) of `wp` (warp << 1 | phase).
+#[inline(always)]
+fn event(tk: u64, wp: u64) -> u128 {
+    (tk as u128) << 64 | wp as u128
+}
+
+/// The line requests of one event (a warp's loads, or its stores), computed when it is next in
+/// the queue. Speed only.
+#[derive(Default)]
+struct Work {
+    /// `wp` of the event (warp << 1 | phase).
+    wp: u64,
+    /// `pieces` hold `wp`'s requests.
+    ready: bool,
+    /// The warp has loads, stores (phase 0: whether a store event follows).
+    loads: bool,
+    stores: bool,
+    pieces: Vec<Piece>,
+}
+
+impl Work {
+    /// The requests of event `wp` of kernel `k` (`scratch`: the kernel's op lists).
+    fn prepare<K: Kernel + ?Sized>(
+        &mut self,
+        m: &Machine,
+        k: &K,
+        wp: u64,
+        line: u64,
+        scratch: &mut (Vec<MemOp>, Vec<MemOp>),
+    ) {
+        let (loads, stores) = scratch;
+        loads.clear();
+        stores.clear();
+        k.ops(wp >> 1, loads, stores);
+        (self.wp, self.ready, self.loads, self.stores) = (wp, true, !loads.is_empty(), !stores.is_empty());
+        pieces(m, if wp & 1 == 0 { loads } else { stores }, line, &mut self.pieces);
+    }
+}
+
+/// The line requests of `ops`, in issue order, into `out` (the coalescer: one request per line
+/// each instruction touches).
 fn pieces(m: &Machine, ops: &[MemOp], line: u64, out: &mut Vec<Piece>) {
     out.clear();
+    let pow2 = line.is_power_of_two();
     for op in ops {
-        for (va, len) in coalesce(op.va, op.bytes, line) {
-            out.push(Piece { op: op.op, len, pre: m.pre(va, len) });
+        let (mut a, end) = (op.va, op.va + op.bytes);
+        while a < end {
+            let next = if pow2 { (a | (line - 1)) + 1 } else { ((a / line) + 1) * line };
+            let len = next.min(end) - a;
+            out.push(Piece { op: op.op, len, pre: pre_of(m, a, len) });
+            a = next;
         }
     }
 }
 
-/// Split `[va, va + bytes)` into per-line pieces (the coalescer: one request per line).
-fn coalesce(va: u64, bytes: u64, line: u64) -> impl Iterator<Item = (u64, u64)> {
-    let end = va + bytes;
-    let mut a = va;
-    std::iter::from_fn(move || {
-        if a >= end {
-            return None;
-        }
-        let next = ((a / line) + 1) * line;
-        let piece = (a, next.min(end) - a);
-        a = next;
-        Some(piece)
-    })
+/// `m.pre(va, len)`, out of line (inlined, the compiler keeps the machine's fields it reads in
+/// spilled registers across the coalescer's loop).
+#[inline(never)]
+fn pre_of(m: &Machine, va: u64, len: u64) -> Pre {
+    m.pre(va, len)
 }
 
 fn bank_spans(
