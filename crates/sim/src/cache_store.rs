@@ -62,7 +62,7 @@ impl Cache {
         let policy = if P == P_LRU { Replacement::Lru } else { Replacement::Rrip };
         debug_assert!(policy == self.policy && self.wide.is_none() && set < self.sets);
         self.mark(set);
-        let l = Layout { w: W, g: 1, tw: W, stride: (W + 20).next_multiple_of(16), all: (1 << W) - 1 };
+        let l = Layout { w: W, g: 1, tw: W, stride: crate::cache_set::stride_words(W, 1), all: (1 << W) - 1 };
         debug_assert!(l.w == self.l.w && l.tw == self.l.tw && l.g == self.l.g && l.stride == self.l.stride);
         // SAFETY: the block of `set` < sets lies in `b`, borrowed mutably; `l` is its layout.
         let s = unsafe { Set::new(self.b.bytes_mut(set * l.stride), l) };
