@@ -463,6 +463,42 @@ impl SimTarget {
 }
 
 impl SimTarget {
+    /// `hops` hops of one chain from position `p` at time `t` with its `Pre`s tabled: (time,
+    /// sum of the hops' latencies, position) after them. (Its own function: the loop's code
+    /// stays apart from the batch path's; speed only.)
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn run_table(
+        &mut self,
+        sm: u32,
+        bypass: bool,
+        table: &[Pre],
+        mut p: usize,
+        mut t: f64,
+        hops: u64,
+        noise: bool,
+        mut rec: Option<&mut Vec<f64>>,
+    ) -> (f64, f64, usize) {
+        let n = table.len();
+        let (mut sum, mut l2_bound) = (0.0, true);
+        for _ in 0..hops {
+            let ahead = if p + AHEAD < n { p + AHEAD } else { (p + AHEAD) % n };
+            self.m.prefetch_pre(sm, &table[ahead], !bypass, l2_bound);
+            let (ns, level) = self.hop_pre(sm, &table[p], bypass, t, noise);
+            l2_bound = level != Level::L1;
+            t += ns;
+            sum += ns;
+            if let Some(r) = rec.as_deref_mut() {
+                r.push(ns);
+            }
+            p += 1;
+            if p == n {
+                p = 0;
+            }
+        }
+        (t, sum, p)
+    }
+
     /// Advance chains: chain j does `hops[j]` dependent loads; with several chains the next hop
     /// is always the one of the chain whose clock is earliest (they run concurrently).
     #[allow(clippy::too_many_arguments)]
@@ -496,24 +532,9 @@ impl SimTarget {
             // prefetch the L2 set too while hops go past L1
             let mut l2_bound = true;
             if !table.is_empty() {
-                for _ in 0..hops[0] {
-                    let ahead = if p + AHEAD < n { p + AHEAD } else { (p + AHEAD) % n };
-                    self.m.prefetch_pre(sm, &table[ahead], !bypass, l2_bound);
-                    let (ns, level) = self.hop_pre(sm, &table[p], bypass, t, noise);
-                    l2_bound = level != Level::L1;
-                    t += ns;
-                    sum += ns;
-                    if let Some(r) = rec.as_deref_mut() {
-                        r.push(ns);
-                    }
-                    p += 1;
-                    if p == n {
-                        p = 0;
-                    }
-                }
-                clock[0] = t;
+                let (t, sum, p) = self.run_table(sm, bypass, table, p, t, hops[0], noise, rec);
+                (clock[0], pos[0]) = (t, p);
                 sums[0] += sum;
-                pos[0] = p;
                 return;
             }
             let mut batch = std::mem::take(&mut self.pre_batch);
