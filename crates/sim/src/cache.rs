@@ -467,15 +467,7 @@ impl Cache {
         let x = self.tag32(line);
         let hit = self.hits(s, set, line, x);
         if hit != 0 {
-            let i = hit.trailing_zeros() as usize;
-            let v = s.get(VALID, i) | full;
-            s.put(VALID, i, v);
-            if mark_dirty {
-                s.put(DIRTY, i, s.get(DIRTY, i) | sectors);
-                s.touch(SRANK, i);
-            }
-            self.touch(s, i, self.policy);
-            return Outcome { tag_hit: true, missing: sectors & !v, evicted: None, cleaned };
+            return self.store_hit(s, hit.trailing_zeros() as usize, full, sectors, mark_dirty, self.policy, cleaned);
         }
         if !allocate {
             return Outcome { tag_hit: false, missing: sectors, evicted: None, cleaned };
@@ -554,6 +546,30 @@ impl Cache {
         s.put(DIRTY, way, dirty);
         s.put(RRPV, way, 1);
         s.touch(RANK, way);
+    }
+
+    /// A store that found its line in way `i` of `s`: `full` sectors become valid, `sectors`
+    /// dirty (with `mark_dirty`, the store rank refreshed), the way touched.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn store_hit(
+        &self,
+        s: Set,
+        i: usize,
+        full: u8,
+        sectors: u8,
+        mark_dirty: bool,
+        policy: Replacement,
+        cleaned: Option<WriteBack>,
+    ) -> Outcome {
+        let v = s.get(VALID, i) | full;
+        s.put(VALID, i, v);
+        if mark_dirty {
+            s.put(DIRTY, i, s.get(DIRTY, i) | sectors);
+            s.touch(SRANK, i);
+        }
+        self.touch(s, i, policy);
+        Outcome { tag_hit: true, missing: sectors & !v, evicted: None, cleaned }
     }
 
     /// A hit on `way`: most recent (LRU, RRIP; FIFO keeps the fill order), RRPV 0 (RRIP).

@@ -7,7 +7,7 @@
 
 use super::fast::{LRU4, P_LRU, P_RRIP, RRIP16};
 use super::{Cache, Outcome, WriteBack};
-use crate::cache_set::{Layout, Set, DIRTY, SRANK, VALID};
+use crate::cache_set::{Layout, Set, DIRTY, SRANK};
 use memscope_core::hierarchy::Replacement;
 
 impl Cache {
@@ -80,15 +80,7 @@ impl Cache {
         let x = line as u32;
         let hit = s.tags_hit(x);
         if hit != 0 {
-            let i = hit.trailing_zeros() as usize;
-            let v = s.get(VALID, i) | full;
-            s.put(VALID, i, v);
-            if D {
-                s.put(DIRTY, i, s.get(DIRTY, i) | sectors);
-                s.touch(SRANK, i);
-            }
-            self.touch(s, i, policy);
-            return Outcome { tag_hit: true, missing: sectors & !v, evicted: None, cleaned };
+            return self.store_hit(s, hit.trailing_zeros() as usize, full, sectors, D, policy, cleaned);
         }
         let empty = self.empties(s, set);
         debug_assert!(self.scans_agree(set, line, hit, empty));
