@@ -6,23 +6,9 @@
 //! argument: all four).
 
 use memscope_core::{CachePath, ChaseSpec, Target};
+use memscope_sim::target::thread_cpu_s;
 use memscope_sim::{vadd::run_vadd, SimTarget};
 use std::time::Instant;
-
-/// CPU time of this thread in seconds (the machine is shared: wall time counts other processes).
-fn cpu_s() -> f64 {
-    #[cfg(target_os = "linux")]
-    {
-        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-        // SAFETY: clock_gettime writes into the timespec we pass.
-        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-        ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        0.0
-    }
-}
 
 fn shuffled(base: u64, n: u64, stride: u64, seed: u64) -> Vec<u64> {
     let mut v: Vec<u64> = (0..n).map(|i| base + i * stride).collect();
@@ -57,9 +43,9 @@ fn main() {
         let (mut cpu, mut wall, mut ns) = (Vec::new(), Vec::new(), 0.0);
         for _ in 0..RUNS {
             t.flush().unwrap();
-            let (t0, c0) = (Instant::now(), cpu_s());
+            let (t0, c0) = (Instant::now(), thread_cpu_s());
             let r = t.chase(&spec).unwrap();
-            let (s, c) = (t0.elapsed().as_secs_f64(), cpu_s() - c0);
+            let (s, c) = (t0.elapsed().as_secs_f64(), thread_cpu_s() - c0);
             cpu.push(5e6 / c / 1e6);
             wall.push(5e6 / s / 1e6);
             ns = r.ns_per_hop[0];
@@ -83,10 +69,10 @@ fn main() {
     let (mut cpu, mut wall, mut last) = (Vec::new(), Vec::new(), None);
     for _ in 0..3 {
         let mut t = SimTarget::from_preset("rtx4090").unwrap();
-        let (t0, c0) = (Instant::now(), cpu_s());
+        let (t0, c0) = (Instant::now(), thread_cpu_s());
         let (rep, _) = run_vadd(&mut t, n, 0).unwrap();
         wall.push(t0.elapsed().as_secs_f64());
-        cpu.push(cpu_s() - c0);
+        cpu.push(thread_cpu_s() - c0);
         last = Some(rep);
     }
     let rep = last.unwrap();

@@ -1,14 +1,8 @@
 //! Profiling helper: a chase of 5 M hops over N lines (argument 1, default 262,144 = 32 MiB),
 //! ld.global.cg, or ld.global.ca with a second argument; prints hops per CPU second.
 use memscope_core::{CachePath, ChaseSpec, Target};
+use memscope_sim::target::thread_cpu_s;
 use memscope_sim::SimTarget;
-/// CPU time of this thread, s.
-fn cpu_s() -> f64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes into the timespec we pass.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}
 
 fn main() {
     let mut t = SimTarget::from_preset("rtx4090").unwrap();
@@ -27,9 +21,9 @@ fn main() {
     );
     spec.warmup_laps = 0;
     spec.repeats = 1;
-    let (s, c) = (std::time::Instant::now(), cpu_s());
+    let (s, c) = (std::time::Instant::now(), thread_cpu_s());
     let r = t.chase(&spec).unwrap();
-    let c = cpu_s() - c;
+    let c = thread_cpu_s() - c;
     let hops = spec.hops as f64 / 1e6;
     println!("{:5.2} M hops per CPU s ({:?} wall) {:?}", hops / c, s.elapsed(), r.ns_per_hop);
 }

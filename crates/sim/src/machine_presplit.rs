@@ -101,15 +101,9 @@ impl Machine {
         Some(PageParts { vlo, parts })
     }
 
-    /// `pre_with(va, len, l1)` by page halves (`pp` from `page_parts` of a range holding `va`;
-    /// outside it, `pre_with`).
-    pub fn pre_split(&self, pp: &mut PageParts, va: u64, len: u64, l1: bool) -> Pre {
-        let mut out = [Pre::default()];
-        self.pre_split_into(pp, &[va], &mut out, len, l1);
-        out[0]
-    }
-
-    /// `pre_split` of each of `addrs` into `out` (as many), the machine's fields read once.
+    /// `pre_with(va, len, l1)` of each `va` of `addrs` into `out` (as many), by page halves (`pp`
+    /// from `page_parts` of a range holding them; an address outside it takes `pre_with`), the
+    /// machine's fields read once.
     pub fn pre_split_into(&self, pp: &mut PageParts, addrs: &[u64], out: &mut [Pre], len: u64, l1: bool) {
         let (Some(low), Some(sas)) = (&self.low_tables, &self.slice_and_set) else {
             out.iter_mut().zip(addrs).for_each(|(o, &va)| *o = self.pre_with(va, len, l1));
@@ -143,7 +137,7 @@ impl Machine {
                 l1_sectors: if same_lines { l2_sectors } else { sector_mask(va & l1_line_mask, len, l1_sector_shift) },
                 l2_sectors,
             };
-            debug_assert_eq!(*o, self.pre_with(va, len, l1), "pre_split at {va:#x}");
+            debug_assert_eq!(*o, self.pre_with(va, len, l1), "pre_split_into at {va:#x}");
         }
     }
 
@@ -160,12 +154,13 @@ impl Machine {
 
 #[cfg(test)]
 mod tests {
+    use crate::machine::Pre;
     use crate::tlb::SplitMix;
     use crate::SimTarget;
     use memscope_core::hierarchy::{HashFunction, Indexing, Mask};
     use memscope_core::Target;
 
-    /// `pre_split` equals `pre_with` on mapped and unmapped addresses, on both seed GPUs, with
+    /// `pre_split_into` equals `pre_with` on mapped and unmapped addresses, on both seed GPUs, with
     /// small and large pages and other L1 masks; hierarchies without a split say so.
     #[test]
     fn page_halves_give_pre_with_values() {
@@ -186,11 +181,15 @@ mod tests {
             let (lo, hi) = (a.base.min(b.base), (a.base + a.bytes).max(b.base + b.bytes) + (4 << 20));
             let m = t.machine();
             let mut pp = m.page_parts(None, 1 << 20, lo, hi).expect("a split for the seed functions");
-            for i in 0..200_000u64 {
-                let va = lo + rng.below(hi - lo);
+            // batches of random addresses (pages first seen inside a batch), each length and path
+            for i in 0..1_000u64 {
                 let (len, l1) = ([1, 4, 8, 16, 32][(i % 5) as usize], i % 3 != 0);
-                let va = va & !(len - 1);
-                assert_eq!(m.pre_split(&mut pp, va, len, l1), m.pre_with(va, len, l1), "{} at {va:#x}", h.name);
+                let addrs: Vec<u64> = (0..200).map(|_| (lo + rng.below(hi - lo)) & !(len - 1)).collect();
+                let mut out = vec![Pre::default(); addrs.len()];
+                m.pre_split_into(&mut pp, &addrs, &mut out, len, l1);
+                for (o, &va) in out.iter().zip(&addrs) {
+                    assert_eq!(*o, m.pre_with(va, len, l1), "{} at {va:#x}", h.name);
+                }
             }
         }
         // no split: plain-mask L2 functions, a physically indexed L1

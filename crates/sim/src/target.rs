@@ -47,7 +47,7 @@ pub struct ChaseWork {
 }
 
 /// CPU time of the calling thread, s (wall time where the platform has no thread clock).
-fn thread_cpu_s() -> f64 {
+pub fn thread_cpu_s() -> f64 {
     #[cfg(target_os = "linux")]
     {
         let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
@@ -416,20 +416,21 @@ impl SimTarget {
         // computes each address's `Pre` once, up front (up to TABLE_MAX addresses).
         let total = spec.addrs.len() as u64 * spec.warmup_laps as u64 + spec.hops.max(1) * spec.repeats.max(1) as u64;
         let n = spec.addrs.len();
-        let mut table = (w == 1 && total >= 2 * n as u64 && n <= TABLE_MAX).then(|| match &mut parts {
-            Some(pp) => {
-                let mut t = vec![Pre::default(); n];
-                self.m.pre_split_into(pp, &spec.addrs, &mut t, 8, !bypass);
-                t
+        // (empty: not tabled)
+        let mut table: Vec<Pre> = Vec::new();
+        if w == 1 && total >= 2 * n as u64 && n <= TABLE_MAX {
+            table = vec![Pre::default(); n];
+            match &mut parts {
+                Some(pp) => self.m.pre_split_into(pp, &spec.addrs, &mut table, 8, !bypass),
+                None => table.iter_mut().zip(&spec.addrs).for_each(|(t, &a)| *t = self.m.pre_with(a, 8, !bypass)),
             }
-            None => spec.addrs.iter().map(|&a| self.m.pre_with(a, 8, !bypass)).collect(),
-        });
+        }
         let mut pos = vec![0usize; w];
         let mut clock = vec![self.now_ns; w];
         // warm-up laps: every chain walks its whole cycle, interleaved in time
         let warm_hops: Vec<u64> = chains.iter().map(|c| c.len() as u64 * spec.warmup_laps as u64).collect();
         let mut sums = vec![0.0; w];
-        self.run_chains(sm, bypass, &chains, &mut table, &mut parts, &mut pos, &mut clock, &mut sums, &warm_hops, None);
+        self.run_chains(sm, bypass, &chains, &table, &mut parts, &mut pos, &mut clock, &mut sums, &warm_hops, None);
         let mut res = ChaseResult { ns_per_hop: Vec::new(), cycles_per_hop: Some(Vec::new()), per_hop_ns: None };
         let hops = spec.hops.max(1);
         for r in 0..spec.repeats.max(1) {
@@ -439,7 +440,7 @@ impl SimTarget {
                 sm,
                 bypass,
                 &chains,
-                &mut table,
+                &table,
                 &mut parts,
                 &mut pos,
                 &mut clock,
@@ -507,7 +508,7 @@ impl SimTarget {
         sm: u32,
         bypass: bool,
         chains: &[&[u64]],
-        table: &mut Option<Vec<Pre>>,
+        table: &[Pre],
         parts: &mut Option<PageParts>,
         pos: &mut [usize],
         clock: &mut [f64],
@@ -527,7 +528,6 @@ impl SimTarget {
             // batch at a time in a loop of its own (by page halves where the hierarchy allows:
             // `Machine::pre_split_into`; their tables stay in the host's L1 that way); and the host
             // prefetches the simulated sets the hop AHEAD will touch (speed only).
-            let table: &[Pre] = table.as_deref().unwrap_or(&[]);
             let noise = self.m.h.noise.jitter_ns > 0.0 || self.m.h.noise.outlier_fraction > 0.0;
             // prefetch the L2 set too while hops go past L1
             let mut l2_bound = true;
