@@ -156,6 +156,29 @@ pub(crate) fn eq_words16(s: &[u32; 64], chunks: usize, x: u32) -> u64 {
     }
 }
 
+/// `s[i] = x` by a 16-byte read-modify-write of the four words holding `s[i]`: a later 16-byte
+/// load of them (`eq_words16`) takes the value from the store buffer, which a 4-byte store
+/// would not let it do (the load would wait for the store to reach the host cache).
+#[inline(always)]
+pub(crate) fn set_word16(s: &mut [u32; 64], i: usize, x: u32) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        let (c, j) = (i / 4 % 16, (i % 4) as i32);
+        // SAFETY: the chunk `c` (below 16) is 4 of the 64 words; SSE2 is baseline on x86_64.
+        unsafe {
+            let p = s.as_mut_ptr().add(4 * c) as *mut __m128i;
+            let m = _mm_cmpeq_epi32(_mm_setr_epi32(0, 1, 2, 3), _mm_set1_epi32(j));
+            let old = _mm_loadu_si128(p);
+            _mm_storeu_si128(p, _mm_or_si128(_mm_andnot_si128(m, old), _mm_and_si128(m, _mm_set1_epi32(x as i32))));
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        s[i % 64] = x;
+    }
+}
+
 /// Sixteen copies of each byte value below 64 (a load instead of SSE2's four-instruction
 /// broadcast).
 #[cfg(target_arch = "x86_64")]

@@ -4,6 +4,11 @@
 //! pages at allocation; one physical page may be mapped at two virtual addresses).
 
 use std::collections::HashMap;
+
+#[path = "tlb_batch.rs"]
+mod batch;
+#[cfg(target_arch = "x86_64")]
+pub use batch::Lru16;
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// A fast hasher for page numbers (multiplicative; keys are not adversarial).
@@ -298,7 +303,7 @@ impl Tlb {
         crate::simd::promote16(&mut s.rank, C, r);
         s.hint[(vpn & 63) as usize] = i as u8;
         s.vpns[i % SMALL] = vpn;
-        s.lo[i % SMALL] = vpn as u32;
+        crate::simd::set_word16(&mut s.lo, i, vpn as u32);
         s.ppns[i % SMALL] = ppn;
     }
 
