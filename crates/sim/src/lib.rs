@@ -31,6 +31,7 @@ pub mod dram;
 pub mod evqueue;
 pub mod fastindex;
 pub mod hash;
+mod hostcpu;
 pub mod machine;
 pub mod presets;
 pub mod replay;

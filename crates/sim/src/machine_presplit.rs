@@ -6,7 +6,7 @@
 //! does. The values are `Machine::pre_with`'s (debug-checked, and tested below).
 
 use super::{sector_mask, Machine, Pre};
-use crate::fastindex::FastIndex;
+use crate::fastindex::{FastIndex, SliceAndSet};
 
 /// Widest in-page span of address bits the two offset tables cover (2^10 entries each at most).
 const MAX_SPLIT_BITS: u32 = 20;
@@ -109,19 +109,81 @@ impl Machine {
             out.iter_mut().zip(addrs).for_each(|(o, &va)| *o = self.pre_with(va, len, l1));
             return;
         };
+        #[cfg(target_arch = "x86_64")]
+        if crate::hostcpu::v3() {
+            // SAFETY: the host has the v3 features (checked).
+            unsafe { self.split_v3(low, sas, pp, addrs, out, len, l1) };
+            return;
+        }
+        self.split(low, sas, pp, addrs, out, len, l1)
+    }
+
+    /// `split` compiled for x86-64-v3 (`hostcpu`).
+    ///
+    /// # Safety
+    /// The host has the features (`hostcpu::v3`).
+    #[allow(clippy::too_many_arguments)]
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,fma,movbe,popcnt,ssse3,sse4.1,sse4.2")]
+    unsafe fn split_v3(
+        &self,
+        low: &LowTables,
+        sas: &SliceAndSet,
+        pp: &mut PageParts,
+        addrs: &[u64],
+        out: &mut [Pre],
+        len: u64,
+        l1: bool,
+    ) {
+        self.split(low, sas, pp, addrs, out, len, l1)
+    }
+
+    /// `pre_split_into`'s loops, one per case of the two flags (nothing but the common work in each).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn split(
+        &self,
+        low: &LowTables,
+        sas: &SliceAndSet,
+        pp: &mut PageParts,
+        addrs: &[u64],
+        out: &mut [Pre],
+        len: u64,
+        l1: bool,
+    ) {
+        match (l1, self.same_lines) {
+            (true, true) => self.split_loop::<true, true>(low, sas, pp, addrs, out, len),
+            (true, false) => self.split_loop::<true, false>(low, sas, pp, addrs, out, len),
+            (false, true) => self.split_loop::<false, true>(low, sas, pp, addrs, out, len),
+            (false, false) => self.split_loop::<false, false>(low, sas, pp, addrs, out, len),
+        }
+    }
+
+    /// `pre_split_into` with `l1` and `same_lines` as `L1` and `SAME`; a page seen for the first
+    /// time, or outside `pp`, goes through `split_slow`.
+    #[inline(always)]
+    fn split_loop<const L1: bool, const SAME: bool>(
+        &self,
+        low: &LowTables,
+        sas: &SliceAndSet,
+        pp: &mut PageParts,
+        addrs: &[u64],
+        out: &mut [Pre],
+        len: u64,
+    ) {
         let (shift, vlo) = (self.page_shift, pp.vlo);
         let (l2_line_mask, l2_sector_shift) = ((1u64 << self.l2_line_shift) - 1, self.l2_sector_shift);
         let (l1_line_mask, l1_sector_shift) = ((1u64 << self.l1_line_shift) - 1, self.l1_sector_shift);
-        let same_lines = self.same_lines;
+        let off_mask = (1u64 << shift) - 1;
         for (o, &va) in out.iter_mut().zip(addrs) {
-            let Some(part) = pp.parts.get_mut((va >> shift).wrapping_sub(vlo) as usize) else {
-                *o = self.pre_with(va, len, l1);
-                continue;
+            let part = match pp.parts.get((va >> shift).wrapping_sub(vlo) as usize) {
+                Some(p) if p.pa_hi != u64::MAX => *p,
+                _ => {
+                    *o = self.split_slow(pp, va, len, L1);
+                    continue;
+                }
             };
-            if part.pa_hi == u64::MAX {
-                *part = self.page_part(va >> shift);
-            }
-            let off = va & ((1 << shift) - 1);
+            let off = va & off_mask;
             let e = low.get(off);
             let pa = part.pa_hi | off;
             let (slice, l2_set) = sas.finish(pa, part.x ^ (e >> 32) as u32);
@@ -129,16 +191,27 @@ impl Machine {
             *o = Pre {
                 va,
                 pa,
-                l1_set: if l1 { part.l1 ^ e as u32 } else { 0 },
-                has_l1: l1,
+                l1_set: if L1 { part.l1 ^ e as u32 } else { 0 },
+                has_l1: L1,
                 slice,
                 l2_set,
                 len: len as u32,
-                l1_sectors: if same_lines { l2_sectors } else { sector_mask(va & l1_line_mask, len, l1_sector_shift) },
+                l1_sectors: if SAME { l2_sectors } else { sector_mask(va & l1_line_mask, len, l1_sector_shift) },
                 l2_sectors,
             };
-            debug_assert_eq!(*o, self.pre_with(va, len, l1), "pre_split_into at {va:#x}");
+            debug_assert_eq!(*o, self.pre_with(va, len, L1), "pre_split_into at {va:#x}");
         }
+    }
+
+    /// `pre_with(va, len, l1)`, and the page part of `va` filled when `pp` covers it.
+    #[cold]
+    #[inline(never)]
+    fn split_slow(&self, pp: &mut PageParts, va: u64, len: u64, l1: bool) -> Pre {
+        let vpn = va >> self.page_shift;
+        if let Some(part) = pp.parts.get_mut(vpn.wrapping_sub(pp.vlo) as usize) {
+            *part = self.page_part(vpn);
+        }
+        self.pre_with(va, len, l1)
     }
 
     /// The page part of virtual page `vpn` (an unmapped page reads as physical page 0, as in
@@ -164,6 +237,10 @@ mod tests {
     /// small and large pages and other L1 masks; hierarchies without a split say so.
     #[test]
     fn page_halves_give_pre_with_values() {
+        crate::hostcpu::both_ways(compare_page_halves_with_pre_with);
+    }
+
+    fn compare_page_halves_with_pre_with() {
         let mut variants = vec![crate::presets::rtx4090(), crate::presets::l40s()];
         for (page, masks) in [(1u64 << 16, vec![0x1180u64, 0x2a400, 0x4_0100_0080]), (1 << 24, vec![0x80, 0x300_0000])]
         {
