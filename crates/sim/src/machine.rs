@@ -18,7 +18,10 @@ use serde::Serialize;
 mod chase;
 #[path = "machine_presplit.rs"]
 mod presplit;
+#[path = "machine_staged.rs"]
+mod staged;
 pub use presplit::PageParts;
+pub use staged::{Staged, STAGED_AHEAD};
 
 /// Where a load was served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

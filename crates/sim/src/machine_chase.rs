@@ -85,7 +85,14 @@ impl Machine {
     /// The rest of a `hop_pre` whose translation (already done: physical page `ppn`, `tlb_miss`)
     /// is not the one `pre` assumed: the part of `load_core` below L1 with the TLB's answer.
     #[cold]
-    fn hop_translated_elsewhere(&mut self, sm: u32, p: &Pre, ppn: u64, now_ns: f64, tlb_miss: bool) -> (f64, Level) {
+    pub(super) fn hop_translated_elsewhere(
+        &mut self,
+        sm: u32,
+        p: &Pre,
+        ppn: u64,
+        now_ns: f64,
+        tlb_miss: bool,
+    ) -> (f64, Level) {
         let pa = (ppn << self.page_shift) | (p.va & ((1u64 << self.page_shift) - 1));
         let r = LoadResult {
             level: Level::L1,

@@ -4,9 +4,9 @@
 //! above the page offset); `alloc_aliased` maps one set of physical pages twice (seed 000
 //! footnotes 3 and 6). A chase hops through `Machine::load` (seed 000 appendix "latency chase").
 
-use crate::machine::{Level, Machine, PageParts, Pre, Stats};
+use crate::machine::{Level, Machine, PageParts, Pre, Staged, Stats};
 use crate::tlb::SplitMix;
-use memscope_core::hierarchy::Hierarchy;
+use memscope_core::hierarchy::{Hierarchy, NoiseSpec};
 use memscope_core::{Buffer, CachePath, ChaseResult, ChaseSpec, Target, TargetError, TargetInfo};
 use std::any::Any;
 use std::path::Path;
@@ -29,9 +29,12 @@ pub struct SimTarget {
     now_ns: f64,
     noise: SplitMix,
     work: ChaseWork,
-    /// Scratch memory of chases, kept between them (speed only): page parts, a batch of `Pre`.
+    /// Scratch memory of chases, kept between them (speed only): page parts, a batch of `Pre`, a
+    /// chase's table of them, the staged passes' flags.
     parts: Option<PageParts>,
     pre_batch: Vec<Pre>,
+    pre_table: Vec<Pre>,
+    staged: Staged,
 }
 
 /// What the chases on a target cost the host (the simulator's speed on a real workload, e.g. a
@@ -85,6 +88,8 @@ impl SimTarget {
             work: ChaseWork::default(),
             parts: None,
             pre_batch: Vec::new(),
+            pre_table: Vec::new(),
+            staged: Staged::default(),
         })
     }
 
@@ -246,24 +251,30 @@ impl SimTarget {
 
     /// A hop's latency with the configured noise added.
     #[inline]
-    fn noisy(&mut self, mut ns: f64) -> f64 {
-        let n = &self.m.h.noise;
-        if n.jitter_ns > 0.0 {
-            // Box-Muller normal
-            let u1 = self.noise.unit().max(1e-300);
-            let u2 = self.noise.unit();
-            ns += n.jitter_ns * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
-        }
-        if n.outlier_fraction > 0.0 && self.noise.unit() < n.outlier_fraction {
-            ns += n.outlier_ns * (1.0 - self.noise.unit());
-        }
-        ns.max(0.0)
+    fn noisy(&mut self, ns: f64) -> f64 {
+        noisy(&self.m.h.noise, &mut self.noise, ns)
     }
 }
 
-/// A chase's hops between host prefetches and their use, and per batch of precomputed `Pre`s.
-const AHEAD: usize = 8;
-const BATCH: usize = 2048;
+/// `ns` with the noise of `n` added (drawn from `rng`), never below 0.
+#[inline]
+fn noisy(n: &NoiseSpec, rng: &mut SplitMix, mut ns: f64) -> f64 {
+    if n.jitter_ns > 0.0 {
+        // Box-Muller normal
+        let u1 = rng.unit().max(1e-300);
+        let u2 = rng.unit();
+        ns += n.jitter_ns * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+    }
+    if n.outlier_fraction > 0.0 && rng.unit() < n.outlier_fraction {
+        ns += n.outlier_ns * (1.0 - rng.unit());
+    }
+    ns.max(0.0)
+}
+
+/// The `Pre`s past a batch that `Machine::chase_staged` reads for its host prefetches, and the
+/// hops per batch.
+const AHEAD: usize = crate::machine::STAGED_AHEAD;
+const BATCH: usize = 512;
 /// Largest chase whose `Pre`s are tabled (40 bytes each).
 const TABLE_MAX: usize = 1 << 21;
 
@@ -416,10 +427,11 @@ impl SimTarget {
         // computes each address's `Pre` once, up front (up to TABLE_MAX addresses).
         let total = spec.addrs.len() as u64 * spec.warmup_laps as u64 + spec.hops.max(1) * spec.repeats.max(1) as u64;
         let n = spec.addrs.len();
-        // (empty: not tabled)
-        let mut table: Vec<Pre> = Vec::new();
+        // (empty: not tabled; the memory is kept from chase to chase)
+        let mut table: Vec<Pre> = std::mem::take(&mut self.pre_table);
+        table.clear();
         if w == 1 && total >= 2 * n as u64 && n <= TABLE_MAX {
-            table = vec![Pre::default(); n];
+            table.resize(n, Pre::default());
             match &mut parts {
                 Some(pp) => self.m.pre_split_into(pp, &spec.addrs, &mut table, 8, !bypass),
                 None => table.iter_mut().zip(&spec.addrs).for_each(|(t, &a)| *t = self.m.pre_with(a, 8, !bypass)),
@@ -459,11 +471,36 @@ impl SimTarget {
         }
         self.now_ns = clock.iter().cloned().fold(self.now_ns, f64::max);
         self.parts = parts;
+        self.pre_table = table;
         Ok(res)
     }
 }
 
 impl SimTarget {
+    /// `Machine::chase_staged` of `pres[..k]` with this target's noise (clock `t`, running sum `sum`).
+    #[allow(clippy::too_many_arguments)]
+    fn run_staged(
+        &mut self,
+        sm: u32,
+        bypass: bool,
+        pres: &[Pre],
+        k: usize,
+        t: &mut f64,
+        sum: &mut f64,
+        noise: bool,
+        rec: Option<&mut Vec<f64>>,
+    ) {
+        let mut st = std::mem::take(&mut self.staged);
+        if noise {
+            let (spec, mut rng) = (self.m.h.noise.clone(), self.noise.clone());
+            self.m.chase_staged(sm, pres, k, bypass, t, sum, &mut st, &mut |ns| noisy(&spec, &mut rng, ns), rec);
+            self.noise = rng;
+        } else {
+            self.m.chase_staged(sm, pres, k, bypass, t, sum, &mut st, &mut |ns: f64| ns.max(0.0), rec);
+        }
+        self.staged = st;
+    }
+
     /// `hops` hops of one chain from position `p` at time `t` with its `Pre`s tabled: (time,
     /// sum of the hops' latencies, position) after them. (Its own function: the loop's code
     /// stays apart from the batch path's; speed only.)
@@ -481,21 +518,21 @@ impl SimTarget {
         mut rec: Option<&mut Vec<f64>>,
     ) -> (f64, f64, usize) {
         let n = table.len();
-        let (mut sum, mut l2_bound) = (0.0, true);
-        for _ in 0..hops {
-            let ahead = if p + AHEAD < n { p + AHEAD } else { (p + AHEAD) % n };
-            self.m.prefetch_pre(sm, &table[ahead], !bypass, l2_bound);
-            let (ns, level) = self.hop_pre(sm, &table[p], bypass, t, noise);
-            l2_bound = level != Level::L1;
-            t += ns;
-            sum += ns;
-            if let Some(r) = rec.as_deref_mut() {
-                r.push(ns);
-            }
-            p += 1;
-            if p == n {
-                p = 0;
-            }
+        let (mut sum, mut left) = (0.0, hops);
+        while left > 0 {
+            let k = (n - p).min(BATCH).min(left as usize);
+            self.run_staged(
+                sm,
+                bypass,
+                &table[p..(p + k + AHEAD).min(n)],
+                k,
+                &mut t,
+                &mut sum,
+                noise,
+                rec.as_deref_mut(),
+            );
+            p = if p + k == n { 0 } else { p + k };
+            left -= k as u64;
         }
         (t, sum, p)
     }
@@ -526,11 +563,10 @@ impl SimTarget {
             // The path is known: the state-independent part of each load (`Pre`) is computed
             // ahead: once per address when the chase laps (`table`, from `chase_timed`), else a
             // batch at a time in a loop of its own (by page halves where the hierarchy allows:
-            // `Machine::pre_split_into`; their tables stay in the host's L1 that way); and the host
-            // prefetches the simulated sets the hop AHEAD will touch (speed only).
+            // `Machine::pre_split_into`; their tables stay in the host's L1 that way); then the
+            // hops go through `Machine::chase_staged` a batch at a time, which prefetches on the
+            // host the simulated sets of the hops ahead (speed only).
             let noise = self.m.h.noise.jitter_ns > 0.0 || self.m.h.noise.outlier_fraction > 0.0;
-            // prefetch the L2 set too while hops go past L1
-            let mut l2_bound = true;
             if !table.is_empty() {
                 let (t, sum, p) = self.run_table(sm, bypass, table, p, t, hops[0], noise, rec);
                 (clock[0], pos[0]) = (t, p);
@@ -555,16 +591,7 @@ impl SimTarget {
                     }
                     (q, out) = (if q + run == n { 0 } else { q + run }, rest);
                 }
-                for (cur, next) in batch[..k].iter().zip(&batch[AHEAD..AHEAD + k]) {
-                    self.m.prefetch_pre(sm, next, !bypass, l2_bound);
-                    let (ns, level) = self.hop_pre(sm, cur, bypass, t, noise);
-                    l2_bound = level != Level::L1;
-                    t += ns;
-                    sum += ns;
-                    if let Some(r) = rec.as_deref_mut() {
-                        r.push(ns);
-                    }
-                }
+                self.run_staged(sm, bypass, &batch[..k + AHEAD], k, &mut t, &mut sum, noise, rec.as_deref_mut());
                 p = (p + k) % n;
                 left -= k;
             }
