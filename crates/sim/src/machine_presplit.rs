@@ -105,52 +105,36 @@ impl Machine {
     /// from `page_parts` of a range holding them; an address outside it takes `pre_with`), the
     /// machine's fields read once.
     pub fn pre_split_into(&self, pp: &mut PageParts, addrs: &[u64], out: &mut [Pre], len: u64, l1: bool) {
-        let (Some(low), Some(sas)) = (&self.low_tables, &self.slice_and_set) else {
+        if self.low_tables.is_none() || self.slice_and_set.is_none() {
             out.iter_mut().zip(addrs).for_each(|(o, &va)| *o = self.pre_with(va, len, l1));
             return;
-        };
+        }
         #[cfg(target_arch = "x86_64")]
         if crate::hostcpu::v3() {
             // SAFETY: the host has the v3 features (checked).
-            unsafe { self.split_v3(low, sas, pp, addrs, out, len, l1) };
+            unsafe { self.split_v3(pp, addrs, out, len, l1) };
             return;
         }
-        self.split(low, sas, pp, addrs, out, len, l1)
+        self.split(pp, addrs, out, len, l1)
     }
 
     /// `split` compiled for x86-64-v3 (`hostcpu`).
     ///
     /// # Safety
     /// The host has the features (`hostcpu::v3`).
-    #[allow(clippy::too_many_arguments)]
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,fma,movbe,popcnt,ssse3,sse4.1,sse4.2")]
-    unsafe fn split_v3(
-        &self,
-        low: &LowTables,
-        sas: &SliceAndSet,
-        pp: &mut PageParts,
-        addrs: &[u64],
-        out: &mut [Pre],
-        len: u64,
-        l1: bool,
-    ) {
-        self.split(low, sas, pp, addrs, out, len, l1)
+    unsafe fn split_v3(&self, pp: &mut PageParts, addrs: &[u64], out: &mut [Pre], len: u64, l1: bool) {
+        self.split(pp, addrs, out, len, l1)
     }
 
-    /// `pre_split_into`'s loops, one per case of the two flags (nothing but the common work in each).
-    #[allow(clippy::too_many_arguments)]
+    /// `pre_split_into`'s loops (this hierarchy has the split), one per case of the two flags:
+    /// nothing but the common work in each.
     #[inline(always)]
-    fn split(
-        &self,
-        low: &LowTables,
-        sas: &SliceAndSet,
-        pp: &mut PageParts,
-        addrs: &[u64],
-        out: &mut [Pre],
-        len: u64,
-        l1: bool,
-    ) {
+    fn split(&self, pp: &mut PageParts, addrs: &[u64], out: &mut [Pre], len: u64, l1: bool) {
+        let (Some(low), Some(sas)) = (&self.low_tables, &self.slice_and_set) else {
+            unreachable!("pre_split_into checked both")
+        };
         match (l1, self.same_lines) {
             (true, true) => self.split_loop::<true, true>(low, sas, pp, addrs, out, len),
             (true, false) => self.split_loop::<true, false>(low, sas, pp, addrs, out, len),

@@ -224,20 +224,6 @@ impl Machine {
         self.stats.tlb_misses += misses;
         self.stats.l2_read_hits += l2_hits;
     }
-
-    /// A hop's DRAM read of `missing` sectors at `now_ns` (TLB part `tlb_ns`): its latency.
-    #[inline(always)]
-    fn dram_part(&mut self, p: &Pre, missing: u8, tlb_ns: f64, now_ns: f64) -> f64 {
-        let c = self.controller_of_slice[p.slice as usize];
-        let n = missing.count_ones() as u64;
-        self.stats.dram_reads += 1;
-        self.stats.dram_read_sectors += n;
-        let arrive = now_ns + self.h.l2.hit_ns * 0.5;
-        let (extra_ns, row_hit, stalled) =
-            self.dram.access_lean(c, p.pa, arrive, n as f64 / self.l2_sectors_per_line as f64);
-        self.count_dram_lean(row_hit, stalled);
-        self.h.dram.latency_ns + extra_ns.max(-self.h.dram.activate_ns) + tlb_ns
-    }
 }
 
 #[cfg(test)]
