@@ -2,7 +2,7 @@
 //! chase): the L1 lookups of the whole batch first, then, in hop order, the rest of each hop
 //! that missed L1 (TLB, L2, write-back FIFO, DRAM) and the clock. L1's state depends only on
 //! the order of the L1 lookups, and nothing below L1 changes it, so the results are `hop_pre`'s
-//! hop by hop. The second pass keeps a full 16-entry LRU TLB (the seed's) in SSE registers
+//! hop by hop. The second pass keeps an LRU TLB of up to 16 entries (the seed's) in SSE registers
 //! (`tlb::Lru16`): no lookup waits for the stores of the one before.
 
 use super::{Machine, Pre};

@@ -1,30 +1,32 @@
-//! A full 16-entry LRU TLB (seed 000 footnote 8) held in SSE registers for a run of lookups
-//! (speed only): `Tlb::take_lru16` copies it out, `Lru16::lookup_fill` looks up (and on a miss
-//! fills) one page as `Tlb::lookup` then `Tlb::insert` would, `Tlb::put_lru16` copies it back.
-//! No lookup waits for the stores of the one before, as it does in memory.
+//! An LRU TLB of up to 16 entries (seed 000 footnote 8: 16) held in SSE registers for a run of
+//! lookups (speed only): `Tlb::take_lru16` copies it out, `Lru16::lookup_fill` looks up (and on a
+//! miss fills) one page as `Tlb::lookup` then `Tlb::insert` would, `Tlb::put_lru16` copies it
+//! back. No lookup waits for the stores of the one before, as it does in memory.
 
 #![cfg(target_arch = "x86_64")]
 
 use super::{Tlb, SMALL};
 use std::arch::x86_64::*;
 
-/// The state of a full 16-entry LRU TLB: page tags (`vpn as u32`) and recency ranks in
-/// registers, pages and physical pages in two small arrays.
+/// The state of an LRU TLB of up to 16 entries: page tags (`vpn as u32`) and recency ranks in
+/// registers, pages and physical pages in two small arrays, the entries in use (slots 0..n) and
+/// the capacity.
 #[derive(Clone, Copy)]
 pub struct Lru16 {
     lo: [__m128i; 4],
     rank: __m128i,
     vpns: [u64; 16],
     ppns: [u64; 16],
+    n: u32,
+    capacity: u32,
 }
 
 impl Tlb {
-    /// The TLB as an `Lru16` when it is a full 16-entry LRU one and the host has SSSE3.
+    /// The TLB as an `Lru16` when it is an LRU one of 1 to 16 entries and the host has SSSE3.
     pub fn take_lru16(&self) -> Option<Lru16> {
         if !(self.chunks == 1
             && self.lru
-            && self.capacity == 16
-            && self.n == 16
+            && (1..=16).contains(&self.capacity)
             && std::is_x86_feature_detected!("ssse3"))
         {
             return None;
@@ -44,7 +46,7 @@ impl Tlb {
                 _mm_loadu_si128(s.rank.as_ptr() as *const __m128i),
             )
         };
-        let mut r = Lru16 { lo, rank, vpns: [0; 16], ppns: [0; 16] };
+        let mut r = Lru16 { lo, rank, vpns: [0; 16], ppns: [0; 16], n: self.n as u32, capacity: self.capacity as u32 };
         r.vpns.copy_from_slice(&s.vpns[..16]);
         r.ppns.copy_from_slice(&s.ppns[..16]);
         Some(r)
@@ -64,6 +66,8 @@ impl Tlb {
         }
         s.vpns[..16].copy_from_slice(&r.vpns);
         s.ppns[..16].copy_from_slice(&r.ppns);
+        self.n = r.n as usize;
+        self.live = (1u64 << r.n) - 1;
         self.missed = 0;
     }
 }
@@ -80,7 +84,8 @@ impl Lru16 {
             let v = _mm_set1_epi32(vpn as i32);
             let q = |c: usize| _mm_cmpeq_epi32(self.lo[c], v);
             let eq = _mm_packs_epi16(_mm_packs_epi32(q(0), q(1)), _mm_packs_epi32(q(2), q(3)));
-            let mut m = _mm_movemask_epi8(eq) as u32;
+            // (slots n.. are not in use: their tags are stale)
+            let mut m = _mm_movemask_epi8(eq) as u32 & ((1u32 << self.n) - 1);
             while m != 0 {
                 let i = m.trailing_zeros() as usize;
                 if self.vpns[i % 16] == vpn {
@@ -91,9 +96,21 @@ impl Lru16 {
                 m &= m - 1;
             }
             let ppn = walk(vpn);
-            // the least recent slot (rank 15) takes the page and becomes the latest
-            let i = (_mm_movemask_epi8(_mm_cmpeq_epi8(self.rank, _mm_set1_epi8(15))) as u32).trailing_zeros() as usize;
-            self.rank = promote(self.rank, _mm_set1_epi8(15));
+            let iota = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+            let i = if self.n < self.capacity {
+                // a free slot (the next) takes the page, ranked n, then made the latest
+                let (i, r) = (self.n as usize, _mm_set1_epi8(self.n as i8));
+                let here = _mm_cmpeq_epi8(iota, r);
+                self.rank = promote(_mm_or_si128(_mm_andnot_si128(here, self.rank), _mm_and_si128(here, r)), r);
+                self.n += 1;
+                i
+            } else {
+                // the least recent slot (rank capacity - 1) takes the page and becomes the latest
+                let last = _mm_set1_epi8(self.capacity as i8 - 1);
+                let i = (_mm_movemask_epi8(_mm_cmpeq_epi8(self.rank, last)) as u32 & 0xffff).trailing_zeros() as usize;
+                self.rank = promote(self.rank, last);
+                i
+            };
             let iv = _mm_set1_epi32(i as i32);
             for (c, l) in self.lo.iter_mut().enumerate() {
                 let c = c as i32 * 4;
@@ -123,23 +140,16 @@ mod tests {
     use crate::tlb::{SplitMix, Tlb};
 
     /// Runs through `Lru16` answer as `lookup` then `insert` do, and leave the TLB in the same
-    /// state (the same answers to a long run of single lookups after), between invalidations;
-    /// a TLB that is not full, not LRU or not 16 entries is not taken.
+    /// state (the same answers to a long run of single lookups after), from empty, partly
+    /// filled (after invalidations) and full, for 16, 8 and 1 entries; a FIFO TLB or one of more
+    /// than 16 entries is not taken.
     #[test]
     fn register_runs_equal_single_lookups() {
         if !std::is_x86_feature_detected!("ssse3") {
             return;
         }
-        assert!(Tlb::new(16, true).take_lru16().is_none(), "an empty TLB is not full");
-        let mut fifo = Tlb::new(16, false);
-        let mut big = Tlb::new(24, true);
-        for v in 0..24 {
-            fifo.insert(v, v);
-            big.insert(v, v);
-        }
-        assert!(fifo.take_lru16().is_none() && big.take_lru16().is_none());
-        let mut rng = SplitMix(4);
-        let (mut a, mut b) = (Tlb::new(16, true), Tlb::new(16, true));
+        assert!(Tlb::new(16, false).take_lru16().is_none() && Tlb::new(24, true).take_lru16().is_none());
+        assert!(Tlb::new(0, true).take_lru16().is_none(), "a TLB of no entries is not taken");
         let step = |t: &mut Tlb, v: u64| match t.lookup(v) {
             Some(p) => (p, false),
             None => {
@@ -147,30 +157,31 @@ mod tests {
                 (v * 3 + 1, true)
             }
         };
-        for round in 0..300 {
-            // pages from a few to many more than 16, some far apart in their low 32 bits' twins
-            let span = [6u64, 17, 24, 64][round % 4];
-            let pages: Vec<u64> = (0..200).map(|_| rng.below(span) + (rng.below(3) << 32)).collect();
-            let want: Vec<(u64, bool)> = pages.iter().map(|&v| step(&mut a, v)).collect();
-            let got: Vec<(u64, bool)> = match b.take_lru16() {
-                Some(mut r) => {
-                    // SAFETY: SSSE3 checked above.
-                    let g = pages.iter().map(|&v| unsafe { r.lookup_fill(v, |v| v * 3 + 1) }).collect();
-                    b.put_lru16(&r);
-                    g
+        for cap in [16, 8, 1] {
+            let mut rng = SplitMix(4 + cap as u64);
+            let (mut a, mut b) = (Tlb::new(cap, true), Tlb::new(cap, true));
+            for round in 0..300 {
+                // pages from a few to many more than the entries; some share their low 32 bits
+                let span = [3u64, 6, 17, 24, 64][round % 5];
+                let len = [1, 5, 200][round % 3];
+                let pages: Vec<u64> = (0..len).map(|_| rng.below(span) + (rng.below(3) << 32)).collect();
+                let want: Vec<(u64, bool)> = pages.iter().map(|&v| step(&mut a, v)).collect();
+                let mut r = b.take_lru16().expect("an LRU TLB of 1 to 16 entries is taken");
+                // SAFETY: SSSE3 checked above.
+                let got: Vec<(u64, bool)> = pages.iter().map(|&v| unsafe { r.lookup_fill(v, |v| v * 3 + 1) }).collect();
+                b.put_lru16(&r);
+                assert_eq!(want, got, "{cap} entries, round {round}");
+                assert_eq!(a.len(), b.len(), "{cap} entries, round {round}");
+                for _ in 0..(round % 4) {
+                    let v = rng.below(span) + (rng.below(3) << 32);
+                    a.invalidate(v);
+                    b.invalidate(v);
                 }
-                None => pages.iter().map(|&v| step(&mut b, v)).collect(),
-            };
-            assert_eq!(want, got, "round {round}");
-            if round % 9 == 8 {
-                let v = rng.below(span);
-                a.invalidate(v);
-                b.invalidate(v);
             }
-        }
-        let probe: Vec<u64> = (0..5000).map(|_| rng.below(40) + (rng.below(3) << 32)).collect();
-        for &v in &probe {
-            assert_eq!(step(&mut a, v), step(&mut b, v));
+            let probe: Vec<u64> = (0..5000).map(|_| rng.below(40) + (rng.below(3) << 32)).collect();
+            for &v in &probe {
+                assert_eq!(step(&mut a, v), step(&mut b, v), "{cap} entries");
+            }
         }
     }
 }
