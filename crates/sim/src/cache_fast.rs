@@ -57,6 +57,12 @@ impl Packed {
         Packed(line, missing as u32 | (tag_hit as u32) << 8 | ev)
     }
 
+    /// No sector was missing.
+    #[inline(always)]
+    pub(super) fn all_present(self) -> bool {
+        self.1 as u8 == 0
+    }
+
     #[inline(always)]
     pub(super) fn outcome(self) -> Outcome {
         let Packed(line, x) = self;
@@ -82,8 +88,9 @@ impl Cache {
     ///
     /// # Safety
     /// `W` is `self.l.w` and `P` codes `self.policy` (as `kind` dispatches).
+    /// With `INLINE_MISS` the miss path is inlined too (for loops where misses are the rule).
     #[inline(always)]
-    pub(super) unsafe fn load_fast<const W: usize, const P: u8>(
+    pub(super) unsafe fn load_fast<const W: usize, const P: u8, const INLINE_MISS: bool>(
         &mut self,
         set: usize,
         line: u64,
@@ -105,7 +112,13 @@ impl Cache {
         let hit = s.tags_hit(x);
         if hit == 0 {
             // SAFETY: as above.
-            return unsafe { self.miss::<W, P>(p, set, x, sectors) };
+            return unsafe {
+                if INLINE_MISS {
+                    self.miss_body::<W, P>(p, set, x, sectors)
+                } else {
+                    self.miss::<W, P>(p, set, x, sectors)
+                }
+            };
         }
         debug_assert!(self.touched[set / 64] & 1 << (set % 64) != 0);
         // (`W` <= 32: a 32-bit count)
@@ -123,6 +136,16 @@ impl Cache {
     /// As `load_fast`, and `p` is the block of `set` < `self.sets`.
     #[inline(never)]
     unsafe fn miss<const W: usize, const P: u8>(&mut self, p: *mut u8, set: usize, x: u32, sectors: u8) -> Packed {
+        // SAFETY: as this function's.
+        unsafe { self.miss_body::<W, P>(p, set, x, sectors) }
+    }
+
+    /// `miss`'s work, for inlining.
+    ///
+    /// # Safety
+    /// As `miss`.
+    #[inline(always)]
+    unsafe fn miss_body<const W: usize, const P: u8>(&mut self, p: *mut u8, set: usize, x: u32, sectors: u8) -> Packed {
         // SAFETY: as this function's.
         let s = unsafe { Set::new(p, self.lay_w::<W>()) };
         debug_assert!(self.wide.is_none());

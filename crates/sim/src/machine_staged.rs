@@ -25,11 +25,12 @@ pub const STAGED_AHEAD: usize = L2_AHEAD;
 
 /// The TLB lookups of the second pass: (physical page, missed) of a page, the TLB filled on a
 /// miss from the page table (as `Tlb::lookup` then `Tlb::insert`).
-trait Translate {
+trait Translate: Copy {
     fn translate(&mut self, m: &mut Machine, sm: u32, vpn: u64) -> (u64, bool);
 }
 
 /// The SM's own TLB, one call at a time.
+#[derive(Clone, Copy)]
 struct InPlace;
 
 impl Translate for InPlace {
@@ -48,7 +49,7 @@ impl Translate for InPlace {
 }
 
 #[cfg(target_arch = "x86_64")]
-impl Translate for Lru16 {
+impl<const FULL: bool> Translate for Lru16<FULL> {
     #[inline(always)]
     fn translate(&mut self, m: &mut Machine, _sm: u32, vpn: u64) -> (u64, bool) {
         let pt: &PageTable = &m.pt;
@@ -96,12 +97,19 @@ impl Machine {
         st.l1_hit.resize(k, false);
         #[cfg(target_arch = "x86_64")]
         if crate::hostcpu::v3() {
-            if let Some(mut tlb) = self.sms[sm as usize].as_ref().and_then(|s| s.tlb.take_lru16()) {
+            // a full seed TLB (the usual case past a chase's first 16 pages), else any LRU one
+            // of up to 16 entries
+            let tlb = &self.sms[sm as usize].as_ref().expect("made above").tlb;
+            if let Some(mut tlb) = tlb.take_lru16::<true>() {
                 // SAFETY: the host has the v3 features (checked).
                 unsafe { self.staged_v3(sm, pres, k, bypass_l1, &mut st.l1_hit, t, sum, adjust, rec, &mut tlb) };
-                if let Some(Some(s)) = self.sms.get_mut(sm as usize) {
-                    s.tlb.put_lru16(&tlb);
-                }
+                self.sms[sm as usize].as_mut().expect("made above").tlb.put_lru16(&tlb);
+                return;
+            }
+            if let Some(mut tlb) = tlb.take_lru16::<false>() {
+                // SAFETY: as above.
+                unsafe { self.staged_v3(sm, pres, k, bypass_l1, &mut st.l1_hit, t, sum, adjust, rec, &mut tlb) };
+                self.sms[sm as usize].as_mut().expect("made above").tlb.put_lru16(&tlb);
                 return;
             }
         }
@@ -118,7 +126,7 @@ impl Machine {
     #[allow(clippy::too_many_arguments)]
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,fma,movbe,popcnt,ssse3,sse4.1,sse4.2")]
-    unsafe fn staged_v3<F: FnMut(f64) -> f64>(
+    unsafe fn staged_v3<F: FnMut(f64) -> f64, T: Translate>(
         &mut self,
         sm: u32,
         pres: &[Pre],
@@ -129,7 +137,7 @@ impl Machine {
         sum: &mut f64,
         adjust: &mut F,
         rec: Option<&mut Vec<f64>>,
-        tlb: &mut Lru16,
+        tlb: &mut T,
     ) {
         if !bypass_l1 {
             self.l1_pass(sm, pres, k, l1_hit);
@@ -149,7 +157,7 @@ impl Machine {
             if let Some(n) = pres.get(i + L1_AHEAD) {
                 l1.prefetch(n.l1_set as usize);
             }
-            *h = l1.load(p.l1_set as usize, p.va >> shift, p.l1_sectors).missing == 0;
+            *h = l1.load_hit_inline(p.l1_set as usize, p.va >> shift, p.l1_sectors);
             hits += *h as u64;
         }
         self.stats.l1_load_requests += k as u64;
@@ -169,8 +177,10 @@ impl Machine {
         sum: &mut f64,
         adjust: &mut F,
         mut rec: Option<&mut Vec<f64>>,
-        tlb: &mut T,
+        tlb_state: &mut T,
     ) {
+        // (a local copy, so that the TLB's registers stay registers through the loop)
+        let mut tlb = *tlb_state;
         let (mut now, mut total) = (*t, *sum);
         let (sps, shift) = (self.sets_per_slice as usize, self.page_shift);
         let (l1_hit_ns, l2_hit_ns, tlb_miss_ns) = (self.h.l1.hit_ns, self.h.l2.hit_ns, self.h.tlb.miss_ns);
@@ -184,7 +194,7 @@ impl Machine {
             } else {
                 // the L1 miss is translated
                 lookups += 1;
-                let (ppn, missed) = tlb.translate(self, sm, p.va >> shift);
+                let (ppn, missed) = Translate::translate(&mut tlb, self, sm, p.va >> shift);
                 misses += missed as u64;
                 if ppn != p.pa >> shift {
                     self.hop_translated_elsewhere(sm, p, ppn, now, missed).0
@@ -223,6 +233,7 @@ impl Machine {
         self.stats.tlb_lookups += lookups;
         self.stats.tlb_misses += misses;
         self.stats.l2_read_hits += l2_hits;
+        *tlb_state = tlb;
     }
 }
 

@@ -10,23 +10,29 @@ use std::arch::x86_64::*;
 
 /// The state of an LRU TLB of up to 16 entries: page tags (`vpn as u32`) and recency ranks in
 /// registers, pages and physical pages in two small arrays, the entries in use (slots 0..n) and
-/// the capacity.
+/// the capacity. `FULL`: 16 entries, all in use (the seed's TLB after its first 16 pages), which
+/// the lookups then need not check.
 #[derive(Clone, Copy)]
-pub struct Lru16 {
+pub struct Lru16<const FULL: bool> {
     lo: [__m128i; 4],
     rank: __m128i,
     vpns: [u64; 16],
     ppns: [u64; 16],
     n: u32,
     capacity: u32,
+    /// Bits 0..n (the slots in use), and capacity - 1 in every byte (the least recent rank).
+    live: u32,
+    last: __m128i,
 }
 
 impl Tlb {
-    /// The TLB as an `Lru16` when it is an LRU one of 1 to 16 entries and the host has SSSE3.
-    pub fn take_lru16(&self) -> Option<Lru16> {
+    /// The TLB as an `Lru16` when it is an LRU one of 1 to 16 entries (with `FULL`: 16, all in
+    /// use) and the host has SSSE3.
+    pub fn take_lru16<const FULL: bool>(&self) -> Option<Lru16<FULL>> {
         if !(self.chunks == 1
             && self.lru
             && (1..=16).contains(&self.capacity)
+            && (!FULL || self.n == 16)
             && std::is_x86_feature_detected!("ssse3"))
         {
             return None;
@@ -46,7 +52,10 @@ impl Tlb {
                 _mm_loadu_si128(s.rank.as_ptr() as *const __m128i),
             )
         };
-        let mut r = Lru16 { lo, rank, vpns: [0; 16], ppns: [0; 16], n: self.n as u32, capacity: self.capacity as u32 };
+        // SAFETY: SSE2 is baseline on x86_64.
+        let last = unsafe { _mm_set1_epi8(self.capacity as i8 - 1) };
+        let (n, capacity) = (self.n as u32, self.capacity as u32);
+        let mut r = Lru16 { lo, rank, vpns: [0; 16], ppns: [0; 16], n, capacity, live: (1 << n) - 1, last };
         r.vpns.copy_from_slice(&s.vpns[..16]);
         r.ppns.copy_from_slice(&s.ppns[..16]);
         Some(r)
@@ -54,7 +63,7 @@ impl Tlb {
 
     /// Back from `take_lru16` (with the lookups since). The `hint` table is left as it was: its
     /// guesses are checked before use, so stale ones cost nothing but a scan.
-    pub fn put_lru16(&mut self, r: &Lru16) {
+    pub fn put_lru16<const FULL: bool>(&mut self, r: &Lru16<FULL>) {
         let s = &mut self.small;
         let lp = s.lo.as_mut_ptr() as *mut __m128i;
         // SAFETY: as in `take_lru16`.
@@ -72,7 +81,7 @@ impl Tlb {
     }
 }
 
-impl Lru16 {
+impl<const FULL: bool> Lru16<FULL> {
     /// `Tlb::lookup(vpn)`, and on a miss `Tlb::insert(vpn, walk(vpn))`: (physical page, missed).
     ///
     /// # Safety
@@ -85,7 +94,10 @@ impl Lru16 {
             let q = |c: usize| _mm_cmpeq_epi32(self.lo[c], v);
             let eq = _mm_packs_epi16(_mm_packs_epi32(q(0), q(1)), _mm_packs_epi32(q(2), q(3)));
             // (slots n.. are not in use: their tags are stale)
-            let mut m = _mm_movemask_epi8(eq) as u32 & ((1u32 << self.n) - 1);
+            let mut m = _mm_movemask_epi8(eq) as u32;
+            if !FULL {
+                m &= self.live;
+            }
             while m != 0 {
                 let i = m.trailing_zeros() as usize;
                 if self.vpns[i % 16] == vpn {
@@ -97,17 +109,19 @@ impl Lru16 {
             }
             let ppn = walk(vpn);
             let iota = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-            let i = if self.n < self.capacity {
+            let i = if !FULL && self.n < self.capacity {
                 // a free slot (the next) takes the page, ranked n, then made the latest
                 let (i, r) = (self.n as usize, _mm_set1_epi8(self.n as i8));
                 let here = _mm_cmpeq_epi8(iota, r);
                 self.rank = promote(_mm_or_si128(_mm_andnot_si128(here, self.rank), _mm_and_si128(here, r)), r);
                 self.n += 1;
+                self.live = self.live << 1 | 1;
                 i
             } else {
                 // the least recent slot (rank capacity - 1) takes the page and becomes the latest
-                let last = _mm_set1_epi8(self.capacity as i8 - 1);
-                let i = (_mm_movemask_epi8(_mm_cmpeq_epi8(self.rank, last)) as u32 & 0xffff).trailing_zeros() as usize;
+                // (ranks are distinct: one slot, in lanes 0..capacity, has it)
+                let last = if FULL { _mm_set1_epi8(15) } else { self.last };
+                let i = (_mm_movemask_epi8(_mm_cmpeq_epi8(self.rank, last)) as u32).trailing_zeros() as usize;
                 self.rank = promote(self.rank, last);
                 i
             };
@@ -148,8 +162,10 @@ mod tests {
         if !std::is_x86_feature_detected!("ssse3") {
             return;
         }
-        assert!(Tlb::new(16, false).take_lru16().is_none() && Tlb::new(24, true).take_lru16().is_none());
-        assert!(Tlb::new(0, true).take_lru16().is_none(), "a TLB of no entries is not taken");
+        assert!(
+            Tlb::new(16, false).take_lru16::<false>().is_none() && Tlb::new(24, true).take_lru16::<false>().is_none()
+        );
+        assert!(Tlb::new(0, true).take_lru16::<false>().is_none(), "a TLB of no entries is not taken");
         let step = |t: &mut Tlb, v: u64| match t.lookup(v) {
             Some(p) => (p, false),
             None => {
@@ -166,10 +182,22 @@ mod tests {
                 let len = [1, 5, 200][round % 3];
                 let pages: Vec<u64> = (0..len).map(|_| rng.below(span) + (rng.below(3) << 32)).collect();
                 let want: Vec<(u64, bool)> = pages.iter().map(|&v| step(&mut a, v)).collect();
-                let mut r = b.take_lru16().expect("an LRU TLB of 1 to 16 entries is taken");
-                // SAFETY: SSSE3 checked above.
-                let got: Vec<(u64, bool)> = pages.iter().map(|&v| unsafe { r.lookup_fill(v, |v| v * 3 + 1) }).collect();
-                b.put_lru16(&r);
+                // the full kind where it applies (every other round), else the general one
+                let got: Vec<(u64, bool)> = match b.take_lru16::<true>().filter(|_| round % 2 == 0) {
+                    Some(mut r) => {
+                        // SAFETY: SSSE3 checked above.
+                        let g = pages.iter().map(|&v| unsafe { r.lookup_fill(v, |v| v * 3 + 1) }).collect();
+                        b.put_lru16(&r);
+                        g
+                    }
+                    None => {
+                        let mut r = b.take_lru16::<false>().expect("an LRU TLB of 1 to 16 entries is taken");
+                        // SAFETY: SSSE3 checked above.
+                        let g = pages.iter().map(|&v| unsafe { r.lookup_fill(v, |v| v * 3 + 1) }).collect();
+                        b.put_lru16(&r);
+                        g
+                    }
+                };
                 assert_eq!(want, got, "{cap} entries, round {round}");
                 assert_eq!(a.len(), b.len(), "{cap} entries, round {round}");
                 for _ in 0..(round % 4) {
