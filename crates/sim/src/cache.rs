@@ -369,30 +369,27 @@ impl Cache {
     /// allocates a slot (maybe evicting).
     #[inline(always)]
     pub fn load(&mut self, set: usize, line: u64, sectors: u8) -> Outcome {
-        // SAFETY: `kind` tells the layout and the policy (`fast::kind`).
-        let p = unsafe {
-            match self.kind {
-                fast::LRU4 => self.load_fast::<4, { fast::P_LRU }, false>(set, line, sectors),
-                fast::RRIP16 => self.load_fast::<16, { fast::P_RRIP }, false>(set, line, sectors),
-                _ => self.load_slow(set, line, sectors),
-            }
-        };
-        p.outcome()
+        self.load_packed::<false>(set, line, sectors).outcome()
     }
 
     /// Whether a load (as `load`) found all its sectors, with the common caches' miss path
     /// inlined (for loops whose loads mostly miss).
     #[inline(always)]
     pub fn load_hit_inline(&mut self, set: usize, line: u64, sectors: u8) -> bool {
-        // SAFETY: as in `load`.
-        let p = unsafe {
+        self.load_packed::<true>(set, line, sectors).all_present()
+    }
+
+    /// `load`'s work by layout and policy (`INLINE_MISS`: see `load_fast`).
+    #[inline(always)]
+    fn load_packed<const INLINE_MISS: bool>(&mut self, set: usize, line: u64, sectors: u8) -> Packed {
+        // SAFETY: `kind` tells the layout and the policy (`fast::kind`).
+        unsafe {
             match self.kind {
-                fast::LRU4 => self.load_fast::<4, { fast::P_LRU }, true>(set, line, sectors),
-                fast::RRIP16 => self.load_fast::<16, { fast::P_RRIP }, true>(set, line, sectors),
+                fast::LRU4 => self.load_fast::<4, { fast::P_LRU }, INLINE_MISS>(set, line, sectors),
+                fast::RRIP16 => self.load_fast::<16, { fast::P_RRIP }, INLINE_MISS>(set, line, sectors),
                 _ => self.load_slow(set, line, sectors),
             }
-        };
-        p.all_present()
+        }
     }
 
     /// `load` for any layout, policy and tag width.
