@@ -7,6 +7,31 @@
 use super::{sector_mask, Level, LoadResult, Machine, Pre};
 use memscope_core::hierarchy::Indexing;
 
+/// A chase hop's TLB lookup: (physical page, missed) of a page, the TLB filled on a miss from
+/// the page table (as `Tlb::lookup` then `Tlb::insert`).
+pub(super) trait Translate: Copy {
+    fn translate(&mut self, m: &mut Machine, sm: u32, vpn: u64) -> (u64, bool);
+}
+
+/// The SM's own TLB, one call at a time.
+#[derive(Clone, Copy)]
+pub(super) struct InPlace;
+
+impl Translate for InPlace {
+    #[inline(always)]
+    fn translate(&mut self, m: &mut Machine, sm: u32, vpn: u64) -> (u64, bool) {
+        let Some(Some(s)) = m.sms.get_mut(sm as usize) else { unreachable!("SM state made by the caller") };
+        match s.tlb.lookup(vpn) {
+            Some(ppn) => (ppn, false),
+            None => {
+                let ppn = m.pt.walk(vpn).unwrap_or(0);
+                s.tlb.insert(vpn, ppn);
+                (ppn, true)
+            }
+        }
+    }
+}
+
 impl Machine {
     /// A chase hop: `load_pre` reduced to what a chase reads (latency and level), the same state
     /// changes and counters. Speed only: the common hierarchy (virtually indexed L1, physically
@@ -26,23 +51,22 @@ impl Machine {
                 return (self.h.l1.hit_ns, Level::L1);
             }
         }
-        // the L1 miss is translated (`translate`, with the page table's answer known from `pre`)
+        self.hop_below_l1(sm, p, &mut InPlace, now_ns)
+    }
+
+    /// A chase hop past its L1 miss at `now_ns`: translated by `tlb` (with the page table's
+    /// answer known from `pre`), then L2, the write-back FIFO or DRAM; its latency and level, the
+    /// same state changes and counters as `load_pre`'s. (`hop_pre` and the staged passes.)
+    #[inline(always)]
+    pub(super) fn hop_below_l1<T: Translate>(&mut self, sm: u32, p: &Pre, tlb: &mut T, now_ns: f64) -> (f64, Level) {
         let shift = self.page_shift;
-        let vpn = p.va >> shift;
         self.stats.tlb_lookups += 1;
-        let tlb_ns = match s.tlb.lookup(vpn) {
-            Some(ppn) if ppn == p.pa >> shift => 0.0,
-            Some(ppn) => return self.hop_translated_elsewhere(sm, p, ppn, now_ns, false),
-            None => {
-                self.stats.tlb_misses += 1;
-                let ppn = self.pt.walk(vpn).unwrap_or(0);
-                s.tlb.insert(vpn, ppn);
-                if ppn != p.pa >> shift {
-                    return self.hop_translated_elsewhere(sm, p, ppn, now_ns, true);
-                }
-                self.h.tlb.miss_ns
-            }
-        };
+        let (ppn, missed) = tlb.translate(self, sm, p.va >> shift);
+        self.stats.tlb_misses += missed as u64;
+        if ppn != p.pa >> shift {
+            return self.hop_translated_elsewhere(sm, p, ppn, now_ns, missed);
+        }
+        let tlb_ns = if missed { self.h.tlb.miss_ns } else { 0.0 };
         let (slice, line, sectors) = (p.slice as usize, p.pa >> self.l2_line_shift, p.l2_sectors);
         self.stats.l2_read_requests += 1;
         self.stats.l2_read_sectors += sectors.count_ones() as u64;
@@ -55,8 +79,7 @@ impl Machine {
             self.stats.l2_read_hits += 1;
             return (self.h.l2.hit_ns + tlb_ns, Level::L2);
         }
-        let c = self.controller_of_slice[slice];
-        let fifo = &self.fifos[c as usize];
+        let fifo = &self.fifos[self.controller_of_slice[slice] as usize];
         if !fifo.is_empty() && fifo.contains(line) {
             self.stats.fifo_read_hits += 1;
             return (self.h.l2.hit_ns + tlb_ns, Level::WriteBackFifo);
@@ -66,7 +89,7 @@ impl Machine {
 
     /// A hop's DRAM read of `missing` sectors at `now_ns` (TLB part `tlb_ns`): its latency.
     #[inline(always)]
-    pub(super) fn dram_part(&mut self, p: &Pre, missing: u8, tlb_ns: f64, now_ns: f64) -> f64 {
+    fn dram_part(&mut self, p: &Pre, missing: u8, tlb_ns: f64, now_ns: f64) -> f64 {
         let c = self.controller_of_slice[p.slice as usize];
         let n = missing.count_ones() as u64;
         self.stats.dram_reads += 1;
@@ -92,14 +115,7 @@ impl Machine {
     /// The rest of a `hop_pre` whose translation (already done: physical page `ppn`, `tlb_miss`)
     /// is not the one `pre` assumed: the part of `load_core` below L1 with the TLB's answer.
     #[cold]
-    pub(super) fn hop_translated_elsewhere(
-        &mut self,
-        sm: u32,
-        p: &Pre,
-        ppn: u64,
-        now_ns: f64,
-        tlb_miss: bool,
-    ) -> (f64, Level) {
+    fn hop_translated_elsewhere(&mut self, sm: u32, p: &Pre, ppn: u64, now_ns: f64, tlb_miss: bool) -> (f64, Level) {
         let pa = (ppn << self.page_shift) | (p.va & ((1u64 << self.page_shift) - 1));
         let r = LoadResult {
             level: Level::L1,

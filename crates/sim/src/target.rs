@@ -246,13 +246,7 @@ impl SimTarget {
     #[inline(always)]
     fn hop_pre(&mut self, sm: u32, p: &Pre, bypass: bool, t: f64, noise: bool) -> (f64, Level) {
         let (ns, level) = self.m.hop_pre(sm, p, bypass, t);
-        (if noise { self.noisy(ns) } else { ns.max(0.0) }, level)
-    }
-
-    /// A hop's latency with the configured noise added.
-    #[inline]
-    fn noisy(&mut self, ns: f64) -> f64 {
-        noisy(&self.m.h.noise, &mut self.noise, ns)
+        (if noise { noisy(&self.m.h.noise, &mut self.noise, ns) } else { ns.max(0.0) }, level)
     }
 }
 
@@ -502,9 +496,7 @@ impl SimTarget {
     }
 
     /// `hops` hops of one chain from position `p` at time `t` with its `Pre`s tabled: (time,
-    /// sum of the hops' latencies, position) after them. (Its own function: the loop's code
-    /// stays apart from the batch path's; speed only.)
-    #[inline(never)]
+    /// sum of the hops' latencies, position) after them.
     #[allow(clippy::too_many_arguments)]
     fn run_table(
         &mut self,
