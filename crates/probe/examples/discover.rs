@@ -1,6 +1,6 @@
 //! Run the discovery probes on a simulated hierarchy and print the findings with timings, then
 //! the simulator's speed over that workload (line accesses simulated per CPU second inside the
-//! chases; docs/PERFORMANCE.md):
+//! chases, for each probe and in all; docs/PERFORMANCE.md):
 //! `cargo run --release -p memscope-probe --example discover -- [PRESET|FILE.json] [probe,...]`.
 
 use memscope_core::{Finding, NoProgress, ProbeContext, Target};
@@ -23,11 +23,22 @@ fn main() {
             continue;
         }
         let start = std::time::Instant::now();
+        let work_before = sim_work(t);
         let snapshot = earlier.clone();
         let mut ctx = ProbeContext { target: t, quick: false, progress: &NoProgress, earlier: &snapshot };
         match p.run(&mut ctx) {
             Ok(out) => {
-                println!("== {} ({:.2} s)", p.key(), start.elapsed().as_secs_f64());
+                // (the probe's own share of the simulator's work: where the workload's time goes)
+                let rate = match (work_before, sim_work(ctx.target)) {
+                    (Some(a), Some(b)) if b.cpu_s > a.cpu_s => format!(
+                        "; {} line accesses in {:.2} s CPU = {:.1} M/s",
+                        b.hops - a.hops,
+                        b.cpu_s - a.cpu_s,
+                        (b.hops - a.hops) as f64 / (b.cpu_s - a.cpu_s) / 1e6
+                    ),
+                    _ => String::new(),
+                };
+                println!("== {} ({:.2} s{rate})", p.key(), start.elapsed().as_secs_f64());
                 for (k, f) in &out.findings {
                     println!(
                         "  {k} = {} {} [{:?}] {}",
@@ -51,4 +62,9 @@ fn main() {
         w.cpu_s,
         w.hops as f64 / w.cpu_s / 1e6
     );
+}
+
+/// The simulator's chase work so far (None for a target that is not the simulator).
+fn sim_work(t: &mut dyn Target) -> Option<memscope_sim::target::ChaseWork> {
+    t.as_any_mut().downcast_mut::<memscope_sim::SimTarget>().map(|s| s.chase_work())
 }
