@@ -17,11 +17,11 @@ pub struct Staged {
     l1_hit: Vec<bool>,
 }
 
-/// Hops between a host prefetch and its use: of an L1 set (in the L1 pass), of an L2 set (in
-/// the second pass, whose hops take longer).
-const L1_AHEAD: usize = 8;
+/// Hops between the host prefetch of an L2 set and its use (in the second pass). The L1 pass
+/// prefetches nothing: an SM's L1 state (24 KiB for the seed's) stays in the host's caches, and
+/// its prefetches only cost instructions (a sixth-round measurement, docs/PERFORMANCE.md).
 const L2_AHEAD: usize = 16;
-/// The `Pre`s past a batch that the passes read (for those prefetches only).
+/// The `Pre`s past a batch that the second pass reads (for its prefetches only).
 pub const STAGED_AHEAD: usize = L2_AHEAD;
 
 #[cfg(target_arch = "x86_64")]
@@ -128,11 +128,8 @@ impl Machine {
         let Some(Some(s)) = self.sms.get_mut(sm as usize) else { unreachable!("made by chase_staged") };
         let l1 = &mut s.l1;
         let mut hits = 0;
-        for (i, (p, h)) in pres[..k].iter().zip(hit.iter_mut()).enumerate() {
+        for (p, h) in pres[..k].iter().zip(hit.iter_mut()) {
             debug_assert!(p.has_l1, "a Pre without its L1 part for an L1 load");
-            if let Some(n) = pres.get(i + L1_AHEAD) {
-                l1.prefetch(n.l1_set as usize);
-            }
             *h = l1.load_hit_inline(p.l1_set as usize, p.va >> shift, p.l1_sectors);
             hits += *h as u64;
         }
