@@ -100,7 +100,12 @@ impl Sample {
     }
 
     /// Bootstrap 95% (or `level`) confidence interval of the median, `resamples` resamples,
-    /// deterministic for a given `seed`. Cost: O(resamples * n log n).
+    /// deterministic for a given `seed`. Cost: O(resamples * n).
+    ///
+    /// A resample draws `n` positions of the sorted values; as the values are sorted, the
+    /// resample's j-th smallest value is the value at its j-th smallest drawn position, so the
+    /// positions are counted (no sort) and the two middle ones looked up: the same medians, bit
+    /// for bit, as sorting each resample.
     pub fn bootstrap_median_ci(&self, level: f64, resamples: usize, seed: u64) -> [f64; 2] {
         let n = self.sorted.len();
         if n == 1 {
@@ -108,12 +113,17 @@ impl Sample {
         }
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         let mut medians = Vec::with_capacity(resamples);
-        let mut buf = vec![0.0; n];
+        let mut counts = vec![0u32; n];
+        // the ranks `percentile(50)` interpolates between
+        let rank = 0.5 * (n - 1) as f64;
+        let (lo, hi, frac) = (rank.floor() as usize, rank.ceil() as usize, rank - rank.floor());
         for _ in 0..resamples.max(1) {
-            for slot in buf.iter_mut() {
-                *slot = self.sorted[rng.gen_range(0..n)];
+            counts.fill(0);
+            for _ in 0..n {
+                counts[rng.gen_range(0..n)] += 1;
             }
-            medians.push(Sample::new(&buf).expect("finite").median());
+            let (a, b) = (self.sorted[kth_drawn(&counts, lo)], self.sorted[kth_drawn(&counts, hi)]);
+            medians.push(a + (b - a) * frac);
         }
         let ms = Sample::new(&medians).expect("finite");
         let tail = (1.0 - level.clamp(0.0, 1.0)) / 2.0 * 100.0;
@@ -125,6 +135,19 @@ impl Sample {
         let ci = if self.len() >= 3 { Some(self.bootstrap_median_ci(0.95, 500, 1)) } else { None };
         Spread { mad: self.mad(), min: self.min(), max: self.max(), ci95: ci, n: self.len() }
     }
+}
+
+/// The position holding the `k`-th smallest draw (0-based) given how often each position was
+/// drawn.
+fn kth_drawn(counts: &[u32], k: usize) -> usize {
+    let mut seen = 0usize;
+    for (i, &c) in counts.iter().enumerate() {
+        seen += c as usize;
+        if seen > k {
+            return i;
+        }
+    }
+    unreachable!("k < the number of draws")
 }
 
 /// Median of a slice (convenience): NaN for empty input or input with a non-finite value.
@@ -229,6 +252,34 @@ mod tests {
         let one = Sample::new(&[7.0]).unwrap();
         assert_eq!((one.median(), one.mad(), one.percentile(99.0), one.trimmed_mean(0.45)), (7.0, 0.0, 7.0, 7.0));
         assert_eq!(one.bootstrap_median_ci(0.95, 100, 3), [7.0, 7.0]);
+    }
+
+    /// The bootstrap by counting drawn positions gives, bit for bit, the interval of sorting each
+    /// resample (the definition), on odd and even sizes, with ties and one repeated value.
+    #[test]
+    fn bootstrap_by_counts_equals_sorting_each_resample() {
+        fn by_sorting(s: &Sample, level: f64, resamples: usize, seed: u64) -> [f64; 2] {
+            let n = s.len();
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            let medians: Vec<f64> = (0..resamples)
+                .map(|_| {
+                    let buf: Vec<f64> = (0..n).map(|_| s.sorted()[rng.gen_range(0..n)]).collect();
+                    Sample::new(&buf).unwrap().median()
+                })
+                .collect();
+            let ms = Sample::new(&medians).unwrap();
+            let tail = (1.0 - level) / 2.0 * 100.0;
+            [ms.percentile(tail), ms.percentile(100.0 - tail)]
+        }
+        for (n, seed) in [(2usize, 1u64), (3, 2), (4, 3), (41, 9), (100, 4), (257, 5)] {
+            let v: Vec<f64> = (0..n).map(|i| 100.0 + ((i * 7919) % 13) as f64 * 0.37 + (i % 3) as f64).collect();
+            let s = Sample::new(&v).unwrap();
+            for level in [0.95, 0.5] {
+                assert_eq!(s.bootstrap_median_ci(level, 300, seed), by_sorting(&s, level, 300, seed), "n = {n}");
+            }
+        }
+        let same = Sample::new(&[5.5; 9]).unwrap();
+        assert_eq!(same.bootstrap_median_ci(0.95, 50, 1), [5.5, 5.5]);
     }
 
     #[test]
