@@ -81,10 +81,15 @@ impl Report for DramAccess {
     }
 }
 
-impl Report for (f64, bool, bool) {
+/// `access_lean`'s values as (extra_ns, row_hit | stalled << 1): two scalars, returned in
+/// registers from the out-of-line paths (three fields would go through memory).
+#[derive(Clone, Copy)]
+struct Lean(f64, u8);
+
+impl Report for Lean {
     #[inline(always)]
     fn report(_: &Dram, s: Served) -> Self {
-        (s.extra_ns, s.row_hit, s.stall_ns > 0.0)
+        Lean(s.extra_ns, s.row_hit as u8 | ((s.stall_ns > 0.0) as u8) << 1)
     }
 }
 
@@ -298,7 +303,8 @@ impl Dram {
     /// and values, less work.
     #[inline]
     pub fn access_lean(&mut self, controller: u32, pa: u64, arrive_ns: f64, lines: f64) -> (f64, bool, bool) {
-        self.serve(controller, pa, arrive_ns, lines)
+        let Lean(extra_ns, flags) = self.serve(controller, pa, arrive_ns, lines);
+        (extra_ns, flags & 1 != 0, flags & 2 != 0)
     }
 
     /// `access`'s work. The common case (no FR-FCFS service, a time the quick refresh test

@@ -134,6 +134,9 @@ pub struct Machine {
     l2_line_shift: u32,
     l2_sector_shift: u32,
     l2_sectors_per_line: u32,
+    /// `k / l2_sectors_per_line` for k = 0..16: the lines a read of k sectors moves (a lookup,
+    /// the same values as the division).
+    lines_of_sectors: [f64; 16],
     sets_per_slice: u32,
     slice_fn: FastIndex,
     set_fn: FastIndex,
@@ -185,6 +188,7 @@ impl Machine {
             l2_line_shift: l2.line_bytes.trailing_zeros(),
             l2_sector_shift: l2.sector_bytes.trailing_zeros(),
             l2_sectors_per_line: l2.line_bytes / l2.sector_bytes,
+            lines_of_sectors: std::array::from_fn(|k| k as f64 / (l2.line_bytes / l2.sector_bytes) as f64),
             sets_per_slice: l2.sets_per_slice,
             slice_and_set: SliceAndSet::new(&slice_fn, &set_fn),
             slice_fn: slice_fn.clone(),

@@ -96,7 +96,7 @@ impl Machine {
         self.stats.dram_read_sectors += n;
         let arrive = now_ns + self.h.l2.hit_ns * 0.5;
         let (extra_ns, row_hit, stalled) =
-            self.dram.access_lean(c, p.pa, arrive, n as f64 / self.l2_sectors_per_line as f64);
+            self.dram.access_lean(c, p.pa, arrive, self.lines_of_sectors[n as usize & 15]);
         self.count_dram_lean(row_hit, stalled);
         self.h.dram.latency_ns + extra_ns.max(-self.h.dram.activate_ns) + tlb_ns
     }
