@@ -212,6 +212,7 @@ pub fn linear_fit(x: &[f64], y: &[f64]) -> Result<LinearFit, StatsError> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use rand::Rng;
 
     fn close(a: f64, b: f64, tol: f64) -> bool {
         (a - b).abs() <= tol * (1.0 + a.abs().max(b.abs()))
