@@ -122,7 +122,8 @@ impl Sample {
             for _ in 0..n {
                 counts[rng.gen_range(0..n)] += 1;
             }
-            let (a, b) = (self.sorted[kth_drawn(&counts, lo)], self.sorted[kth_drawn(&counts, hi)]);
+            let (i, j) = drawn_ranks(&counts, lo, hi);
+            let (a, b) = (self.sorted[i], self.sorted[j]);
             medians.push(a + (b - a) * frac);
         }
         let ms = Sample::new(&medians).expect("finite");
@@ -137,17 +138,20 @@ impl Sample {
     }
 }
 
-/// The position holding the `k`-th smallest draw (0-based) given how often each position was
-/// drawn.
-fn kth_drawn(counts: &[u32], k: usize) -> usize {
-    let mut seen = 0usize;
+/// The positions holding the `lo`-th and `hi`-th smallest draws (0-based, `lo <= hi` < the
+/// number of draws), given how often each position was drawn: one pass.
+fn drawn_ranks(counts: &[u32], lo: usize, hi: usize) -> (usize, usize) {
+    let (mut seen, mut first) = (0usize, None);
     for (i, &c) in counts.iter().enumerate() {
         seen += c as usize;
-        if seen > k {
-            return i;
+        if seen > lo && first.is_none() {
+            first = Some(i);
+        }
+        if seen > hi {
+            return (first.unwrap_or(i), i);
         }
     }
-    unreachable!("k < the number of draws")
+    unreachable!("hi < the number of draws")
 }
 
 /// Median of a slice (convenience): NaN for empty input or input with a non-finite value.

@@ -133,9 +133,7 @@ pub struct Machine {
     l1_sector_shift: u32,
     l2_line_shift: u32,
     l2_sector_shift: u32,
-    l2_sectors_per_line: u32,
-    /// `k / l2_sectors_per_line` for k = 0..16: the lines a read of k sectors moves (a lookup,
-    /// the same values as the division).
+    /// `k / sectors per L2 line` for k = 0..16: the lines a read of k sectors moves (`lines_of`).
     lines_of_sectors: [f64; 16],
     sets_per_slice: u32,
     slice_fn: FastIndex,
@@ -187,7 +185,6 @@ impl Machine {
             l1_sector_shift: h.l1.sector_bytes.trailing_zeros(),
             l2_line_shift: l2.line_bytes.trailing_zeros(),
             l2_sector_shift: l2.sector_bytes.trailing_zeros(),
-            l2_sectors_per_line: l2.line_bytes / l2.sector_bytes,
             lines_of_sectors: std::array::from_fn(|k| k as f64 / (l2.line_bytes / l2.sector_bytes) as f64),
             sets_per_slice: l2.sets_per_slice,
             slice_and_set: SliceAndSet::new(&slice_fn, &set_fn),
@@ -328,6 +325,13 @@ impl Machine {
             let a = self.dram.access(c as u32, old << self.l2_line_shift, now_ns, 1.0);
             self.count_dram(&a);
         }
+    }
+
+    /// The lines a DRAM read of the `missing` sectors moves (a table lookup: the division's
+    /// values; a sector mask has at most 8 bits).
+    #[inline(always)]
+    fn lines_of(&self, missing: u8) -> f64 {
+        self.lines_of_sectors[missing.count_ones() as usize & 15]
     }
 
     #[inline(always)]
@@ -504,7 +508,7 @@ impl Machine {
         self.stats.dram_reads += 1;
         self.stats.dram_read_sectors += n;
         let arrive = now_ns + self.h.l2.hit_ns * 0.5;
-        let a = self.dram.access(c, pa, arrive, n as f64 / self.l2_sectors_per_line as f64);
+        let a = self.dram.access(c, pa, arrive, self.lines_of(o.missing));
         self.count_dram(&a);
         r.level = Level::Dram;
         r.latency_ns = self.h.dram.latency_ns + a.extra_ns.max(-self.h.dram.activate_ns) + tlb_ns;
@@ -624,6 +628,25 @@ mod tests {
                     let want = want.fold(0u8, |m, k| m | 1 << k);
                     assert_eq!(sector_mask(off, len, shift), want, "off {off} len {len} shift {shift}");
                 }
+            }
+        }
+    }
+
+    /// A DRAM read of a sector mask moves (set sectors) / (sectors a line) lines, for lines of 2,
+    /// 4 (the seed's) and 8 sectors.
+    #[test]
+    fn dram_reads_move_the_missing_sectors_share_of_a_line() {
+        for (line, sector) in [(128u32, 64u32), (128, 32), (256, 32)] {
+            let mut h = crate::presets::rtx4090();
+            (h.l2.line_bytes, h.l2.sector_bytes) = (line, sector);
+            let m = Machine::new(h);
+            let per_line = (line / sector) as f64;
+            for missing in 0..=u8::MAX >> (8 - line / sector) {
+                assert_eq!(
+                    m.lines_of(missing),
+                    missing.count_ones() as f64 / per_line,
+                    "{line}/{sector}: {missing:#b}"
+                );
             }
         }
     }

@@ -95,8 +95,7 @@ impl Machine {
         self.stats.dram_reads += 1;
         self.stats.dram_read_sectors += n;
         let arrive = now_ns + self.h.l2.hit_ns * 0.5;
-        let (extra_ns, row_hit, stalled) =
-            self.dram.access_lean(c, p.pa, arrive, self.lines_of_sectors[n as usize & 15]);
+        let (extra_ns, row_hit, stalled) = self.dram.access_lean(c, p.pa, arrive, self.lines_of(missing));
         self.count_dram_lean(row_hit, stalled);
         self.h.dram.latency_ns + extra_ns.max(-self.h.dram.activate_ns) + tlb_ns
     }
