@@ -39,8 +39,9 @@ pub struct Args {
 /// A target as opened: usable, or why not.
 type OpenedTarget = Result<Box<dyn Target>, CliError>;
 
-/// Check that every asked probe key exists.
-fn select_probes(all: Vec<Box<dyn Probe>>, asked: &[String]) -> Result<Vec<Box<dyn Probe>>, CliError> {
+/// Check that every asked probe key exists; add the probes they need (`Probe::needs`) unless
+/// `continuing` (a continued run reads the earlier findings from its results file).
+fn select_probes(all: Vec<Box<dyn Probe>>, asked: &[String], continuing: bool) -> Result<Vec<Box<dyn Probe>>, CliError> {
     if asked.is_empty() {
         return Ok(all);
     }
@@ -50,7 +51,8 @@ fn select_probes(all: Vec<Box<dyn Probe>>, asked: &[String]) -> Result<Vec<Box<d
             return Err(CliError::usage(format!("--probes: no probe {a:?} (accepted: {})", keys.join(", "))));
         }
     }
-    Ok(all.into_iter().filter(|p| asked.iter().any(|a| a == p.key())).collect())
+    let wanted = if continuing { asked.to_vec() } else { crate::registry::with_needs(&all, asked) };
+    Ok(all.into_iter().filter(|p| wanted.iter().any(|a| a == p.key())).collect())
 }
 
 /// Make sure `dir` exists and is writable before anything runs (exit 2 otherwise).
@@ -75,7 +77,7 @@ fn file_for(out: &Path, index_among_non_cpu: usize, id: &str) -> PathBuf {
 }
 
 pub fn run(args: Args) -> CliResult {
-    let probes = select_probes(crate::registry::all(), &args.probes)?;
+    let probes = select_probes(crate::registry::all(), &args.probes, args.continue_from.is_some())?;
     let specs = match &args.target {
         Some(t) => targets::parse(t)?,
         None => targets::default_targets().0,

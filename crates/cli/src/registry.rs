@@ -12,8 +12,39 @@ pub fn all() -> Vec<Box<dyn Probe>> {
     v
 }
 
+/// The asked probe keys and, transitively, the probes they declare in `Probe::needs`.
+pub fn with_needs(all: &[Box<dyn Probe>], asked: &[String]) -> Vec<String> {
+    let mut wanted: Vec<String> = asked.to_vec();
+    let mut i = 0;
+    while i < wanted.len() {
+        if let Some(p) = all.iter().find(|p| p.key() == wanted[i]) {
+            for need in p.needs() {
+                if !wanted.iter().any(|w| w == need) {
+                    wanted.push(need.to_string());
+                }
+            }
+        }
+        i += 1;
+    }
+    wanted
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn needs_are_known_probes_that_run_earlier() {
+        let probes = super::all();
+        let keys: Vec<&str> = probes.iter().map(|p| p.key()).collect();
+        for (i, p) in probes.iter().enumerate() {
+            for need in p.needs() {
+                let j = keys.iter().position(|k| k == need);
+                assert!(j.is_some_and(|j| j < i), "{} needs {need}, which is not an earlier probe", p.key());
+            }
+        }
+        let latency_alone = super::with_needs(&probes, &["latency".to_string()]);
+        assert!(latency_alone.iter().any(|k| k == "line"), "{latency_alone:?}");
+    }
+
     #[test]
     fn keys_are_unique_and_described() {
         let probes = super::all();

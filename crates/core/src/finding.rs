@@ -60,7 +60,28 @@ pub struct Finding {
     /// Which target produced it ("cpu", "cuda:0", "sim:rtx4090"), filled in by the runner.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
+    /// The same quantity read by a second, independent instrument in the same run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<Check>,
 }
+
+/// A second opinion on a numeric finding: another instrument's value, and whether the two agree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    /// The second instrument's value, in the finding's unit.
+    pub value: f64,
+    /// How the second value was obtained.
+    pub method: String,
+    /// |check - value| / |value|.
+    pub rel_diff: f64,
+    /// The largest relative difference counted as agreement.
+    pub tolerance: f64,
+    /// Whether `rel_diff <= tolerance`.
+    pub agrees: bool,
+}
+
+/// Relative difference within which two instruments agree on a latency or capacity (issue: 3 %).
+pub const CHECK_TOLERANCE: f64 = 0.03;
 
 impl Finding {
     /// A measured number with unit, method and confidence.
@@ -74,6 +95,7 @@ impl Finding {
             confidence,
             note: None,
             target: None,
+            check: None,
         }
     }
 
@@ -113,9 +135,47 @@ impl Finding {
         self
     }
 
+    /// Attach the value in cycles at clock `hz` (a value in ns), when the clock is known.
+    pub fn with_cycles_from(mut self, hz: Option<f64>) -> Self {
+        if let (Some(hz), Some(ns)) = (hz, self.as_f64()) {
+            self.cycles = Some(ns * 1e-9 * hz);
+        }
+        self
+    }
+
     /// Attach a note.
     pub fn with_note(mut self, note: &str) -> Self {
         self.note = Some(note.to_string());
+        self
+    }
+
+    /// Attach a second instrument's reading. When the two differ by more than `tolerance`
+    /// (relative), the confidence drops one step and the note says by how much; an undetermined
+    /// or non-numeric finding is returned unchanged.
+    pub fn with_check(mut self, value: f64, method: &str, tolerance: f64) -> Self {
+        let Some(v) = self.as_f64() else { return self };
+        if !value.is_finite() || self.confidence == Confidence::Undetermined {
+            return self;
+        }
+        let rel_diff = if v == 0.0 { if value == 0.0 { 0.0 } else { f64::INFINITY } } else { (value - v).abs() / v.abs() };
+        let agrees = rel_diff <= tolerance;
+        if !agrees {
+            self.confidence = match self.confidence {
+                Confidence::High => Confidence::Medium,
+                _ => Confidence::Low,
+            };
+            let why = format!(
+                "second opinion disagrees: {value:.4} {} by {method} is {:.1}% away (more than {:.0}%)",
+                self.unit,
+                100.0 * rel_diff,
+                100.0 * tolerance
+            );
+            self.note = Some(match self.note.take() {
+                Some(n) => format!("{n}; {why}"),
+                None => why,
+            });
+        }
+        self.check = Some(Check { value, method: method.to_string(), rel_diff, tolerance, agrees });
         self
     }
 

@@ -268,6 +268,11 @@ pub struct NoiseSpec {
     pub outlier_ns: f64,
     /// Seed of the noise generator (default 1).
     pub seed: u64,
+    /// Extension, the instrument: ns that recording one hop's time adds to that hop (a clock read
+    /// and a store per hop on a GPU), on the recorded repetition of a chase only (default 0).
+    pub per_hop_record_ns: f64,
+    /// Extension, the instrument: ns a launch adds to the host-side time of a repetition (default 0).
+    pub launch_ns: f64,
 }
 
 /// Extension: SMs and launch parameters for kernel replay.
@@ -364,7 +369,7 @@ impl Default for DramSpec {
 }
 impl Default for NoiseSpec {
     fn default() -> Self {
-        NoiseSpec { jitter_ns: 0.0, outlier_fraction: 0.0, outlier_ns: 1000.0, seed: 1 }
+        NoiseSpec { jitter_ns: 0.0, outlier_fraction: 0.0, outlier_ns: 1000.0, seed: 1, per_hop_record_ns: 0.0, launch_ns: 0.0 }
     }
 }
 impl Default for SmSpec {

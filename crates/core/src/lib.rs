@@ -11,6 +11,6 @@ pub mod probe;
 pub mod stats;
 pub mod target;
 
-pub use finding::{Confidence, Finding, Series, Spread};
+pub use finding::{Check, Confidence, Finding, Series, Spread, CHECK_TOLERANCE};
 pub use probe::{Applicability, NoProgress, Probe, ProbeContext, ProbeError, ProbeOutput, Progress};
 pub use target::{Buffer, CachePath, ChaseResult, ChaseSpec, Target, TargetError, TargetInfo};

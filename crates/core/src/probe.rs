@@ -93,6 +93,12 @@ pub trait Probe: Send + Sync {
     fn description(&self) -> &'static str;
     /// Whether it applies to this target.
     fn applicability(&self, target: &TargetInfo) -> Applicability;
+    /// Keys of the probes whose findings this one reads (`ProbeContext::earlier`). The runner
+    /// adds them, in registry order, when a run asks for this probe alone, so a probe run alone
+    /// measures what it measures in the full set.
+    fn needs(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// Run it.
     fn run(&self, ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError>;
 }

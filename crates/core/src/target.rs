@@ -83,6 +83,12 @@ pub struct ChaseResult {
     pub cycles_per_hop: Option<Vec<f64>>,
     /// Per-hop nanoseconds of the last repetition, when `per_hop` was asked (and supported).
     pub per_hop_ns: Option<Vec<f64>>,
+    /// A second clock: each repetition's whole launch timed from the host side (device events on a
+    /// GPU), in ns, the first repetition's warm-up laps and the launch overhead included. Its slope
+    /// over two hop counts is a latency independent of the in-kernel timers. None where the target
+    /// has no such clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_ns: Option<Vec<f64>>,
 }
 
 /// What a target says about itself (recorded in the results' "target" object).

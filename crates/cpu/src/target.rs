@@ -273,7 +273,7 @@ impl Target for CpuTarget {
             (true, Some(hz)) => Some(tsc::per_hop(heads[0], spec.hops.min(1 << 20), hz)),
             _ => None,
         };
-        Ok(ChaseResult { ns_per_hop: ns, cycles_per_hop: None, per_hop_ns })
+        Ok(ChaseResult { ns_per_hop: ns, cycles_per_hop: None, per_hop_ns, host_ns: None })
     }
 
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {

@@ -179,3 +179,35 @@ extern "C" __global__ void fill_bits(u32* p, u64 n, u64 mask, u64 bits, u64 seed
 
 // The launch floor's kernel: does nothing.
 extern "C" __global__ void empty_kernel() {}
+
+// L2 bandwidth by footprint (l2bw probe): every thread of a full grid reads 16-byte words of a
+// `bytes`-long footprint past L1 (ld.global.cg), grid-stride, four independent loads in flight per
+// thread, `reps` times over. The xor of what was read goes to sink only if it matches a magic value,
+// so the loads cannot be removed.
+__device__ __forceinline__ void ld_cg_v2(const void* p, unsigned long long& a, unsigned long long& b) {
+    asm volatile("ld.global.cg.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(p));
+}
+extern "C" __global__ void l2_read(const unsigned long long* buf, unsigned long long bytes, unsigned long long reps,
+                                   unsigned long long* sink) {
+    const unsigned long long n16 = bytes / 16;
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    const unsigned long long t = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned long long acc = 0;
+    for (unsigned long long r = 0; r < reps; r++) {
+        unsigned long long i = t;
+        for (; i + 3 * stride < n16; i += 4 * stride) {
+            unsigned long long a0, b0, a1, b1, a2, b2, a3, b3;
+            ld_cg_v2(buf + 2 * i, a0, b0);
+            ld_cg_v2(buf + 2 * (i + stride), a1, b1);
+            ld_cg_v2(buf + 2 * (i + 2 * stride), a2, b2);
+            ld_cg_v2(buf + 2 * (i + 3 * stride), a3, b3);
+            acc ^= a0 ^ b0 ^ a1 ^ b1 ^ a2 ^ b2 ^ a3 ^ b3;
+        }
+        for (; i < n16; i += stride) {
+            unsigned long long a, b;
+            ld_cg_v2(buf + 2 * i, a, b);
+            acc ^= a ^ b;
+        }
+    }
+    if (acc == 0x5eed5eed5eed5eedull) sink[0] = acc;
+}

@@ -257,7 +257,9 @@ impl CudaTarget {
         let clock = self.clock_hz;
         let mut ns = Vec::new();
         let mut cyc = Vec::new();
+        let mut host = Vec::new();
         let mut per_hop = None;
+        let events = EventPair::new()?;
         for r in 0..reps {
             let last = r + 1 == reps;
             let warm = if r == 0 { spec.warmup_laps as u64 * min_len } else { 0 };
@@ -269,8 +271,11 @@ impl CudaTarget {
                 self.gpu.memset(claim_d, 8)?;
                 self.gpu.memset(out_d, w as u64 * 48)?;
                 let args = [starts_d, warm, spec.hops, target_sm, claim_d, out_d, ph, hops_d];
+                events.record_start()?;
                 self.gpu.launch(Module::Chase, name, grid, 32 * w as u32, shmem, &args, std::ptr::null_mut())?;
+                events.record_end()?;
                 self.gpu.sync()?;
+                let launch_ns = events.elapsed_ns()?;
                 let out: Vec<u64> = self.gpu.dtoh(out_d, w * 6)?;
                 if out[1] == 0 {
                     continue; // no block landed on the chosen SM: launch again
@@ -300,6 +305,7 @@ impl CudaTarget {
                 }
                 ns.push(rep_ns.iter().sum::<f64>() / w as f64);
                 cyc.push(rep_cyc.iter().sum::<f64>() / w as f64);
+                host.push(launch_ns);
                 if ph > 0 {
                     // Warp-major: every chain's hops of this (last) repetition, in chain order.
                     let c: Vec<u32> = self.gpu.dtoh(hops_d, w * ph as usize)?;
@@ -313,7 +319,7 @@ impl CudaTarget {
                 return Err(TargetError::Device(format!("no block was scheduled on SM {:?} in 4 launches", spec.sm)));
             }
         }
-        Ok(ChaseResult { ns_per_hop: ns, cycles_per_hop: Some(cyc), per_hop_ns: per_hop })
+        Ok(ChaseResult { ns_per_hop: ns, cycles_per_hop: Some(cyc), per_hop_ns: per_hop, host_ns: Some(host) })
     }
 
     fn aliased(&mut self, bytes: u64) -> Result<(Buffer, Buffer), TargetError> {
@@ -370,6 +376,45 @@ impl CudaTarget {
         self.allocs.insert(id, Entry { base: va, bytes: size, kind, generation: gen });
         self.allocs.insert(id + 1, Entry { base: va + size, bytes: size, kind: Alloc::AliasView, generation: gen });
         Ok((Buffer { id, base: va, bytes: size }, Buffer { id: id + 1, base: va + size, bytes: size }))
+    }
+}
+
+/// Two timing events on the legacy default stream around one launch: the chase's host-side clock.
+struct EventPair(sys::CUevent, sys::CUevent);
+
+impl EventPair {
+    fn new() -> Result<Self, TargetError> {
+        let (mut a, mut b) = (std::ptr::null_mut(), std::ptr::null_mut());
+        let flags = sys::CUevent_flags::CU_EVENT_DEFAULT as u32;
+        unsafe {
+            ck(sys::cuEventCreate(&mut a, flags), "cuEventCreate")?;
+            if let Err(e) = ck(sys::cuEventCreate(&mut b, flags), "cuEventCreate") {
+                let _ = sys::cuEventDestroy_v2(a);
+                return Err(e);
+            }
+        }
+        Ok(EventPair(a, b))
+    }
+    fn record_start(&self) -> Result<(), TargetError> {
+        unsafe { ck(sys::cuEventRecord(self.0, std::ptr::null_mut()), "cuEventRecord") }
+    }
+    fn record_end(&self) -> Result<(), TargetError> {
+        unsafe { ck(sys::cuEventRecord(self.1, std::ptr::null_mut()), "cuEventRecord") }
+    }
+    /// Elapsed ns between the two (after a synchronize).
+    fn elapsed_ns(&self) -> Result<f64, TargetError> {
+        let mut ms = 0f32;
+        unsafe { ck(sys::cuEventElapsedTime_v2(&mut ms, self.0, self.1), "cuEventElapsedTime")? };
+        Ok(ms as f64 * 1e6)
+    }
+}
+
+impl Drop for EventPair {
+    fn drop(&mut self) {
+        unsafe {
+            let _ = sys::cuEventDestroy_v2(self.0);
+            let _ = sys::cuEventDestroy_v2(self.1);
+        }
     }
 }
 

@@ -10,7 +10,7 @@
 //! partition is an intermediate plateau, or, when its hops share a footprint with DRAM misses, a
 //! tight cluster of per-hop times between the two levels.
 
-use crate::measure::{count_retained, gpu_applicability, latency_finding, Levels, Meter, Timing};
+use crate::measure::{count_retained, gpu_applicability, Levels, Meter, Timing};
 use memscope_core::knee::{detect_plateaus, Plateau};
 use memscope_core::stats::Sample;
 use memscope_core::{
@@ -163,6 +163,13 @@ pub fn far_mode(points: &[Point], l2_ns: f64, dram: &DramLevel) -> Option<(f64, 
     best
 }
 
+/// Median of the recorded hops strictly between `lo` and `hi` ns, when at least 50 fall there.
+pub fn cluster_median(t: &Timing, lo: f64, hi: f64) -> Option<f64> {
+    let h = t.per_hop_ns.as_ref()?;
+    let w: Vec<f64> = h.iter().copied().filter(|&x| x > lo && x < hi).collect();
+    (w.len() >= 50).then(|| memscope_core::stats::median(&w))
+}
+
 /// Smallest line count in `(lo, hi]` at which a chase over the first `n` lines misses (at least
 /// `threshold` misses per lap beyond `baseline`), by bisection; `lo` fits, `hi` misses.
 #[allow(clippy::too_many_arguments)]
@@ -270,6 +277,11 @@ fn l2_retained(
     Ok(Ok(Finding::integer(r.hits * stride, "bytes", method, conf).with_note(&note)))
 }
 
+/// Hops of the recorded chases at the L1 and L2 levels (the most the CUDA target records).
+const RECORDED_HOPS: u64 = 1 << 20;
+/// Timed hops of the shorter uninstrumented latency chase (the longer has twice as many).
+const PLAIN_HOPS: u64 = 100_000;
+
 /// Largest share of an all-miss lap's hops that may pass for hits before the retained-line count
 /// is abandoned for the knee.
 const MAX_FALSE_HIT_FRACTION: f64 = 0.05;
@@ -284,31 +296,50 @@ impl Probe for LatencyProbe {
     fn applicability(&self, info: &TargetInfo) -> Applicability {
         gpu_applicability(info, true)
     }
+    fn needs(&self) -> &'static [&'static str] {
+        &["line"]
+    }
     fn run(&self, ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError> {
         let quick = ctx.quick;
         let progress = ctx.progress;
         let earlier = ctx.earlier.clone();
         let mut m = Meter::new(&mut *ctx.target, 11);
         let info = m.info.clone();
-        let stride = crate::measure::earlier_u64(&earlier, "l1.line_bytes").unwrap_or(32);
+        // Every chase of this probe runs on SM 0, so run after run sees the same partition.
+        m.sm = Some(0);
+        let stride = crate::geometry::line_bytes(&mut m, &earlier)?;
         let max_bytes: u64 = if quick { 256 << 20 } else { 512 << 20 };
         let buf = m.alloc(max_bytes)?;
         let base = buf.base;
         let mut out = ProbeOutput::default();
 
-        // Fixed points: L1 hit, L2 hit (few lines of one block), DRAM (one cold lap).
+        // Fixed points, per-hop records (the distributions that classify the sweeps' hops): L1 hit,
+        // L2 hit (few lines of one block), DRAM (one cold lap).
         let few = dense_lines(&mut m, base, stride, (2048 / stride).max(4));
         // The L1 hit from the faster of 2 KiB of lines and 2 lines: with few ways and an index
         // function over high bits, 2 KiB of lines can crowd one L1 set (2 lines fit any 2 ways).
-        let l1_block = m.chase(&few, CachePath::L1Cached, 200, 20_000, 2)?;
-        let l1_two = m.chase(&few[..2], CachePath::L1Cached, 200, 20_000, 2)?;
-        let l1 = if l1_two.typical_ns() < l1_block.typical_ns() { l1_two } else { l1_block };
-        let l2 = m.chase(&few, CachePath::L1Bypass, 200, 20_000, 2)?;
+        // (2^20 recorded hops: their mean less median estimates the outliers the uninstrumented
+        // means below carry, to a small fraction of a ns even under heavy simulated noise)
+        let l1_block = m.chase(&few, CachePath::L1Cached, 200, RECORDED_HOPS, 2)?;
+        let l1_two = m.chase(&few[..2], CachePath::L1Cached, 200, RECORDED_HOPS, 2)?;
+        let (l1, l1_lines) =
+            if l1_two.typical_ns() < l1_block.typical_ns() { (l1_two, &few[..2]) } else { (l1_block, &few[..]) };
+        let l2 = m.chase(&few, CachePath::L1Bypass, 200, RECORDED_HOPS, 2)?;
         let cold = dense_lines(&mut m, base + (64 << 20), stride.max(128), 4096);
         let dram = m.cold_lap(&cold, CachePath::L1Bypass)?;
         let (l1_ns, l2_ns, dram_ns) = (l1.typical_ns(), l2.typical_ns(), dram.typical_ns());
         let dram_level = DramLevel::new(&dram, dram_ns, l2_ns);
         let l2_level = DramLevel::new(&l2, l2_ns, l1_ns);
+
+        // The levels' latencies by seed 000's instrument: whole-chase time over hops, nothing but
+        // the dependent loads inside the timed region (Meter::latency), with the host clock's
+        // slope as the second opinion.
+        let l1_read = m.latency(l1_lines, CachePath::L1Cached, PLAIN_HOPS, 2)?.without_outliers(&l1);
+        let l2_read = m.latency(&few, CachePath::L1Bypass, PLAIN_HOPS, 2)?.without_outliers(&l2);
+        let dram_read = m.cold_latency(&cold, CachePath::L1Bypass, 5)?.without_outliers(&dram);
+        // What recording each hop adds to it (per-hop records for the distributions only).
+        let overhead_l1 = if m.per_hop() { l1_ns - l1_read.ns } else { 0.0 };
+        let overhead = if m.per_hop() { l2_ns - l2_read.ns } else { 0.0 };
 
         progress.start(40, "latency sweeps");
         let cached =
@@ -339,24 +370,42 @@ impl Probe for LatencyProbe {
         let pts = |v: &[Point]| v.iter().map(|p| (p.bytes as f64, p.typical_ns)).collect::<Vec<_>>();
         let lv = analyze(&pts(&cached), &pts(&bypass));
 
-        let method_fix = "pointer chase, median per-hop time";
+        let plain = |r: &crate::measure::LatencyReading, what: &str| {
+            format!(
+                "uninstrumented pointer chase on SM 0 ({what}): whole-chase time / hops, median of {} repetitions of {} and {} hops (in-kernel timers), less {:.3} ns of outliers (mean less median hop of a recorded chase of the same lines)",
+                r.sample.len(),
+                r.hops,
+                2 * r.hops,
+                r.outlier_excess_ns
+            )
+        };
         out.finding(
             "l1.hit_latency_ns",
-            latency_finding(&l1, l1_ns, &info, &format!("{method_fix}, L1-cached, the faster of 2 KiB and 2 lines")),
+            l1_read.finding(&info, &plain(&l1_read, &format!("L1-cached, {} lines of one block", l1_lines.len()))),
         );
-        out.finding(
-            "l2.hit_latency_ns",
-            latency_finding(&l2, l2_ns, &info, &format!("{method_fix}, L1-bypassing, 2 KiB footprint")),
-        );
+        out.finding("l2.hit_latency_ns", l2_read.finding(&info, &plain(&l2_read, "L1-bypassing, 2 KiB footprint")));
         out.finding(
             "dram.latency_ns",
-            latency_finding(
-                &dram,
-                dram_ns,
+            dram_read.finding(
                 &info,
-                &format!("{method_fix}, one cold lap over 4096 lines after a flush"),
+                &format!(
+                    "uninstrumented cold laps over {} lines after a flush each, L1-bypassing, on SM 0: lap time / hops, median of {} laps, less {:.3} ns of slow hops (mean less median hop of a recorded cold lap: refresh stalls, see dram.refresh_*)",
+                    cold.len(),
+                    dram_read.sample.len(),
+                    dram_read.outlier_excess_ns
+                ),
             ),
         );
+        if m.per_hop() {
+            out.finding(
+                "latency.per_hop_overhead_ns",
+                Finding::number(overhead, "ns", "median hop of a chase with per-hop records less the uninstrumented latency, L2 hits", Confidence::Medium)
+                    .with_note(&format!(
+                        "what recording each hop's time (a clock read and a store) adds to it; {overhead_l1:.2} ns at the L1 level; subtracted from the per-hop series and from the far-L2 cluster"
+                    ))
+                    .with_cycles_from(info.clock_hz),
+            );
+        }
 
         // L1 capacity: the knee of the cached curve, refined by bisection on the line count.
         let l1_levels = Levels::new(l1_ns, l2_ns).with_floor_from(&l1);
@@ -366,11 +415,25 @@ impl Probe for LatencyProbe {
                 let lo = cached[i - 1].bytes / stride;
                 let hi = cached[i].bytes / stride;
                 let (fit, _) = bisect_capacity(&mut m, base, stride, CachePath::L1Cached, l1_levels, lo, hi, 0.0, 24)?;
-                out.finding(
-                    "l1.capacity_bytes",
-                    Finding::integer(fit * stride, "bytes", "largest dense footprint with no L1 misses (bisection on lines)", Confidence::Medium)
-                        .with_note("exact when the set-index function is full-rank on the low line bits; otherwise a lower bound (l1.sets comes from the index function)"),
-                );
+                let detail = |k: &str| info.details.get(k).map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string));
+                let mut note = String::from("exact when the set-index function is full-rank on the low line bits; otherwise a lower bound (l1.sets comes from the index function)");
+                if let Some(c) = detail("chase_shared_carveout") {
+                    note += &format!("; measured at the chase kernels' shared-memory carveout: {c}");
+                }
+                if let Some(sh) = detail("max_shared_per_sm_bytes_attribute") {
+                    note += &format!("; largest shared memory per SM (driver attribute): {sh} bytes");
+                }
+                let mut f = Finding::integer(fit * stride, "bytes", "largest dense footprint with no L1 misses (bisection on lines, SM 0)", Confidence::Medium)
+                    .with_note(&note);
+                if info.units > 1 {
+                    // Second opinion: the same bisection on another SM (each SM has its own L1).
+                    let other = info.units - 1;
+                    m.sm = Some(other);
+                    let (fit_other, _) = bisect_capacity(&mut m, base, stride, CachePath::L1Cached, l1_levels, lo, hi, 0.0, 24)?;
+                    m.sm = Some(0);
+                    f = f.with_check((fit_other * stride) as f64, &format!("the same bisection on SM {other}"), memscope_core::CHECK_TOLERANCE);
+                }
+                out.finding("l1.capacity_bytes", f);
             }
             _ => out.finding(
                 "l1.capacity_bytes",
@@ -383,16 +446,19 @@ impl Probe for LatencyProbe {
         }
 
         // Far L2: an intermediate plateau between the L2 hit level and DRAM, else (per-hop times)
-        // a cluster of hops between the two levels.
+        // a cluster of hops between the two levels. Per-hop times carry the instrument's
+        // overhead, measured above and subtracted.
         let mids = intermediate(&lv.bypass, l2_ns, dram_ns);
         let far = match (mids.first(), far_mode(&bypass, l2_ns, &dram_level)) {
             (Some(p), _) => Some((
                 p.latency,
+                None,
                 "intermediate plateau of the L1-bypassing sweep",
                 format!("plateau from {} to {} bytes", p.x_first, p.x_last),
             )),
             (None, Some((ns, frac, bytes))) => Some((
                 ns,
+                Some(bytes),
                 "cluster of per-hop times between the L2 hit level and DRAM, L1-bypassing sweep",
                 format!(
                     "{:.0}% of the hops at a {bytes}-byte footprint (the rest: near-L2 hits or DRAM); no plateau of medians",
@@ -402,12 +468,28 @@ impl Probe for LatencyProbe {
             _ => None,
         };
         match &far {
-            Some((ns, method, note)) => {
-                let mut f = Finding::number(*ns, "ns", method, Confidence::Medium);
-                if let Some(hz) = info.clock_hz {
-                    f = f.with_cycles(ns * 1e-9 * hz);
+            Some((ns, at_bytes, method, note)) => {
+                let value = ns - overhead;
+                let mut f = Finding::number(value, "ns", &format!("{method}, less the per-hop overhead ({overhead:.2} ns)"), Confidence::Medium)
+                    .with_cycles_from(info.clock_hz)
+                    .with_note(note);
+                // Second opinion: the same footprint chased from another SM.
+                if let (Some(bytes), true) = (at_bytes, info.units > 1) {
+                    let other = info.units - 1;
+                    let lines = dense_lines(&mut m, base, stride, bytes / stride);
+                    let mut spec = memscope_core::ChaseSpec::new(lines, CachePath::L1Bypass, (bytes / stride).max(4000));
+                    spec.warmup_laps = 1;
+                    spec.sm = Some(other);
+                    let t = m.run(spec)?;
+                    if let Some(c) = cluster_median(&t, l2_ns * 1.1, dram_ns * 0.9) {
+                        f = f.with_check(
+                            c - overhead,
+                            &format!("the same footprint chased from SM {other}: median of its hops between the levels, less the overhead"),
+                            memscope_core::CHECK_TOLERANCE,
+                        );
+                    }
                 }
-                out.finding("l2.far_hit_latency_ns", f.with_note(note));
+                out.finding("l2.far_hit_latency_ns", f);
             }
             None => out.finding(
                 "l2.far_hit_latency_ns",
@@ -419,50 +501,100 @@ impl Probe for LatencyProbe {
             ),
         }
 
-        // L2 capacity: lines retained as seen from this SM (reverse-lap count), else the last
-        // footprint on the L2 plateau refined by bisection (a lower bound).
+        // The L2 segment one SM's chase sees: the footprint at which half of the hops have left
+        // the near-L2 level (bisection in footprint), and the same from another SM.
         let top_ns = far.as_ref().map_or(l2_ns, |f| f.0.max(l2_ns));
-        let counted = l2_retained(&mut m, base, stride, max_bytes, &bypass, l2_ns, top_ns, &dram_level)?;
-        let l2_levels = Levels::new(l2_ns, dram_ns).with_floor_from(&l2);
-        let first_slow = bypass.iter().position(|p| p.typical_ns > l2_ns * 1.1);
-        match (counted, first_slow) {
-            (Ok(c), _) => out.finding("l2.capacity_bytes", c),
-            (Err(why), Some(i)) if i > 0 && l2_levels.separable() => {
-                // Extra miss rate of a fitting footprint (beyond the floor of a tiny one).
-                let fit_bytes = bypass[i - 1].bytes;
-                let floor = l2_levels.misses_per_lap(&bypass[i - 1].timing, 1).0.max(0.0);
-                let lo = fit_bytes / stride;
-                let hi = bypass[i].bytes / stride;
-                let steps = if quick { 3 } else { 5 };
-                let (fit, miss) =
-                    bisect_capacity(&mut m, base, stride, CachePath::L1Bypass, l2_levels, lo, hi, floor + 3e-4, steps)?;
-                out.finding(
-                    "l2.capacity_bytes",
-                    Finding::integer(fit * stride, "bytes", "largest dense footprint with no L2 misses above the noise floor", Confidence::Low)
-                        .with_note(&format!("a lower bound, resolution {} bytes: a virtual footprint fills a physically hashed cache's sets unevenly ({why})", (miss - fit) * stride)),
-                );
+        let leave_ns = if top_ns > l2_ns * 1.1 { 0.5 * (l2_ns + top_ns) } else { 0.5 * (l2_ns + dram_ns) };
+        let seg = crate::segment::half_way(&mut m, base, stride, &bypass, leave_ns, None, quick)?;
+        match seg {
+            Some(s) => {
+                let mut f = Finding::integer(
+                    s.bytes,
+                    "bytes",
+                    "footprint at which half of a dense chase's hops leave the near-L2 level (SM 0; bisection between sweep points, log-interpolated)",
+                    Confidence::Medium,
+                )
+                .with_note(&format!(
+                    "the L2 capacity one SM's chase sees (one partition of a partitioned L2); hops slower than {leave_ns:.1} ns counted as having left the near level; bracket {} .. {} bytes",
+                    s.lo_bytes, s.hi_bytes
+                ));
+                if info.units > 1 {
+                    let other = info.units - 1;
+                    if let Some(o) = crate::segment::half_way(&mut m, base, stride, &bypass, leave_ns, Some(other), quick)? {
+                        f = f.with_check(
+                            o.bytes as f64,
+                            &format!("the same bisection from SM {other}"),
+                            memscope_core::CHECK_TOLERANCE,
+                        );
+                    }
+                }
+                out.finding("l2.segment_capacity_bytes", f);
             }
-            _ => out.finding(
-                "l2.capacity_bytes",
-                Finding::undetermined("bytes", "L1-bypassing sweep", "the L1-bypassing sweep never left the L2 level"),
+            None => out.finding(
+                "l2.segment_capacity_bytes",
+                Finding::undetermined("bytes", "L1-bypassing sweep", "no sweep point has half of its hops beyond the near-L2 level"),
             ),
         }
 
-        let series = |v: &[Point], d: &str, marks: Vec<f64>| Series {
+        // L2 capacity: the driver's attribute where the target reports one; otherwise lines
+        // retained as seen from this SM (reverse-lap count), else the last footprint on the L2
+        // plateau refined by bisection (a lower bound).
+        let attribute = info.details.get("l2_cache_bytes_attribute").and_then(|v| v.as_u64()).filter(|&b| b > 0);
+        if let Some(bytes) = attribute {
+            out.finding(
+                "l2.capacity_bytes",
+                Finding::integer(bytes, "bytes", "driver attribute (CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)", Confidence::High)
+                    .with_note("the whole L2; what one SM's chase sees is l2.segment_capacity_bytes"),
+            );
+        } else {
+            let counted = l2_retained(&mut m, base, stride, max_bytes, &bypass, l2_ns, top_ns, &dram_level)?;
+            let l2_levels = Levels::new(l2_ns, dram_ns).with_floor_from(&l2);
+            let first_slow = bypass.iter().position(|p| p.typical_ns > l2_ns * 1.1);
+            match (counted, first_slow) {
+                (Ok(c), _) => out.finding("l2.capacity_bytes", c),
+                (Err(why), Some(i)) if i > 0 && l2_levels.separable() => {
+                    // Extra miss rate of a fitting footprint (beyond the floor of a tiny one).
+                    let fit_bytes = bypass[i - 1].bytes;
+                    let floor = l2_levels.misses_per_lap(&bypass[i - 1].timing, 1).0.max(0.0);
+                    let lo = fit_bytes / stride;
+                    let hi = bypass[i].bytes / stride;
+                    let steps = if quick { 3 } else { 5 };
+                    let (fit, miss) =
+                        bisect_capacity(&mut m, base, stride, CachePath::L1Bypass, l2_levels, lo, hi, floor + 3e-4, steps)?;
+                    out.finding(
+                        "l2.capacity_bytes",
+                        Finding::integer(fit * stride, "bytes", "largest dense footprint with no L2 misses above the noise floor", Confidence::Low)
+                            .with_note(&format!("a lower bound, resolution {} bytes: a virtual footprint fills a physically hashed cache's sets unevenly ({why})", (miss - fit) * stride)),
+                    );
+                }
+                _ => out.finding(
+                    "l2.capacity_bytes",
+                    Finding::undetermined("bytes", "L1-bypassing sweep", "the L1-bypassing sweep never left the L2 level"),
+                ),
+            }
+        }
+
+        let series = |v: &[Point], d: &str, marks: Vec<f64>, ovh: f64| Series {
             description: d.into(),
             x_name: "footprint".into(),
             x_unit: "bytes".into(),
             y_name: "latency".into(),
             y_unit: "ns".into(),
             x: v.iter().map(|p| p.bytes as f64).collect(),
-            y: v.iter().map(|p| p.typical_ns).collect(),
+            y: v.iter().map(|p| p.typical_ns - ovh).collect(),
             y_spread: Some(v.iter().map(|p| p.timing.sample().map(|s| s.mad()).unwrap_or(0.0)).collect()),
             marks,
         };
         let cmarks = lv.cached.iter().filter_map(|p| p.capacity).collect();
         let bmarks = lv.bypass.iter().filter_map(|p| p.capacity).collect();
-        out.series("latency.l1_cached", series(&cached, "median ns per hop, ld.global.ca, dense lines", cmarks));
-        out.series("latency.l1_bypass", series(&bypass, "median ns per hop, ld.global.cg, dense lines", bmarks));
+        out.series(
+            "latency.l1_cached",
+            series(&cached, &format!("median ns per hop less the per-hop overhead ({overhead_l1:.2} ns), L1-cached loads, dense lines"), cmarks, overhead_l1),
+        );
+        out.series(
+            "latency.l1_bypass",
+            series(&bypass, &format!("median ns per hop less the per-hop overhead ({overhead:.2} ns), L1-bypassing loads, dense lines"), bmarks, overhead),
+        );
         m.target.free(buf);
         Ok(out)
     }

@@ -12,6 +12,7 @@ pub mod latency;
 pub mod line;
 pub mod measure;
 pub mod policy;
+pub mod segment;
 #[cfg(test)]
 pub(crate) mod testsim;
 pub mod tlb;

@@ -93,6 +93,79 @@ impl Levels {
     }
 }
 
+/// Repetitions of each uninstrumented latency chase.
+pub const LATENCY_REPEATS: u32 = 7;
+
+/// The host clock's latency: (median time at the longer chase - median at the shorter) / extra
+/// hops; None without host times.
+fn host_slope(short: &[f64], long: &[f64], extra_hops: u64) -> Option<f64> {
+    if short.is_empty() || long.is_empty() || extra_hops == 0 {
+        return None;
+    }
+    let d = memscope_core::stats::median(long) - memscope_core::stats::median(short);
+    Some(d / extra_hops as f64)
+}
+
+/// A level's latency from uninstrumented chases (`Meter::latency`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LatencyReading {
+    /// Median of the repetition means, ns per hop.
+    pub ns: f64,
+    /// Median of the repetition means in the target's own cycles, where it counts them.
+    pub cycles: Option<f64>,
+    /// The repetition means behind `ns`.
+    pub sample: Sample,
+    /// The host clock's slope, ns per hop (the second opinion), where the target has one.
+    pub host_ns: Option<f64>,
+    /// Timed hops of the shorter chase.
+    pub hops: u64,
+    /// ns per hop removed as outliers (`without_outliers`), 0 when none were.
+    pub outlier_excess_ns: f64,
+}
+
+impl LatencyReading {
+    fn new(means: Vec<f64>, cycles: Vec<f64>, host_ns: Option<f64>, hops: u64) -> Result<Self, ProbeError> {
+        let sample = Sample::new(&means).map_err(|e| ProbeError::Failed(format!("latency chase: {e}")))?;
+        let cycles = (!cycles.is_empty()).then(|| memscope_core::stats::median(&cycles));
+        Ok(LatencyReading { ns: sample.median(), cycles, sample, host_ns, hops, outlier_excess_ns: 0.0 })
+    }
+
+    /// Remove what rare slow hops (interrupts, refresh stalls, noise outliers) add to a mean: the
+    /// excess of the mean over the median hop of `records`, a chase of the same lines with per-hop
+    /// records. The instrument's per-hop cost is the same on every hop, so it cancels in that
+    /// difference; what is left is the level's typical hop without the recording overhead.
+    pub fn without_outliers(mut self, records: &Timing) -> Self {
+        if records.per_hop_ns.as_ref().is_some_and(|h| !h.is_empty()) {
+            let excess = (records.mean_ns() - records.typical_ns()).max(0.0);
+            let scale = if self.ns > 0.0 { (self.ns - excess) / self.ns } else { 1.0 };
+            self.ns -= excess;
+            self.cycles = self.cycles.map(|c| c * scale);
+            self.host_ns = self.host_ns.map(|h| h - excess);
+            self.outlier_excess_ns = excess;
+        }
+        self
+    }
+
+    /// The finding: the value with its spread, cycles (counted by the target where it counts
+    /// them, else from the measured clock) and the host clock's second opinion.
+    pub fn finding(&self, info: &TargetInfo, method: &str) -> Finding {
+        let mut f = Finding::number(self.ns, "ns", method, memscope_core::Confidence::High).with_spread(self.sample.spread());
+        match (self.cycles, info.clock_hz) {
+            (Some(c), _) => f = f.with_cycles(c),
+            (None, Some(hz)) => f = f.with_cycles(self.ns * 1e-9 * hz),
+            _ => {}
+        }
+        if let Some(h) = self.host_ns {
+            f = f.with_check(
+                h,
+                "host-side clock: launch time of a chase of 2n hops less that of n hops, over n",
+                memscope_core::CHECK_TOLERANCE,
+            );
+        }
+        f
+    }
+}
+
 /// A target wrapped with counting and the session's chase parameters.
 pub struct Meter<'a> {
     pub target: &'a mut dyn Target,
@@ -101,13 +174,15 @@ pub struct Meter<'a> {
     pub chases: u64,
     /// Hops so far (timed and warm-up).
     pub hops: u64,
+    /// The SM (or core) every chase of this meter runs on; None: wherever the target puts it.
+    pub sm: Option<u32>,
     rng: ChaCha8Rng,
 }
 
 impl<'a> Meter<'a> {
     pub fn new(target: &'a mut dyn Target, seed: u64) -> Self {
         let info = target.info();
-        Meter { target, info, chases: 0, hops: 0, rng: ChaCha8Rng::seed_from_u64(seed) }
+        Meter { target, info, chases: 0, hops: 0, sm: None, rng: ChaCha8Rng::seed_from_u64(seed) }
     }
 
     /// Whether the target records per-hop times.
@@ -118,6 +193,78 @@ impl<'a> Meter<'a> {
     /// The random generator of this session (seeded: runs are reproducible on the simulator).
     pub fn rng(&mut self) -> &mut ChaCha8Rng {
         &mut self.rng
+    }
+
+    /// A level's latency by seed 000's instrument: the whole-chase time over the hop count of an
+    /// uninstrumented chase (no per-hop records inside the timed hops), `LATENCY_REPEATS`
+    /// repetitions of `hops` hops and as many of `2 hops`; the value is the median of the
+    /// repetition means (in-kernel timers). The second opinion is the host-side clock's slope
+    /// (median launch time at `2 hops` less that at `hops`, over `hops`), where the target has
+    /// one: launch overhead and warm-up cancel in the difference.
+    pub fn latency(
+        &mut self,
+        addrs: &[u64],
+        path: CachePath,
+        hops: u64,
+        warmup_laps: u32,
+    ) -> Result<LatencyReading, ProbeError> {
+        let hops = hops.max(1);
+        let mut means = Vec::new();
+        let mut cycles = Vec::new();
+        let mut host = [Vec::new(), Vec::new()];
+        for (k, h) in [hops, 2 * hops].into_iter().enumerate() {
+            let mut spec = ChaseSpec::new(addrs.to_vec(), path, h);
+            spec.warmup_laps = warmup_laps;
+            spec.repeats = LATENCY_REPEATS;
+            spec.per_hop = false;
+            let r = self.run_plain(spec)?;
+            means.extend(&r.ns_per_hop);
+            cycles.extend(r.cycles_per_hop.unwrap_or_default());
+            // The first repetition carries the warm-up laps: the host slope uses the others.
+            host[k] = r.host_ns.map(|v| v.into_iter().skip(1).collect()).unwrap_or_default();
+        }
+        let slope = host_slope(&host[0], &host[1], hops);
+        LatencyReading::new(means, cycles, slope, hops)
+    }
+
+    /// DRAM latency by the same instrument: `laps` cold laps over `addrs` after a flush each, no
+    /// per-hop records; the value is the median lap mean. The second opinion is the host clock's
+    /// slope between cold laps over the first half of `addrs` and over all of them.
+    pub fn cold_latency(&mut self, addrs: &[u64], path: CachePath, laps: u32) -> Result<LatencyReading, ProbeError> {
+        let half = (addrs.len() / 2).max(1);
+        let mut means = Vec::new();
+        let mut cycles = Vec::new();
+        let mut host = [Vec::new(), Vec::new()];
+        for _ in 0..laps.max(1) {
+            for (k, part) in [&addrs[..half], addrs].into_iter().enumerate() {
+                self.target.flush()?;
+                let mut spec = ChaseSpec::new(part.to_vec(), path, part.len() as u64);
+                spec.warmup_laps = 0;
+                spec.repeats = 1;
+                spec.per_hop = false;
+                let r = self.run_plain(spec)?;
+                if k == 1 {
+                    means.extend(&r.ns_per_hop);
+                    cycles.extend(r.cycles_per_hop.unwrap_or_default());
+                }
+                host[k].extend(r.host_ns.unwrap_or_default());
+            }
+        }
+        let extra = (addrs.len() - half) as u64;
+        let slope = if extra > 0 { host_slope(&host[0], &host[1], extra) } else { None };
+        LatencyReading::new(means, cycles, slope, addrs.len() as u64)
+    }
+
+    /// Run a spec exactly as given (no per-hop records added), counting it.
+    fn run_plain(&mut self, mut spec: ChaseSpec) -> Result<memscope_core::ChaseResult, ProbeError> {
+        spec.sm = spec.sm.or(self.sm);
+        self.chases += 1;
+        self.hops += spec.hops * u64::from(spec.repeats) + spec.addrs.len() as u64 * u64::from(spec.warmup_laps);
+        let r = self.target.chase(&spec)?;
+        if r.ns_per_hop.is_empty() {
+            return Err(ProbeError::Failed("chase returned no timing".into()));
+        }
+        Ok(r)
     }
 
     /// Run one chase: `addrs` in the given order as one cycle, `laps` timed laps (at least
@@ -138,6 +285,7 @@ impl<'a> Meter<'a> {
 
     /// Run a prepared chase spec (per-hop recording and repeats are chosen here).
     pub fn run(&mut self, mut spec: ChaseSpec) -> Result<Timing, ProbeError> {
+        spec.sm = spec.sm.or(self.sm);
         if self.per_hop() {
             spec.per_hop = true;
             spec.repeats = 1;
@@ -158,6 +306,7 @@ impl<'a> Meter<'a> {
         self.target.flush()?;
         let mut spec = ChaseSpec::new(addrs.to_vec(), path, addrs.len() as u64);
         spec.warmup_laps = 0;
+        spec.sm = self.sm;
         if self.per_hop() {
             spec.per_hop = true;
         }

@@ -436,9 +436,19 @@ impl SimTarget {
         // warm-up laps: every chain walks its whole cycle, interleaved in time
         let warm_hops: Vec<u64> = chains.iter().map(|c| c.len() as u64 * spec.warmup_laps as u64).collect();
         let mut sums = vec![0.0; w];
+        // The host-side clock of a launch: from its start (warm-up laps in the first repetition's
+        // launch) to the last chain's end, plus the instrument's launch cost.
+        let latest = |c: &[f64]| c.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let mut launch_start = latest(&clock);
         self.run_chains(sm, bypass, &chains, &table, &mut parts, &mut pos, &mut clock, &mut sums, &warm_hops, None);
-        let mut res = ChaseResult { ns_per_hop: Vec::new(), cycles_per_hop: Some(Vec::new()), per_hop_ns: None };
+        let mut res = ChaseResult {
+            ns_per_hop: Vec::new(),
+            cycles_per_hop: Some(Vec::new()),
+            per_hop_ns: None,
+            host_ns: Some(Vec::new()),
+        };
         let hops = spec.hops.max(1);
+        let record_ns = self.m.h.noise.per_hop_record_ns;
         for r in 0..spec.repeats.max(1) {
             sums.fill(0.0);
             let mut rec = (spec.per_hop && r + 1 == spec.repeats.max(1)).then(Vec::new);
@@ -454,14 +464,28 @@ impl SimTarget {
                 &vec![hops; w],
                 rec.as_mut(),
             );
-            let mean = sums.iter().map(|s| s / hops as f64).sum::<f64>() / w as f64;
+            let mut mean = sums.iter().map(|s| s / hops as f64).sum::<f64>() / w as f64;
+            // The instrument: recording each hop's time costs every recorded hop `record_ns`
+            // (timers read inside the timed hops).
+            let recorded = rec.is_some();
+            if let Some(v) = rec.as_mut().filter(|_| record_ns > 0.0) {
+                v.iter_mut().for_each(|x| *x += record_ns);
+            }
+            if recorded {
+                mean += record_ns;
+            }
             res.ns_per_hop.push(mean);
             if let Some(c) = res.cycles_per_hop.as_mut() {
                 c.push(mean * self.m.h.clock_hz * 1e-9);
             }
-            if rec.is_some() {
+            if recorded {
                 res.per_hop_ns = rec;
             }
+            let end = latest(&clock) + if recorded { record_ns * hops as f64 } else { 0.0 };
+            if let Some(h) = res.host_ns.as_mut() {
+                h.push(end - launch_start + self.m.h.noise.launch_ns);
+            }
+            launch_start = latest(&clock);
         }
         self.now_ns = clock.iter().cloned().fold(self.now_ns, f64::max);
         self.parts = parts;

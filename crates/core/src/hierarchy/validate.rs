@@ -253,6 +253,8 @@ impl Hierarchy {
         // noise, sm
         time("noise.jitter_ns", h.noise.jitter_ns)?;
         time("noise.outlier_ns", h.noise.outlier_ns)?;
+        time("noise.per_hop_record_ns", h.noise.per_hop_record_ns)?;
+        time("noise.launch_ns", h.noise.launch_ns)?;
         if !(0.0..=1.0).contains(&h.noise.outlier_fraction) {
             return err("noise.outlier_fraction", format!("must be in [0, 1] (got {})", h.noise.outlier_fraction));
         }

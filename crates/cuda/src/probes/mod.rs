@@ -5,6 +5,7 @@
 
 mod bw;
 mod coalesce;
+mod l2bw;
 mod launch;
 mod peak;
 mod slices;
@@ -16,6 +17,7 @@ use memscope_core::{Applicability, Probe, ProbeContext, ProbeError, ProbeOutput,
 
 pub use bw::BwProbe;
 pub use coalesce::CoalesceProbe;
+pub use l2bw::L2BwProbe;
 pub use launch::LaunchProbe;
 pub use peak::PeakProbe;
 pub use slices::hammer as slices_hammer;
@@ -27,6 +29,7 @@ pub fn all() -> Vec<Box<dyn Probe>> {
     vec![
         Box::new(LaunchProbe),
         Box::new(BwProbe),
+        Box::new(L2BwProbe),
         Box::new(StoreProbe),
         Box::new(FenceProbe),
         Box::new(CoalesceProbe),

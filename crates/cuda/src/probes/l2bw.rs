@@ -1,0 +1,192 @@
+//! `l2bw`: read bandwidth by footprint from every SM (seed 000: "the aggregate bandwidth is 36x
+//! that of a single slice"; issue 23's confirmation of the driver's L2 size, which one SM's chase
+//! cannot see). Every thread of a full grid reads a resident footprint past L1 (ld.global.cg,
+//! 16-byte loads, four in flight) many times over; events time each launch after a warm-up pass.
+//! While the footprint fits in L2 the rate stays on the L2 plateau; past it the reads go to DRAM.
+//! `analyze` is a pure function of the (footprint, rate) curve: the plateau is the median rate of
+//! the points within 15 % of the fastest, DRAM the median of the largest footprints, and the
+//! capacity seen by all SMs is the footprint where the rate has fallen half way between the two.
+
+use super::bw::{fill, timed};
+use super::{cuda_only, run_gpu};
+use crate::kernels::Module;
+use crate::CudaTarget;
+use memscope_core::stats::{median, Sample};
+use memscope_core::{
+    Applicability, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, Series, TargetInfo,
+};
+
+pub struct L2BwProbe;
+
+/// Footprints of the sweep, MiB.
+const FOOTPRINTS_MIB: [u64; 20] = [2, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60, 64, 80, 128, 256];
+
+/// Bytes each timed launch reads (at least).
+const BYTES_PER_LAUNCH: u64 = 4 << 30;
+
+/// The analysis of a bandwidth-by-footprint curve.
+#[derive(Debug, Clone, PartialEq)]
+pub struct L2Curve {
+    /// Median rate of the plateau points, bytes/s.
+    pub plateau_bytes_per_s: f64,
+    /// Smallest and largest footprint on the plateau, bytes.
+    pub plateau_from_bytes: f64,
+    pub plateau_to_bytes: f64,
+    /// Median rate of the last three footprints (DRAM), bytes/s.
+    pub dram_bytes_per_s: f64,
+    /// Footprint where the rate is half way between plateau and DRAM (log-interpolated), bytes.
+    pub half_way_bytes: Option<f64>,
+}
+
+/// Plateau, DRAM level and half-way footprint of a (footprint bytes, bytes/s) curve sorted by
+/// footprint. None for fewer than 5 points or when the curve has no drop of at least 25 %.
+pub fn analyze(x: &[f64], y: &[f64]) -> Option<L2Curve> {
+    if x.len() < 5 || x.len() != y.len() {
+        return None;
+    }
+    let top = y.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let n = y.len();
+    let dram = median(&y[n - 3..]);
+    if dram > 0.75 * top {
+        return None;
+    }
+    // The plateau: the points before the first fall below half way, within 15 % of the fastest.
+    let mid = 0.5 * (top + dram);
+    let first_low = y.iter().position(|&v| v < mid)?;
+    let on: Vec<usize> = (0..first_low).filter(|&i| y[i] >= 0.85 * top).collect();
+    if on.is_empty() || first_low == 0 {
+        return None;
+    }
+    let plateau = median(&on.iter().map(|&i| y[i]).collect::<Vec<_>>());
+    let mid = 0.5 * (plateau + dram);
+    let half = (1..n).find(|&i| y[i] < mid && y[i - 1] >= mid).map(|i| {
+        let (x0, x1) = (x[i - 1].ln(), x[i].ln());
+        let f = (y[i - 1] - mid) / (y[i - 1] - y[i]);
+        (x0 + f * (x1 - x0)).exp()
+    });
+    Some(L2Curve {
+        plateau_bytes_per_s: plateau,
+        plateau_from_bytes: x[on[0]],
+        plateau_to_bytes: x[*on.last().unwrap()],
+        dram_bytes_per_s: dram,
+        half_way_bytes: half,
+    })
+}
+
+fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
+    let reps = if quick { 3 } else { 5 };
+    let max = *FOOTPRINTS_MIB.last().unwrap() << 20;
+    let buf = t.gpu.malloc(max)?;
+    let sink = t.scratch(64)?;
+    let res = (|| -> Result<ProbeOutput, ProbeError> {
+        fill(t, buf, max / 4, 0xffff_ffff, 0, 11)?;
+        let grid = t.sms * 4;
+        let block = 512u32;
+        let null = std::ptr::null_mut();
+        let (mut xs, mut ys, mut spread) = (Vec::new(), Vec::new(), Vec::new());
+        for &mib in &FOOTPRINTS_MIB {
+            let bytes = mib << 20;
+            let passes = BYTES_PER_LAUNCH.div_ceil(bytes).max(1);
+            // Warm-up: one pass brings the footprint into L2 (and evicts the rest of the buffer).
+            t.gpu.launch(Module::Bw, "l2_read", grid, block, 0, &[buf, bytes, 1, sink], null)?;
+            let mut rates = Vec::new();
+            for _ in 0..reps {
+                let ms = timed(t, null, 1, |tt| {
+                    tt.gpu.launch(Module::Bw, "l2_read", grid, block, 0, &[buf, bytes, passes, sink], null)
+                })?;
+                rates.push((bytes * passes) as f64 / (ms * 1e-3));
+            }
+            let s = Sample::new(&rates).map_err(|e| ProbeError::Failed(format!("l2bw at {mib} MiB: {e}")))?;
+            xs.push(bytes as f64);
+            ys.push(s.median());
+            spread.push(s.mad());
+        }
+        let mut out = ProbeOutput::default();
+        let method = format!(
+            "every SM reads a resident footprint past L1 ({grid} blocks x {block} threads, 16-byte ld.global.cg, four loads in flight), \
+             at least 4 GiB a launch after a warm-up pass, events, median of {reps}"
+        );
+        let attribute = t.l2_bytes;
+        match analyze(&xs, &ys) {
+            Some(c) => {
+                out.finding(
+                    "l2.bandwidth_bytes_per_s",
+                    Finding::number(c.plateau_bytes_per_s, "bytes/s", &method, Confidence::High).with_note(&format!(
+                        "median of the plateau from {:.0} to {:.0} MiB (points within 15% of the fastest); DRAM level of the same kernel {:.3} TB/s",
+                        c.plateau_from_bytes / 1048576.0,
+                        c.plateau_to_bytes / 1048576.0,
+                        c.dram_bytes_per_s / 1e12
+                    )),
+                );
+                let mut cap = Finding::integer(attribute, "bytes", "driver attribute (CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)", Confidence::High)
+                    .with_note("the whole L2; what one SM's chase sees is l2.segment_capacity_bytes");
+                if let Some(h) = c.half_way_bytes {
+                    // Replacement and the hash leave some lines out before the footprint fills the
+                    // cache, so the half-way point lies below the capacity: agreement within 25 %.
+                    cap = cap.with_check(
+                        h,
+                        "all-SM read rate by footprint: where it has fallen half way from the L2 plateau to DRAM",
+                        0.25,
+                    );
+                }
+                out.finding("l2.capacity_bytes", cap);
+            }
+            None => out.finding(
+                "l2.bandwidth_bytes_per_s",
+                Finding::undetermined("bytes/s", &method, "the read rate shows no drop from an L2 plateau to DRAM over 2-256 MiB"),
+            ),
+        }
+        out.series(
+            "l2bw.read_by_footprint",
+            Series {
+                description: "read rate of all SMs over a resident footprint, ld.global.cg".into(),
+                x_name: "footprint".into(),
+                x_unit: "bytes".into(),
+                y_name: "read bandwidth".into(),
+                y_unit: "bytes/s".into(),
+                x: xs,
+                y: ys,
+                y_spread: Some(spread),
+                marks: vec![attribute as f64],
+            },
+        );
+        Ok(out)
+    })();
+    t.gpu.free(buf);
+    res
+}
+
+impl Probe for L2BwProbe {
+    fn key(&self) -> &'static str {
+        "l2bw"
+    }
+    fn description(&self) -> &'static str {
+        "read bandwidth by footprint from every SM: the L2 plateau, and the driver's L2 size checked"
+    }
+    fn applicability(&self, info: &TargetInfo) -> Applicability {
+        cuda_only(info)
+    }
+    fn run(&self, ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError> {
+        run_gpu(ctx, measure)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plateau_dram_and_half_way() {
+        // 10 TB/s up to 40 MiB, 4 TB/s from 64 MiB, 7 TB/s at 52 MiB (half way).
+        let x: Vec<f64> = [8.0, 16.0, 32.0, 40.0, 52.0, 64.0, 128.0, 256.0].iter().map(|m| m * 1048576.0).collect();
+        let y = vec![10e12, 10.2e12, 9.9e12, 10e12, 7e12, 4e12, 4e12, 4e12];
+        let c = analyze(&x, &y).unwrap();
+        assert!((c.plateau_bytes_per_s - 10e12).abs() < 1e9, "{c:?}");
+        assert_eq!(c.dram_bytes_per_s, 4e12);
+        assert_eq!(c.plateau_to_bytes, 40.0 * 1048576.0);
+        let h = c.half_way_bytes.unwrap();
+        assert!((h - 52.0 * 1048576.0).abs() < 1.0, "{h}");
+        // No drop: nothing to say.
+        assert!(analyze(&x, &[5e12; 8]).is_none());
+    }
+}
