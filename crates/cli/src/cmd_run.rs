@@ -41,7 +41,11 @@ type OpenedTarget = Result<Box<dyn Target>, CliError>;
 
 /// Check that every asked probe key exists; add the probes they need (`Probe::needs`) unless
 /// `continuing` (a continued run reads the earlier findings from its results file).
-fn select_probes(all: Vec<Box<dyn Probe>>, asked: &[String], continuing: bool) -> Result<Vec<Box<dyn Probe>>, CliError> {
+fn select_probes(
+    all: Vec<Box<dyn Probe>>,
+    asked: &[String],
+    continuing: bool,
+) -> Result<Vec<Box<dyn Probe>>, CliError> {
     if asked.is_empty() {
         return Ok(all);
     }

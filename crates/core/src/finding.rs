@@ -157,7 +157,15 @@ impl Finding {
         if !value.is_finite() || self.confidence == Confidence::Undetermined {
             return self;
         }
-        let rel_diff = if v == 0.0 { if value == 0.0 { 0.0 } else { f64::INFINITY } } else { (value - v).abs() / v.abs() };
+        let rel_diff = if v == 0.0 {
+            if value == 0.0 {
+                0.0
+            } else {
+                f64::INFINITY
+            }
+        } else {
+            (value - v).abs() / v.abs()
+        };
         let agrees = rel_diff <= tolerance;
         if !agrees {
             self.confidence = match self.confidence {

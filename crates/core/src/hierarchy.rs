@@ -369,7 +369,14 @@ impl Default for DramSpec {
 }
 impl Default for NoiseSpec {
     fn default() -> Self {
-        NoiseSpec { jitter_ns: 0.0, outlier_fraction: 0.0, outlier_ns: 1000.0, seed: 1, per_hop_record_ns: 0.0, launch_ns: 0.0 }
+        NoiseSpec {
+            jitter_ns: 0.0,
+            outlier_fraction: 0.0,
+            outlier_ns: 1000.0,
+            seed: 1,
+            per_hop_record_ns: 0.0,
+            launch_ns: 0.0,
+        }
     }
 }
 impl Default for SmSpec {

@@ -181,33 +181,43 @@ extern "C" __global__ void fill_bits(u32* p, u64 n, u64 mask, u64 bits, u64 seed
 extern "C" __global__ void empty_kernel() {}
 
 // L2 bandwidth by footprint (l2bw probe): every thread of a full grid reads 16-byte words of a
-// `bytes`-long footprint past L1 (ld.global.cg), grid-stride, four independent loads in flight per
-// thread, `reps` times over. The xor of what was read goes to sink only if it matches a magic value,
-// so the loads cannot be removed.
-__device__ __forceinline__ void ld_cg_v2(const void* p, unsigned long long& a, unsigned long long& b) {
-    asm volatile("ld.global.cg.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(p));
+// `bytes`-long footprint, grid-stride, four independent loads in flight per thread, `reps` times
+// over. Each repetition starts the whole grid `rot` words further on (wrapping), so an SM reads
+// other lines than in its last repetition and its L1 cannot serve the repeats: with `ca` = 0 the
+// loads bypass L1 (ld.global.cg), with `ca` = 1 they go through it (ld.global.ca). The xor of what
+// was read goes to sink only if it matches a magic value, so the loads cannot be removed.
+__device__ __forceinline__ void ld_v2(const void* p, unsigned long long& a, unsigned long long& b, bool ca) {
+    if (ca) asm volatile("ld.global.ca.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(p));
+    else asm volatile("ld.global.cg.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(p));
 }
+__device__ __forceinline__ unsigned long long wrap16(unsigned long long w, unsigned long long n) { return w >= n ? w - n : w; }
 extern "C" __global__ void l2_read(const unsigned long long* buf, unsigned long long bytes, unsigned long long reps,
-                                   unsigned long long* sink) {
+                                   unsigned long long* sink, unsigned long long ca) {
     const unsigned long long n16 = bytes / 16;
     const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
     const unsigned long long t = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-    unsigned long long acc = 0;
+    const unsigned long long rot = (4ull * blockDim.x * 8 + 16) % (n16 ? n16 : 1);
+    const bool use_ca = ca != 0;
+    unsigned long long acc = 0, off = 0;
+#define AT(k) (buf + 2 * wrap16((k) + off, n16))
     for (unsigned long long r = 0; r < reps; r++) {
         unsigned long long i = t;
         for (; i + 3 * stride < n16; i += 4 * stride) {
             unsigned long long a0, b0, a1, b1, a2, b2, a3, b3;
-            ld_cg_v2(buf + 2 * i, a0, b0);
-            ld_cg_v2(buf + 2 * (i + stride), a1, b1);
-            ld_cg_v2(buf + 2 * (i + 2 * stride), a2, b2);
-            ld_cg_v2(buf + 2 * (i + 3 * stride), a3, b3);
+            ld_v2(AT(i), a0, b0, use_ca);
+            ld_v2(AT(i + stride), a1, b1, use_ca);
+            ld_v2(AT(i + 2 * stride), a2, b2, use_ca);
+            ld_v2(AT(i + 3 * stride), a3, b3, use_ca);
             acc ^= a0 ^ b0 ^ a1 ^ b1 ^ a2 ^ b2 ^ a3 ^ b3;
         }
         for (; i < n16; i += stride) {
             unsigned long long a, b;
-            ld_cg_v2(buf + 2 * i, a, b);
+            ld_v2(AT(i), a, b, use_ca);
             acc ^= a ^ b;
         }
+        off += rot;
+        if (off >= n16) off -= n16;
     }
+#undef AT
     if (acc == 0x5eed5eed5eed5eedull) sink[0] = acc;
 }

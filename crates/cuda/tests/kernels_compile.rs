@@ -60,6 +60,8 @@ fn bandwidth_and_store_ptx_have_the_intended_instructions() {
         entry(&bw, "bw_read").contains("ld.global.nc.v4.u32") || entry(&bw, "bw_read").contains("ld.global.v4.u32")
     );
     assert!(entry(&bw, "bw_write").contains("st.global.v4.u32"));
+    let l2 = entry(&bw, "l2_read");
+    assert!(l2.contains("ld.global.cg.v2.u64") && l2.contains("ld.global.ca.v2.u64"), "l2_read: both load paths");
     let copy = entry(&bw, "bw_copy");
     assert!(copy.contains("st.global.v4.u32") && copy.contains(".v4.u32"));
     let st = compile_ptx(Module::Store.source(), "store.cu", "sm_90").unwrap();

@@ -149,7 +149,8 @@ impl LatencyReading {
     /// The finding: the value with its spread, cycles (counted by the target where it counts
     /// them, else from the measured clock) and the host clock's second opinion.
     pub fn finding(&self, info: &TargetInfo, method: &str) -> Finding {
-        let mut f = Finding::number(self.ns, "ns", method, memscope_core::Confidence::High).with_spread(self.sample.spread());
+        let mut f =
+            Finding::number(self.ns, "ns", method, memscope_core::Confidence::High).with_spread(self.sample.spread());
         match (self.cycles, info.clock_hz) {
             (Some(c), _) => f = f.with_cycles(c),
             (None, Some(hz)) => f = f.with_cycles(self.ns * 1e-9 * hz),

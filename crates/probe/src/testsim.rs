@@ -94,7 +94,12 @@ impl Target for ToyCache {
             }
             means.push(last.iter().sum::<f64>() / last.len().max(1) as f64);
         }
-        Ok(ChaseResult { ns_per_hop: means, cycles_per_hop: None, per_hop_ns: spec.per_hop.then_some(last), host_ns: None })
+        Ok(ChaseResult {
+            ns_per_hop: means,
+            cycles_per_hop: None,
+            per_hop_ns: spec.per_hop.then_some(last),
+            host_ns: None,
+        })
     }
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
         self
