@@ -318,8 +318,8 @@ impl Probe for LatencyProbe {
         let few = dense_lines(&mut m, base, stride, (2048 / stride).max(4));
         // The L1 hit from the faster of 2 KiB of lines and 2 lines: with few ways and an index
         // function over high bits, 2 KiB of lines can crowd one L1 set (2 lines fit any 2 ways).
-        // (2^20 recorded hops: their mean less median estimates the outliers the uninstrumented
-        // means below carry, to a small fraction of a ns even under heavy simulated noise)
+        // (2^20 recorded hops: their mean, less the uninstrumented mean over the same lines, is
+        // the instrument's per-hop cost to a small fraction of a ns even under simulated noise)
         let l1_block = m.chase(&few, CachePath::L1Cached, 200, RECORDED_HOPS, 2)?;
         let l1_two = m.chase(&few[..2], CachePath::L1Cached, 200, RECORDED_HOPS, 2)?;
         // (the two lines only when clearly faster, so noise does not switch between them)
@@ -335,12 +335,13 @@ impl Probe for LatencyProbe {
         // The levels' latencies by seed 000's instrument: whole-chase time over hops, nothing but
         // the dependent loads inside the timed region (Meter::latency), with the host clock's
         // slope as the second opinion.
-        let l1_read = m.latency(l1_lines, CachePath::L1Cached, PLAIN_HOPS, 2)?.without_outliers(&l1);
-        let l2_read = m.latency(&few, CachePath::L1Bypass, PLAIN_HOPS, 2)?.without_outliers(&l2);
-        let dram_read = m.cold_latency(&cold, CachePath::L1Bypass, 5)?.without_outliers(&dram);
-        // What recording each hop adds to it (per-hop records for the distributions only).
-        let overhead_l1 = if m.per_hop() { l1_ns - l1_read.ns } else { 0.0 };
-        let overhead = if m.per_hop() { l2_ns - l2_read.ns } else { 0.0 };
+        let l1_read = m.latency(l1_lines, CachePath::L1Cached, PLAIN_HOPS, 2)?;
+        let l2_few = m.latency(&few, CachePath::L1Bypass, PLAIN_HOPS, 2)?;
+        let dram_read = m.cold_latency(&cold, CachePath::L1Bypass, 5)?;
+        // What recording each hop adds to it (per-hop records for the distributions only): the
+        // recorded chase's mean hop less the uninstrumented mean over the same lines.
+        let overhead_l1 = if m.per_hop() { l1.mean_ns() - l1_read.ns } else { 0.0 };
+        let overhead = if m.per_hop() { l2.mean_ns() - l2_few.ns } else { 0.0 };
 
         progress.start(40, "latency sweeps");
         let cached =
@@ -368,32 +369,44 @@ impl Probe for LatencyProbe {
                 bypass.sort_by_key(|p| p.bytes);
             }
         }
+        // The near-L2 hit over many lines, so the mean covers the partition's slices whatever the
+        // physical placement: an eighth of the last footprint on the near plateau (far from
+        // filling a set), at most 1 MiB.
+        let near_end = bypass.iter().take_while(|p| p.typical_ns < l2_ns * 1.1).last().map_or(0, |p| p.bytes);
+        let l2_bytes = (near_end / 8).min(1 << 20) / stride * stride;
+        let (l2_read, l2_footprint) = if l2_bytes > few.len() as u64 * stride {
+            let lines = dense_lines(&mut m, base, stride, l2_bytes / stride);
+            (m.latency(&lines, CachePath::L1Bypass, PLAIN_HOPS.max(2 * lines.len() as u64), 1)?, l2_bytes)
+        } else {
+            (l2_few.clone(), few.len() as u64 * stride)
+        };
         let pts = |v: &[Point]| v.iter().map(|p| (p.bytes as f64, p.typical_ns)).collect::<Vec<_>>();
         let lv = analyze(&pts(&cached), &pts(&bypass));
 
         let plain = |r: &crate::measure::LatencyReading, what: &str| {
             format!(
-                "uninstrumented pointer chase on SM 0 ({what}): whole-chase time / hops, median of {} repetitions of {} and {} hops (in-kernel timers), less {:.3} ns of outliers (mean less median hop of a recorded chase of the same lines)",
+                "uninstrumented pointer chase on SM 0 ({what}): whole-chase time / hops, median of {} repetitions of {} and {} hops (in-kernel timers); a mean over every hop, slow ones included",
                 r.sample.len(),
                 r.hops,
-                2 * r.hops,
-                r.outlier_excess_ns
+                2 * r.hops
             )
         };
         out.finding(
             "l1.hit_latency_ns",
             l1_read.finding(&info, &plain(&l1_read, &format!("L1-cached, {} lines of one block", l1_lines.len()))),
         );
-        out.finding("l2.hit_latency_ns", l2_read.finding(&info, &plain(&l2_read, "L1-bypassing, 2 KiB footprint")));
+        out.finding(
+            "l2.hit_latency_ns",
+            l2_read.finding(&info, &plain(&l2_read, &format!("L1-bypassing, {l2_footprint}-byte dense footprint"))),
+        );
         out.finding(
             "dram.latency_ns",
             dram_read.finding(
                 &info,
                 &format!(
-                    "uninstrumented cold laps over {} lines after a flush each, L1-bypassing, on SM 0: lap time / hops, median of {} laps, less {:.3} ns of slow hops (mean less median hop of a recorded cold lap: refresh stalls, see dram.refresh_*)",
+                    "uninstrumented cold laps over {} lines after a flush each, L1-bypassing, on SM 0: lap time / hops, median of {} laps (a mean over every hop: refresh stalls included, see dram.refresh_*)",
                     cold.len(),
-                    dram_read.sample.len(),
-                    dram_read.outlier_excess_ns
+                    dram_read.sample.len()
                 ),
             ),
         );
@@ -461,8 +474,7 @@ impl Probe for LatencyProbe {
         // four times the L1 capacity, which a cyclic chase misses in L1 on every hop.
         let l1_cap = out.findings.get("l1.capacity_bytes").and_then(|f| f.value.as_u64()).unwrap_or(256 << 10);
         let through = dense_lines(&mut m, base, stride, (4 * l1_cap / stride).max(8));
-        let through_rec = m.chase(&through, CachePath::L1Cached, 4, RECORDED_HOPS, 1)?;
-        let through_read = m.latency(&through, CachePath::L1Cached, PLAIN_HOPS, 1)?.without_outliers(&through_rec);
+        let through_read = m.latency(&through, CachePath::L1Cached, PLAIN_HOPS.max(2 * through.len() as u64), 1)?;
         out.finding(
             "l2.hit_latency_l1_path_ns",
             through_read.finding(

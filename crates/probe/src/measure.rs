@@ -119,31 +119,13 @@ pub struct LatencyReading {
     pub host_ns: Option<f64>,
     /// Timed hops of the shorter chase.
     pub hops: u64,
-    /// ns per hop removed as outliers (`without_outliers`), 0 when none were.
-    pub outlier_excess_ns: f64,
 }
 
 impl LatencyReading {
     fn new(means: Vec<f64>, cycles: Vec<f64>, host_ns: Option<f64>, hops: u64) -> Result<Self, ProbeError> {
         let sample = Sample::new(&means).map_err(|e| ProbeError::Failed(format!("latency chase: {e}")))?;
         let cycles = (!cycles.is_empty()).then(|| memscope_core::stats::median(&cycles));
-        Ok(LatencyReading { ns: sample.median(), cycles, sample, host_ns, hops, outlier_excess_ns: 0.0 })
-    }
-
-    /// Remove what rare slow hops (interrupts, refresh stalls, noise outliers) add to a mean: the
-    /// excess of the mean over the median hop of `records`, a chase of the same lines with per-hop
-    /// records. The instrument's per-hop cost is the same on every hop, so it cancels in that
-    /// difference; what is left is the level's typical hop without the recording overhead.
-    pub fn without_outliers(mut self, records: &Timing) -> Self {
-        if records.per_hop_ns.as_ref().is_some_and(|h| !h.is_empty()) {
-            let excess = (records.mean_ns() - records.typical_ns()).max(0.0);
-            let scale = if self.ns > 0.0 { (self.ns - excess) / self.ns } else { 1.0 };
-            self.ns -= excess;
-            self.cycles = self.cycles.map(|c| c * scale);
-            self.host_ns = self.host_ns.map(|h| h - excess);
-            self.outlier_excess_ns = excess;
-        }
-        self
+        Ok(LatencyReading { ns: sample.median(), cycles, sample, host_ns, hops })
     }
 
     /// The finding: the value with its spread, cycles (counted by the target where it counts
