@@ -12,7 +12,8 @@
 
 use crate::evset::{check_minimal, reduce_groups, Oracle, Reduction};
 use crate::geometry::analyze_ways;
-use crate::measure::{earlier_u64, gpu_applicability, Levels, Meter, Timing};
+use crate::l2pool::{near_levels, pool_fractions, pool_hint, set_candidates, PoolHint};
+use crate::measure::{earlier_f64, earlier_u64, gpu_applicability, Levels, Meter, Timing};
 use memscope_core::{
     Applicability, Buffer, CachePath, ChaseResult, ChaseSpec, Confidence, Finding, Probe, ProbeContext, ProbeError,
     ProbeOutput, Target, TargetError, TargetInfo,
@@ -21,8 +22,6 @@ use memscope_core::{
 /// The pool's lines are drawn from a buffer this many times the L2 capacity (random lines of a
 /// large buffer land in the sets almost independently, whatever the page mapping).
 pub const BUFFER_CAPACITIES: u64 = 8;
-/// Pool sizes tried, as fractions of the capacity knee, until enough lines miss.
-pub const POOL_FRACTIONS: [f64; 8] = [0.5, 0.625, 0.75, 0.875, 1.0, 1.25, 1.5, 2.0];
 /// Least number of missing lines taken as evidence of over-full sets.
 pub const MIN_MISSING: usize = 64;
 /// Sampling block: pool lines lie in distinct blocks of this many bytes, so two of them never
@@ -36,10 +35,16 @@ pub const SECTOR_FLOOR_BYTES: u64 = 32;
 /// Upper bound on the timed chases of the group testing.
 pub const MAX_CHASES: u64 = 4000;
 
-/// Hit and miss levels of the L2 as a random pool sees them (same TLB regime): a chase over 96
-/// lines spread evenly over the buffer (all L2 hits), and one cold lap over them after a flush
-/// (all DRAM).
-pub fn calibrate_l2(m: &mut Meter<'_>, buf: &Buffer, line: u64) -> Result<(Levels, Vec<u64>), ProbeError> {
+/// Hit and miss levels of the near L2 as a random pool sees them (same TLB regime): a chase over
+/// 96 lines spread evenly over the buffer (all L2 hits), and one cold lap over them after a flush
+/// (all DRAM); the threshold between them from `l2pool::near_levels` (below a far partition's
+/// hits, `far_ns` where known). Returns the levels and how the threshold was set.
+pub fn calibrate_l2(
+    m: &mut Meter<'_>,
+    buf: &Buffer,
+    line: u64,
+    far_ns: Option<f64>,
+) -> Result<(Levels, String), ProbeError> {
     let n = 96u64;
     let chunk = (buf.bytes / n / BLOCK_BYTES).max(1) * BLOCK_BYTES;
     let lines: Vec<u64> = (0..n)
@@ -50,7 +55,7 @@ pub fn calibrate_l2(m: &mut Meter<'_>, buf: &Buffer, line: u64) -> Result<(Level
         .collect();
     let hits = m.chase(&lines, CachePath::L1Bypass, 48, 4000, 2)?;
     let cold = m.cold_lap(&lines, CachePath::L1Bypass)?;
-    Ok((Levels::new(hits.typical_ns(), cold.typical_ns()).with_floor_from(&hits), lines))
+    Ok(near_levels(hits.typical_ns(), cold.typical_ns(), far_ns, &hits))
 }
 
 /// `n` random lines of `buf` in distinct `BLOCK_BYTES` blocks (each at a random line offset).
@@ -95,10 +100,13 @@ pub fn missing_lines(m: &mut Meter<'_>, levels: &Levels, pool: &[u64]) -> Result
 #[derive(Debug, Clone)]
 pub struct L2Evset {
     pub levels: Levels,
+    /// How the hit/miss threshold was set (`l2pool::near_levels`).
+    pub levels_why: String,
     pub oracle: Oracle,
     pub reduction: Reduction,
-    /// (pool lines, lines that missed on every lap) of each pool tried.
-    pub scans: Vec<(usize, usize)>,
+    /// (pool lines, lines that missed on every lap, whether those alone thrash; None: not tried)
+    /// of each pool tried.
+    pub scans: Vec<(usize, usize, Option<bool>)>,
     /// Timed chases and simulated hops of the whole search (calibration and scans included).
     pub chases: u64,
     pub hops: u64,
@@ -149,42 +157,59 @@ pub fn flushing<R>(m: &mut Meter<'_>, f: impl FnOnce(&mut Meter<'_>) -> R) -> R 
     r
 }
 
-/// Search: calibrate, grow a random pool until at least `MIN_MISSING` lines miss on every lap,
-/// reduce the missing lines to a minimal eviction set. `capacity_bytes` sizes the pools (the
-/// latency probe's knee; a lower bound is fine) and `buf` must hold `BUFFER_CAPACITIES` times it.
-pub fn find_l2_evset(m: &mut Meter<'_>, buf: &Buffer, line: u64, capacity_bytes: u64) -> Result<L2Evset, ProbeError> {
+/// Search: calibrate, grow a random pool (`l2pool::pool_fractions` of the hint) until at least
+/// `MIN_MISSING` lines miss on every lap and those lines alone thrash, reduce them to a minimal
+/// eviction set. `buf` must hold `BUFFER_CAPACITIES` times the hint; `far_ns` is a far partition's
+/// hit latency where known. Every failure names the scans that led to it.
+pub fn find_l2_evset(
+    m: &mut Meter<'_>,
+    buf: &Buffer,
+    line: u64,
+    hint: &PoolHint,
+    far_ns: Option<f64>,
+) -> Result<L2Evset, ProbeError> {
     let (c0, h0) = (m.chases, m.hops);
-    let (levels, _) = calibrate_l2(m, buf, line)?;
+    let (levels, levels_why) = calibrate_l2(m, buf, line, far_ns)?;
     if !levels.separable() {
         return Err(ProbeError::Failed(format!(
-            "L2 hit ({:.1} ns) and DRAM ({:.1} ns) are not separable on a random pool",
+            "L2 hit ({:.1} ns) and the next level ({:.1} ns) are not separable on a random pool",
             levels.hit_ns, levels.miss_ns
         )));
     }
-    let cap_lines = (capacity_bytes / line) as usize;
-    let biggest = (POOL_FRACTIONS[POOL_FRACTIONS.len() - 1] * cap_lines as f64) as usize;
+    let oracle = Oracle { path: CachePath::L1Bypass, levels, threshold: 0.5 };
+    let fractions = pool_fractions(hint);
+    let cap_lines = (hint.bytes / line) as usize;
+    let biggest = (fractions[fractions.len() - 1] * cap_lines as f64) as usize;
     let all = sample_pool(m, buf, line, biggest);
     let mut scans = Vec::new();
-    let mut missing = Vec::new();
-    for f in POOL_FRACTIONS {
+    let mut found = None;
+    for (i, &f) in fractions.iter().enumerate() {
         let n = ((f * cap_lines as f64) as usize).min(all.len());
-        missing = missing_lines(m, &levels, &all[..n])?;
-        scans.push((n, missing.len()));
-        if missing.len() >= MIN_MISSING {
-            break;
+        let missing = missing_lines(m, &levels, &all[..n])?;
+        let last = i + 1 == fractions.len();
+        if missing.len() >= MIN_MISSING || (last && missing.len() >= 2) {
+            let thrashes = flushing(m, |m| oracle.thrashes(m, &missing))?;
+            scans.push((n, missing.len(), Some(thrashes)));
+            if thrashes {
+                found = Some(missing);
+                break;
+            }
+        } else {
+            scans.push((n, missing.len(), None));
         }
     }
-    if missing.len() < 2 {
+    let Some(mut missing) = found else {
         return Err(ProbeError::Failed(format!(
-            "no pool up to {} lines ({}x the capacity knee) left lines missing on every lap: {scans:?}",
+            "no pool up to {} lines ({}x {} = {} bytes) left lines missing on every lap that thrash on their own; {levels_why}; scans (lines, missing, thrash) {scans:?}",
             all.len(),
-            POOL_FRACTIONS[POOL_FRACTIONS.len() - 1]
+            fractions[fractions.len() - 1],
+            hint.source,
+            hint.bytes
         )));
-    }
-    let oracle = Oracle { path: CachePath::L1Bypass, levels, threshold: 0.5 };
+    };
     m.shuffle(&mut missing);
     let reduction = flushing(m, |m| reduce_groups(m, &oracle, &missing, MAX_CHASES))?;
-    Ok(L2Evset { levels, oracle, reduction, scans, chases: m.chases - c0, hops: m.hops - h0 })
+    Ok(L2Evset { levels, levels_why, oracle, reduction, scans, chases: m.chases - c0, hops: m.hops - h0 })
 }
 
 /// The L2 line size: the smallest power-of-two distance `d` (from `start` up to
@@ -300,27 +325,44 @@ pub fn estimate_sets(n: usize, ways: u64, missing_lines: usize) -> Option<SetsEs
     Some(SetsEstimate { sets, lo: a * 0.98, hi: b * 1.02, pool_lines: n, missing_fraction: f })
 }
 
-/// Pure: the set count reported. The capacity knee's `capacity / (ways * line)` when it is whole
-/// and inside the occupancy estimate's range; otherwise the reason it is undetermined.
-pub fn analyze_l2_sets(capacity: Option<u64>, ways: u64, line: u64, est: Option<SetsEstimate>) -> Result<u64, String> {
-    let Some(c) = capacity else { return Err("no l2.capacity_bytes from the latency probe".into()) };
+/// Pure: the set count reported: `capacity / (ways * line)` of the first candidate capacity
+/// (`l2pool::set_candidates`) that is whole and inside the occupancy estimate's range, with the
+/// candidate's name; otherwise the reason it is undetermined (every candidate listed).
+pub fn analyze_l2_sets(
+    candidates: &[(u64, String)],
+    ways: u64,
+    line: u64,
+    est: Option<SetsEstimate>,
+) -> Result<(u64, String), String> {
+    if candidates.is_empty() {
+        return Err(
+            "no L2 size in the run (l2.capacity_bytes, the driver's attribute, l2.segment_capacity_bytes) to confirm"
+                .into(),
+        );
+    }
     let per_set = ways * line;
     let Some(e) = est else { return Err("the occupancy scan gave no estimate (no line or every line missed)".into()) };
     let show = format!(
         "occupancy estimate {:.0} sets (3 sigma {:.0}..{:.0}; {:.3} of {} random lines missed)",
         e.sets, e.lo, e.hi, e.missing_fraction, e.pool_lines
     );
-    if c % per_set != 0 {
-        return Err(format!(
-            "capacity knee {c} bytes is not a whole number of {ways}-way sets of {line} bytes ({:.1}); {show}",
-            c as f64 / per_set as f64
-        ));
+    let mut tried = Vec::new();
+    for (c, what) in candidates {
+        if c % per_set != 0 {
+            tried.push(format!(
+                "{what} {c} bytes is not a whole number of {ways}-way sets of {line} bytes ({:.1})",
+                *c as f64 / per_set as f64
+            ));
+            continue;
+        }
+        let s = c / per_set;
+        if (s as f64) < e.lo || (s as f64) > e.hi {
+            tried.push(format!("{what} {c} bytes gives {s} sets, outside the estimate's range"));
+            continue;
+        }
+        return Ok((s, what.clone()));
     }
-    let s = c / per_set;
-    if (s as f64) < e.lo || (s as f64) > e.hi {
-        return Err(format!("capacity knee {c} bytes gives {s} sets, outside the {show}"));
-    }
-    Ok(s)
+    Err(format!("{}; {show}", tried.join("; ")))
 }
 
 pub struct L2WaysProbe;
@@ -349,13 +391,15 @@ impl Probe for L2WaysProbe {
             undetermined(&mut out, "needs per-hop times to tell the lines of over-full sets from the rest");
             return Ok(out);
         }
-        let Some(cap) = earlier_u64(&earlier, "l2.capacity_bytes").filter(|c| *c >= 4096) else {
-            undetermined(&mut out, "needs l2.capacity_bytes (latency probe) to size the pool");
+        let info = m.info.clone();
+        let Some(hint) = pool_hint(&earlier, &info) else {
+            undetermined(&mut out, "needs an L2 size to scale the pool (l2.segment_capacity_bytes, l2.capacity_bytes or the driver's attribute)");
             return Ok(out);
         };
+        let far_ns = earlier_f64(&earlier, "l2.far_hit_latency_ns");
         let line = earlier_u64(&earlier, "l1.line_bytes").unwrap_or(FALLBACK_LINE_BYTES);
-        let buf = m.alloc(BUFFER_CAPACITIES * cap.max(1 << 16))?;
-        let found = find_l2_evset(&mut m, &buf, line, cap);
+        let buf = m.alloc(BUFFER_CAPACITIES * hint.bytes.max(1 << 16))?;
+        let found = find_l2_evset(&mut m, &buf, line, &hint, far_ns);
         let e = match found {
             Ok(e) => e,
             Err(err) => {
@@ -367,8 +411,8 @@ impl Probe for L2WaysProbe {
         let (full, fit) = flushing(&mut m, |m| check_minimal(m, &e.oracle, &e.reduction.set))?;
         let ways = analyze_ways(e.reduction.set.len(), full, fit);
         let search = format!(
-            "{method}: pools {:?} (lines, missing), {} chases and {} hops in all, {} backtracks",
-            e.scans, e.chases, e.hops, e.reduction.backtracks
+            "{method}: pools scaled from {} ({} bytes); {}; pools {:?} (lines, missing, those alone thrash), {} chases and {} hops in all, {} backtracks",
+            hint.source, hint.bytes, e.levels_why, e.scans, e.chases, e.hops, e.reduction.backtracks
         );
         out.finding("l2.evset_chases", Finding::integer(e.chases, "count", &search, Confidence::High));
         out.finding("l2.evset_hops", Finding::integer(e.hops, "count", &search, Confidence::High));
@@ -387,7 +431,13 @@ impl Probe for L2WaysProbe {
                     return Ok(out);
                 };
                 out.finding("l2.line_bytes", Finding::integer(l2_line, "bytes", line_method, Confidence::High));
-                let est = occupancy(&mut m, &e.levels, &buf, line, l2_line, w, cap)?;
+                // The first occupancy pool: about ways x sets lines by the scan that thrashed.
+                let start = e
+                    .scans
+                    .last()
+                    .and_then(|&(n, missing, _)| sets_from_missing(n, w, missing as f64 / n.max(1) as f64))
+                    .map_or(hint.bytes, |sets| (sets * (w * l2_line) as f64) as u64);
+                let est = occupancy(&mut m, &e.levels, &buf, line, l2_line, w, start)?;
                 if let Some(s) = est {
                     out.finding(
                         "l2.sets_estimate",
@@ -395,12 +445,13 @@ impl Probe for L2WaysProbe {
                             .with_note(&format!("3-sigma range {:.0}..{:.0} (2% model allowance); {:.4} of {} lines missed", s.lo, s.hi, s.missing_fraction, s.pool_lines)),
                     );
                 }
-                let how = "l2.capacity_bytes / (l2.ways * l2.line_bytes), checked against the occupancy estimate";
-                match analyze_l2_sets(Some(cap), w, l2_line, est) {
-                    Ok(s) => out.finding(
+                let how = "an L2 size / (l2.ways * l2.line_bytes), the one the occupancy estimate confirms";
+                match analyze_l2_sets(&set_candidates(&earlier, &info), w, l2_line, est) {
+                    Ok((s, what)) => out.finding(
                         "l2.sets",
-                        Finding::integer(s, "count", how, Confidence::Medium)
-                            .with_note("total sets over all slices; the split into slices is not determined"),
+                        Finding::integer(s, "count", how, Confidence::Medium).with_note(&format!(
+                            "from {what}: the sets one SM's eviction sets and occupancy pools reach (all slices of its partition); the split into slices is not determined"
+                        )),
                     ),
                     Err(why) => out.finding("l2.sets", Finding::undetermined("count", how, &why)),
                 }
@@ -468,8 +519,14 @@ mod tests {
             let mut m = Meter::new(&mut t, 5);
             let buf = m.alloc(BUFFER_CAPACITIES * cap).unwrap();
             let knee_bytes = (knee * cap as f64) as u64 / 128 * 128;
-            let e =
-                find_l2_evset(&mut m, &buf, 128, knee_bytes).unwrap_or_else(|err| panic!("{policy:?} {ways}: {err}"));
+            let e = find_l2_evset(
+                &mut m,
+                &buf,
+                128,
+                &PoolHint { bytes: knee_bytes, source: "given", measured: true },
+                None,
+            )
+            .unwrap_or_else(|err| panic!("{policy:?} {ways}: {err}"));
             let (full, fit) = flushing(&mut m, |m| check_minimal(m, &e.oracle, &e.reduction.set)).unwrap();
             let case = format!("{policy:?} {slices}x{sets}x{ways}: scans {:?}, {} chases", e.scans, e.chases);
             assert_eq!(analyze_ways(e.reduction.set.len(), full, fit), Ok(ways as u64), "{case}");
@@ -482,7 +539,12 @@ mod tests {
             let est = occupancy(&mut m, &e.levels, &buf, 64, 128, ways as u64, knee_bytes).unwrap().unwrap();
             let truth = (slices * sets) as f64;
             assert!(est.lo <= truth && truth <= est.hi, "{case}: {est:?}");
-            assert_eq!(analyze_l2_sets(Some(cap), ways as u64, 128, Some(est)), Ok((slices * sets) as u64), "{case}");
+            let given = [(cap, "given".to_string())];
+            assert_eq!(
+                analyze_l2_sets(&given, ways as u64, 128, Some(est)).map(|s| s.0),
+                Ok((slices * sets) as u64),
+                "{case}"
+            );
         }
     }
 
@@ -501,10 +563,13 @@ mod tests {
     fn sets_analysis() {
         let est =
             SetsEstimate { sets: 36_900.0, lo: 36_000.0, hi: 37_800.0, pool_lines: 500_000, missing_fraction: 0.4 };
-        assert_eq!(analyze_l2_sets(Some(72 << 20), 16, 128, Some(est)), Ok(36_864));
-        assert!(analyze_l2_sets(Some(64 << 20), 16, 128, Some(est)).is_err());
-        assert!(analyze_l2_sets(Some((72 << 20) + 128), 16, 128, Some(est)).is_err());
-        assert!(analyze_l2_sets(None, 16, 128, Some(est)).is_err());
+        let c = |v: &[u64]| v.iter().map(|&b| (b, format!("c{b}"))).collect::<Vec<_>>();
+        assert_eq!(analyze_l2_sets(&c(&[72 << 20]), 16, 128, Some(est)), Ok((36_864, format!("c{}", 72 << 20))));
+        assert!(analyze_l2_sets(&c(&[64 << 20]), 16, 128, Some(est)).is_err());
+        assert!(analyze_l2_sets(&c(&[(72 << 20) + 128]), 16, 128, Some(est)).is_err());
+        assert!(analyze_l2_sets(&[], 16, 128, Some(est)).is_err());
+        // The whole L2 of two partitions is out of range; half of it is what one SM sees.
+        assert_eq!(analyze_l2_sets(&c(&[144 << 20, 72 << 20]), 16, 128, Some(est)).map(|s| s.0), Ok(36_864));
     }
 
     #[test]
