@@ -247,13 +247,15 @@ impl RowBench {
 }
 
 /// Row-size measurement around `x` (page-aligned); `fillers` are 2 * MAX_K lines elsewhere.
-/// Returns what was found or why not.
+/// Returns what was found or why not; `levels` receives (k, same-row median, other-row median)
+/// per delay tried, whatever the outcome.
 fn measure_row(
     m: &mut Meter<'_>,
     x: u64,
     page: u64,
     sector: u64,
     fillers: Vec<u64>,
+    levels: &mut Vec<(usize, f64, f64)>,
 ) -> Result<Result<RowFound, String>, ProbeError> {
     let rb = RowBench { x, sector, fillers };
     let samples = 3;
@@ -273,7 +275,7 @@ fn measure_row(
     // waits for the other's activate like a read of another bank (seen on the simulator: the
     // saving at k = 0 was a row conflict of the references, and every other bank looked like x's
     // row).
-    let mut levels = Vec::new();
+    levels.clear();
     for k in 1..=MAX_K {
         let same = rb.median_of(m, k, sector, 5)?;
         let mut other = f64::INFINITY;
@@ -397,6 +399,26 @@ pub const CONFIRM: usize = 15;
 pub const DECISIVE: usize = 21;
 pub const DECISIVE_FAST: usize = 4;
 
+/// The row instrument's evidence: per delay, how much cheaper the read of x's row was than the
+/// cheapest other-row reference (medians), with both levels in the description.
+fn row_saving_series(levels: &[(usize, f64, f64)]) -> Series {
+    let shown: Vec<String> = levels.iter().map(|(k, s, o)| format!("k={k}: {s:.1}/{o:.1}")).collect();
+    Series {
+        description: format!(
+            "other-row minus same-row read time after a read of x, per delay of k L1 hits (medians, same/other ns: {})",
+            shown.join(", ")
+        ),
+        x_name: "delay".into(),
+        x_unit: "L1 hits".into(),
+        y_name: "open-row saving".into(),
+        y_unit: "ns".into(),
+        x: levels.iter().map(|l| l.0 as f64).collect(),
+        y: levels.iter().map(|l| l.2 - l.1).collect(),
+        y_spread: None,
+        marks: Vec::new(),
+    }
+}
+
 /// Most L1 hits of delay tried.
 pub const MAX_K: usize = 12;
 
@@ -475,7 +497,11 @@ impl Probe for DramProbe {
         // Fillers: words of one small region per warp (a line or two), so they cannot crowd L1.
         let fillers: Vec<u64> =
             (0..2 * MAX_K as u64).map(|i| x + page + (i / MAX_K as u64) * 4096 + (i % MAX_K as u64) * 8).collect();
-        let res = measure_row(&mut m, x, page, sector, fillers);
+        let mut levels = Vec::new();
+        let res = measure_row(&mut m, x, page, sector, fillers, &mut levels);
+        if !levels.is_empty() {
+            out.series("dram.row_saving", row_saving_series(&levels));
+        }
         m.target.free(buf);
         match res? {
             Ok(RowFound { row, preserving, saving, k, top_bit, fast_same }) => {

@@ -54,20 +54,25 @@ pub fn pool_fractions(hint: &PoolHint) -> Vec<f64> {
 }
 
 /// Pure: the levels that tell a near-L2 hit from anything slower. `hit_ns` and `dram_ns` are
-/// the calibration's hit and cold levels, `hits` the hit chase (for the floor), `far_ns` a far
-/// partition's hit latency where the latency probe found one. The upper level is the far hit
-/// when it lies between, and at most halfway to DRAM, so the threshold (the midpoint) sits at
-/// most a quarter of the way from the hit to DRAM: a hop served by the far partition counts as
-/// a miss of the near one. Where that threshold puts more than 5% of the hit chase's hops above
-/// it (far hits in a fitting pool: a far partition that keeps no copies, so it is part of the L2
-/// this SM sees), the plain midpoint to DRAM is used. Returns the levels and how they were set.
+/// the calibration's hit and cold levels, `hits` the hit chase (for the floor and the spread),
+/// `far_ns` a far partition's hit latency where the latency probe found one. The upper level is
+/// the far hit when it lies between, and at most halfway to DRAM, so the threshold (the
+/// midpoint) sits at most a quarter of the way from the hit to DRAM: a hop served by the far
+/// partition counts as a miss of the near one. The threshold stays at least a tenth of the way
+/// and 8 MADs of the hit chase above the hit (a far finding from another instrument, one
+/// without per-hop records, may sit lower than these per-hop times). Where the threshold puts
+/// more than 5% of the hit chase's hops above it (far hits in a fitting pool: a far partition
+/// that keeps no copies, so it is part of the L2 this SM sees), the plain midpoint to DRAM is
+/// used. Returns the levels and how they were set.
 pub fn near_levels(hit_ns: f64, dram_ns: f64, far_ns: Option<f64>, hits: &Timing) -> (Levels, String) {
     let plain = Levels::new(hit_ns, dram_ns).with_floor_from(hits);
-    let half = hit_ns + 0.5 * (dram_ns - hit_ns);
+    let gap = dram_ns - hit_ns;
     let far = far_ns.filter(|&f| f > hit_ns && f < dram_ns);
-    let upper = far.map_or(half, |f| f.min(half));
+    let mad = hits.sample().map_or(0.0, |s| s.mad());
+    let lowest_mid = hit_ns + (0.1 * gap).max(8.0 * mad);
+    let upper = far.map_or(hit_ns + 0.5 * gap, |f| f.min(hit_ns + 0.5 * gap)).max(2.0 * lowest_mid - hit_ns);
     let near = Levels::new(hit_ns, upper).with_floor_from(hits);
-    if near.floor > 0.05 {
+    if near.floor > 0.05 || near.mid() >= plain.mid() {
         let why = format!(
             "hops above {:.1} ns counted as misses (the hit/DRAM midpoint: {:.0}% of a fitting pool's hops lie above the near-L2 threshold {:.1} ns)",
             plain.mid(),
@@ -78,7 +83,7 @@ pub fn near_levels(hit_ns: f64, dram_ns: f64, far_ns: Option<f64>, hits: &Timing
     }
     let why = match far {
         Some(f) => format!(
-            "hops above {:.1} ns counted as misses of the near L2 (between its hit {hit_ns:.1} ns and the far partition's {f:.1} ns or a quarter of the way to DRAM {dram_ns:.1} ns)",
+            "hops above {:.1} ns counted as misses of the near L2 (from its hit {hit_ns:.1} ns towards the far partition's {f:.1} ns or a quarter of the way to DRAM {dram_ns:.1} ns)",
             near.mid()
         ),
         None => format!(
@@ -151,8 +156,16 @@ mod tests {
         // The H200's levels: near 158, far 256, DRAM 349: far hits count as misses.
         let (lv, _) = near_levels(158.0, 349.0, Some(256.0), &hits);
         assert!(lv.mid() < 210.0 && lv.mid() > 190.0, "{lv:?}");
-        let (lv, _) = near_levels(158.0, 349.0, Some(180.0), &hits);
-        assert!((lv.mid() - 169.0).abs() < 1e-9, "{lv:?}");
+        let (lv, _) = near_levels(158.0, 349.0, Some(200.0), &hits);
+        assert!((lv.mid() - 179.0).abs() < 1e-9, "{lv:?}");
+        // A far finding below a tenth of the way: the threshold stays there.
+        let (lv, _) = near_levels(158.0, 349.0, Some(170.0), &hits);
+        assert!((lv.mid() - 177.1).abs() < 1e-9, "{lv:?}");
+        // Spread hits: at least 8 MADs above the hit.
+        let wide: Vec<f64> = (0..100).map(|i| 158.0 + if i % 2 == 0 { 4.0 } else { -4.0 }).collect();
+        let wide = Timing { means_ns: vec![158.0], per_hop_ns: Some(wide) };
+        let (lv, _) = near_levels(158.0, 349.0, Some(200.0), &wide);
+        assert!((lv.mid() - (158.0 + 32.0)).abs() < 1e-9, "{lv:?}");
         let (lv, _) = near_levels(158.0, 349.0, None, &hits);
         assert!((lv.mid() - (158.0 + 0.25 * 191.0)).abs() < 1e-9, "{lv:?}");
         // A fitting pool with far hits above that threshold: the plain midpoint.
