@@ -136,3 +136,20 @@ fn row_size_undetermined_when_timing_cannot_show_it() {
     }
     assert!(undetermined >= 3, "only {undetermined} of 6 hopeless hierarchies undetermined");
 }
+
+/// End to end, as `memscope run` does it: every generic probe in order on the 4090 with 2 KiB
+/// contiguous rows (the hidden hierarchy that gave 1024), the row probe reading the line, sector
+/// and page the earlier probes found.
+#[test]
+fn row_size_end_to_end_on_the_4090_with_2k_rows() {
+    let h = rtx4090_contiguous(2048, 2 << 20, 9);
+    let mut t = SimTarget::new(h).unwrap();
+    let mut found: BTreeMap<String, Finding> = BTreeMap::new();
+    for p in memscope_probe::probes() {
+        let snapshot = found.clone();
+        let mut ctx = ProbeContext { target: &mut t, quick: false, progress: &NoProgress, earlier: &snapshot };
+        found.extend(p.run(&mut ctx).unwrap_or_else(|e| panic!("probe {}: {e}", p.key())).findings);
+    }
+    let f = &found["dram.row_bytes"];
+    assert_eq!(f.value.as_u64(), Some(2048), "{f:?}");
+}
