@@ -13,6 +13,7 @@
 use crate::evset::{check_minimal, reduce_groups, Oracle, Reduction};
 use crate::geometry::analyze_ways;
 use crate::l2pool::{near_levels, pool_fractions, pool_hint, set_candidates, PoolHint};
+pub use crate::l2sets::{analyze_l2_sets, estimate_sets, poisson_tail, sets_from_missing, SetsEstimate};
 use crate::measure::{earlier_f64, earlier_u64, gpu_applicability, Levels, Meter, Timing};
 use memscope_core::{
     Applicability, Buffer, CachePath, ChaseResult, ChaseSpec, Confidence, Finding, Probe, ProbeContext, ProbeError,
@@ -34,6 +35,13 @@ pub const FALLBACK_LINE_BYTES: u64 = 128;
 pub const SECTOR_FLOOR_BYTES: u64 = 32;
 /// Upper bound on the timed chases of the group testing.
 pub const MAX_CHASES: u64 = 4000;
+/// Missing lines of a pool that must miss per lap, as a fraction of them, before they are
+/// reduced (under LRU, FIFO and seed 004's RRPV policy every line of an over-full set misses).
+pub const CLEAR_FRACTION: f64 = 0.25;
+/// Reductions tried (on ever larger pools) before the search gives up.
+pub const MAX_REDUCTIONS: usize = 3;
+/// Minimality checks of the eviction set before `l2.ways` is undetermined.
+pub const MINIMAL_CHECKS: usize = 3;
 
 /// Hit and miss levels of the near L2 as a random pool sees them (same TLB regime): a chase over
 /// 96 lines spread evenly over the buffer (all L2 hits), and one cold lap over them after a flush
@@ -182,34 +190,54 @@ pub fn find_l2_evset(
     let biggest = (fractions[fractions.len() - 1] * cap_lines as f64) as usize;
     let all = sample_pool(m, buf, line, biggest);
     let mut scans = Vec::new();
-    let mut found = None;
+    let mut failures: Vec<String> = Vec::new();
     for (i, &f) in fractions.iter().enumerate() {
         let n = ((f * cap_lines as f64) as usize).min(all.len());
-        let missing = missing_lines(m, &levels, &all[..n])?;
+        let mut missing = missing_lines(m, &levels, &all[..n])?;
         let last = i + 1 == fractions.len();
-        if missing.len() >= MIN_MISSING || (last && missing.len() >= 2) {
-            let thrashes = flushing(m, |m| oracle.thrashes(m, &missing))?;
-            scans.push((n, missing.len(), Some(thrashes)));
-            if thrashes {
-                found = Some(missing);
-                break;
-            }
-        } else {
+        if missing.len() < MIN_MISSING && !(last && missing.len() >= 2) {
             scans.push((n, missing.len(), None));
+            continue;
+        }
+        // The missing lines thrash by themselves, and clearly: a union of over-full sets misses
+        // most of its lines every lap; a borderline set (a few lines over, or lines counted by
+        // noise) could pass here and fail the reduction's own first test.
+        let (misses, sigma) = flushing(m, |m| oracle.misses(m, &missing))?;
+        let clear = misses >= oracle.threshold.max(4.0 * sigma) && misses >= CLEAR_FRACTION * missing.len() as f64;
+        scans.push((n, missing.len(), Some(clear)));
+        if !clear {
+            continue;
+        }
+        m.shuffle(&mut missing);
+        match flushing(m, |m| reduce_groups(m, &oracle, &missing, MAX_CHASES)) {
+            Ok(reduction) => {
+                return Ok(L2Evset {
+                    levels,
+                    levels_why,
+                    oracle,
+                    reduction,
+                    scans,
+                    chases: m.chases - c0,
+                    hops: m.hops - h0,
+                })
+            }
+            Err(ProbeError::Failed(why)) => {
+                failures.push(why);
+                if failures.len() >= MAX_REDUCTIONS {
+                    break;
+                }
+            }
+            Err(e) => return Err(e),
         }
     }
-    let Some(mut missing) = found else {
-        return Err(ProbeError::Failed(format!(
-            "no pool up to {} lines ({}x {} = {} bytes) left lines missing on every lap that thrash on their own; {levels_why}; scans (lines, missing, thrash) {scans:?}",
-            all.len(),
-            fractions[fractions.len() - 1],
-            hint.source,
-            hint.bytes
-        )));
-    };
-    m.shuffle(&mut missing);
-    let reduction = flushing(m, |m| reduce_groups(m, &oracle, &missing, MAX_CHASES))?;
-    Ok(L2Evset { levels, levels_why, oracle, reduction, scans, chases: m.chases - c0, hops: m.hops - h0 })
+    Err(ProbeError::Failed(format!(
+        "no pool up to {} lines ({}x {} = {} bytes) left lines missing on every lap that clearly thrash on their own and reduce to an eviction set; {levels_why}; scans (lines, missing, clear thrash) {scans:?}{}",
+        all.len(),
+        fractions[fractions.len() - 1],
+        hint.source,
+        hint.bytes,
+        if failures.is_empty() { String::new() } else { format!("; reductions: {}", failures.join("; ")) }
+    )))
 }
 
 /// The L2 line size: the smallest power-of-two distance `d` (from `start` up to
@@ -272,99 +300,6 @@ pub fn occupancy(
     Ok(est)
 }
 
-/// Poisson tail `P(X >= k)` for mean `lambda`.
-pub fn poisson_tail(lambda: f64, k: u64) -> f64 {
-    let mut term = (-lambda).exp();
-    let mut below = 0.0;
-    for i in 0..k {
-        below += term;
-        term *= lambda / (i + 1) as f64;
-    }
-    (1.0 - below).max(0.0)
-}
-
-/// Pure: the number of sets for which `n` random lines leave a fraction `missing` of them in
-/// over-full sets (a line misses when at least `ways` other pool lines share its set: Poisson
-/// with mean `(n - 1) / sets`). `None` when the fraction is 0 or 1 (no information).
-pub fn sets_from_missing(n: usize, ways: u64, missing: f64) -> Option<f64> {
-    if !(missing > 0.0 && missing < 1.0) || n < 2 {
-        return None;
-    }
-    // The tail grows with the mean, so bisect on log(sets).
-    let (mut lo, mut hi) = (0.0f64, 40.0f64);
-    for _ in 0..100 {
-        let mid = 0.5 * (lo + hi);
-        let lambda = (n - 1) as f64 / mid.exp2();
-        if poisson_tail(lambda, ways) > missing {
-            lo = mid; // too few sets: too many misses
-        } else {
-            hi = mid;
-        }
-    }
-    Some((0.5 * (lo + hi)).exp2())
-}
-
-/// An occupancy estimate of the number of sets with its 3-sigma range.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct SetsEstimate {
-    pub sets: f64,
-    pub lo: f64,
-    pub hi: f64,
-    pub pool_lines: usize,
-    pub missing_fraction: f64,
-}
-
-/// Pure: the estimate with a 3-sigma range from the binomial noise of the number of over-full
-/// sets (missing lines come in clusters of about `ways + 1`), widened by 2% for model error (sampling from a finite buffer lowers the variance: the estimate runs 0-2% high).
-pub fn estimate_sets(n: usize, ways: u64, missing_lines: usize) -> Option<SetsEstimate> {
-    let f = missing_lines as f64 / n as f64;
-    let sets = sets_from_missing(n, ways, f)?;
-    let sigma = (f * (1.0 - f) * (ways + 1) as f64 / n as f64).sqrt();
-    let a = sets_from_missing(n, ways, (f + 3.0 * sigma).min(0.999_999)).unwrap_or(0.0);
-    let b = sets_from_missing(n, ways, (f - 3.0 * sigma).max(1e-9)).unwrap_or(f64::INFINITY);
-    Some(SetsEstimate { sets, lo: a * 0.98, hi: b * 1.02, pool_lines: n, missing_fraction: f })
-}
-
-/// Pure: the set count reported: `capacity / (ways * line)` of the first candidate capacity
-/// (`l2pool::set_candidates`) that is whole and inside the occupancy estimate's range, with the
-/// candidate's name; otherwise the reason it is undetermined (every candidate listed).
-pub fn analyze_l2_sets(
-    candidates: &[(u64, String)],
-    ways: u64,
-    line: u64,
-    est: Option<SetsEstimate>,
-) -> Result<(u64, String), String> {
-    if candidates.is_empty() {
-        return Err(
-            "no L2 size in the run (l2.capacity_bytes, the driver's attribute, l2.segment_capacity_bytes) to confirm"
-                .into(),
-        );
-    }
-    let per_set = ways * line;
-    let Some(e) = est else { return Err("the occupancy scan gave no estimate (no line or every line missed)".into()) };
-    let show = format!(
-        "occupancy estimate {:.0} sets (3 sigma {:.0}..{:.0}; {:.3} of {} random lines missed)",
-        e.sets, e.lo, e.hi, e.missing_fraction, e.pool_lines
-    );
-    let mut tried = Vec::new();
-    for (c, what) in candidates {
-        if c % per_set != 0 {
-            tried.push(format!(
-                "{what} {c} bytes is not a whole number of {ways}-way sets of {line} bytes ({:.1})",
-                *c as f64 / per_set as f64
-            ));
-            continue;
-        }
-        let s = c / per_set;
-        if (s as f64) < e.lo || (s as f64) > e.hi {
-            tried.push(format!("{what} {c} bytes gives {s} sets, outside the estimate's range"));
-            continue;
-        }
-        return Ok((s, what.clone()));
-    }
-    Err(format!("{}; {show}", tried.join("; ")))
-}
-
 pub struct L2WaysProbe;
 
 impl Probe for L2WaysProbe {
@@ -408,10 +343,20 @@ impl Probe for L2WaysProbe {
                 return Ok(out);
             }
         };
-        let (full, fit) = flushing(&mut m, |m| check_minimal(m, &e.oracle, &e.reduction.set))?;
-        let ways = analyze_ways(e.reduction.set.len(), full, fit);
+        // The minimality check up to `MINIMAL_CHECKS` times: one noisy chase among its `ways + 2`
+        // must not turn a minimal set into "not minimal" (noise cannot make a set with a line to
+        // spare pass: every one of its removals would have to look like a fit).
+        let mut ways = Err(String::new());
+        for _ in 0..MINIMAL_CHECKS {
+            let (full, fit) = flushing(&mut m, |m| check_minimal(m, &e.oracle, &e.reduction.set))?;
+            ways = analyze_ways(e.reduction.set.len(), full, fit);
+            if ways.is_ok() {
+                break;
+            }
+        }
+        let ways = ways.map_err(|why| format!("{why} (in each of {MINIMAL_CHECKS} checks)"));
         let search = format!(
-            "{method}: pools scaled from {} ({} bytes); {}; pools {:?} (lines, missing, those alone thrash), {} chases and {} hops in all, {} backtracks",
+            "{method}: pools scaled from {} ({} bytes); {}; pools {:?} (lines, missing, those alone clearly thrash), {} chases and {} hops in all, {} backtracks",
             hint.source, hint.bytes, e.levels_why, e.scans, e.chases, e.hops, e.reduction.backtracks
         );
         out.finding("l2.evset_chases", Finding::integer(e.chases, "count", &search, Confidence::High));
@@ -546,30 +491,6 @@ mod tests {
                 "{case}"
             );
         }
-    }
-
-    #[test]
-    fn poisson_tail_and_sets_inverse() {
-        assert!((poisson_tail(2.0, 0) - 1.0).abs() < 1e-12);
-        assert!((poisson_tail(2.0, 1) - (1.0 - (-2.0f64).exp())).abs() < 1e-12);
-        let (n, ways, sets) = (40_000usize, 8u64, 5000.0f64);
-        let f = poisson_tail((n - 1) as f64 / sets, ways);
-        let s = sets_from_missing(n, ways, f).unwrap();
-        assert!((s - sets).abs() < 1e-6 * sets, "{s}");
-        assert_eq!(sets_from_missing(n, ways, 0.0), None);
-    }
-
-    #[test]
-    fn sets_analysis() {
-        let est =
-            SetsEstimate { sets: 36_900.0, lo: 36_000.0, hi: 37_800.0, pool_lines: 500_000, missing_fraction: 0.4 };
-        let c = |v: &[u64]| v.iter().map(|&b| (b, format!("c{b}"))).collect::<Vec<_>>();
-        assert_eq!(analyze_l2_sets(&c(&[72 << 20]), 16, 128, Some(est)), Ok((36_864, format!("c{}", 72 << 20))));
-        assert!(analyze_l2_sets(&c(&[64 << 20]), 16, 128, Some(est)).is_err());
-        assert!(analyze_l2_sets(&c(&[(72 << 20) + 128]), 16, 128, Some(est)).is_err());
-        assert!(analyze_l2_sets(&[], 16, 128, Some(est)).is_err());
-        // The whole L2 of two partitions is out of range; half of it is what one SM sees.
-        assert_eq!(analyze_l2_sets(&c(&[144 << 20, 72 << 20]), 16, 128, Some(est)).map(|s| s.0), Ok(36_864));
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod geometry;
 pub mod index;
 pub mod indexing;
 pub mod l2pool;
+pub mod l2sets;
 pub mod l2ways;
 pub mod latency;
 pub mod line;
