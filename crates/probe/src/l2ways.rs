@@ -356,14 +356,17 @@ impl Probe for L2WaysProbe {
         }
         let ways = ways.map_err(|why| format!("{why} (in each of {MINIMAL_CHECKS} checks)"));
         let search = format!(
-            "{method}: pools scaled from {} ({} bytes); {}; pools {:?} (lines, missing, those alone clearly thrash), {} chases and {} hops in all, {} backtracks",
+            "pools scaled from {} ({} bytes); {}; pools {:?} (lines, missing, those alone clearly thrash), {} chases and {} hops in all, {} backtracks",
             hint.source, hint.bytes, e.levels_why, e.scans, e.chases, e.hops, e.reduction.backtracks
         );
-        out.finding("l2.evset_chases", Finding::integer(e.chases, "count", &search, Confidence::High));
-        out.finding("l2.evset_hops", Finding::integer(e.hops, "count", &search, Confidence::High));
+        out.finding(
+            "l2.evset_chases",
+            Finding::integer(e.chases, "count", method, Confidence::High).with_note(&search),
+        );
+        out.finding("l2.evset_hops", Finding::integer(e.hops, "count", method, Confidence::High).with_note(&search));
         match ways {
             Ok(w) => {
-                out.finding("l2.ways", Finding::integer(w, "count", &search, Confidence::High));
+                out.finding("l2.ways", Finding::integer(w, "count", method, Confidence::High).with_note(&search));
                 let l2_line =
                     flushing(&mut m, |m| measure_l2_line(m, &e.oracle, &e.reduction.set, SECTOR_FLOOR_BYTES))?;
                 let line_method = "eviction-set members swapped for their neighbours at growing power-of-two distances";
@@ -401,7 +404,7 @@ impl Probe for L2WaysProbe {
                     Err(why) => out.finding("l2.sets", Finding::undetermined("count", how, &why)),
                 }
             }
-            Err(why) => undetermined(&mut out, &why),
+            Err(why) => undetermined(&mut out, &format!("{why}; {search}")),
         }
         m.target.free(buf);
         Ok(out)
