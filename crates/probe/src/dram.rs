@@ -130,10 +130,43 @@ pub fn analyze_refresh(per_hop: &[f64], floor_ns: f64) -> Option<RefreshFit> {
     Some(RefreshFit { stall_ns: stall, fraction, points: refresh_pts })
 }
 
+/// Pure: the lowest set bits of a GF(2) basis of `vs` in echelon form by lowest bit (each vector
+/// of the span has one of them as its lowest bit).
+pub fn low_pivots(vs: &[u64]) -> u64 {
+    let mut basis: Vec<u64> = Vec::new();
+    for &v in vs {
+        let mut x = v;
+        for &b in &basis {
+            if x & b & b.wrapping_neg() != 0 {
+                x ^= b;
+            }
+        }
+        if x != 0 {
+            basis.push(x);
+            basis.sort_unstable_by_key(|b| b.trailing_zeros());
+        }
+    }
+    basis.iter().fold(0, |m, b| m | (b & b.wrapping_neg()))
+}
+
 /// Pure: the row size from the row-preserving differences found (the sector difference included):
-/// the bytes inside a sector times 2^rank.
-pub fn analyze_row(preserving: &[u64], sector: u64) -> u64 {
-    sector << gf2::rank(preserving)
+/// the bytes inside a sector times 2^rank. The lowest bits of the space's echelon basis must be
+/// the bits from the sector up without a gap (footnote 13's row: 5, 6, 7, 9 and 8 ^ 14 give 5..9):
+/// a bit inside them that no tested difference carries is either a bank bit or a column bit whose
+/// partner lies beyond the bits tried (above the page, which no address of a program can flip),
+/// and the two give different row sizes: undetermined.
+pub fn analyze_row(preserving: &[u64], sector: u64) -> Result<u64, String> {
+    let pivots = low_pivots(preserving);
+    let rank = pivots.count_ones();
+    let want = ((1u64 << rank) - 1) * sector;
+    if pivots != want {
+        let top = 63 - pivots.leading_zeros();
+        let holes: Vec<u32> = (sector.trailing_zeros()..top).filter(|&b| pivots & (1u64 << b) == 0).collect();
+        return Err(format!(
+            "the row-preserving differences skip bit(s) {holes:?} below their highest bit: a bank bit inside the row, or a column bit whose partner lies above the bits tried; the two give different row sizes"
+        ));
+    }
+    Ok(sector << rank)
 }
 
 /// The row instrument: two warps after a flush; warp 0 reads `x` from DRAM, warp 1 first walks
@@ -214,15 +247,16 @@ impl RowBench {
 }
 
 /// Row-size measurement around `x` (page-aligned); `fillers` are 2 * MAX_K lines elsewhere.
-/// Returns (row bytes, preserving differences, activate saving, k, highest bit tried) or why not.
-#[allow(clippy::type_complexity)]
+/// Returns what was found or why not; `levels` receives (k, same-row median, other-row median)
+/// per delay tried, whatever the outcome.
 fn measure_row(
     m: &mut Meter<'_>,
     x: u64,
     page: u64,
     sector: u64,
     fillers: Vec<u64>,
-) -> Result<Result<(u64, Vec<u64>, f64, usize, u32), String>, ProbeError> {
+    levels: &mut Vec<(usize, f64, f64)>,
+) -> Result<Result<RowFound, String>, ProbeError> {
     let rb = RowBench { x, sector, fillers };
     let samples = 3;
     let top_bit = page.trailing_zeros().min(22);
@@ -241,7 +275,7 @@ fn measure_row(
     // waits for the other's activate like a read of another bank (seen on the simulator: the
     // saving at k = 0 was a row conflict of the references, and every other bank looked like x's
     // row).
-    let mut levels = Vec::new();
+    levels.clear();
     for k in 1..=MAX_K {
         let same = rb.median_of(m, k, sector, 5)?;
         let mut other = f64::INFINITY;
@@ -270,33 +304,119 @@ fn measure_row(
             "no delay up to {MAX_K} L1 hits makes a same-row read cheaper than another row's ({same:.1} vs {other:.1} ns)"
         )));
     }
-    let same_row =
-        |m: &mut Meter<'_>, d: u64| -> Result<bool, ProbeError> { rb.fast_twice(m, k, d, 9, same + 0.5 * saving) };
+    // Confirmation at the chosen delay: the saving is the largest of the differences over the
+    // delays tried, so noise alone (a real DRAM's spread of tens of ns) can make one pass the 5%;
+    // fresh reads must split cleanly at the threshold (another row's never faster, x's row mostly)
+    // or the outcome would change from run to run.
+    let threshold = same + 0.5 * saving;
+    let (mut fast_same, mut fast_other) = (0usize, 0usize);
+    for i in 0..CONFIRM {
+        fast_same += usize::from(rb.sample(m, k, sector)? < threshold);
+        fast_other += usize::from(rb.sample(m, k, fars[i % fars.len()])? < threshold);
+    }
+    if fast_other > 0 || 2 * fast_same < CONFIRM {
+        return Ok(Err(format!(
+            "the open-row saving (~{saving:.1} ns at a delay of {k} L1 hits, {same:.1} vs {other:.1} ns) does not repeat: of {CONFIRM} fresh reads each, {fast_same} of x's row and {fast_other} of other rows were faster than {threshold:.1} ns (x's row must mostly be, another row's never)"
+        )));
+    }
+    let same_row = |m: &mut Meter<'_>, d: u64| -> Result<bool, ProbeError> { rb.fast_twice(m, k, d, 9, threshold) };
+    // Each difference twice; where the two passes disagree, a decisive count over `DECISIVE`
+    // reads: at least `DECISIVE_FAST` fast ones is x's row, none is another row, anything between
+    // is undetermined (noise at the threshold would otherwise pick the row size).
+    let decide = |m: &mut Meter<'_>, d: u64| -> Result<Result<bool, String>, ProbeError> {
+        let first = same_row(m, d)?;
+        if same_row(m, d)? == first {
+            return Ok(Ok(first));
+        }
+        let mut fast = 0;
+        for _ in 0..DECISIVE {
+            fast += usize::from(rb.sample(m, k, d)? < threshold);
+        }
+        Ok(match fast {
+            0 => Ok(false),
+            f if f >= DECISIVE_FAST => Ok(true),
+            f => Err(format!(
+                "the difference {} was classified differently on two passes and {f} of {DECISIVE} further reads were faster than {threshold:.1} ns (saving ~{saving:.1} ns at a delay of {k} L1 hits): same-row and other-row reads are not separable",
+                gf2::format_mask(d)
+            )),
+        })
+    };
     // The reference difference (one sector) preserves the row by assumption (footnote 13).
     let mut preserving: Vec<u64> = vec![sector];
     let mut others: Vec<u32> = vec![];
     for b in sector.trailing_zeros() + 1..top_bit {
-        if same_row(m, 1 << b)? {
-            preserving.push(1 << b);
-        } else {
-            others.push(b);
+        match decide(m, 1 << b)? {
+            Ok(true) => preserving.push(1 << b),
+            Ok(false) => others.push(b),
+            Err(why) => return Ok(Err(why)),
         }
     }
     for i in 0..others.len() {
         for j in i + 1..others.len() {
             let d = (1u64 << others[i]) | (1u64 << others[j]);
-            if !gf2::in_span(&preserving, d) && same_row(m, d)? {
-                preserving.push(d);
+            if gf2::in_span(&preserving, d) || !same_row(m, d)? {
+                continue;
+            }
+            // (a pair found once is re-tested like a single bit)
+            match decide(m, d)? {
+                Ok(true) => preserving.push(d),
+                Ok(false) => {}
+                Err(why) => return Ok(Err(why)),
             }
         }
     }
-    let row = analyze_row(&preserving, sector);
+    let row = match analyze_row(&preserving, sector) {
+        Ok(r) => r,
+        Err(why) => return Ok(Err(why)),
+    };
     if row > nearest {
         return Ok(Err(format!(
             "{row} bytes would reach the nearest different-row reference ({nearest} bytes away): the open-row saving is not specific"
         )));
     }
-    Ok(Ok((row, preserving, saving, k, top_bit)))
+    Ok(Ok(RowFound { row, preserving, saving, k, top_bit, fast_same }))
+}
+
+/// What the row measurement found.
+struct RowFound {
+    row: u64,
+    /// The row-preserving differences kept (the sector first).
+    preserving: Vec<u64>,
+    /// Activate saving of a same-row read, ns.
+    saving: f64,
+    /// L1 hits of delay used.
+    k: usize,
+    /// Differences were tried below this bit.
+    top_bit: u32,
+    /// Confirmation reads of x's row faster than the threshold (of `CONFIRM`).
+    fast_same: usize,
+}
+
+/// Fresh reads of x's row and of other rows that confirm the open-row saving.
+pub const CONFIRM: usize = 15;
+/// Reads that settle a difference the two passes disagree on, and the fast ones that make it
+/// x's row (the confirmation allows no fast other-row read and half of x's row's at least).
+pub const DECISIVE: usize = 21;
+pub const DECISIVE_FAST: usize = 4;
+
+/// The row instrument's evidence: per delay, how much cheaper the read of x's row was than the
+/// cheapest other-row reference (medians), with both levels in the description.
+fn row_saving_series(levels: &[(usize, f64, f64)]) -> Series {
+    let shown: Vec<String> = levels.iter().map(|(k, s, o)| format!("k={k}: {s:.1}/{o:.1}")).collect();
+    Series {
+        description: format!(
+            "other-row minus same-row read time after a read of x, per delay of k L1 hits (medians, same/other ns: {})",
+            shown.join(", ")
+        ),
+        x_name: "delay".into(),
+        x_unit: "L1 hits".into(),
+        y_name: "open-row saving".into(),
+        y_unit: "ns".into(),
+        x: levels.iter().map(|l| l.0 as f64).collect(),
+        y: levels.iter().map(|l| l.2 - l.1).collect(),
+        y_spread: None,
+        marks: Vec::new(),
+    }
 }
 
 /// Most L1 hits of delay tried.
@@ -377,15 +497,19 @@ impl Probe for DramProbe {
         // Fillers: words of one small region per warp (a line or two), so they cannot crowd L1.
         let fillers: Vec<u64> =
             (0..2 * MAX_K as u64).map(|i| x + page + (i / MAX_K as u64) * 4096 + (i % MAX_K as u64) * 8).collect();
-        let res = measure_row(&mut m, x, page, sector, fillers);
+        let mut levels = Vec::new();
+        let res = measure_row(&mut m, x, page, sector, fillers, &mut levels);
+        if !levels.is_empty() {
+            out.series("dram.row_saving", row_saving_series(&levels));
+        }
         m.target.free(buf);
         match res? {
-            Ok((row, preserving, saving, k, top_bit)) => {
+            Ok(RowFound { row, preserving, saving, k, top_bit, fast_same }) => {
                 let basis: Vec<String> = gf2::rref(&preserving).iter().map(|&v| gf2::format_mask(v)).collect();
                 out.finding(
                     "dram.row_bytes",
                     Finding::integer(row, "bytes", mmethod, Confidence::Medium).with_note(&format!(
-                        "row-preserving differences: {basis:?}; an open row saves ~{saving:.1} ns at a delay of {k} L1 hits; differences of one or two bits below bit {top_bit} tried"
+                        "row-preserving differences: {basis:?}; an open row saves ~{saving:.1} ns at a delay of {k} L1 hits ({fast_same} of {CONFIRM} confirming same-row reads below the threshold, no other-row read); differences of one or two bits below bit {top_bit} tried, each kept twice"
                     )),
                 );
             }
@@ -436,7 +560,14 @@ mod tests {
 
     #[test]
     fn row_from_preserving_space() {
-        assert_eq!(analyze_row(&[32, 64, 128, 512, 256 ^ 16384], 32), 1024);
-        assert_eq!(analyze_row(&[32, 64, 128, 256, 512, 1 << 14 ^ 256], 32), 2048);
+        assert_eq!(analyze_row(&[32, 64, 128, 512, 256 ^ 16384], 32), Ok(1024));
+        // Bits 10..13 carried by nothing tried while bit 14 is: gaps, undetermined.
+        let e = analyze_row(&[32, 64, 128, 256, 512, 1 << 14 ^ 256], 32).unwrap_err();
+        assert!(e.contains("[10, 11, 12, 13]"), "{e}");
+        assert_eq!(analyze_row(&[32, 64, 128, 256, 512, 1024, 2048], 32), Ok(4096));
+        // Bit 8 carried by nothing tried (a bank bit, or paired with a bit above the page).
+        let e = analyze_row(&[32, 64, 128, 512], 32).unwrap_err();
+        assert!(e.contains("[8]"), "{e}");
+        assert_eq!(low_pivots(&[32 ^ 4096, 32, 64 ^ 32]), 32 | 64 | 4096);
     }
 }

@@ -12,7 +12,9 @@
 
 use crate::evset::{check_minimal, reduce_groups, Oracle, Reduction};
 use crate::geometry::analyze_ways;
-use crate::measure::{earlier_u64, gpu_applicability, Levels, Meter, Timing};
+use crate::l2pool::{near_levels, pool_fractions, pool_hint, set_candidates, PoolHint};
+pub use crate::l2sets::{analyze_l2_sets, estimate_sets, poisson_tail, sets_from_missing, SetsEstimate};
+use crate::measure::{earlier_f64, earlier_u64, gpu_applicability, Levels, Meter, Timing};
 use memscope_core::{
     Applicability, Buffer, CachePath, ChaseResult, ChaseSpec, Confidence, Finding, Probe, ProbeContext, ProbeError,
     ProbeOutput, Target, TargetError, TargetInfo,
@@ -21,8 +23,6 @@ use memscope_core::{
 /// The pool's lines are drawn from a buffer this many times the L2 capacity (random lines of a
 /// large buffer land in the sets almost independently, whatever the page mapping).
 pub const BUFFER_CAPACITIES: u64 = 8;
-/// Pool sizes tried, as fractions of the capacity knee, until enough lines miss.
-pub const POOL_FRACTIONS: [f64; 8] = [0.5, 0.625, 0.75, 0.875, 1.0, 1.25, 1.5, 2.0];
 /// Least number of missing lines taken as evidence of over-full sets.
 pub const MIN_MISSING: usize = 64;
 /// Sampling block: pool lines lie in distinct blocks of this many bytes, so two of them never
@@ -35,11 +35,24 @@ pub const FALLBACK_LINE_BYTES: u64 = 128;
 pub const SECTOR_FLOOR_BYTES: u64 = 32;
 /// Upper bound on the timed chases of the group testing.
 pub const MAX_CHASES: u64 = 4000;
+/// Missing lines of a pool that must miss per lap, as a fraction of them, before they are
+/// reduced (under LRU, FIFO and seed 004's RRPV policy every line of an over-full set misses).
+pub const CLEAR_FRACTION: f64 = 0.25;
+/// Reductions tried (on ever larger pools) before the search gives up.
+pub const MAX_REDUCTIONS: usize = 3;
+/// Minimality checks of the eviction set before `l2.ways` is undetermined.
+pub const MINIMAL_CHECKS: usize = 3;
 
-/// Hit and miss levels of the L2 as a random pool sees them (same TLB regime): a chase over 96
-/// lines spread evenly over the buffer (all L2 hits), and one cold lap over them after a flush
-/// (all DRAM).
-pub fn calibrate_l2(m: &mut Meter<'_>, buf: &Buffer, line: u64) -> Result<(Levels, Vec<u64>), ProbeError> {
+/// Hit and miss levels of the near L2 as a random pool sees them (same TLB regime): a chase over
+/// 96 lines spread evenly over the buffer (all L2 hits), and one cold lap over them after a flush
+/// (all DRAM); the threshold between them from `l2pool::near_levels` (below a far partition's
+/// hits, `far_ns` where known). Returns the levels and how the threshold was set.
+pub fn calibrate_l2(
+    m: &mut Meter<'_>,
+    buf: &Buffer,
+    line: u64,
+    far_ns: Option<f64>,
+) -> Result<(Levels, String), ProbeError> {
     let n = 96u64;
     let chunk = (buf.bytes / n / BLOCK_BYTES).max(1) * BLOCK_BYTES;
     let lines: Vec<u64> = (0..n)
@@ -50,7 +63,7 @@ pub fn calibrate_l2(m: &mut Meter<'_>, buf: &Buffer, line: u64) -> Result<(Level
         .collect();
     let hits = m.chase(&lines, CachePath::L1Bypass, 48, 4000, 2)?;
     let cold = m.cold_lap(&lines, CachePath::L1Bypass)?;
-    Ok((Levels::new(hits.typical_ns(), cold.typical_ns()).with_floor_from(&hits), lines))
+    Ok(near_levels(hits.typical_ns(), cold.typical_ns(), far_ns, &hits))
 }
 
 /// `n` random lines of `buf` in distinct `BLOCK_BYTES` blocks (each at a random line offset).
@@ -95,10 +108,13 @@ pub fn missing_lines(m: &mut Meter<'_>, levels: &Levels, pool: &[u64]) -> Result
 #[derive(Debug, Clone)]
 pub struct L2Evset {
     pub levels: Levels,
+    /// How the hit/miss threshold was set (`l2pool::near_levels`).
+    pub levels_why: String,
     pub oracle: Oracle,
     pub reduction: Reduction,
-    /// (pool lines, lines that missed on every lap) of each pool tried.
-    pub scans: Vec<(usize, usize)>,
+    /// (pool lines, lines that missed on every lap, whether those alone thrash; None: not tried)
+    /// of each pool tried.
+    pub scans: Vec<(usize, usize, Option<bool>)>,
     /// Timed chases and simulated hops of the whole search (calibration and scans included).
     pub chases: u64,
     pub hops: u64,
@@ -149,42 +165,79 @@ pub fn flushing<R>(m: &mut Meter<'_>, f: impl FnOnce(&mut Meter<'_>) -> R) -> R 
     r
 }
 
-/// Search: calibrate, grow a random pool until at least `MIN_MISSING` lines miss on every lap,
-/// reduce the missing lines to a minimal eviction set. `capacity_bytes` sizes the pools (the
-/// latency probe's knee; a lower bound is fine) and `buf` must hold `BUFFER_CAPACITIES` times it.
-pub fn find_l2_evset(m: &mut Meter<'_>, buf: &Buffer, line: u64, capacity_bytes: u64) -> Result<L2Evset, ProbeError> {
+/// Search: calibrate, grow a random pool (`l2pool::pool_fractions` of the hint) until at least
+/// `MIN_MISSING` lines miss on every lap and those lines alone thrash, reduce them to a minimal
+/// eviction set. `buf` must hold `BUFFER_CAPACITIES` times the hint; `far_ns` is a far partition's
+/// hit latency where known. Every failure names the scans that led to it.
+pub fn find_l2_evset(
+    m: &mut Meter<'_>,
+    buf: &Buffer,
+    line: u64,
+    hint: &PoolHint,
+    far_ns: Option<f64>,
+) -> Result<L2Evset, ProbeError> {
     let (c0, h0) = (m.chases, m.hops);
-    let (levels, _) = calibrate_l2(m, buf, line)?;
+    let (levels, levels_why) = calibrate_l2(m, buf, line, far_ns)?;
     if !levels.separable() {
         return Err(ProbeError::Failed(format!(
-            "L2 hit ({:.1} ns) and DRAM ({:.1} ns) are not separable on a random pool",
+            "L2 hit ({:.1} ns) and the next level ({:.1} ns) are not separable on a random pool",
             levels.hit_ns, levels.miss_ns
         )));
     }
-    let cap_lines = (capacity_bytes / line) as usize;
-    let biggest = (POOL_FRACTIONS[POOL_FRACTIONS.len() - 1] * cap_lines as f64) as usize;
+    let oracle = Oracle { path: CachePath::L1Bypass, levels, threshold: 0.5 };
+    let fractions = pool_fractions(hint);
+    let cap_lines = (hint.bytes / line) as usize;
+    let biggest = (fractions[fractions.len() - 1] * cap_lines as f64) as usize;
     let all = sample_pool(m, buf, line, biggest);
     let mut scans = Vec::new();
-    let mut missing = Vec::new();
-    for f in POOL_FRACTIONS {
+    let mut failures: Vec<String> = Vec::new();
+    for (i, &f) in fractions.iter().enumerate() {
         let n = ((f * cap_lines as f64) as usize).min(all.len());
-        missing = missing_lines(m, &levels, &all[..n])?;
-        scans.push((n, missing.len()));
-        if missing.len() >= MIN_MISSING {
-            break;
+        let mut missing = missing_lines(m, &levels, &all[..n])?;
+        let last = i + 1 == fractions.len();
+        if missing.len() < MIN_MISSING && !(last && missing.len() >= 2) {
+            scans.push((n, missing.len(), None));
+            continue;
+        }
+        // The missing lines thrash by themselves, and clearly: a union of over-full sets misses
+        // most of its lines every lap; a borderline set (a few lines over, or lines counted by
+        // noise) could pass here and fail the reduction's own first test.
+        let (misses, sigma) = flushing(m, |m| oracle.misses(m, &missing))?;
+        let clear = misses >= oracle.threshold.max(4.0 * sigma) && misses >= CLEAR_FRACTION * missing.len() as f64;
+        scans.push((n, missing.len(), Some(clear)));
+        if !clear {
+            continue;
+        }
+        m.shuffle(&mut missing);
+        match flushing(m, |m| reduce_groups(m, &oracle, &missing, MAX_CHASES)) {
+            Ok(reduction) => {
+                return Ok(L2Evset {
+                    levels,
+                    levels_why,
+                    oracle,
+                    reduction,
+                    scans,
+                    chases: m.chases - c0,
+                    hops: m.hops - h0,
+                })
+            }
+            Err(ProbeError::Failed(why)) => {
+                failures.push(why);
+                if failures.len() >= MAX_REDUCTIONS {
+                    break;
+                }
+            }
+            Err(e) => return Err(e),
         }
     }
-    if missing.len() < 2 {
-        return Err(ProbeError::Failed(format!(
-            "no pool up to {} lines ({}x the capacity knee) left lines missing on every lap: {scans:?}",
-            all.len(),
-            POOL_FRACTIONS[POOL_FRACTIONS.len() - 1]
-        )));
-    }
-    let oracle = Oracle { path: CachePath::L1Bypass, levels, threshold: 0.5 };
-    m.shuffle(&mut missing);
-    let reduction = flushing(m, |m| reduce_groups(m, &oracle, &missing, MAX_CHASES))?;
-    Ok(L2Evset { levels, oracle, reduction, scans, chases: m.chases - c0, hops: m.hops - h0 })
+    Err(ProbeError::Failed(format!(
+        "no pool up to {} lines ({}x {} = {} bytes) left lines missing on every lap that clearly thrash on their own and reduce to an eviction set; {levels_why}; scans (lines, missing, clear thrash) {scans:?}{}",
+        all.len(),
+        fractions[fractions.len() - 1],
+        hint.source,
+        hint.bytes,
+        if failures.is_empty() { String::new() } else { format!("; reductions: {}", failures.join("; ")) }
+    )))
 }
 
 /// The L2 line size: the smallest power-of-two distance `d` (from `start` up to
@@ -247,82 +300,6 @@ pub fn occupancy(
     Ok(est)
 }
 
-/// Poisson tail `P(X >= k)` for mean `lambda`.
-pub fn poisson_tail(lambda: f64, k: u64) -> f64 {
-    let mut term = (-lambda).exp();
-    let mut below = 0.0;
-    for i in 0..k {
-        below += term;
-        term *= lambda / (i + 1) as f64;
-    }
-    (1.0 - below).max(0.0)
-}
-
-/// Pure: the number of sets for which `n` random lines leave a fraction `missing` of them in
-/// over-full sets (a line misses when at least `ways` other pool lines share its set: Poisson
-/// with mean `(n - 1) / sets`). `None` when the fraction is 0 or 1 (no information).
-pub fn sets_from_missing(n: usize, ways: u64, missing: f64) -> Option<f64> {
-    if !(missing > 0.0 && missing < 1.0) || n < 2 {
-        return None;
-    }
-    // The tail grows with the mean, so bisect on log(sets).
-    let (mut lo, mut hi) = (0.0f64, 40.0f64);
-    for _ in 0..100 {
-        let mid = 0.5 * (lo + hi);
-        let lambda = (n - 1) as f64 / mid.exp2();
-        if poisson_tail(lambda, ways) > missing {
-            lo = mid; // too few sets: too many misses
-        } else {
-            hi = mid;
-        }
-    }
-    Some((0.5 * (lo + hi)).exp2())
-}
-
-/// An occupancy estimate of the number of sets with its 3-sigma range.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct SetsEstimate {
-    pub sets: f64,
-    pub lo: f64,
-    pub hi: f64,
-    pub pool_lines: usize,
-    pub missing_fraction: f64,
-}
-
-/// Pure: the estimate with a 3-sigma range from the binomial noise of the number of over-full
-/// sets (missing lines come in clusters of about `ways + 1`), widened by 2% for model error (sampling from a finite buffer lowers the variance: the estimate runs 0-2% high).
-pub fn estimate_sets(n: usize, ways: u64, missing_lines: usize) -> Option<SetsEstimate> {
-    let f = missing_lines as f64 / n as f64;
-    let sets = sets_from_missing(n, ways, f)?;
-    let sigma = (f * (1.0 - f) * (ways + 1) as f64 / n as f64).sqrt();
-    let a = sets_from_missing(n, ways, (f + 3.0 * sigma).min(0.999_999)).unwrap_or(0.0);
-    let b = sets_from_missing(n, ways, (f - 3.0 * sigma).max(1e-9)).unwrap_or(f64::INFINITY);
-    Some(SetsEstimate { sets, lo: a * 0.98, hi: b * 1.02, pool_lines: n, missing_fraction: f })
-}
-
-/// Pure: the set count reported. The capacity knee's `capacity / (ways * line)` when it is whole
-/// and inside the occupancy estimate's range; otherwise the reason it is undetermined.
-pub fn analyze_l2_sets(capacity: Option<u64>, ways: u64, line: u64, est: Option<SetsEstimate>) -> Result<u64, String> {
-    let Some(c) = capacity else { return Err("no l2.capacity_bytes from the latency probe".into()) };
-    let per_set = ways * line;
-    let Some(e) = est else { return Err("the occupancy scan gave no estimate (no line or every line missed)".into()) };
-    let show = format!(
-        "occupancy estimate {:.0} sets (3 sigma {:.0}..{:.0}; {:.3} of {} random lines missed)",
-        e.sets, e.lo, e.hi, e.missing_fraction, e.pool_lines
-    );
-    if c % per_set != 0 {
-        return Err(format!(
-            "capacity knee {c} bytes is not a whole number of {ways}-way sets of {line} bytes ({:.1}); {show}",
-            c as f64 / per_set as f64
-        ));
-    }
-    let s = c / per_set;
-    if (s as f64) < e.lo || (s as f64) > e.hi {
-        return Err(format!("capacity knee {c} bytes gives {s} sets, outside the {show}"));
-    }
-    Ok(s)
-}
-
 pub struct L2WaysProbe;
 
 impl Probe for L2WaysProbe {
@@ -349,13 +326,15 @@ impl Probe for L2WaysProbe {
             undetermined(&mut out, "needs per-hop times to tell the lines of over-full sets from the rest");
             return Ok(out);
         }
-        let Some(cap) = earlier_u64(&earlier, "l2.capacity_bytes").filter(|c| *c >= 4096) else {
-            undetermined(&mut out, "needs l2.capacity_bytes (latency probe) to size the pool");
+        let info = m.info.clone();
+        let Some(hint) = pool_hint(&earlier, &info) else {
+            undetermined(&mut out, "needs an L2 size to scale the pool (l2.segment_capacity_bytes, l2.capacity_bytes or the driver's attribute)");
             return Ok(out);
         };
+        let far_ns = earlier_f64(&earlier, "l2.far_hit_latency_ns");
         let line = earlier_u64(&earlier, "l1.line_bytes").unwrap_or(FALLBACK_LINE_BYTES);
-        let buf = m.alloc(BUFFER_CAPACITIES * cap.max(1 << 16))?;
-        let found = find_l2_evset(&mut m, &buf, line, cap);
+        let buf = m.alloc(BUFFER_CAPACITIES * hint.bytes.max(1 << 16))?;
+        let found = find_l2_evset(&mut m, &buf, line, &hint, far_ns);
         let e = match found {
             Ok(e) => e,
             Err(err) => {
@@ -364,17 +343,30 @@ impl Probe for L2WaysProbe {
                 return Ok(out);
             }
         };
-        let (full, fit) = flushing(&mut m, |m| check_minimal(m, &e.oracle, &e.reduction.set))?;
-        let ways = analyze_ways(e.reduction.set.len(), full, fit);
+        // The minimality check up to `MINIMAL_CHECKS` times: one noisy chase among its `ways + 2`
+        // must not turn a minimal set into "not minimal" (noise cannot make a set with a line to
+        // spare pass: every one of its removals would have to look like a fit).
+        let mut ways = Err(String::new());
+        for _ in 0..MINIMAL_CHECKS {
+            let (full, fit) = flushing(&mut m, |m| check_minimal(m, &e.oracle, &e.reduction.set))?;
+            ways = analyze_ways(e.reduction.set.len(), full, fit);
+            if ways.is_ok() {
+                break;
+            }
+        }
+        let ways = ways.map_err(|why| format!("{why} (in each of {MINIMAL_CHECKS} checks)"));
         let search = format!(
-            "{method}: pools {:?} (lines, missing), {} chases and {} hops in all, {} backtracks",
-            e.scans, e.chases, e.hops, e.reduction.backtracks
+            "pools scaled from {} ({} bytes); {}; pools {:?} (lines, missing, those alone clearly thrash), {} chases and {} hops in all, {} backtracks",
+            hint.source, hint.bytes, e.levels_why, e.scans, e.chases, e.hops, e.reduction.backtracks
         );
-        out.finding("l2.evset_chases", Finding::integer(e.chases, "count", &search, Confidence::High));
-        out.finding("l2.evset_hops", Finding::integer(e.hops, "count", &search, Confidence::High));
+        out.finding(
+            "l2.evset_chases",
+            Finding::integer(e.chases, "count", method, Confidence::High).with_note(&search),
+        );
+        out.finding("l2.evset_hops", Finding::integer(e.hops, "count", method, Confidence::High).with_note(&search));
         match ways {
             Ok(w) => {
-                out.finding("l2.ways", Finding::integer(w, "count", &search, Confidence::High));
+                out.finding("l2.ways", Finding::integer(w, "count", method, Confidence::High).with_note(&search));
                 let l2_line =
                     flushing(&mut m, |m| measure_l2_line(m, &e.oracle, &e.reduction.set, SECTOR_FLOOR_BYTES))?;
                 let line_method = "eviction-set members swapped for their neighbours at growing power-of-two distances";
@@ -387,7 +379,13 @@ impl Probe for L2WaysProbe {
                     return Ok(out);
                 };
                 out.finding("l2.line_bytes", Finding::integer(l2_line, "bytes", line_method, Confidence::High));
-                let est = occupancy(&mut m, &e.levels, &buf, line, l2_line, w, cap)?;
+                // The first occupancy pool: about ways x sets lines by the scan that thrashed.
+                let start = e
+                    .scans
+                    .last()
+                    .and_then(|&(n, missing, _)| sets_from_missing(n, w, missing as f64 / n.max(1) as f64))
+                    .map_or(hint.bytes, |sets| (sets * (w * l2_line) as f64) as u64);
+                let est = occupancy(&mut m, &e.levels, &buf, line, l2_line, w, start)?;
                 if let Some(s) = est {
                     out.finding(
                         "l2.sets_estimate",
@@ -395,17 +393,18 @@ impl Probe for L2WaysProbe {
                             .with_note(&format!("3-sigma range {:.0}..{:.0} (2% model allowance); {:.4} of {} lines missed", s.lo, s.hi, s.missing_fraction, s.pool_lines)),
                     );
                 }
-                let how = "l2.capacity_bytes / (l2.ways * l2.line_bytes), checked against the occupancy estimate";
-                match analyze_l2_sets(Some(cap), w, l2_line, est) {
-                    Ok(s) => out.finding(
+                let how = "an L2 size / (l2.ways * l2.line_bytes), the one the occupancy estimate confirms";
+                match analyze_l2_sets(&set_candidates(&earlier, &info), w, l2_line, est) {
+                    Ok((s, what)) => out.finding(
                         "l2.sets",
-                        Finding::integer(s, "count", how, Confidence::Medium)
-                            .with_note("total sets over all slices; the split into slices is not determined"),
+                        Finding::integer(s, "count", how, Confidence::Medium).with_note(&format!(
+                            "from {what}: the sets one SM's eviction sets and occupancy pools reach (all slices of its partition); the split into slices is not determined"
+                        )),
                     ),
                     Err(why) => out.finding("l2.sets", Finding::undetermined("count", how, &why)),
                 }
             }
-            Err(why) => undetermined(&mut out, &why),
+            Err(why) => undetermined(&mut out, &format!("{why}; {search}")),
         }
         m.target.free(buf);
         Ok(out)
@@ -468,8 +467,14 @@ mod tests {
             let mut m = Meter::new(&mut t, 5);
             let buf = m.alloc(BUFFER_CAPACITIES * cap).unwrap();
             let knee_bytes = (knee * cap as f64) as u64 / 128 * 128;
-            let e =
-                find_l2_evset(&mut m, &buf, 128, knee_bytes).unwrap_or_else(|err| panic!("{policy:?} {ways}: {err}"));
+            let e = find_l2_evset(
+                &mut m,
+                &buf,
+                128,
+                &PoolHint { bytes: knee_bytes, source: "given", measured: true },
+                None,
+            )
+            .unwrap_or_else(|err| panic!("{policy:?} {ways}: {err}"));
             let (full, fit) = flushing(&mut m, |m| check_minimal(m, &e.oracle, &e.reduction.set)).unwrap();
             let case = format!("{policy:?} {slices}x{sets}x{ways}: scans {:?}, {} chases", e.scans, e.chases);
             assert_eq!(analyze_ways(e.reduction.set.len(), full, fit), Ok(ways as u64), "{case}");
@@ -482,29 +487,13 @@ mod tests {
             let est = occupancy(&mut m, &e.levels, &buf, 64, 128, ways as u64, knee_bytes).unwrap().unwrap();
             let truth = (slices * sets) as f64;
             assert!(est.lo <= truth && truth <= est.hi, "{case}: {est:?}");
-            assert_eq!(analyze_l2_sets(Some(cap), ways as u64, 128, Some(est)), Ok((slices * sets) as u64), "{case}");
+            let given = [(cap, "given".to_string())];
+            assert_eq!(
+                analyze_l2_sets(&given, ways as u64, 128, Some(est)).map(|s| s.0),
+                Ok((slices * sets) as u64),
+                "{case}"
+            );
         }
-    }
-
-    #[test]
-    fn poisson_tail_and_sets_inverse() {
-        assert!((poisson_tail(2.0, 0) - 1.0).abs() < 1e-12);
-        assert!((poisson_tail(2.0, 1) - (1.0 - (-2.0f64).exp())).abs() < 1e-12);
-        let (n, ways, sets) = (40_000usize, 8u64, 5000.0f64);
-        let f = poisson_tail((n - 1) as f64 / sets, ways);
-        let s = sets_from_missing(n, ways, f).unwrap();
-        assert!((s - sets).abs() < 1e-6 * sets, "{s}");
-        assert_eq!(sets_from_missing(n, ways, 0.0), None);
-    }
-
-    #[test]
-    fn sets_analysis() {
-        let est =
-            SetsEstimate { sets: 36_900.0, lo: 36_000.0, hi: 37_800.0, pool_lines: 500_000, missing_fraction: 0.4 };
-        assert_eq!(analyze_l2_sets(Some(72 << 20), 16, 128, Some(est)), Ok(36_864));
-        assert!(analyze_l2_sets(Some(64 << 20), 16, 128, Some(est)).is_err());
-        assert!(analyze_l2_sets(Some((72 << 20) + 128), 16, 128, Some(est)).is_err());
-        assert!(analyze_l2_sets(None, 16, 128, Some(est)).is_err());
     }
 
     #[test]

@@ -17,8 +17,9 @@
 //! as `e0`), and a verdict needs at least 80% of the trials to agree (a timing outlier on the
 //! probe hop turns one hit into a "miss").
 
+use crate::l2pool::pool_hint;
 use crate::l2ways::{find_l2_evset, BUFFER_CAPACITIES, FALLBACK_LINE_BYTES};
-use crate::measure::{earlier_u64, gpu_applicability, Levels, Meter};
+use crate::measure::{earlier_f64, earlier_u64, gpu_applicability, Levels, Meter};
 use memscope_core::{
     Applicability, CachePath, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, TargetInfo,
 };
@@ -112,13 +113,16 @@ impl Probe for L2PolicyProbe {
             out.finding("l2.policy", Finding::undetermined("", method, "needs per-hop times"));
             return Ok(out);
         }
-        let Some(cap) = earlier_u64(&earlier, "l2.capacity_bytes").filter(|c| *c >= 4096) else {
-            out.finding("l2.policy", Finding::undetermined("", method, "needs l2.capacity_bytes (latency probe)"));
+        let info = m.info.clone();
+        let Some(hint) = pool_hint(&earlier, &info) else {
+            let why = "needs an L2 size to scale the pool (l2.segment_capacity_bytes, l2.capacity_bytes or the driver's attribute)";
+            out.finding("l2.policy", Finding::undetermined("", method, why));
             return Ok(out);
         };
+        let far_ns = earlier_f64(&earlier, "l2.far_hit_latency_ns");
         let line = earlier_u64(&earlier, "l1.line_bytes").unwrap_or(FALLBACK_LINE_BYTES);
-        let buf = m.alloc(BUFFER_CAPACITIES * cap.max(1 << 16))?;
-        let result = find_l2_evset(&mut m, &buf, line, cap).and_then(|e| {
+        let buf = m.alloc(BUFFER_CAPACITIES * hint.bytes.max(1 << 16))?;
+        let result = find_l2_evset(&mut m, &buf, line, &hint, far_ns).and_then(|e| {
             let f = measure_policy(&mut m, &e.levels, &e.reduction.set)?;
             Ok((e, f))
         });
@@ -126,8 +130,9 @@ impl Probe for L2PolicyProbe {
         match result {
             Ok((e, [c, r, s])) => {
                 let note = format!(
-                    "eviction set of {} lines; probe hit fractions: control {c:.2}, recency {r:.2}, scan {s:.2}; {} chases, {} hops in all",
+                    "eviction set of {} lines; {}; probe hit fractions: control {c:.2}, recency {r:.2}, scan {s:.2}; {} chases, {} hops in all",
                     e.reduction.set.len(),
+                    e.levels_why,
                     m.chases,
                     m.hops
                 );
@@ -183,7 +188,8 @@ mod tests {
             let cap = capacity(&t);
             let mut m = Meter::new(&mut t, 11);
             let buf = m.alloc(BUFFER_CAPACITIES * cap).unwrap();
-            let e = find_l2_evset(&mut m, &buf, 128, cap).unwrap();
+            let hint = crate::l2pool::PoolHint { bytes: cap, source: "given", measured: true };
+            let e = find_l2_evset(&mut m, &buf, 128, &hint, None).unwrap();
             let [c, r, s] = measure_policy(&mut m, &e.levels, &e.reduction.set).unwrap();
             assert_eq!(analyze_policy(c, r, s), Ok(want), "{policy:?} {slices} slices {ways} ways");
         }

@@ -11,7 +11,7 @@ use crate::fastindex::{FastIndex, SliceAndSet};
 use crate::hash::IndexFn;
 use crate::tlb::{PageTable, Tlb};
 use crate::wbfifo::WbFifo;
-use memscope_core::hierarchy::{Hierarchy, Indexing, Replacement};
+use memscope_core::hierarchy::{Hierarchy, Indexing, Replacement, RowFunction};
 use serde::Serialize;
 
 #[path = "machine_chase.rs"]
@@ -157,6 +157,11 @@ pub struct Machine {
     fifos: Vec<WbFifo>,
     /// Memory controller of each slice (slices spread evenly over the controllers).
     controller_of_slice: Vec<u32>,
+    /// With contiguous DRAM rows longer than an L2 line and several controllers: the mask that
+    /// takes a physical address to its row's first byte, whose slice's controller holds the
+    /// whole row (a slice function may spread one row's lines over controllers; the row still
+    /// lives in one bank of one chip, `dram_controller`). `None`: a line's slice's controller.
+    row_base_mask: Option<u64>,
     pub stats: Stats,
 }
 
@@ -206,6 +211,10 @@ impl Machine {
             controller_of_slice: (0..l2.slices as u64)
                 .map(|s| (s * h.dram.controllers as u64 / l2.slices as u64) as u32)
                 .collect(),
+            row_base_mask: (h.dram.controllers > 1
+                && h.dram.row_function == RowFunction::Contiguous
+                && h.dram.row_bytes > l2.line_bytes as u64)
+                .then_some(!(h.dram.row_bytes - 1)),
             stats: Stats { slice_requests: vec![0; l2.slices as usize], ..Stats::default() },
             h,
         };
@@ -283,6 +292,15 @@ impl Machine {
     pub fn controller_of(&self, slice: u32) -> u32 {
         self.controller_of_slice[slice as usize]
     }
+    /// The controller whose DRAM holds physical address `pa` (of L2 slice `slice`): the slice's,
+    /// or with `row_base_mask` the one of its row's first byte.
+    #[inline(always)]
+    pub(crate) fn dram_controller(&self, slice: u32, pa: u64) -> u32 {
+        match self.row_base_mask {
+            None => self.controller_of_slice[slice as usize],
+            Some(mask) => self.controller_of(self.slice_of(pa & mask)),
+        }
+    }
     /// L2 partition of an SM.
     #[inline]
     pub fn partition_of_sm(&self, sm: u32) -> u32 {
@@ -322,7 +340,8 @@ impl Machine {
         self.fifos[c].push_back(wb.line);
         if self.fifos[c].len() > self.h.dram.writeback_fifo_lines as usize {
             let old = self.fifos[c].pop_front().unwrap_or(wb.line);
-            let a = self.dram.access(c as u32, old << self.l2_line_shift, now_ns, 1.0);
+            let old_pa = old << self.l2_line_shift;
+            let a = self.dram.access(self.dram_controller(self.slice_of(old_pa), old_pa), old_pa, now_ns, 1.0);
             self.count_dram(&a);
         }
     }
@@ -508,7 +527,7 @@ impl Machine {
         self.stats.dram_reads += 1;
         self.stats.dram_read_sectors += n;
         let arrive = now_ns + self.h.l2.hit_ns * 0.5;
-        let a = self.dram.access(c, pa, arrive, self.lines_of(o.missing));
+        let a = self.dram.access(self.dram_controller(slice, pa), pa, arrive, self.lines_of(o.missing));
         self.count_dram(&a);
         r.level = Level::Dram;
         r.latency_ns = self.h.dram.latency_ns + a.extra_ns.max(-self.h.dram.activate_ns) + tlb_ns;

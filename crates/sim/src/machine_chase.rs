@@ -90,7 +90,7 @@ impl Machine {
     /// A hop's DRAM read of `missing` sectors at `now_ns` (TLB part `tlb_ns`): its latency.
     #[inline(always)]
     fn dram_part(&mut self, p: &Pre, missing: u8, tlb_ns: f64, now_ns: f64) -> f64 {
-        let c = self.controller_of_slice[p.slice as usize];
+        let c = self.dram_controller(p.slice, p.pa);
         let n = missing.count_ones() as u64;
         self.stats.dram_reads += 1;
         self.stats.dram_read_sectors += n;
