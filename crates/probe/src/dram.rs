@@ -429,6 +429,9 @@ impl Probe for DramProbe {
     fn description(&self) -> &'static str {
         "DRAM row size (reads in flight in one bank: same row or conflict) and refresh stalls (per-hop times)"
     }
+    fn needs(&self) -> &'static [&'static str] {
+        &["line", "tlb"]
+    }
     fn applicability(&self, info: &TargetInfo) -> Applicability {
         if info.kind != "cpu" && !info.per_hop_supported {
             return Applicability::Waived("needs per-hop timing".into());

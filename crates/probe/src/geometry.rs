@@ -50,6 +50,9 @@ impl Probe for EvsetProbe {
     fn description(&self) -> &'static str {
         "L1 eviction set by threshold group testing with backtracking (Vila et al. 2019); counts the chases"
     }
+    fn needs(&self) -> &'static [&'static str] {
+        &["line", "latency"]
+    }
     fn applicability(&self, info: &TargetInfo) -> Applicability {
         gpu_applicability(info, true)
     }
@@ -92,6 +95,9 @@ impl Probe for WaysProbe {
     }
     fn description(&self) -> &'static str {
         "associativity from a minimal eviction set: k lines of one set fit, k+1 thrash"
+    }
+    fn needs(&self) -> &'static [&'static str] {
+        &["evset"]
     }
     fn applicability(&self, info: &TargetInfo) -> Applicability {
         gpu_applicability(info, true)
@@ -143,6 +149,9 @@ impl Probe for SetsProbe {
     }
     fn description(&self) -> &'static str {
         "number of L1 sets: 2^rank of the index function, cross-checked with capacity / (ways * line)"
+    }
+    fn needs(&self) -> &'static [&'static str] {
+        &["latency", "ways"]
     }
     fn applicability(&self, info: &TargetInfo) -> Applicability {
         gpu_applicability(info, true)

@@ -178,6 +178,9 @@ impl Probe for IndexProbe {
     fn description(&self) -> &'static str {
         "L1 set-index XOR masks as a GF(2) basis by flipping address bits against an eviction set; verified by prediction"
     }
+    fn needs(&self) -> &'static [&'static str] {
+        &["indexing", "tlb"]
+    }
     fn applicability(&self, info: &TargetInfo) -> Applicability {
         gpu_applicability(info, true)
     }

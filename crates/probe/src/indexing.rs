@@ -65,6 +65,9 @@ impl Probe for IndexingProbe {
     fn description(&self) -> &'static str {
         "virtual or physical indexing of L1 and L2 by aliasing one physical allocation at two virtual addresses"
     }
+    fn needs(&self) -> &'static [&'static str] {
+        &["latency"]
+    }
     fn applicability(&self, info: &TargetInfo) -> Applicability {
         if !info.aliasing_supported && info.kind != "cpu" {
             return Applicability::Waived(
@@ -116,12 +119,20 @@ impl Probe for IndexingProbe {
             Err(why) => out.finding("l1.indexing", Finding::undetermined("", m1, &why)),
         }
 
-        // L2: footprint of 3/4 of the capacity chased through both mappings.
-        let m2 = "chase a physical footprint of 3/4 of the L2 capacity through both mappings vs once, and vs a fresh double footprint";
-        match earlier_u64(&earlier, "l2.capacity_bytes").filter(|c| *c >= 4096) {
-            None => {
-                out.finding("l2.indexing", Finding::undetermined("", m2, "needs l2.capacity_bytes (run latency first)"))
-            }
+        // L2: footprint of 3/4 of the capacity one SM's chase sees (the segment where measured,
+        // else the L2) chased through both mappings.
+        let m2 = "chase a physical footprint of 3/4 of the L2 capacity one SM sees through both mappings vs once, and vs a fresh double footprint";
+        let seen =
+            earlier_u64(&earlier, "l2.segment_capacity_bytes").or_else(|| earlier_u64(&earlier, "l2.capacity_bytes"));
+        match seen.filter(|c| *c >= 4096) {
+            None => out.finding(
+                "l2.indexing",
+                Finding::undetermined(
+                    "",
+                    m2,
+                    "needs l2.segment_capacity_bytes or l2.capacity_bytes (run latency first)",
+                ),
+            ),
             Some(cap) => {
                 let f = (cap * 3 / 4) / line * line;
                 let (a, b) = m.target.alloc_aliased(f)?;

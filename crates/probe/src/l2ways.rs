@@ -309,6 +309,9 @@ impl Probe for L2WaysProbe {
     fn description(&self) -> &'static str {
         "L2 ways from an eviction set found by timing alone (random pool, per-hop misses, group testing); sets from occupancy"
     }
+    fn needs(&self) -> &'static [&'static str] {
+        &["latency"]
+    }
     fn applicability(&self, info: &TargetInfo) -> Applicability {
         gpu_applicability(info, true)
     }

@@ -101,6 +101,9 @@ impl Probe for L2PolicyProbe {
     fn description(&self) -> &'static str {
         "L2 replacement policy (lru, fifo or the RRPV policy of seed 004) from cold laps over one eviction set"
     }
+    fn needs(&self) -> &'static [&'static str] {
+        &["latency"]
+    }
     fn applicability(&self, info: &TargetInfo) -> Applicability {
         gpu_applicability(info, true)
     }
