@@ -197,22 +197,49 @@ pub fn run(args: Args) -> CliResult {
             }
             Ok(())
         }
-        SimCommand::Calibrate { results, out, base } => {
-            let (res, _) = crate::cmd_report::load_results(&results)?;
-            let name = format!("calibrated from {} ({})", res.target.name, res.target.id);
-            let h =
-                memscope_sim::calibrate::calibrate(preset(&base)?, &base, &res.findings, res.target.clock_hz, &name)
-                    .map_err(|e| {
-                        CliError::usage(format!("{}: the findings give an invalid hierarchy: {e}", results.display()))
-                    })?;
-            let text = h.to_json_pretty();
-            match out {
-                Some(p) => write(&p, format!("{text}\n").as_bytes(), "out")?,
-                None => println!("{text}"),
-            }
-            Ok(())
+        SimCommand::Calibrate { results, out, base } => calibrate(&results, out.as_deref(), &base),
+    }
+}
+
+/// `sim calibrate`: the hierarchy JSON (to --out or stdout) and the table of every field's
+/// source (to stdout with --out, else to stderr).
+fn calibrate(results: &Path, out: Option<&Path>, base: &str) -> CliResult {
+    use memscope_sim::calibrate::CalibrateError;
+    let (res, _) = crate::cmd_report::load_results(results)?;
+    let name = format!("calibrated from {} ({})", res.target.name, res.target.id);
+    let c = memscope_sim::calibrate::calibrate(preset(base)?, base, &res.target, &res.findings, &name).map_err(
+        |e| match e {
+            CalibrateError::NoGpuFindings(m) => CliError::usage(format!("{}: {m}", results.display())),
+            e => CliError::usage(format!("{}: {e}", results.display())),
+        },
+    )?;
+    let table = source_table(&c.rows);
+    let text = c.hierarchy.to_json_pretty();
+    match out {
+        Some(p) => {
+            write(p, format!("{text}\n").as_bytes(), "out")?;
+            print!("{table}");
+        }
+        None => {
+            println!("{text}");
+            eprint!("{table}");
         }
     }
+    Ok(())
+}
+
+/// One line per field: field, value, source kind, key or reason.
+fn source_table(rows: &[memscope_sim::calibrate::Row]) -> String {
+    let mut s = format!("{:<28} {:<24} {:<9} {}\n", "field", "value", "source", "key or reason");
+    for r in rows {
+        let v: String = if r.value.chars().count() > 24 {
+            r.value.chars().take(23).chain(['…']).collect()
+        } else {
+            r.value.clone()
+        };
+        s.push_str(&format!("{:<28} {:<24} {:<9} {}\n", r.field, v, r.kind.as_str(), r.detail));
+    }
+    s
 }
 
 fn shuffle(v: &mut [u64], seed: u64) {

@@ -3,6 +3,7 @@
 //! crates.
 
 mod cmd_compare;
+mod cmd_export;
 mod cmd_gpu;
 mod cmd_hammer;
 mod cmd_hash;
@@ -48,6 +49,8 @@ enum Command {
     Compare(cmd_compare::Args),
     /// The simulated hierarchy: dump a preset, replay vadd, chase, calibrate from results.
     Sim(cmd_sim::Args),
+    /// Simulator configurations from a GPU run's results (accel-sim: GPGPU-Sim / Accel-Sim).
+    Export(cmd_export::Args),
     /// Evaluate the seeds' L2 slice and set-index functions on addresses.
     Hash(cmd_hash::Args),
     /// Predict an operation's time with the three-ceiling bottleneck model (seed 003).
@@ -103,6 +106,7 @@ fn main() {
         Command::Report(a) => cmd_report::run(a),
         Command::Compare(a) => cmd_compare::run(a),
         Command::Sim(a) => cmd_sim::run(a),
+        Command::Export(a) => cmd_export::run(a),
         Command::Hash(a) => cmd_hash::run(a),
         Command::Predict(a) => cmd_predict::run(a),
         Command::Ceilings(a) => cmd_gpu::ceilings(a),

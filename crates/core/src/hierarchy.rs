@@ -8,7 +8,9 @@
 //! `address_bits`, `seed`, `sm`, `provenance`; `l1`/`l2` `sector_bytes`; `l2.far_hit_ns`,
 //! `l2.partitions`, `l2.slice_bytes_per_ns`, `l2.dirty_clean_threshold`, `l2.writeback_fifo_lines`;
 //! `dram.controllers`, `channels`, `banks`, `capacity_bytes`, `row_function`, `column_ns`,
-//! `activate_ns`, `row_open_ns`; `noise.outlier_ns`. Each is documented on its field.
+//! `activate_ns`, `row_open_ns`; `noise.outlier_ns`; the modular index function
+//! `{"divisor_bytes": D, "modulo": N}` for non-power-of-two slice or set counts. Each is
+//! documented on its field.
 
 mod validate;
 
@@ -82,6 +84,15 @@ pub enum HashFunction {
     Masks {
         /// One mask per index bit.
         masks: Vec<Mask>,
+    },
+    /// Extension: `(address / divisor_bytes) % modulo`, for slice or set counts that are not
+    /// powers of two (`modulo` must equal `l2.slices` or `l2.sets_per_slice`). `sim calibrate`
+    /// writes it when a measured capacity and slice count need such a count.
+    Modular {
+        /// Bytes of address that map to one index value before the next (a multiple of the line).
+        divisor_bytes: u64,
+        /// Number of index values.
+        modulo: u32,
     },
 }
 

@@ -136,6 +136,8 @@ pub enum IndexFn {
     SliceL40s,
     /// `set_index(a)`.
     SeedSet,
+    /// `(a / divisor) % modulo` (non-power-of-two slice or set counts).
+    Modular { divisor: u64, modulo: u64 },
 }
 
 impl IndexFn {
@@ -145,6 +147,7 @@ impl IndexFn {
             HashFunction::Named(n) if n == "l40s" => IndexFn::SliceL40s,
             HashFunction::Named(_) => IndexFn::SliceRtx4090,
             HashFunction::Masks { masks } => IndexFn::Xor(masks.iter().map(|m| m.0).collect()),
+            HashFunction::Modular { divisor_bytes, modulo } => IndexFn::modular(*divisor_bytes, *modulo),
         }
     }
     /// Compile a set function of the JSON (validated names only).
@@ -152,7 +155,11 @@ impl IndexFn {
         match f {
             HashFunction::Named(_) => IndexFn::SeedSet,
             HashFunction::Masks { masks } => IndexFn::Xor(masks.iter().map(|m| m.0).collect()),
+            HashFunction::Modular { divisor_bytes, modulo } => IndexFn::modular(*divisor_bytes, *modulo),
         }
+    }
+    fn modular(divisor: u64, modulo: u32) -> Self {
+        IndexFn::Modular { divisor: divisor.max(1), modulo: modulo.max(1) as u64 }
     }
     /// Evaluate on an address.
     #[inline]
@@ -174,6 +181,7 @@ impl IndexFn {
             IndexFn::SliceRtx4090 => slice_rtx4090(a),
             IndexFn::SliceL40s => slice_l40s(a),
             IndexFn::SeedSet => set_index(a),
+            IndexFn::Modular { divisor, modulo } => (a / divisor % modulo) as u32,
         }
     }
 

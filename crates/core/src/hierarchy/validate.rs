@@ -156,6 +156,9 @@ impl Hierarchy {
                     return err("l2.line_bytes", format!("the {n:?} slice function assumes 128-byte lines"));
                 }
             }
+            HashFunction::Modular { divisor_bytes, modulo } => {
+                modular("l2.slice_function", *divisor_bytes, *modulo, h.l2.slices, "l2.slices", h.l2.line_bytes)?;
+            }
             HashFunction::Masks { masks: ms } => {
                 pow2("l2.slices", h.l2.slices as u64)?;
                 let ms: Vec<u64> =
@@ -184,6 +187,10 @@ impl Hierarchy {
                         format!("the {n:?} set function has 1024 sets (got {})", h.l2.sets_per_slice),
                     );
                 }
+            }
+            HashFunction::Modular { divisor_bytes, modulo } => {
+                let (d, m, n) = (*divisor_bytes, *modulo, h.l2.sets_per_slice);
+                modular("l2.set_function", d, m, n, "l2.sets_per_slice", h.l2.line_bytes)?;
             }
             HashFunction::Masks { masks: ms } => {
                 pow2("l2.sets_per_slice", h.l2.sets_per_slice as u64)?;
@@ -295,6 +302,20 @@ fn line_sectors(level: &str, line: u32, sector: u32) -> Result<(), HierarchyErro
 fn mask_bits(f: &HashFunction) -> Vec<u64> {
     match f {
         HashFunction::Masks { masks } => masks.iter().map(|m| m.0).collect(),
-        HashFunction::Named(_) => Vec::new(),
+        HashFunction::Named(_) | HashFunction::Modular { .. } => Vec::new(),
     }
+}
+
+/// A modular index function: `modulo` equals the count it indexes, the divisor is whole lines.
+fn modular(field: &str, divisor: u64, modulo: u32, count: u32, what: &str, line: u32) -> Result<(), HierarchyError> {
+    if modulo != count {
+        return err(format!("{field}.modulo"), format!("must equal {what} ({count}), got {modulo}"));
+    }
+    if divisor == 0 || !divisor.is_multiple_of(line as u64) {
+        return err(
+            format!("{field}.divisor_bytes"),
+            format!("must be a positive multiple of the {line}-byte line (got {divisor})"),
+        );
+    }
+    Ok(())
 }

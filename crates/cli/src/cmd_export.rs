@@ -1,0 +1,45 @@
+//! `memscope export accel-sim RESULTS.json --out DIR`: a GPGPU-Sim / Accel-Sim configuration
+//! from a GPU run's results (memscope-export); wiring only.
+
+use crate::error::{CliError, CliResult};
+use std::path::PathBuf;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: ExportCommand,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum ExportCommand {
+    /// gpgpusim.config for GPGPU-Sim / Accel-Sim: measured values where memscope has them, the
+    /// public SM90_H200 tested configuration elsewhere (each line's comment says which).
+    AccelSim {
+        /// A results file (memscope/1) from `memscope run` on a GPU.
+        results: PathBuf,
+        /// Directory to write gpgpusim.config into (created if missing).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
+}
+
+pub fn run(args: Args) -> CliResult {
+    let ExportCommand::AccelSim { results, out } = args.command;
+    let (res, _) = crate::cmd_report::load_results(&results)?;
+    let label = results.display().to_string();
+    let e = memscope_export::accel_sim::export(&res.target, &res.findings, &label)
+        .map_err(|e| CliError::usage(format!("{label}: {e}")))?;
+    std::fs::create_dir_all(&out)
+        .map_err(|e| CliError::usage(format!("--out {}: cannot create: {e}", out.display())))?;
+    for (name, text) in &e.files {
+        let p = out.join(name);
+        std::fs::write(&p, text).map_err(|e| CliError::usage(format!("--out {}: cannot write: {e}", p.display())))?;
+        println!("wrote {}", p.display());
+    }
+    let set = e.entries.iter().filter(|x| !x.source.starts_with("base ")).count();
+    println!(
+        "{set} of {} options from measurement or the driver; the rest from the named base (see each line's comment)",
+        e.entries.len()
+    );
+    Ok(())
+}

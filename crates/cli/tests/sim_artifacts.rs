@@ -1,0 +1,70 @@
+//! The committed simulator artifacts are what the commands make of the committed results:
+//! `sim calibrate` gives results/h200/h200-preset.json and `export accel-sim` gives
+//! results/h200/accel-sim/gpgpusim.config byte for byte, from the results file named in
+//! results/h200/sim-artifacts.source (scripts/regen-sim-artifacts.sh writes all three). Also:
+//! a CPU-only results file is refused with exit 2.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn memscope(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_memscope")).args(args).current_dir(root()).output().unwrap()
+}
+
+fn source() -> String {
+    std::fs::read_to_string(root().join("results/h200/sim-artifacts.source")).unwrap().trim().to_string()
+}
+
+#[test]
+fn the_committed_preset_is_the_calibration_of_its_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("p.json");
+    let o = memscope(&["sim", "calibrate", &source(), "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(table.contains("l2.sets_per_slice") && table.contains("driver"), "{table}");
+    let committed = std::fs::read(root().join("results/h200/h200-preset.json")).unwrap();
+    assert!(std::fs::read(&out).unwrap() == committed, "regenerate with scripts/regen-sim-artifacts.sh");
+}
+
+#[test]
+fn the_committed_accel_sim_config_is_the_export_of_its_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = memscope(&["export", "accel-sim", &source(), "--out", dir.path().to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let made = std::fs::read(dir.path().join("gpgpusim.config")).unwrap();
+    let committed = std::fs::read(root().join("results/h200/accel-sim/gpgpusim.config")).unwrap();
+    assert!(made == committed, "regenerate with scripts/regen-sim-artifacts.sh");
+}
+
+#[test]
+fn cpu_only_results_are_refused_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(root().join("results/h200/full-2026-11-30T0233/run1/results.json")).unwrap(),
+    )
+    .unwrap();
+    let mut cpu = v.clone();
+    cpu["target"] = v["targets"].as_array().unwrap().iter().find(|t| t["kind"] == "cpu").unwrap().clone();
+    let findings: serde_json::Map<String, serde_json::Value> = v["findings"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(k, _)| k.starts_with("cpu."))
+        .map(|(k, x)| (k.clone(), x.clone()))
+        .collect();
+    cpu["findings"] = serde_json::Value::Object(findings);
+    let p = dir.path().join("cpu.json");
+    std::fs::write(&p, serde_json::to_vec(&cpu).unwrap()).unwrap();
+    let p = p.to_str().unwrap();
+    for args in [vec!["sim", "calibrate", p], vec!["export", "accel-sim", p, "--out", dir.path().to_str().unwrap()]] {
+        let o = memscope(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("CPU") && err.lines().count() == 1, "{err}");
+    }
+}
