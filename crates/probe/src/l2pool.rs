@@ -36,13 +36,25 @@ pub fn driver_l2_bytes(info: &TargetInfo) -> Option<u64> {
 /// The pool scale, or `None` when nothing in the run says how large the L2 is.
 pub fn pool_hint(earlier: &BTreeMap<String, Finding>, info: &TargetInfo) -> Option<PoolHint> {
     let found = |k: &str| earlier_u64(earlier, k).filter(|&b| b >= 4096);
-    if let Some(bytes) = found("l2.segment_capacity_bytes") {
-        return Some(PoolHint { bytes, source: "l2.segment_capacity_bytes", measured: true });
+    let segment = || {
+        found("l2.segment_capacity_bytes").map(|bytes| PoolHint {
+            bytes,
+            source: "l2.segment_capacity_bytes",
+            measured: true,
+        })
+    };
+    match driver_l2_bytes(info) {
+        // A driver reports the whole L2 (and l2.capacity_bytes is that attribute): the segment
+        // one SM's chase sees scales the pool, else the attribute.
+        Some(bytes) => {
+            segment().or(Some(PoolHint { bytes, source: "the driver's L2 size attribute", measured: false }))
+        }
+        // No driver (simulated targets): the measured capacity (a retained-line count, exact),
+        // else the segment (a half-way footprint, above the capacity under RRIP insertion).
+        None => found("l2.capacity_bytes")
+            .map(|bytes| PoolHint { bytes, source: "l2.capacity_bytes", measured: true })
+            .or_else(segment),
     }
-    if let Some(bytes) = driver_l2_bytes(info) {
-        return Some(PoolHint { bytes, source: "the driver's L2 size attribute", measured: false });
-    }
-    found("l2.capacity_bytes").map(|bytes| PoolHint { bytes, source: "l2.capacity_bytes", measured: true })
 }
 
 /// Pool sizes tried, as fractions of the hint, smallest first (the growth of 1.25 per step

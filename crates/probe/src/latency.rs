@@ -305,8 +305,6 @@ impl Probe for LatencyProbe {
         let earlier = ctx.earlier.clone();
         let mut m = Meter::new(&mut *ctx.target, 11);
         let info = m.info.clone();
-        // Every chase of this probe runs on SM 0, so run after run sees the same partition.
-        m.sm = Some(0);
         let stride = crate::geometry::line_bytes(&mut m, &earlier)?;
         let max_bytes: u64 = if quick { 256 << 20 } else { 512 << 20 };
         let buf = m.alloc(max_bytes)?;

@@ -157,7 +157,8 @@ pub struct Meter<'a> {
     pub chases: u64,
     /// Hops so far (timed and warm-up).
     pub hops: u64,
-    /// The SM (or core) every chase of this meter runs on; None: wherever the target puts it.
+    /// The SM (or core) every chase of this meter runs on (0 by default); None: wherever the
+    /// target puts it.
     pub sm: Option<u32>,
     rng: ChaCha8Rng,
 }
@@ -165,7 +166,10 @@ pub struct Meter<'a> {
 impl<'a> Meter<'a> {
     pub fn new(target: &'a mut dyn Target, seed: u64) -> Self {
         let info = target.info();
-        Meter { target, info, chases: 0, hops: 0, sm: None, rng: ChaCha8Rng::seed_from_u64(seed) }
+        // Every chase on SM (or core) 0 unless a probe says otherwise: run after run, the same
+        // SM, the same distance to each L2 partition and to the translation hardware.
+        let sm = (info.units > 0).then_some(0);
+        Meter { target, info, chases: 0, hops: 0, sm, rng: ChaCha8Rng::seed_from_u64(seed) }
     }
 
     /// Whether the target records per-hop times.

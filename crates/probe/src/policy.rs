@@ -102,7 +102,7 @@ impl Probe for L2PolicyProbe {
         "L2 replacement policy (lru, fifo or the RRPV policy of seed 004) from cold laps over one eviction set"
     }
     fn needs(&self) -> &'static [&'static str] {
-        &["latency"]
+        &["latency", "l2ways"]
     }
     fn applicability(&self, info: &TargetInfo) -> Applicability {
         gpu_applicability(info, true)
@@ -125,10 +125,32 @@ impl Probe for L2PolicyProbe {
         let far_ns = earlier_f64(&earlier, "l2.far_hit_latency_ns");
         let line = earlier_u64(&earlier, "l1.line_bytes").unwrap_or(FALLBACK_LINE_BYTES);
         let buf = m.alloc(BUFFER_CAPACITIES * hint.bytes.max(1 << 16))?;
-        let result = find_l2_evset(&mut m, &buf, line, &hint, far_ns).and_then(|e| {
-            let f = measure_policy(&mut m, &e.levels, &e.reduction.set)?;
-            Ok((e, f))
-        });
+        // The tests need a minimal eviction set of one L2 set: `ways + 1` lines when l2ways found
+        // the ways. A set of another size (seen on the H200: 8 lines for 16 ways) is searched
+        // again, at most three times, and never classified.
+        let ways = earlier_u64(&earlier, "l2.ways");
+        let mut sizes = Vec::new();
+        let mut result = Err(ProbeError::Failed("no eviction set searched".into()));
+        for _ in 0..3 {
+            match find_l2_evset(&mut m, &buf, line, &hint, far_ns) {
+                Ok(e) if ways.is_none_or(|w| e.reduction.set.len() as u64 == w + 1) => {
+                    result = measure_policy(&mut m, &e.levels, &e.reduction.set).map(|f| (e, f));
+                    break;
+                }
+                Ok(e) => {
+                    sizes.push(e.reduction.set.len());
+                    result = Err(ProbeError::Failed(format!(
+                        "the eviction sets found had {sizes:?} lines where l2.ways = {} needs {}: not a minimal set of one L2 set",
+                        ways.unwrap_or(0),
+                        ways.unwrap_or(0) + 1
+                    )));
+                }
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
         m.target.free(buf);
         match result {
             Ok((e, [c, r, s])) => {
