@@ -10,7 +10,7 @@
 //! `dram.controllers`, `channels`, `banks`, `capacity_bytes`, `row_function`, `column_ns`,
 //! `activate_ns`, `row_open_ns`; `noise.outlier_ns`. Each is documented on its field.
 
-mod validate;
+pub mod validate;
 
 use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
