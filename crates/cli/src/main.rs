@@ -112,7 +112,8 @@ fn main() {
         Command::HammerLines(a) => cmd_hammer::run(a),
     };
     if let Err(e) = result {
-        eprintln!("memscope: {e}");
+        // (messages quote input: no control character from it reaches the terminal)
+        eprintln!("memscope: {}", memscope_report::hygiene::terminal(&e.to_string()));
         std::process::exit(e.exit_code());
     }
 }
