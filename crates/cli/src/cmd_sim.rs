@@ -150,6 +150,11 @@ pub fn run(args: Args) -> CliResult {
             if let Some(r) = record_warps.filter(|&r| r > MAX_RECORD_WARPS) {
                 return Err(CliError::usage(format!("--record-warps {r}: at most {MAX_RECORD_WARPS}")));
             }
+            for (opt, p) in [("--timeline", &timeline), ("--html", &html)] {
+                if let Some(p) = p {
+                    crate::run_guard::check_output_file(opt, p)?;
+                }
+            }
             let mut t = target(&which)?;
             let wave = t.hierarchy().sm.count as u64 * t.hierarchy().sm.resident_warps as u64;
             let wave = wave.min(MAX_RECORD_WARPS);
