@@ -213,7 +213,7 @@ pub fn run(args: Args) -> CliResult {
             } else {
                 println!(
                     "chase on {}: {lines} addresses, footprint {footprint} B, stride {stride} B: {ns:.2} ns/hop ({cycles:.0} cycles)",
-                    t.hierarchy().name
+                    memscope_report::hygiene::terminal(&t.hierarchy().name)
                 );
                 println!(
                     "  L1 hits {} of {} loads; L2 requests {} (hits {}); DRAM reads {}; TLB misses {} of {}",
@@ -258,7 +258,11 @@ fn print_vadd(r: &memscope_sim::vadd::VaddReport, h: &Hierarchy) {
     let s = &r.stats;
     println!(
         "vadd n={} on {} ({} SMs x {} resident warps; {} warps)",
-        r.n, h.name, r.sms, r.resident_warps_per_sm, r.warps
+        r.n,
+        memscope_report::hygiene::terminal(&h.name),
+        r.sms,
+        r.resident_warps_per_sm,
+        r.warps
     );
     println!(
         "  modeled time {:.1} us, {:.0} GB/s ({} bytes: read a, b; write c)",

@@ -92,7 +92,7 @@ fn main() {
                     // One line: clap's first line names the offending value and what is accepted.
                     let text = e.render().to_string();
                     let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("error: bad usage");
-                    eprintln!("{line}");
+                    eprintln!("{}", memscope_report::hygiene::terminal(line));
                     std::process::exit(2);
                 }
             }
