@@ -307,3 +307,23 @@ fn bad_arguments_of_every_subcommand() {
     ];
     run_all(cases.iter().map(|c| (s(c), vec![2])).collect());
 }
+
+/// Issue 21 item 10: a simulated out-of-memory is bad input in every simulated command (exit 2,
+/// the same message), not exit 1 in vadd and 2 in chase.
+#[test]
+fn simulated_out_of_memory_is_exit_2_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = dump("rtx4090");
+    h["dram"]["capacity_bytes"] = serde_json::json!(64u64 << 20);
+    let f = dir.path().join("small-dram.json");
+    std::fs::write(&f, h.to_string()).unwrap();
+    let f = f.to_str().unwrap();
+    for args in [
+        s(&["sim", "vadd", "--file", f, "--n", "16M"]),
+        s(&["sim", "chase", "--file", f, "--footprint", "128MiB", "--stride", "1MiB"]),
+    ] {
+        let o = run_case(&args);
+        assert_eq!(o.code, Some(2), "{args:?}: {}", o.stderr);
+        assert!(o.stderr.contains("simulated out of memory"), "{args:?}: {}", o.stderr);
+    }
+}

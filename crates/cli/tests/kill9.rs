@@ -92,7 +92,7 @@ fn sigterm_marks_the_file_interrupted_with_the_probes_not_run() {
         let mut child = start(dir.path(), TARGETS, PROBES);
         // wait for the first probe's record, then signal
         let t0 = Instant::now();
-        while load(dir.path()).map_or(true, |d| recorded_prefix(&d) == 0) {
+        while load(dir.path()).is_none_or(|d| recorded_prefix(&d) == 0) {
             assert!(t0.elapsed() < Duration::from_secs(120), "no probe after 120 s");
             if child.try_wait().unwrap().is_some() {
                 break;

@@ -196,4 +196,22 @@ mod tests {
         d["target"]["units"] = json!(-1);
         assert!(locate(&d).unwrap().starts_with("target.units:"));
     }
+
+    /// Issue 21 item 8: `"schema": 1` is a wrong schema, not a missing one.
+    #[test]
+    fn a_number_schema_is_a_wrong_schema() {
+        let mut d = serde_json::to_value(crate::sample::results()).unwrap();
+        d["schema"] = json!(1);
+        let e = crate::Results::from_json(d.to_string().as_bytes()).unwrap_err();
+        assert_eq!(e, "schema is 1 (a number), expected the string \"memscope/1\"");
+        d.as_object_mut().unwrap().remove("schema");
+        let e = crate::Results::from_json(d.to_string().as_bytes()).unwrap_err();
+        assert!(e.starts_with("no \"schema\" field"), "{e}");
+        d["schema"] = json!("memscope/1");
+        d["findings"]["l1.hit_latency_ns"]["value"] = json!({"x": 1});
+        assert!(crate::Results::from_json(d.to_string().as_bytes()).is_ok(), "a value may be any JSON");
+        d["findings"]["l1.hit_latency_ns"]["spread"] = json!({"mad": "1", "min": 0.0, "max": 0.0, "n": 1});
+        let e = crate::Results::from_json(d.to_string().as_bytes()).unwrap_err();
+        assert!(e.starts_with("not a memscope results file: findings[\"l1.hit_latency_ns\"].spread.mad: invalid type: string \"1\", expected f64"), "{e}");
+    }
 }

@@ -112,4 +112,49 @@ mod tests {
         assert!(estimate_bytes(&h).unwrap() > DEFAULT_BUDGET_BYTES);
         assert!(check(&h, DEFAULT_BUDGET_BYTES).unwrap_err().contains("tlb.entries = 16777216"));
     }
+
+    /// Issue 21 items 1 and 2 through `SimTarget::new`: each hierarchy that used to panic or
+    /// abort in the constructor is refused with the field or the estimate named.
+    #[test]
+    fn hostile_hierarchies_are_refused_before_allocation() {
+        use memscope_core::hierarchy::HashFunction;
+        type Edit = Box<dyn Fn(&mut Hierarchy)>;
+        let cases: Vec<(Edit, &str)> = vec![
+            (
+                Box::new(|h| {
+                    // 65536 x 65536 sets wrapped a u32 product to 0
+                    h.l2.slices = 1 << 16;
+                    h.l2.sets_per_slice = 1 << 16;
+                    h.l2.slice_function = HashFunction::plain_bits(23, 16);
+                    h.l2.set_function = HashFunction::plain_bits(7, 16);
+                    h.dram.controllers = 1;
+                }),
+                "l2.sets_per_slice: l2.slices x l2.sets_per_slice = 65536 x 65536",
+            ),
+            (Box::new(|h| h.sm.count = u32::MAX), "sm.count: at most 65536"),
+            (Box::new(|h| h.tlb.entries = u32::MAX), "tlb.entries: at most 16777216"),
+            (
+                Box::new(|h| {
+                    h.l1.sets = 1 << 31;
+                    h.l1.ways = 64;
+                    h.l1.index_masks.clear();
+                }),
+                "l1.sets: at most 16777216",
+            ),
+            (
+                Box::new(|h| {
+                    h.l1.sets = 1 << 24;
+                    h.l1.ways = 64;
+                    h.l1.index_masks.clear();
+                }),
+                "MiB of host memory",
+            ),
+        ];
+        for (f, want) in cases {
+            let mut h = crate::presets::rtx4090();
+            f(&mut h);
+            let e = crate::SimTarget::new(h).err().expect("refused").to_string();
+            assert!(e.contains(want), "{e}");
+        }
+    }
 }
