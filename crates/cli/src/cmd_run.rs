@@ -353,7 +353,13 @@ fn continue_in_child(
         cmd.arg("--quiet");
     }
     cmd.stdout(std::process::Stdio::null());
-    let status = cmd.status().map_err(|e| CliError::failure(format!("cannot start a fresh memscope process: {e}")))?;
+    let mut child =
+        cmd.spawn().map_err(|e| CliError::failure(format!("cannot start a fresh memscope process: {e}")))?;
+    // (an interruption now is passed on to the child, which writes the same file)
+    crate::run_guard::set_child(Some(child.id()));
+    let status = child.wait();
+    crate::run_guard::set_child(None);
+    let status = status.map_err(|e| CliError::failure(format!("fresh memscope process: {e}")))?;
     failures.push(format!("{id}: {why}; the remaining probes ran in a fresh process (exit {:?})", status.code()));
     Ok(())
 }

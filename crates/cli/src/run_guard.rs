@@ -3,7 +3,8 @@
 //! gone is taken over), every results-file write goes through here so the latest state of each
 //! file is known, and on SIGINT or SIGTERM a watcher thread marks every file written so far as
 //! interrupted, listing the planned probes with no record, removes the lock and ends the process
-//! with exit 1 (partial results written).
+//! with exit 1 (partial results written). A `--continue-from` child (after a GPU fault) gets the
+//! signal passed on and is waited for first, so its probes are kept.
 
 use crate::error::CliError;
 use memscope_report::{Results, RunPhase, RunState};
@@ -25,6 +26,8 @@ struct State {
     /// Planned probes ("KEY@TARGET") in run order.
     plan: Vec<String>,
     lock: Option<PathBuf>,
+    /// A `--continue-from` child running now (it writes the same files).
+    child: Option<u32>,
 }
 
 fn state() -> &'static Mutex<State> {
@@ -123,9 +126,30 @@ fn not_run(st: &State) -> Vec<String> {
     st.plan.iter().filter(|k| !st.files.iter().any(|(_, d)| d.probes.contains_key(*k))).cloned().collect()
 }
 
+/// A `--continue-from` child started (`Some(pid)`) or ended (`None`).
+pub fn set_child(pid: Option<u32>) {
+    lock_state().child = pid;
+}
+
 fn interrupted(sig: i32) -> ! {
     let name = if sig == libc::SIGINT { "SIGINT" } else { "SIGTERM" };
+    if let Some(pid) = lock_state().child {
+        // The child writes the same files: pass the signal on, let it mark what it measured,
+        // then take the files as it left them.
+        // SAFETY: signalling and reaping our own child.
+        unsafe {
+            libc::kill(pid as i32, sig);
+            let mut status = 0;
+            libc::waitpid(pid as i32, &mut status, 0);
+        }
+    }
     let mut st = lock_state();
+    for (path, doc) in st.files.iter_mut() {
+        // the file on disk is the latest atomic write (ours or the child's)
+        if let Some(d) = std::fs::read(&*path).ok().and_then(|b| Results::from_json(&b).ok()) {
+            *doc = d;
+        }
+    }
     let missing = not_run(&st);
     let mut written = Vec::new();
     for (path, doc) in st.files.iter_mut() {
