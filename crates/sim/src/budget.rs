@@ -7,8 +7,9 @@
 use crate::cache_set::stride_words;
 use memscope_core::hierarchy::Hierarchy;
 
-/// Default budget: 1 GiB of simulator state. The presets need about 10 MiB (rtx4090) and 16 MiB
-/// (l40s) by this estimate, a calibrated H100/H200-size hierarchy well under 100 MiB.
+/// Default budget: 1 GiB of simulator state. By this estimate the presets need 80 MiB (rtx4090)
+/// and 84 MiB (l40s), 64 MiB of it the fixed allowance; measured, `sim chase` and `sim vadd` on
+/// them peak at 16-25 MiB resident (GNU time, max RSS, on the dev VM).
 pub const DEFAULT_BUDGET_BYTES: u64 = 1 << 30;
 
 /// Fixed part: index tables, the presplit tables, the dense page window, event queues, slack.
