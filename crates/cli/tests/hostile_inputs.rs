@@ -27,7 +27,9 @@ struct Outcome {
 }
 
 fn run_case(args: &[String]) -> Outcome {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_memscope"));
+    // (MEMSCOPE_BIN runs the corpus against another build, e.g. one from before the fixes)
+    let bin = std::env::var_os("MEMSCOPE_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_memscope").into());
+    let mut cmd = Command::new(bin);
     cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).env("RUST_BACKTRACE", "0");
     // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
     unsafe {
