@@ -124,9 +124,11 @@ fn no_controls(s: &str) -> bool {
     !s.chars().any(|c| c.is_control() && c != '\n' && c != '\t')
 }
 
-/// The CSV cells of a line (RFC 4180: quoted cells may hold commas and doubled quotes).
-fn cells(line: &str) -> Vec<String> {
-    let (mut out, mut cur, mut quoted, mut chars) = (Vec::new(), String::new(), false, line.chars().peekable());
+/// The records of a CSV document, each a list of cells (RFC 4180: quoted cells may hold commas,
+/// line breaks and doubled quotes).
+fn records(csv: &str) -> Vec<Vec<String>> {
+    let (mut out, mut rec, mut cur, mut quoted) = (Vec::new(), Vec::new(), String::new(), false);
+    let mut chars = csv.chars().peekable();
     while let Some(c) = chars.next() {
         match (c, quoted) {
             ('"', true) if chars.peek() == Some(&'"') => {
@@ -134,11 +136,18 @@ fn cells(line: &str) -> Vec<String> {
                 cur.push('"');
             }
             ('"', _) => quoted = !quoted,
-            (',', false) => out.push(std::mem::take(&mut cur)),
+            (',', false) => rec.push(std::mem::take(&mut cur)),
+            ('\n', false) => {
+                rec.push(std::mem::take(&mut cur));
+                out.push(std::mem::take(&mut rec));
+            }
             (c, _) => cur.push(c),
         }
     }
-    out.push(cur);
+    if !cur.is_empty() || !rec.is_empty() {
+        rec.push(cur);
+        out.push(rec);
+    }
     out
 }
 
@@ -154,11 +163,10 @@ proptest! {
         let outside = strip_code_spans(&md);
         prop_assert!(!outside.contains('<'), "raw '<' in Markdown: {:?}", outside.lines().filter(|l| l.contains('<')).collect::<Vec<_>>());
         let csv = memscope_report::csv::to_string(&r);
-        // (a multi-line quoted cell is split by lines() here: check whole records only)
-        for line in csv.lines().skip(1).filter(|l| l.matches('"').count() % 2 == 0) {
-            for c in cells(line) {
+        for rec in records(&csv).iter().skip(1) {
+            for c in rec {
                 let formula = c.starts_with(['=', '+', '@', '\t', '\r']) || c.starts_with('-');
-                prop_assert!(!formula || c.trim().parse::<f64>().is_ok(), "formula cell {c:?} in {line:?}");
+                prop_assert!(!formula || c.trim().parse::<f64>().is_ok(), "formula cell {c:?} in {rec:?}");
             }
         }
         let html = memscope_report::html::report(&r, None);
