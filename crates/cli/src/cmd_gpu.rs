@@ -114,12 +114,21 @@ fn envelope(
     m
 }
 
+/// `--out` checked before any measurement (exit 2 naming it), not only when written at the end.
+fn check_out(out: &Option<PathBuf>) -> CliResult {
+    match out {
+        Some(p) => crate::run_guard::check_output_file("--out", p),
+        None => Ok(()),
+    }
+}
+
 fn write(out: &Option<PathBuf>, mut m: serde_json::Map<String, Value>, device: usize) -> CliResult {
     m.insert("clocks_after".into(), clocks(device));
     m.insert("finished_at".into(), json!(crate::provenance::now()));
     if let Some(path) = out {
         let text = serde_json::to_string_pretty(&Value::Object(m)).expect("serialisable");
-        std::fs::write(path, text + "\n").map_err(|e| CliError::failure(format!("{}: {e}", path.display())))?;
+        memscope_report::json::write_atomic(path, (text + "\n").as_bytes())
+            .map_err(|e| CliError::failure(format!("{}: {e}", path.display())))?;
         eprintln!("wrote {}", path.display());
     }
     Ok(())
@@ -188,6 +197,7 @@ fn session(
 }
 
 pub fn ceilings(a: CeilingsArgs) -> CliResult {
+    check_out(&a.out)?;
     let (g, checks, before, c) = session(a.device, a.quiet)?;
     let mut m = envelope("ceilings", &g, before, &checks);
     if let Value::Object(o) = serde_json::to_value(&c).expect("serialisable") {
@@ -324,6 +334,7 @@ fn print_batch(b: &batch::BatchRun) {
 }
 
 pub fn model(a: ModelArgs) -> CliResult {
+    check_out(&a.out)?;
     let (g, checks, before, c) = session(a.device, a.quiet)?;
     let log = Log(a.quiet);
     let mut m = envelope("model", &g, before, &checks);
@@ -346,6 +357,7 @@ pub fn model(a: ModelArgs) -> CliResult {
 }
 
 pub fn fusion(a: FusionArgs) -> CliResult {
+    check_out(&a.out)?;
     let (g, checks, before, c) = session(a.device, a.quiet)?;
     let mut m = envelope("fusion", &g, before, &checks);
     m.insert("ceilings".into(), serde_json::to_value(&c).expect("serialisable"));
@@ -356,6 +368,7 @@ pub fn fusion(a: FusionArgs) -> CliResult {
 }
 
 pub fn batch(a: BatchArgs) -> CliResult {
+    check_out(&a.out)?;
     let (g, checks, before, c) = session(a.device, a.quiet)?;
     let mut m = envelope("batch", &g, before, &checks);
     m.insert("ceilings".into(), serde_json::to_value(&c).expect("serialisable"));

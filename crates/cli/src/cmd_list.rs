@@ -20,6 +20,9 @@ pub fn run(args: Args) -> CliResult {
     for spec in &specs {
         match crate::targets::open(spec) {
             Ok(t) => infos.push(t.info()),
+            // a target named on the command line that cannot be opened ends the command (its
+            // exit code: 2 for bad input, 1 for a device failure); a default one is only noted
+            Err(e) if args.target.is_some() => return Err(e),
             Err(e) => eprintln!("memscope: {e}"),
         }
     }

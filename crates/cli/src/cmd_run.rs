@@ -88,18 +88,10 @@ pub fn run(args: Args) -> CliResult {
     };
     check_out_dir(&args.out)?;
     if let Some(j) = &args.json {
-        if j.as_os_str() != "-" {
-            if let Some(parent) = j.parent().filter(|p| !p.as_os_str().is_empty()) {
-                if !parent.is_dir() {
-                    return Err(CliError::usage(format!(
-                        "--json {}: folder {} does not exist",
-                        j.display(),
-                        parent.display()
-                    )));
-                }
-            }
-        }
+        crate::run_guard::check_output_file("--json", j)?;
     }
+    // (held to the end: a second run on the same --out gets exit 2 naming this pid)
+    let _lock = crate::run_guard::acquire(&args.out, args.continue_from.is_some())?;
 
     // Open every target first so bad simulator files fail before any measurement.
     let mut opened: Vec<(TargetSpec, OpenedTarget)> = Vec::new();
@@ -110,6 +102,8 @@ pub fn run(args: Args) -> CliResult {
         }
         opened.push((spec.clone(), t));
     }
+    // From here on SIGINT/SIGTERM mark the files written as interrupted, with the probes not run.
+    crate::run_guard::watch(plan(&opened, &probes));
 
     // Documents: one per non-CPU target; the CPU joins the first (or stands alone).
     let mut docs: Vec<(PathBuf, Results)> = Vec::new();
@@ -161,6 +155,8 @@ pub fn run(args: Args) -> CliResult {
             }
         };
         let (path, doc) = &mut docs[pos];
+        // written before the first probe, marked in progress
+        write_doc(path, doc)?;
         if let TargetSpec::Cuda(n) = spec {
             // Clocks, temperature, power and throttle reasons around the whole run (never changed).
             doc.environment.insert(format!("nvml_{id}_before"), memscope_cuda::nvml_snapshot(*n));
@@ -174,7 +170,7 @@ pub fn run(args: Args) -> CliResult {
 
     for (path, doc) in docs.iter_mut() {
         doc.environment.insert("finished_at".into(), serde_json::json!(crate::provenance::now()));
-        write_doc(path, doc)?;
+        crate::run_guard::write(path, doc, memscope_report::RunPhase::Finished)?;
     }
     // Outputs: --json, then the summary.
     if let Some(j) = &args.json {
@@ -200,9 +196,25 @@ pub fn run(args: Args) -> CliResult {
     }
 }
 
-fn write_doc(path: &Path, doc: &Results) -> CliResult {
-    memscope_report::json::write_atomic(path, &memscope_report::json::to_bytes(doc))
-        .map_err(|e| CliError::failure(format!("cannot write {}: {e}", path.display())))
+/// Write a results file of the running run (marked in progress; see run_guard).
+fn write_doc(path: &Path, doc: &mut Results) -> CliResult {
+    crate::run_guard::write(path, doc, memscope_report::RunPhase::InProgress)
+}
+
+/// The applicable probes of every opened target, as "KEY@TARGET", in run order.
+fn plan(opened: &[(TargetSpec, OpenedTarget)], probes: &[Box<dyn Probe>]) -> Vec<String> {
+    let mut keys = Vec::new();
+    for (spec, t) in opened {
+        if let Ok(t) = t {
+            let info = t.info();
+            for p in probes {
+                if p.applicability(&info) == Applicability::Applicable {
+                    keys.push(format!("{}@{}", p.key(), spec.id()));
+                }
+            }
+        }
+    }
+    keys
 }
 
 /// Run every probe on one target, merging into `doc` and re-writing it after each probe.
@@ -347,7 +359,13 @@ fn continue_in_child(
         cmd.arg("--quiet");
     }
     cmd.stdout(std::process::Stdio::null());
-    let status = cmd.status().map_err(|e| CliError::failure(format!("cannot start a fresh memscope process: {e}")))?;
+    let mut child =
+        cmd.spawn().map_err(|e| CliError::failure(format!("cannot start a fresh memscope process: {e}")))?;
+    // (an interruption now is passed on to the child, which writes the same file)
+    crate::run_guard::set_child(Some(child.id()));
+    let status = child.wait();
+    crate::run_guard::set_child(None);
+    let status = status.map_err(|e| CliError::failure(format!("fresh memscope process: {e}")))?;
     failures.push(format!("{id}: {why}; the remaining probes ran in a fresh process (exit {:?})", status.code()));
     Ok(())
 }

@@ -110,6 +110,26 @@ fn target(w: &Which) -> Result<SimTarget, CliError> {
     SimTarget::new(hierarchy(w)?).map_err(|e| CliError::usage(e.to_string()))
 }
 
+/// Bounds on what the command line sizes (issue 21): each keeps one command's time and host
+/// memory bounded, and the message names the limit.
+pub const MAX_CHASE_HOPS: u64 = 1 << 27;
+/// At most this many floats in `sim vadd --n` (4 GiB per array).
+pub const MAX_VADD_N: u64 = 1 << 30;
+/// At most this many warps recorded in a vadd timeline.
+pub const MAX_RECORD_WARPS: u64 = 1 << 16;
+
+/// A target error of a simulated command: a simulated out-of-memory is the input's fault (the
+/// arrays or footprint asked for exceed the hierarchy's `dram.capacity_bytes`): exit 2 in every
+/// command; anything else is a failure (exit 1).
+fn sim_err(what: &str, e: memscope_core::TargetError) -> CliError {
+    match e {
+        memscope_core::TargetError::OutOfMemory { .. } => {
+            CliError::usage(format!("{what}: simulated out of memory: {e} (see dram.capacity_bytes)"))
+        }
+        other => CliError::failure(format!("{what}: {other}")),
+    }
+}
+
 fn write(path: &Path, bytes: &[u8], what: &str) -> CliResult {
     std::fs::write(path, bytes).map_err(|e| CliError::usage(format!("--{what} {}: cannot write: {e}", path.display())))
 }
@@ -124,11 +144,22 @@ pub fn run(args: Args) -> CliResult {
             if n == 0 {
                 return Err(CliError::usage("--n 0: vadd needs at least one element"));
             }
+            if n > MAX_VADD_N {
+                return Err(CliError::usage(format!("--n {n}: at most {MAX_VADD_N} elements (2^30)")));
+            }
+            if let Some(r) = record_warps.filter(|&r| r > MAX_RECORD_WARPS) {
+                return Err(CliError::usage(format!("--record-warps {r}: at most {MAX_RECORD_WARPS}")));
+            }
+            for (opt, p) in [("--timeline", &timeline), ("--html", &html)] {
+                if let Some(p) = p {
+                    crate::run_guard::check_output_file(opt, p)?;
+                }
+            }
             let mut t = target(&which)?;
             let wave = t.hierarchy().sm.count as u64 * t.hierarchy().sm.resident_warps as u64;
+            let wave = wave.min(MAX_RECORD_WARPS);
             let record = if timeline.is_some() || html.is_some() { record_warps.unwrap_or(wave) } else { 0 };
-            let (rep, tl) =
-                memscope_sim::vadd::run_vadd(&mut t, n, record).map_err(|e| CliError::failure(e.to_string()))?;
+            let (rep, tl) = memscope_sim::vadd::run_vadd(&mut t, n, record).map_err(|e| sim_err("vadd", e))?;
             if let (Some(path), Some(tl)) = (&timeline, &tl) {
                 write(path, tl.to_json().as_bytes(), "timeline")?;
             }
@@ -157,11 +188,11 @@ pub fn run(args: Args) -> CliResult {
                     "--footprint {footprint} with --stride {stride} gives {lines} addresses (accepted: 1 to 2^26)"
                 )));
             }
-            if hops == 0 {
-                return Err(CliError::usage("--hops 0: at least one hop"));
+            if hops == 0 || hops > MAX_CHASE_HOPS {
+                return Err(CliError::usage(format!("--hops {hops}: accepted 1 to {MAX_CHASE_HOPS} (2^27)")));
             }
             let mut t = target(&which)?;
-            let buf = t.alloc(footprint.max(stride)).map_err(|e| CliError::usage(format!("--footprint: {e}")))?;
+            let buf = t.alloc(footprint.max(stride)).map_err(|e| sim_err("--footprint", e))?;
             let mut addrs: Vec<u64> = (0..lines).map(|i| buf.base + i * stride).collect();
             match order.as_str() {
                 "random" => shuffle(&mut addrs, 1),
@@ -171,7 +202,7 @@ pub fn run(args: Args) -> CliResult {
             let mut spec = ChaseSpec::new(addrs, path, hops);
             spec.repeats = 3;
             t.machine().reset_stats();
-            let r = t.chase(&spec).map_err(|e| CliError::failure(e.to_string()))?;
+            let r = t.chase(&spec).map_err(|e| sim_err("chase", e))?;
             let ns = memscope_core::stats::median(&r.ns_per_hop);
             let cycles = ns * t.hierarchy().clock_hz * 1e-9;
             let s = t.stats().clone();
@@ -182,7 +213,7 @@ pub fn run(args: Args) -> CliResult {
             } else {
                 println!(
                     "chase on {}: {lines} addresses, footprint {footprint} B, stride {stride} B: {ns:.2} ns/hop ({cycles:.0} cycles)",
-                    t.hierarchy().name
+                    memscope_report::hygiene::terminal(&t.hierarchy().name)
                 );
                 println!(
                     "  L1 hits {} of {} loads; L2 requests {} (hits {}); DRAM reads {}; TLB misses {} of {}",
@@ -254,7 +285,11 @@ fn print_vadd(r: &memscope_sim::vadd::VaddReport, h: &Hierarchy) {
     let s = &r.stats;
     println!(
         "vadd n={} on {} ({} SMs x {} resident warps; {} warps)",
-        r.n, h.name, r.sms, r.resident_warps_per_sm, r.warps
+        r.n,
+        memscope_report::hygiene::terminal(&h.name),
+        r.sms,
+        r.resident_warps_per_sm,
+        r.warps
     );
     println!(
         "  modeled time {:.1} us, {:.0} GB/s ({} bytes: read a, b; write c)",

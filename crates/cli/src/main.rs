@@ -16,6 +16,7 @@ mod error;
 mod progress;
 mod provenance;
 mod registry;
+mod run_guard;
 mod sizes;
 mod targets;
 
@@ -94,7 +95,7 @@ fn main() {
                     // One line: clap's first line names the offending value and what is accepted.
                     let text = e.render().to_string();
                     let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("error: bad usage");
-                    eprintln!("{line}");
+                    eprintln!("{}", memscope_report::hygiene::terminal(line));
                     std::process::exit(2);
                 }
             }
@@ -116,7 +117,8 @@ fn main() {
         Command::HammerLines(a) => cmd_hammer::run(a),
     };
     if let Err(e) = result {
-        eprintln!("memscope: {e}");
+        // (messages quote input: no control character from it reaches the terminal)
+        eprintln!("memscope: {}", memscope_report::hygiene::terminal(&e.to_string()));
         std::process::exit(e.exit_code());
     }
 }

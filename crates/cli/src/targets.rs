@@ -78,16 +78,29 @@ pub fn default_targets() -> (Vec<TargetSpec>, String) {
     }
 }
 
-/// Open a target. A simulator file that does not parse is bad input (exit 2); a device that
-/// cannot be opened is a failure (exit 1).
+/// Open a target. A simulator file that does not parse and a GPU number past the GPUs found are
+/// bad input (exit 2); a device that exists but cannot be opened is a failure (exit 1).
 pub fn open(spec: &TargetSpec) -> Result<Box<dyn Target>, CliError> {
     match spec {
         TargetSpec::Cpu => memscope_cpu::CpuTarget::new()
             .map(|t| Box::new(t) as Box<dyn Target>)
             .map_err(|e| CliError::failure(format!("cpu: {e}"))),
-        TargetSpec::Cuda(n) => memscope_cuda::CudaTarget::open(*n)
-            .map(|t| Box::new(t) as Box<dyn Target>)
-            .map_err(|e| CliError::failure(format!("cuda:{n}: {e}"))),
+        TargetSpec::Cuda(n) => {
+            // A GPU number past the GPUs found is bad input (exit 2), not a device failure.
+            if let Ok(count) = memscope_cuda::device_count() {
+                if *n >= count {
+                    let have = if count == 0 {
+                        "no CUDA GPU found".to_string()
+                    } else {
+                        format!("GPUs cuda:0 to cuda:{}", count - 1)
+                    };
+                    return Err(CliError::usage(format!("--target cuda:{n}: no such GPU ({have})")));
+                }
+            }
+            memscope_cuda::CudaTarget::open(*n)
+                .map(|t| Box::new(t) as Box<dyn Target>)
+                .map_err(|e| CliError::failure(format!("cuda:{n}: {e}")))
+        }
         TargetSpec::SimPreset(p) => memscope_sim::SimTarget::from_preset(p)
             .map(|t| Box::new(t) as Box<dyn Target>)
             .map_err(|e| CliError::usage(format!("sim:{p}: {e}"))),

@@ -16,8 +16,15 @@ fn killed_run_leaves_a_valid_results_file() {
         .expect("start memscope");
     let results = dir.path().join("results.json");
     let started = Instant::now();
-    // Wait for the first probe's results, then kill without warning.
-    while !results.exists() {
+    // Wait for the first probe's results (the file is written before the first probe too,
+    // with no probe recorded), then kill without warning.
+    let has_probe = || {
+        std::fs::read(&results)
+            .ok()
+            .and_then(|b| memscope_report::Results::from_json(&b).ok())
+            .is_some_and(|d| !d.probes.is_empty())
+    };
+    while !has_probe() {
         if let Some(status) = child.try_wait().unwrap() {
             panic!("memscope ended ({status}) before writing any results");
         }
@@ -38,6 +45,6 @@ fn killed_run_leaves_a_valid_results_file() {
     // No temp file is left looking like a results file.
     for e in std::fs::read_dir(dir.path()).unwrap() {
         let name = e.unwrap().file_name().to_string_lossy().to_string();
-        assert!(name == "results.json" || name.ends_with(".tmp"), "unexpected file {name}");
+        assert!(name == "results.json" || name == ".memscope.lock" || name.ends_with(".tmp"), "unexpected file {name}");
     }
 }

@@ -12,7 +12,7 @@
 //! `{"divisor_bytes": D, "modulo": N}` for non-power-of-two slice or set counts. Each is
 //! documented on its field.
 
-mod validate;
+pub mod validate;
 
 use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};

@@ -52,7 +52,7 @@ fn ratio_text(r: &Row) -> String {
     }
 }
 
-/// The comparison as a terminal table.
+/// The comparison as a terminal table (control characters from the files escaped).
 pub fn text(a: &Results, b: &Results) -> String {
     let (shared, only_a, only_b) = rows(a, b);
     let mut out = format!("A: {}\nB: {}\n\n", table::provenance_line(a), table::provenance_line(b));
@@ -69,7 +69,7 @@ pub fn text(a: &Results, b: &Results) -> String {
     if !only_b.is_empty() {
         out.push_str(&format!("only in B: {}\n", only_b.join(", ")));
     }
-    out
+    crate::hygiene::terminal(&out)
 }
 
 /// The comparison as a self-contained HTML page.

@@ -1,6 +1,7 @@
 //! CSV writer (RFC 4180 quoting): one row per finding with raw value, unit, cycles, spread
 //! (MAD, min, max, n), method, confidence, note and target, for spreadsheets. Raw numbers, not
-//! the human-readable forms, so nothing is lost.
+//! the human-readable forms, so nothing is lost. Text cells that a spreadsheet would evaluate
+//! (`=`, `+`, `-`, `@` first) get a leading apostrophe (`hygiene::csv_cell`).
 
 use crate::results::Results;
 use crate::table::confidence_text;
@@ -45,7 +46,7 @@ pub fn to_string(results: &Results) -> String {
             f.note.clone().unwrap_or_default(),
             target,
         ];
-        out.push_str(&row.iter().map(|c| field(c)).collect::<Vec<_>>().join(","));
+        out.push_str(&row.iter().map(|c| field(&crate::hygiene::csv_cell(c))).collect::<Vec<_>>().join(","));
         out.push('\n');
     }
     out

@@ -6,13 +6,15 @@ pub mod compare;
 pub mod csv;
 pub mod diagram;
 pub mod html;
+pub mod hygiene;
 pub mod json;
 pub mod markdown;
 pub mod results;
+mod results_locate;
 pub mod roofline;
 pub mod sample;
 pub mod svg;
 pub mod table;
 pub mod units;
 
-pub use results::{ProbeRecord, ProbeStatus, Results, ToolInfo, SCHEMA};
+pub use results::{ProbeRecord, ProbeStatus, Results, RunPhase, RunState, ToolInfo, SCHEMA};

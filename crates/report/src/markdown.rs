@@ -5,8 +5,13 @@
 use crate::results::{ProbeStatus, Results};
 use crate::table::{self, confidence_text};
 
+/// Text from the results file, escaped (HTML, Markdown markup, pipes, control characters).
 fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+    crate::hygiene::markdown(s)
+}
+
+fn code(s: &str) -> String {
+    crate::hygiene::markdown_code(s)
 }
 
 /// The Markdown document.
@@ -14,7 +19,7 @@ pub fn to_string(results: &Results) -> String {
     let t = &results.target;
     let mut out = format!("# memscope: {}\n\n{}\n\n", cell(&t.name), cell(&table::provenance_line(results)));
     if !results.tool.command.is_empty() {
-        out.push_str(&format!("Command: `{}`\n\n", results.tool.command.join(" ")));
+        out.push_str(&format!("Command: {}\n\n", code(&results.tool.command.join(" "))));
     }
     for (title, rows) in table::sections(results) {
         out.push_str(&format!(
@@ -27,11 +32,11 @@ pub fn to_string(results: &Results) -> String {
                 conf.push_str(&format!(" ({n})"));
             }
             out.push_str(&format!(
-                "| {} | `{}` | {} | {} | {} | {} | {} |\n",
+                "| {} | {} | {} | {} | {} | {} | {} |\n",
                 cell(&table::quantity(k)),
-                k,
+                code(k),
                 cell(&table::value_text(f)),
-                table::cycles_text(f),
+                cell(&table::cycles_text(f)),
                 cell(&table::spread_text(f)),
                 cell(&f.method),
                 cell(&conf)
@@ -43,7 +48,8 @@ pub fn to_string(results: &Results) -> String {
         out.push_str("## Series\n\n| key | description | x | y | points |\n|---|---|---|---|--:|\n");
         for (k, s) in &results.series {
             out.push_str(&format!(
-                "| `{k}` | {} | {} [{}] | {} [{}] | {} |\n",
+                "| {} | {} | {} [{}] | {} [{}] | {} |\n",
+                code(k),
                 cell(&s.description),
                 cell(&s.x_name),
                 cell(&s.x_unit),
@@ -59,7 +65,7 @@ pub fn to_string(results: &Results) -> String {
         out.push_str("## Probes waived or failed\n\n| probe | status | reason |\n|---|---|---|\n");
         for (k, p) in not_ok {
             let st = if p.status == ProbeStatus::Failed { "failed" } else { "waived" };
-            out.push_str(&format!("| `{k}` | {st} | {} |\n", cell(p.reason.as_deref().unwrap_or(""))));
+            out.push_str(&format!("| {} | {st} | {} |\n", code(k), cell(p.reason.as_deref().unwrap_or(""))));
         }
     }
     out

@@ -1,11 +1,14 @@
 //! The results document: `{"schema": "memscope/1", "tool", "target", "environment", "findings",
 //! "series", ...}` as DESIGN.md fixes it. Extended (never changed) with "targets", "probes" and
-//! "warnings".
+//! "warnings", and "run" (whether the run that writes the file is in progress, finished or was
+//! interrupted, and which probes did not run).
 
 use memscope_core::{Finding, Series, TargetInfo};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
+
+use crate::results_locate;
 
 /// The schema tag every results file carries.
 pub const SCHEMA: &str = "memscope/1";
@@ -47,6 +50,35 @@ pub struct ProbeRecord {
     pub warnings: Vec<String>,
 }
 
+/// Where the run writing a results file stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunPhase {
+    /// Written at the start and after every probe: the run has not ended (or was killed).
+    InProgress,
+    /// The run ended normally.
+    Finished,
+    /// The run ended on SIGINT or SIGTERM; `probes_not_run` lists what it did not measure.
+    Interrupted,
+}
+
+/// The "run" section: absent in files written before it existed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunState {
+    pub state: RunPhase,
+    /// "SIGINT" or "SIGTERM" when interrupted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
+    /// Planned probes ("KEY@TARGET") with no record yet when the run was interrupted, the one that
+    /// was running first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probes_not_run: Vec<String>,
+}
+
+pub(crate) fn run_exemplar() -> Value {
+    serde_json::json!({"state": "interrupted", "signal": "SIGINT", "probes_not_run": ["p@cpu"]})
+}
+
 /// A results file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Results {
@@ -66,6 +98,9 @@ pub struct Results {
     /// Per probe key ("latency@cuda:0"): status, reason, duration.
     #[serde(default)]
     pub probes: BTreeMap<String, ProbeRecord>,
+    /// Where the run that wrote the file stands (in progress, finished, interrupted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<RunState>,
 }
 
 impl Results {
@@ -80,18 +115,37 @@ impl Results {
             findings: BTreeMap::new(),
             series: BTreeMap::new(),
             probes: BTreeMap::new(),
+            run: None,
         }
     }
 
-    /// Parse a results file, checking the schema tag.
+    /// Parse a results file, checking the schema tag. An error names where the file is wrong, as
+    /// a JSON path (`findings["l1.hit_latency_ns"].value: invalid type ...`).
     pub fn from_json(bytes: &[u8]) -> Result<Self, String> {
         let v: Value = serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
-        match v.get("schema").and_then(Value::as_str) {
-            Some(SCHEMA) => {}
-            Some(other) => return Err(format!("schema is {other:?}, expected {SCHEMA:?}")),
+        if !v.is_object() {
+            return Err(format!(
+                "not a memscope results file: the top level is {}, not an object",
+                results_locate::kind(&v)
+            ));
+        }
+        match v.get("schema") {
+            Some(Value::String(s)) if s == SCHEMA => {}
+            Some(Value::String(other)) => return Err(format!("schema is {other:?}, expected {SCHEMA:?}")),
+            Some(other) => {
+                return Err(format!(
+                    "schema is {other} ({}), expected the string {SCHEMA:?}",
+                    results_locate::kind(other)
+                ))
+            }
             None => return Err(format!("no \"schema\" field (expected {SCHEMA:?})")),
         }
-        serde_json::from_value(v).map_err(|e| format!("not a memscope results file: {e}"))
+        match serde_json::from_value::<Results>(v.clone()) {
+            Ok(r) => Ok(r),
+            Err(e) => {
+                Err(format!("not a memscope results file: {}", results_locate::locate(&v).unwrap_or(e.to_string())))
+            }
+        }
     }
 
     /// A finding's numeric value.

@@ -78,6 +78,9 @@ pub fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
+/// Bound on a linear axis's ticks (6-8 in practice).
+const MAX_LINEAR_TICKS: usize = 16;
+
 struct Scale {
     lo: f64,
     hi: f64,
@@ -97,21 +100,25 @@ impl Scale {
         self.a + t * (self.b - self.a)
     }
     fn ticks(&self, unit: &str) -> Vec<f64> {
+        // (a range near f64::MAX gives an infinite end: keep the ends finite, so exponents stay
+        // within about +-1100 and the tick count is bounded whatever the data)
+        let (slo, shi) = (self.lo.clamp(-f64::MAX, f64::MAX), self.hi.clamp(-f64::MAX, f64::MAX));
         if self.log {
             let binary = matches!(unit, "bytes" | "B");
+            let (slo, shi) = (slo.max(f64::MIN_POSITIVE), shi.max(f64::MIN_POSITIVE));
             let (base, lo, hi) = if binary {
-                (2f64, self.lo.log2().ceil() as i32, self.hi.log2().floor() as i32)
+                (2f64, slo.log2().ceil() as i32, shi.log2().floor() as i32)
             } else {
-                (10f64, self.lo.log10().ceil() as i32, self.hi.log10().floor() as i32)
+                (10f64, slo.log10().ceil() as i32, shi.log10().floor() as i32)
             };
             let n = (hi - lo + 1).max(1);
             let step = ((n + 7) / 8).max(1);
             let step = if binary && step > 1 && step % 2 == 1 { step + 1 } else { step };
             let start = if binary { lo + (lo.rem_euclid(step) != 0) as i32 * (step - lo.rem_euclid(step)) } else { lo };
             let mut t: Vec<f64> = (start..=hi).step_by(step as usize).map(|e| base.powi(e)).collect();
-            if !binary && self.hi / self.lo < 1e4 {
+            if !binary && shi / slo < 1e4 {
                 // Few decades: 1-2-5 ticks so the axis has more than one or two labels.
-                let (a, b) = (self.lo.log10().floor() as i32, self.hi.log10().ceil() as i32);
+                let (a, b) = (slo.log10().floor() as i32, shi.log10().ceil() as i32);
                 t = (a..=b)
                     .flat_map(|e| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(e)))
                     .filter(|v| *v >= self.lo && *v <= self.hi)
@@ -122,18 +129,26 @@ impl Scale {
             }
             t
         } else {
-            let span = self.hi - self.lo;
-            if span <= 0.0 {
-                return vec![self.lo];
+            let span = shi - slo;
+            if !(span > 0.0 && span.is_finite()) {
+                return vec![slo];
             }
             let raw = span / 6.0;
             let mag = 10f64.powf(raw.log10().floor());
             let step = [1.0, 2.0, 2.5, 5.0, 10.0].iter().map(|m| m * mag).find(|s| *s >= raw).unwrap_or(10.0 * mag);
-            let mut v = (self.lo / step).ceil() * step;
+            let mut v = (slo / step).ceil() * step;
             let mut t = vec![];
-            while v <= self.hi + step * 1e-9 {
+            // (at most a dozen: a step below the spacing of floats near lo would never advance v)
+            while v <= shi + step * 1e-9 && t.len() < MAX_LINEAR_TICKS {
                 t.push(if v.abs() < step * 1e-9 { 0.0 } else { v });
-                v += step;
+                let next = v + step;
+                if next <= v {
+                    break;
+                }
+                v = next;
+            }
+            if t.is_empty() {
+                t.push(slo);
             }
             t
         }
@@ -368,5 +383,38 @@ mod tests {
         assert!(svg.contains("class=\"vmark\""));
         assert!(svg.contains(">1M<"), "log byte ticks expected: {svg}");
         assert!(svg.contains("(log scale)"));
+    }
+
+    /// Issue 21 item 3: values near f64::MAX (and a range that overflows to infinity) give a few
+    /// ticks on log and linear axes, binary and decimal, instead of billions.
+    #[test]
+    fn extreme_values_give_bounded_ticks() {
+        for (xlog, ylog, unit) in [(true, true, "bytes"), (true, true, "ns"), (false, false, "ns"), (true, false, "B")]
+        {
+            for pts in [
+                vec![(1.0, 1.0), (f64::MAX, f64::MAX)],
+                vec![(f64::MIN_POSITIVE, 5e-324), (f64::MAX / 2.0, 1e308)],
+                vec![(1e300, 1e300), (1e300 * (1.0 + 1e-15), 1e300 * (1.0 + 1e-15))],
+                vec![(-f64::MAX, -f64::MAX), (f64::MAX, f64::MAX)],
+            ] {
+                let mut p = Plot::new(
+                    "x",
+                    "extreme",
+                    Axis { label: "x".into(), unit: unit.into(), log: xlog },
+                    Axis { label: "y".into(), unit: "ns".into(), log: ylog },
+                );
+                p.lines.push(Line {
+                    name: "a".into(),
+                    color: PALETTE[0].into(),
+                    style: Style::LinePoints,
+                    points: pts.clone(),
+                    labels: vec![],
+                });
+                p.vmarks.push((f64::MAX, "far".into()));
+                let svg = render(&p);
+                assert!(svg.ends_with("</svg>"));
+                assert!(svg.len() < 64 * 1024, "{} bytes for {pts:?}", svg.len());
+            }
+        }
     }
 }

@@ -120,7 +120,7 @@ fn clip(s: &str, n: usize) -> String {
     }
 }
 
-/// The summary table as text.
+/// The summary table as text, safe to print (control characters escaped).
 pub fn summary(results: &Results) -> String {
     let mut out = String::new();
     out.push_str(&format!("memscope datasheet: {}\n", provenance_line(results)));
@@ -164,7 +164,9 @@ pub fn summary(results: &Results) -> String {
             out.push_str(&format!("  {what:<7} on {target}: {} — {reason}\n", keys.join(", ")));
         }
     }
-    out
+    // (names, notes and methods come from the results file: no control character reaches the
+    // terminal)
+    crate::hygiene::terminal(&out)
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@
 //! counters, including `slice_requests`, the per-slice request counts an ncu slice counter would
 //! give), `t.machine()` for direct loads/stores, `t.alloc_contiguous(bytes, phys_base)`.
 
+pub mod budget;
 pub mod cache;
 mod cache_set;
 pub mod calibrate;

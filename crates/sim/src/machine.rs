@@ -180,7 +180,7 @@ impl Machine {
         let l2 = &h.l2;
         let slice_fn = FastIndex::new(&IndexFn::slice(&h.l2_slice_function()));
         let set_fn = FastIndex::new(&IndexFn::set(&h.l2_set_function()));
-        let total_sets = (l2.slices * l2.sets_per_slice) as usize;
+        let total_sets = l2.slices as usize * l2.sets_per_slice as usize;
         let threshold = l2.dirty_clean_threshold.unwrap_or(l2.ways / 2);
         let pages = h.dram.capacity_bytes / h.page_bytes;
         let mut m = Machine {

@@ -71,9 +71,17 @@ fn config_err(e: impl std::fmt::Display) -> TargetError {
 }
 
 impl SimTarget {
-    /// A target simulating `h` (validated first; the error names the offending field).
+    /// A target simulating `h` (validated first; the error names the offending field), within
+    /// the default host-memory budget (`budget::DEFAULT_BUDGET_BYTES`).
     pub fn new(h: Hierarchy) -> Result<Self, TargetError> {
+        Self::with_budget(h, crate::budget::DEFAULT_BUDGET_BYTES)
+    }
+
+    /// `new` with a host-memory budget: a hierarchy whose estimated state exceeds it is refused
+    /// (`InvalidConfig`, with the estimate) before anything is allocated.
+    pub fn with_budget(h: Hierarchy, budget_bytes: u64) -> Result<Self, TargetError> {
         h.validate().map_err(config_err)?;
+        crate::budget::check(&h, budget_bytes).map_err(TargetError::InvalidConfig)?;
         let id = format!("sim:{}", h.name);
         let next_va = 1u64 << (h.address_bits - 1);
         let noise = SplitMix(h.noise.seed);

@@ -4,6 +4,24 @@
 
 use super::{err, HashFunction, Hierarchy, HierarchyError, Replacement};
 
+/// Structural limits, far above any GPU built (an H200 has 132 SMs, 64 resident warps per SM, a
+/// few thousand TLB entries and under 2^20 L2 sets): they keep every count that sizes the
+/// simulator's arrays and index arithmetic inside u32 and bounded. (Memory is bounded separately:
+/// memscope-sim estimates its state before allocating it.)
+pub const MAX_SMS: u64 = 1 << 16;
+/// At most this many resident warps per SM.
+pub const MAX_RESIDENT_WARPS: u64 = 1 << 12;
+/// At most this many TLB entries per SM.
+pub const MAX_TLB_ENTRIES: u64 = 1 << 24;
+/// At most this many L1 sets.
+pub const MAX_L1_SETS: u64 = 1 << 24;
+/// At most this many L2 slices.
+pub const MAX_L2_SLICES: u64 = 1 << 16;
+/// At most this many L2 sets in all (slices x sets per slice).
+pub const MAX_L2_SETS: u64 = 1 << 30;
+/// At most this many DRAM banks in all (controllers x channels x banks).
+pub const MAX_DRAM_BANKS: u64 = 1 << 24;
+
 fn pow2(field: &str, v: u64) -> Result<(), HierarchyError> {
     if v == 0 || !v.is_power_of_two() {
         return err(field, format!("must be a power of two (got {v})"));
@@ -14,6 +32,13 @@ fn pow2(field: &str, v: u64) -> Result<(), HierarchyError> {
 fn at_least(field: &str, v: u64, min: u64) -> Result<(), HierarchyError> {
     if v < min {
         return err(field, format!("must be at least {min} (got {v})"));
+    }
+    Ok(())
+}
+
+fn at_most(field: &str, v: u64, max: u64) -> Result<(), HierarchyError> {
+    if v > max {
+        return err(field, format!("at most {max} supported (got {v})"));
     }
     Ok(())
 }
@@ -106,6 +131,7 @@ impl Hierarchy {
         at_least("page_bytes", h.page_bytes, 4096)?;
         // TLB
         at_least("tlb.entries", h.tlb.entries as u64, 1)?;
+        at_most("tlb.entries", h.tlb.entries as u64, MAX_TLB_ENTRIES)?;
         time("tlb.miss_ns", h.tlb.miss_ns)?;
         if h.tlb.replacement == Replacement::Rrip {
             return err("tlb.replacement", "\"rrip\" is for caches; use \"lru\" or \"fifo\"");
@@ -116,6 +142,7 @@ impl Hierarchy {
             return err("l1.ways", format!("at most 64 supported (got {})", h.l1.ways));
         }
         pow2("l1.sets", h.l1.sets as u64)?;
+        at_most("l1.sets", h.l1.sets as u64, MAX_L1_SETS)?;
         pow2("l1.sector_bytes", h.l1.sector_bytes as u64)?;
         pow2("l1.line_bytes", h.l1.line_bytes as u64)?;
         line_sectors("l1", h.l1.line_bytes, h.l1.sector_bytes)?;
@@ -131,6 +158,18 @@ impl Hierarchy {
             return err("l2.ways", format!("at most 64 supported (got {})", h.l2.ways));
         }
         at_least("l2.sets_per_slice", h.l2.sets_per_slice as u64, 1)?;
+        at_most("l2.slices", h.l2.slices as u64, MAX_L2_SLICES)?;
+        // (the product in u64: two u32 fields of 2^16 each would wrap a u32 to 0)
+        let l2_sets = h.l2.slices as u64 * h.l2.sets_per_slice as u64;
+        if l2_sets > MAX_L2_SETS {
+            return err(
+                "l2.sets_per_slice",
+                format!(
+                    "l2.slices x l2.sets_per_slice = {} x {} = {l2_sets} sets, at most {MAX_L2_SETS} supported",
+                    h.l2.slices, h.l2.sets_per_slice
+                ),
+            );
+        }
         pow2("l2.sector_bytes", h.l2.sector_bytes as u64)?;
         pow2("l2.line_bytes", h.l2.line_bytes as u64)?;
         line_sectors("l2", h.l2.line_bytes, h.l2.sector_bytes)?;
@@ -243,6 +282,15 @@ impl Hierarchy {
         }
         at_least("dram.channels", h.dram.channels as u64, 1)?;
         at_least("dram.banks", h.dram.banks as u64, 1)?;
+        let banks = h.dram.controllers as u64 * h.dram.channels as u64 * h.dram.banks as u64;
+        if banks > MAX_DRAM_BANKS {
+            return err(
+                "dram.banks",
+                format!(
+                    "dram.controllers x dram.channels x dram.banks = {banks} banks, at most {MAX_DRAM_BANKS} supported"
+                ),
+            );
+        }
         at_least("dram.capacity_bytes", h.dram.capacity_bytes, h.page_bytes)?;
         if !h.dram.capacity_bytes.is_multiple_of(h.page_bytes) {
             return err("dram.capacity_bytes", "must be a multiple of page_bytes");
@@ -266,7 +314,9 @@ impl Hierarchy {
             return err("noise.outlier_fraction", format!("must be in [0, 1] (got {})", h.noise.outlier_fraction));
         }
         at_least("sm.count", h.sm.count as u64, 1)?;
+        at_most("sm.count", h.sm.count as u64, MAX_SMS)?;
         at_least("sm.resident_warps", h.sm.resident_warps as u64, 1)?;
+        at_most("sm.resident_warps", h.sm.resident_warps as u64, MAX_RESIDENT_WARPS)?;
         at_least("sm.block_threads", h.sm.block_threads as u64, 32)?;
         if !h.sm.block_threads.is_multiple_of(32) {
             return err("sm.block_threads", "must be a multiple of 32");
