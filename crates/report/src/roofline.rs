@@ -32,6 +32,8 @@ pub struct ModelView {
     /// The smallest launch floor of the session.
     pub launch_floor_s: Option<f64>,
     pub ops: Vec<Op>,
+    /// Set by `memscope report --any-device` when the model run is of another device.
+    pub warning: Option<String>,
 }
 
 /// The value at a dotted path ("measured.per_call_s").
@@ -135,6 +137,7 @@ pub fn parse(v: &Value) -> Option<ModelView> {
         peak_flops_per_s: find_ceiling(v, &["peak_flops_per_s"], 0),
         launch_floor_s: launch.iter().map(|x| x.1).reduce(f64::min),
         ops,
+        warning: v.get("other_device_warning").and_then(Value::as_str).map(String::from),
     })
 }
 
@@ -159,6 +162,9 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 /// The model section as HTML (two plots and the scoring tables).
 pub fn section(m: &ModelView) -> String {
     let mut out = String::from("<section id=\"model\"><h2>Bottleneck model: roofline and scoring</h2>");
+    if let Some(w) = &m.warning {
+        let _ = write!(out, "<p class=\"note warn\" id=\"model-warning\"><b>Warning:</b> {}</p>", svg::esc(w));
+    }
     let list = |c: &[(String, f64)], u| {
         if c.is_empty() {
             return "not in the file".to_string();
