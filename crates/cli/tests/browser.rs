@@ -270,6 +270,14 @@ fn html_outputs_render_in_headless_chromium() {
     let draw_ms = num(&dom, "draw-ms");
     assert!(draw_ms < 50.0, "a frame takes {draw_ms} ms");
     screenshot(&bin, &anim, "#t=0.45", &art.join("vadd-animation.png"), "1400,900");
+    // Opened plainly, the player starts at the busiest moment with requests in flight, not at an
+    // empty t = 0, and the throughput bars have a scale.
+    let (dom, console) = load(&bin, &anim, "", 1500);
+    assert!(console.is_empty(), "console output on the animation: {console:#?}");
+    assert!(num(&dom, "start-ns") > 0.0, "opened at t = 0");
+    assert!(num(&dom, "sim-ns") > 0.0 && num(&dom, "flight") > 0.0, "no request in flight at the start");
+    assert!(dom.contains("id=\"start-note\""), "the start is explained");
+    assert!(num(&dom, "mc-scale-gbs") > 0.0, "throughput bars without a scale");
 }
 
 /// The vadd page of a full wave of the 4090 (6,144 warps): from `memscope sim vadd --html` when

@@ -243,3 +243,23 @@ fn sim_chase_says_its_counts_include_the_warm_up() {
         l1.split(" of ").nth(1).and_then(|t| t.split_whitespace().next()).and_then(|t| t.parse().ok()).unwrap();
     assert_eq!(loads, 4024, "the L1 load count is the total stated: {out}");
 }
+
+#[test]
+fn the_smallest_hierarchy_of_contracts_md_is_valid() {
+    // docs/CONTRACTS.md shows the smallest valid simulated-hierarchy file; it must stay valid.
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/CONTRACTS.md")).unwrap();
+    let at = doc.find("The smallest valid file:").expect("section in CONTRACTS.md");
+    let json: String = doc[at..]
+        .lines()
+        .skip(1)
+        .skip_while(|l| l.trim().is_empty())
+        .take_while(|l| l.starts_with("    "))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("smallest.json");
+    std::fs::write(&f, &json).unwrap();
+    let (code, out, err) = run(&["sim", "dump", "--target", &format!("sim:{}", f.display())]);
+    assert_eq!(code, 0, "{json}\n{err}");
+    assert!(out.contains("\"sets_per_slice\": 1024"), "{out}");
+}

@@ -32,7 +32,7 @@ table#findings col.m{width:24%}table#findings col.f{width:7%}table#findings col.
 table.t tr.sec td{background:#eef3f8;font-weight:600}
 .c-high{color:#11772d}.c-medium{color:#8a6d00}.c-low{color:#b3541e}.c-undetermined{color:#888;font-style:italic}
 .plots{display:flex;flex-wrap:wrap;gap:14px}.plots figure{margin:0;background:#fff;border:1px solid #e3e3e3;border-radius:6px;padding:6px}
-figcaption{font-size:12px;color:#555;max-width:640px;padding:0 4px}
+figcaption{font-size:12px;color:#555;max-width:584px;padding:0 4px}
 svg.plot text{font-size:11px;fill:#333}svg.plot .pt{font-size:13px;font-weight:600;text-anchor:middle}
 svg.plot .tx{text-anchor:middle}svg.plot .ty{text-anchor:end}svg.plot .xl,svg.plot .yl{text-anchor:middle;font-size:12px}
 svg.plot .grid{stroke:#eee}svg.plot .frame{fill:none;stroke:#999}

@@ -226,9 +226,10 @@ pub fn section(m: &ModelView) -> String {
     }
     // An operation's launch ceiling (FLOPs / its launch floor) binds only below the compute roof;
     // above it the point would be a ceiling no operation can reach, so it is left out and counted.
-    let all_floors: Vec<(&&Op, f64)> =
+    type Floor<'a> = (&'a &'a Op, f64);
+    let all_floors: Vec<Floor> =
         on_plot.iter().filter_map(|o| o.launch_s.or(m.launch_floor_s).map(|l| (o, l))).collect();
-    let (floors, above): (Vec<(&&Op, f64)>, Vec<(&&Op, f64)>) =
+    let (floors, above): (Vec<Floor>, Vec<Floor>) =
         all_floors.into_iter().partition(|(o, l)| !top.is_finite() || o.flops / l <= top);
     if !floors.is_empty() {
         let pts = floors.iter().map(|(o, l)| (o.flops / o.bytes, o.flops / l)).collect();

@@ -67,7 +67,7 @@ impl Plot {
             lines: vec![],
             vmarks: vec![],
             hmarks: vec![],
-            width: 640.0,
+            width: 592.0,
             height: 360.0,
         }
     }
