@@ -320,5 +320,8 @@ mod tests {
         let hops = s.find("evset hops").unwrap();
         assert!(hops > counts && counts > l2, "evset hops belongs under the counts, not L2:\n{s}");
         assert!(!s.contains("\nOther\n"), "no Other section for known keys:\n{s}");
+        // An estimate of 36918.4 sets prints like the 36,864 next to it, not as "36918".
+        assert_eq!(units::value(&serde_json::json!(36918.4), "count"), "36,918");
+        assert_eq!(units::value(&serde_json::json!(36864), "count"), "36,864");
     }
 }
