@@ -3,7 +3,7 @@
 # Rust components CI uses, NVRTC 13.0 from PyPI so every CUDA kernel can be compiled (not run) on a
 # machine with no GPU, Debian's Chromium for the browser test, and the `memscope` binary itself on
 # PATH (cargo install into ~/.cargo/bin, built in this repository's target/ so later builds reuse it).
-# Each step says what it does; the build is the long one (minutes on a fresh clone).
+# Each step says what it does; the build is the longest one on a fresh clone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() { echo "setup: $*" >&2; }
