@@ -1,4 +1,4 @@
-//! `memscope hash slice --gpu rtx4090|l40s ADDR...` and `memscope hash l2-set ADDR...`: evaluate
+//! `memscope hash slice [--target sim:rtx4090|sim:l40s] ADDR...` and `memscope hash l2-set ADDR...`: evaluate
 //! seed 000's L2 slice function `slice_of(a, N)` and within-slice set index `set_index(a)` (the
 //! appendix code, implemented exactly in memscope_sim::hash) on physical addresses given in hex
 //! (0x...) or decimal. One line per address "ADDR VALUE", or with --json an array of
@@ -18,9 +18,10 @@ pub enum HashCommand {
     /// The L2 slice of each physical address (seed 000 `slice_of(a, N)`: 36 slices on the RTX 4090,
     /// 48 on the L40S).
     Slice {
-        /// Which chip's function: rtx4090 (N = 36) or l40s (N = 48).
-        #[arg(long, default_value = "rtx4090")]
-        gpu: String,
+        /// Which chip's function: sim:rtx4090 (N = 36) or sim:l40s (N = 48), as `run --target`
+        /// spells them; `--gpu rtx4090` is the older spelling.
+        #[arg(long, short = 't', alias = "gpu", default_value = "sim:rtx4090", value_name = "sim:PRESET")]
+        target: String,
         /// Print a JSON array instead of lines.
         #[arg(long)]
         json: bool,
@@ -65,11 +66,11 @@ fn print(values: &[(u64, u32)], field: &str, json: bool) {
 
 pub fn run(args: Args) -> CliResult {
     match args.command {
-        HashCommand::Slice { gpu, json, addrs } => {
-            let n = match gpu.as_str() {
+        HashCommand::Slice { target, json, addrs } => {
+            let n = match target.strip_prefix("sim:").unwrap_or(&target) {
                 "rtx4090" | "4090" => 36,
                 "l40s" => 48,
-                other => return Err(CliError::usage(format!("--gpu {other:?}: accepted: rtx4090, l40s"))),
+                _ => return Err(CliError::usage(format!("--target {target:?}: accepted: sim:rtx4090, sim:l40s"))),
             };
             let addrs = addrs.iter().map(|a| parse_addr(a)).collect::<Result<Vec<u64>, _>>()?;
             let values: Vec<(u64, u32)> =

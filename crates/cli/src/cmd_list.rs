@@ -14,7 +14,13 @@ pub struct Args {
 pub fn run(args: Args) -> CliResult {
     let specs = match &args.target {
         Some(t) => crate::targets::parse(t)?,
-        None => crate::targets::default_targets().0,
+        None => {
+            let (specs, fallback) = crate::targets::default_targets();
+            if let Some(why) = fallback {
+                eprintln!("memscope: {}", crate::targets::fallback_notice(&why));
+            }
+            specs
+        }
     };
     let mut infos = Vec::new();
     for spec in &specs {

@@ -60,22 +60,28 @@ pub struct Args {
     /// Element type: fp32, fp16, bf16.
     #[arg(long, default_value = "fp32")]
     pub dtype: String,
-    /// Bandwidth ceiling, bytes per second (overrides --ceilings).
-    #[arg(long)]
-    pub bandwidth: Option<f64>,
-    /// Peak arithmetic, FLOP per second (overrides --ceilings).
-    #[arg(long)]
-    pub peak: Option<f64>,
-    /// Launch floor, seconds (overrides --ceilings; for decode-step, the step's floor).
-    #[arg(long)]
-    pub launch: Option<f64>,
-    /// Ceilings JSON written by `memscope ceilings`.
+    /// Bandwidth ceiling in bytes per second: 306.7e9, 306.7GB/s, 4.6TB/s (overrides --ceilings).
+    #[arg(long, allow_hyphen_values = true)]
+    pub bandwidth: Option<String>,
+    /// Peak arithmetic in FLOP per second: 6.3e12, 51.3TFLOP/s, 794T (overrides --ceilings).
+    #[arg(long, allow_hyphen_values = true)]
+    pub peak: Option<String>,
+    /// Launch floor: 4us, 3.98 µs, 500ns, or seconds (12e-6); overrides --ceilings (for
+    /// decode-step, the whole step's floor).
+    #[arg(long, allow_hyphen_values = true)]
+    pub launch: Option<String>,
+    /// Ceilings JSON written by `memscope ceilings --out FILE` on a GPU; this repository holds the
+    /// H200's as results/h200/ceilings.json.
     #[arg(long)]
     pub ceilings: Option<PathBuf>,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
 }
+
+/// Where the ceilings come from, for the message when some are missing.
+const CEILINGS_HINT: &str = "or --ceilings FILE, written by `memscope ceilings --out FILE` on a GPU; \
+results/h200/ceilings.json holds the H200's";
 
 fn need(v: Option<u64>, name: &str, op: &str) -> Result<u64, CliError> {
     match v {
@@ -85,13 +91,95 @@ fn need(v: Option<u64>, name: &str, op: &str) -> Result<u64, CliError> {
     }
 }
 
-fn positive(v: Option<f64>, name: &str) -> Result<Option<f64>, CliError> {
-    match v {
-        Some(x) if !(x.is_finite() && x > 0.0) => {
-            Err(CliError::usage(format!("--{name} {x}: must be a positive number")))
+/// The size flags an operation needs, with their values.
+fn dims(a: &Args, op: &str) -> Vec<(&'static str, Option<u64>)> {
+    match op {
+        "matmul" => vec![("m", a.m), ("k", a.k), ("n", a.n)],
+        "add" | "gelu" => vec![("elems", a.elems)],
+        "layernorm" | "softmax" => vec![("rows", a.rows), ("cols", a.cols)],
+        "decode-attention" => {
+            vec![("batch", a.batch), ("heads", a.heads), ("tokens", a.tokens), ("head-dim", a.head_dim)]
         }
-        other => Ok(other),
+        "decode-step" => vec![("batch", a.batch), ("context", a.context)],
+        _ => vec![],
     }
+}
+
+/// Every missing value at once: the operation's sizes and, without a ceilings file, the ceilings.
+fn check_missing(a: &Args, op: Option<&str>, ceilings: &Given) -> CliResult {
+    let mut missing: Vec<String> = op
+        .map(|op| dims(a, op).into_iter().filter(|(_, v)| v.is_none()).map(|(n, _)| format!("--{n}")).collect())
+        .unwrap_or_default();
+    let sizes = missing.len();
+    if a.ceilings.is_none() {
+        for (name, v) in [("launch", ceilings.launch), ("bandwidth", ceilings.bandwidth), ("peak", ceilings.peak)] {
+            if v.is_none() {
+                missing.push(format!("--{name}"));
+            }
+        }
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let what = op.map(|op| format!("--op {op}")).unwrap_or_else(|| "--flops/--bytes".into());
+    let hint = if missing.len() > sizes { format!(" ({CEILINGS_HINT})") } else { String::new() };
+    Err(CliError::usage(format!("{what} is missing {}{hint}", missing.join(", "))))
+}
+
+/// The product of sizes (elements) times `bytes_each`, refused when it does not fit in 64 bits
+/// (the model's counts are u64; a wrapped product would answer wrongly).
+fn checked_count(parts: &[(&str, u64)], bytes_each: u64) -> Result<u64, CliError> {
+    let named = || parts.iter().map(|(n, v)| format!("--{n} {v}")).collect::<Vec<_>>().join(" x ");
+    let mut acc: u64 = 1;
+    for (_, v) in parts {
+        acc = acc.checked_mul(*v).ok_or_else(|| {
+            CliError::usage(format!("{}: the element count does not fit in 64 bits (at most {})", named(), u64::MAX))
+        })?;
+    }
+    acc.checked_mul(bytes_each).ok_or_else(|| {
+        CliError::usage(format!(
+            "{} = {acc} elements of {bytes_each} B: the byte count does not fit in 64 bits (at most {})",
+            named(),
+            u64::MAX
+        ))
+    })
+}
+
+/// Refuse sizes whose element or byte counts overflow u64 (checked before the model multiplies).
+fn check_overflow(a: &Args, op: &str, dtype: Dtype) -> CliResult {
+    let size = dtype.size_bytes() as u64;
+    let d: Vec<(&str, u64)> = dims(a, op).into_iter().map(|(n, v)| (n, v.unwrap_or(1))).collect();
+    match op {
+        "matmul" => {
+            for pair in [[d[0], d[1]], [d[1], d[2]], [d[0], d[2]]] {
+                checked_count(&pair, size)?;
+            }
+        }
+        "decode-attention" => {
+            checked_count(&d, 2 * size)?;
+        }
+        _ => {
+            checked_count(&d, size)?;
+        }
+    }
+    Ok(())
+}
+
+/// The ceilings given as flags, parsed ("4us", "4.6TB/s", "51.3TFLOP/s" or plain numbers).
+struct Given {
+    launch: Option<f64>,
+    bandwidth: Option<f64>,
+    peak: Option<f64>,
+}
+
+fn given(a: &Args) -> Result<Given, CliError> {
+    use crate::quantity::{rate, seconds};
+    let parse = |v: &Option<String>, f: &dyn Fn(&str) -> Result<f64, String>| v.as_deref().map(f).transpose();
+    Ok(Given {
+        launch: parse(&a.launch, &|t| seconds(t, "--launch")).map_err(CliError::usage)?,
+        bandwidth: parse(&a.bandwidth, &|t| rate(t, "--bandwidth", "B/s")).map_err(CliError::usage)?,
+        peak: parse(&a.peak, &|t| rate(t, "--peak", "FLOP/s")).map_err(CliError::usage)?,
+    })
 }
 
 /// The operation's cost and its launch class (the key of its floor in a ceilings file).
@@ -139,14 +227,13 @@ struct Chosen {
 }
 
 fn choose(
-    a: &Args,
+    g: &Given,
     file: Option<&SessionCeilings>,
     cost: &OpCost,
     class: &str,
     dtype: Dtype,
 ) -> Result<Chosen, CliError> {
-    let (launch, bandwidth, peak) =
-        (positive(a.launch, "launch")?, positive(a.bandwidth, "bandwidth")?, positive(a.peak, "peak")?);
+    let (launch, bandwidth, peak) = (g.launch, g.bandwidth, g.peak);
     let mut note = String::new();
     let from_file = match file {
         Some(c) if launch.is_none() || bandwidth.is_none() || peak.is_none() => {
@@ -162,7 +249,7 @@ fn choose(
         _ => None,
     };
     let pick = |v: Option<f64>, f: Option<f64>, name: &str| {
-        v.or(f).ok_or_else(|| CliError::usage(format!("missing --{name} (or give --ceilings FILE)")))
+        v.or(f).ok_or_else(|| CliError::usage(format!("missing --{name} ({CEILINGS_HINT})")))
     };
     Ok(Chosen {
         launch_s: pick(launch, from_file.as_ref().map(|c| c.launch_s), "launch")?,
@@ -175,6 +262,30 @@ fn choose(
 pub fn run(a: Args) -> CliResult {
     let dtype = Dtype::parse(&a.dtype)
         .ok_or_else(|| CliError::usage(format!("--dtype {}: expected fp32, fp16 or bf16", a.dtype)))?;
+    let g = given(&a)?;
+    let op = a.op.as_deref();
+    if op.is_some() && (a.flops.is_some() || a.bytes.is_some()) {
+        return Err(CliError::usage("give either --op or --flops and --bytes, not both"));
+    }
+    if op.is_none() && (a.flops.is_none() || a.bytes.is_none()) {
+        let missing: Vec<&str> =
+            [("--flops", a.flops), ("--bytes", a.bytes)].iter().filter(|(_, v)| v.is_none()).map(|(n, _)| *n).collect();
+        return Err(CliError::usage(format!("missing --op (or {})", missing.join(" and "))));
+    }
+    if let Some(op) = op {
+        if !matches!(op, "matmul" | "add" | "gelu" | "layernorm" | "softmax" | "decode-attention" | "decode-step") {
+            return Err(CliError::usage(format!(
+                "--op {op}: expected matmul, add, gelu, layernorm, softmax, decode-attention or decode-step"
+            )));
+        }
+    }
+    check_missing(&a, op, &g)?;
+    if let Some(op) = op {
+        for (name, v) in dims(&a, op) {
+            need(v, name, op)?;
+        }
+        check_overflow(&a, op, dtype)?;
+    }
     let file = a.ceilings.as_ref().map(load_ceilings).transpose()?;
     let mut extra = serde_json::Map::new();
     let (pred, flops, bytes, note) = match (a.op.as_deref(), a.flops, a.bytes) {
@@ -184,7 +295,7 @@ pub fn run(a: Args) -> CliResult {
             let batch = need(a.batch, "batch", "decode-step")?;
             let context = need(a.context, "context", "decode-step")?;
             let (flops, bytes) = (m::decode_step_flops(&model, batch), m::decode_step_bytes(&model, batch, context));
-            let ch = step_ceilings(&a, file.as_ref(), dtype)?;
+            let ch = step_ceilings(&g, file.as_ref(), dtype)?;
             let pred = match a.composition.as_str() {
                 "totals" => m::decode_step_totals(&model, batch, context, ch.launch_s, ch.bandwidth, ch.peak),
                 "per-kernel" => {
@@ -206,7 +317,7 @@ pub fn run(a: Args) -> CliResult {
         }
         (Some(op), None, None) => {
             let (cost, class) = op_cost(&a, op, dtype)?;
-            let ch = choose(&a, file.as_ref(), &cost, &class, dtype)?;
+            let ch = choose(&g, file.as_ref(), &cost, &class, dtype)?;
             extra.insert("pattern".into(), cost.pattern().name().into());
             (cost.predict(ch.launch_s, ch.bandwidth, ch.peak), cost.flops, cost.bytes(), ch.note)
         }
@@ -217,7 +328,7 @@ pub fn run(a: Args) -> CliResult {
                 }
             }
             let cost = OpCost { flops, read_bytes: bytes, write_bytes: 0.0 };
-            let ch = choose(&a, file.as_ref(), &cost, "raw", dtype)?;
+            let ch = choose(&g, file.as_ref(), &cost, "raw", dtype)?;
             (cost.predict(ch.launch_s, ch.bandwidth, ch.peak), flops, bytes, ch.note)
         }
         (Some(_), _, _) => return Err(CliError::usage("give either --op or --flops and --bytes, not both")),
@@ -229,10 +340,9 @@ pub fn run(a: Args) -> CliResult {
 
 /// A decode step's ceilings: the read bandwidth (weights and cache are read), the dtype's peak, and
 /// as launch floor the class floors summed over the step's kernels; explicit flags win.
-fn step_ceilings(a: &Args, file: Option<&SessionCeilings>, dtype: Dtype) -> Result<Chosen, CliError> {
-    let (launch, bandwidth, peak) =
-        (positive(a.launch, "launch")?, positive(a.bandwidth, "bandwidth")?, positive(a.peak, "peak")?);
-    let missing = |name: &str| CliError::usage(format!("missing --{name} (or give --ceilings FILE)"));
+fn step_ceilings(g: &Given, file: Option<&SessionCeilings>, dtype: Dtype) -> Result<Chosen, CliError> {
+    let (launch, bandwidth, peak) = (g.launch, g.bandwidth, g.peak);
+    let missing = |name: &str| CliError::usage(format!("missing --{name} ({CEILINGS_HINT})"));
     let bad_file = |e: m::CeilingError| CliError::usage(format!("--ceilings: {e}"));
     let launch_s = match (launch, file) {
         (Some(l), _) => l,

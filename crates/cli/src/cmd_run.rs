@@ -81,10 +81,17 @@ fn file_for(out: &Path, index_among_non_cpu: usize, id: &str) -> PathBuf {
 }
 
 pub fn run(args: Args) -> CliResult {
+    let run_started = Instant::now();
     let probes = select_probes(crate::registry::all(), &args.probes, args.continue_from.is_some())?;
     let specs = match &args.target {
         Some(t) => targets::parse(t)?,
-        None => targets::default_targets().0,
+        None => {
+            let (specs, fallback) = targets::default_targets();
+            if let Some(why) = fallback {
+                eprintln!("memscope: {}", targets::fallback_notice(&why));
+            }
+            specs
+        }
     };
     check_out_dir(&args.out)?;
     if let Some(j) = &args.json {
@@ -188,6 +195,7 @@ pub fn run(args: Args) -> CliResult {
             println!("{}", memscope_report::table::summary(doc));
             println!("results: {}", path.display());
         }
+        println!("total time: {:.1} s", run_started.elapsed().as_secs_f64());
     }
     if failures.is_empty() {
         Ok(())

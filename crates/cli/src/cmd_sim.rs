@@ -17,14 +17,18 @@ pub struct Args {
     pub command: SimCommand,
 }
 
-/// Which hierarchy: a preset or a JSON file.
+/// Which hierarchy, spelled as `run --target` spells it: sim:PRESET or sim:FILE.json. The older
+/// `--preset NAME` and `--file FILE` still work.
 #[derive(clap::Args, Debug, Clone)]
 pub struct Which {
-    /// A built-in preset (rtx4090, l40s).
-    #[arg(long, default_value = "rtx4090")]
-    pub preset: String,
-    /// A hierarchy JSON file instead of a preset.
-    #[arg(long, value_name = "FILE")]
+    /// The simulated hierarchy: sim:rtx4090, sim:l40s or sim:FILE.json (default sim:rtx4090).
+    #[arg(long, short = 't', value_name = "sim:PRESET|sim:FILE.json")]
+    pub target: Option<String>,
+    /// A built-in preset by name (rtx4090, l40s); the same as --target sim:NAME.
+    #[arg(long, conflicts_with = "target")]
+    pub preset: Option<String>,
+    /// A hierarchy JSON file; the same as --target sim:FILE.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["target", "preset"])]
     pub file: Option<PathBuf>,
 }
 
@@ -83,26 +87,53 @@ pub enum SimCommand {
         /// Write the hierarchy to FILE instead of stdout.
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
-        /// Preset supplying every value that was not measured.
-        #[arg(long, default_value = "rtx4090")]
+        /// Preset supplying every value that was not measured: rtx4090, l40s (or sim:rtx4090 ...).
+        #[arg(long, default_value = "sim:rtx4090", value_name = "sim:PRESET")]
         base: String,
     },
 }
 
-fn preset(name: &str) -> Result<Hierarchy, CliError> {
-    memscope_sim::presets::preset(name).ok_or_else(|| {
-        CliError::usage(format!("--preset {name:?}: no such preset (presets: {})", memscope_sim::presets().join(", ")))
+/// A preset by name; `flag` names the option in the message ("--preset", "--base"). A file name
+/// given where a preset is expected gets a hint towards the spelling that takes files.
+fn preset_as(name: &str, flag: &str) -> Result<Hierarchy, CliError> {
+    let bare = name.strip_prefix("sim:").unwrap_or(name);
+    if bare.ends_with(".json") || bare.contains('/') {
+        return Err(CliError::usage(format!(
+            "{flag} {name:?}: a preset name ({}), not a file; for a hierarchy file use --target sim:{bare}",
+            memscope_sim::presets().join(", ")
+        )));
+    }
+    memscope_sim::presets::preset(bare).ok_or_else(|| {
+        CliError::usage(format!("{flag} {name:?}: no such preset (presets: {})", memscope_sim::presets().join(", ")))
     })
 }
 
+fn preset(name: &str) -> Result<Hierarchy, CliError> {
+    preset_as(name, "--preset")
+}
+
+fn from_file(f: &Path, flag: &str) -> Result<Hierarchy, CliError> {
+    let text =
+        std::fs::read_to_string(f).map_err(|e| CliError::usage(format!("{flag} {}: cannot read: {e}", f.display())))?;
+    Hierarchy::from_json_str(&text).map_err(|e| CliError::usage(format!("{}: {e}", f.display())))
+}
+
 fn hierarchy(w: &Which) -> Result<Hierarchy, CliError> {
-    match &w.file {
-        Some(f) => {
-            let text = std::fs::read_to_string(f)
-                .map_err(|e| CliError::usage(format!("--file {}: cannot read: {e}", f.display())))?;
-            Hierarchy::from_json_str(&text).map_err(|e| CliError::usage(format!("{}: {e}", f.display())))
-        }
-        None => preset(&w.preset),
+    if let Some(f) = &w.file {
+        return from_file(f, "--file");
+    }
+    if let Some(p) = &w.preset {
+        return preset(p);
+    }
+    let Some(t) = &w.target else { return preset("rtx4090") };
+    let specs = crate::targets::parse(t)?;
+    match specs.as_slice() {
+        [crate::targets::TargetSpec::SimPreset(p)] => preset_as(p, "--target"),
+        [crate::targets::TargetSpec::SimFile(f)] => from_file(f, "--target"),
+        _ => Err(CliError::usage(format!(
+            "--target {t:?}: sim commands take one simulated hierarchy (sim:{} or sim:FILE.json)",
+            memscope_sim::presets().join(", sim:")
+        ))),
     }
 }
 
@@ -208,12 +239,24 @@ pub fn run(args: Args) -> CliResult {
             let s = t.stats().clone();
             if json {
                 let v = serde_json::json!({"footprint_bytes": footprint, "stride_bytes": stride, "ns_per_hop": r.ns_per_hop,
-                    "median_ns_per_hop": ns, "cycles_per_hop": cycles, "stats": s});
+                    "median_ns_per_hop": ns, "cycles_per_hop": cycles, "warmup_hops": lines * spec.warmup_laps as u64,
+                    "timed_hops": spec.hops * spec.repeats as u64, "stats": s,
+                    "stats_note": "stats count every hop, the warm-up laps included"});
                 println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
             } else {
                 println!(
                     "chase on {}: {lines} addresses, footprint {footprint} B, stride {stride} B: {ns:.2} ns/hop ({cycles:.0} cycles)",
                     memscope_report::hygiene::terminal(&t.hierarchy().name)
+                );
+                let warm = lines * spec.warmup_laps as u64;
+                let timed = spec.hops * spec.repeats as u64;
+                println!(
+                    "  counts over all {} hops: {} warm-up hops ({} laps of {lines}) and {timed} timed ({} repeats of {})",
+                    warm + timed,
+                    warm,
+                    spec.warmup_laps,
+                    spec.repeats,
+                    spec.hops
                 );
                 println!(
                     "  L1 hits {} of {} loads; L2 requests {} (hits {}); DRAM reads {}; TLB misses {} of {}",
@@ -238,12 +281,13 @@ fn calibrate(results: &Path, out: Option<&Path>, base: &str) -> CliResult {
     use memscope_sim::calibrate::CalibrateError;
     let (res, _) = crate::cmd_report::load_results(results)?;
     let name = format!("calibrated from {} ({})", res.target.name, res.target.id);
-    let c = memscope_sim::calibrate::calibrate(preset(base)?, base, &res.target, &res.findings, &name).map_err(
-        |e| match e {
+    let base_h = preset_as(base, "--base")?;
+    let base = base.strip_prefix("sim:").unwrap_or(base);
+    let c =
+        memscope_sim::calibrate::calibrate(base_h, base, &res.target, &res.findings, &name).map_err(|e| match e {
             CalibrateError::NoGpuFindings(m) => CliError::usage(format!("{}: {m}", results.display())),
             e => CliError::usage(format!("{}: {e}", results.display())),
-        },
-    )?;
+        })?;
     let table = source_table(&c.rows);
     let text = c.hierarchy.to_json_pretty();
     match out {

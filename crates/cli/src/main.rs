@@ -3,6 +3,7 @@
 //! crates.
 
 mod cmd_compare;
+mod cmd_docs;
 mod cmd_export;
 mod cmd_gpu;
 mod cmd_hammer;
@@ -15,6 +16,7 @@ mod cmd_sim;
 mod error;
 mod progress;
 mod provenance;
+mod quantity;
 mod registry;
 mod run_guard;
 mod sizes;
@@ -30,7 +32,7 @@ use clap::{Parser, Subcommand};
 /// simulated hierarchy. Exit codes: 0 success, 1 a probe or device failure (partial results
 /// are still written), 2 bad usage or bad input.
 #[derive(Parser, Debug)]
-#[command(name = "memscope", version, about, long_about)]
+#[command(name = "memscope", version = env!("MEMSCOPE_VERSION"), about, long_about)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -64,6 +66,10 @@ enum Command {
     Fusion(cmd_gpu::FusionArgs),
     /// Batched-decode experiment: a GPT-2-small decode step at batch 1..512 (seed 003).
     Batch(cmd_gpu::BatchArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
+    Completions(cmd_docs::CompletionsArgs),
+    /// Print the man page (roff, section 1) to stdout: `memscope man | man -l -`.
+    Man,
     /// The l2.slices probe's child process under Nsight Compute (internal).
     #[command(hide = true)]
     HammerLines(cmd_hammer::Args),
@@ -80,22 +86,19 @@ fn main() {
         Ok(cli) => cli,
         Err(e) => {
             use clap::error::ErrorKind;
+            // clap's whole message: the error naming the value or the missing arguments, the
+            // usage line and the hint (each line escaped: nothing from the arguments reaches the
+            // terminal as a control character); help and version go to stdout with exit 0.
             match e.kind() {
-                ErrorKind::DisplayHelp
-                | ErrorKind::DisplayVersion
-                | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
                     let _ = e.print();
-                    std::process::exit(if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-                        2
-                    } else {
-                        0
-                    });
+                    std::process::exit(0);
                 }
                 _ => {
-                    // One line: clap's first line names the offending value and what is accepted.
                     let text = e.render().to_string();
-                    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("error: bad usage");
-                    eprintln!("{}", memscope_report::hygiene::terminal(line));
+                    for line in text.lines() {
+                        eprintln!("{}", memscope_report::hygiene::terminal(line));
+                    }
                     std::process::exit(2);
                 }
             }
@@ -114,6 +117,8 @@ fn main() {
         Command::Model(a) => cmd_gpu::model(a),
         Command::Fusion(a) => cmd_gpu::fusion(a),
         Command::Batch(a) => cmd_gpu::batch(a),
+        Command::Completions(a) => cmd_docs::completions(a, <Cli as clap::CommandFactory>::command()),
+        Command::Man => cmd_docs::man(<Cli as clap::CommandFactory>::command()),
         Command::HammerLines(a) => cmd_hammer::run(a),
     };
     if let Err(e) = result {

@@ -64,18 +64,28 @@ pub fn parse(text: &str) -> Result<Vec<TargetSpec>, CliError> {
     Ok(out)
 }
 
-/// The default targets: every CUDA GPU and the CPU; the CPU and sim:rtx4090 when no GPU.
-/// Returns the specs and a note on why (for the log).
-pub fn default_targets() -> (Vec<TargetSpec>, String) {
+/// The default targets: every CUDA GPU and the CPU; the CPU and sim:rtx4090 when no GPU can be
+/// used. The second value is `Some(why)` exactly when it fell back to the simulator: the driver's
+/// or the loader's own reason (no libcuda, no device, a driver error), for the user to see.
+pub fn default_targets() -> (Vec<TargetSpec>, Option<String>) {
+    let fallback = || vec![TargetSpec::SimPreset("rtx4090".into()), TargetSpec::Cpu];
     match memscope_cuda::device_count() {
         Ok(n) if n > 0 => {
             let mut v: Vec<TargetSpec> = (0..n).map(TargetSpec::Cuda).collect();
             v.push(TargetSpec::Cpu);
-            (v, format!("{n} CUDA GPU(s) found"))
+            (v, None)
         }
-        Ok(_) => (vec![TargetSpec::SimPreset("rtx4090".into()), TargetSpec::Cpu], "no CUDA GPU found".into()),
-        Err(why) => (vec![TargetSpec::SimPreset("rtx4090".into()), TargetSpec::Cpu], why),
+        Ok(_) => (fallback(), Some("no CUDA GPU found: the driver reports 0 devices".into())),
+        Err(why) => (fallback(), Some(why)),
     }
+}
+
+/// The line shown when a default run falls back to the simulated GPU.
+pub fn fallback_notice(why: &str) -> String {
+    format!(
+        "no usable CUDA GPU ({why}); running the CPU and a simulated RTX 4090 (sim:rtx4090) instead \
+         (--target chooses: cpu, cuda:N, sim:PRESET, sim:FILE.json)"
+    )
 }
 
 /// Open a target. A simulator file that does not parse and a GPU number past the GPUs found are

@@ -51,9 +51,14 @@ fn unwritable_out_is_named() {
 }
 
 #[test]
-fn unknown_flag_is_one_line() {
+fn unknown_flag_is_named_with_the_usage_line() {
+    // Argument errors print clap's whole message: the error naming the value first, then usage.
     let out = memscope(&["run", "--frobnicate"]);
-    assert_usage_error(&out, "--frobnicate");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    assert!(stderr.lines().next().unwrap_or("").contains("--frobnicate"), "first line names it: {stderr}");
+    assert!(stderr.contains("Usage: memscope run"), "usage line: {stderr}");
+    assert!(!stderr.contains("panicked"), "panic: {stderr}");
 }
 
 #[test]
@@ -68,7 +73,12 @@ fn bad_sim_file_is_named() {
 
 #[test]
 fn size_that_does_not_parse_is_named() {
+    // A value clap's parser refuses: clap's message, whose first line names the value and what is
+    // accepted, then the hint to --help.
     let out = memscope(&["sim", "chase", "--preset", "rtx4090", "--footprint", "12x"]);
-    assert_usage_error(&out, "12x");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("KiB"), "accepted forms listed");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    let first = stderr.lines().next().unwrap_or("");
+    assert!(first.contains("12x") && first.contains("KiB"), "value and accepted forms on the first line: {stderr}");
+    assert!(stderr.contains("--help"), "the hint: {stderr}");
 }

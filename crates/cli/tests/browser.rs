@@ -7,6 +7,10 @@
 //! into data attributes that --dump-dom shows), the animation advances when played (#autoplay),
 //! and a screenshot of each page is kept under target/browser-test/. Skips with a message when no
 //! Chromium is installed (CI installs Debian's `chromium` in scripts/setup.sh).
+//! Layout rules (issue 20), measured by tests/browser/layout_check.js in a 1280 px wide window on
+//! the committed H200 report and on compare pages: no element wider than the viewport, no two text
+//! boxes of a plot overlapping, no text cut at a plot's edge, every plot with x and y axis titles
+//! carrying a unit in brackets.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -114,6 +118,28 @@ fn num(dom: &str, name: &str) -> f64 {
     body_attr(dom, name).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("no data-{name} on <body>"))
 }
 
+/// The layout rules of issue 20 on `page`, measured in a 1280 px window; panics naming every
+/// offender.
+fn assert_layout(bin: &Path, page: &Path, what: &str) {
+    let html = std::fs::read_to_string(page).expect("page");
+    let script = format!("<script>{}</script></body>", include_str!("browser/layout_check.js"));
+    let checked = page.with_extension("layout.html");
+    std::fs::write(&checked, html.replacen("</body>", &script, 1)).expect("write checked page");
+    let url = format!("file://{}", checked.canonicalize().expect("page path").display());
+    let (dom, _) = chrome(bin, &url, &["--window-size=1280,2000", "--virtual-time-budget=2000", "--dump-dom"]);
+    let start = dom.rfind("<pre id=\"layout-check\">{").unwrap_or_else(|| panic!("{what}: layout check did not run"));
+    let text = &dom[start + "<pre id=\"layout-check\">".len()..];
+    let text = &text[..text.find("</pre>").expect("end of layout check")];
+    let unescaped = text.replace("&quot;", "\"").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&");
+    let v: serde_json::Value = serde_json::from_str(&unescaped).expect("layout JSON");
+    assert_eq!(v["viewport"].as_f64(), Some(1280.0), "{what}: window is not 1280 px wide");
+    assert!(v["plots"].as_u64().unwrap_or(0) >= 1, "{what}: no plots measured");
+    for rule in ["wide", "overlaps", "clipped", "axes"] {
+        let list = v[rule].as_array().cloned().unwrap_or_default();
+        assert!(list.is_empty(), "{what}: {rule}: {list:#?}");
+    }
+}
+
 fn memscope(args: &[&str]) {
     let out = Command::new(BIN).args(args).output().expect("run memscope");
     assert!(
@@ -189,6 +215,39 @@ fn html_outputs_render_in_headless_chromium() {
         }
     }
 
+    // The layout rules on the committed H200 report (with its bottleneck-model run) and on
+    // compare pages: the H200's two runs, and two CPU-and-simulator runs of the development VM.
+    let h200 = repo.join("results/h200/full-2026-11-30T0233/run1/results.json");
+    let h200_page = d.join("h200.html");
+    memscope(&[
+        "report",
+        h200.to_str().unwrap(),
+        "--model",
+        repo.join("results/h200/model.json").to_str().unwrap(),
+        "--html",
+        h200_page.to_str().unwrap(),
+    ]);
+    assert_layout(&bin, &h200_page, "the H200 report");
+    assert_layout(&bin, &report, "the simulated RTX 4090 report");
+    let h200_cmp = d.join("h200-compare.html");
+    let h200_run2 = repo.join("results/h200/full-2026-11-30T0233/run2/results.json");
+    memscope(&["compare", h200.to_str().unwrap(), h200_run2.to_str().unwrap(), "--html", h200_cmp.to_str().unwrap()]);
+    assert_layout(&bin, &h200_cmp, "compare of the H200's two runs");
+    let cpu_cmp = d.join("cpu-compare.html");
+    memscope(&[
+        "compare",
+        repo.join("results/dev-cpu/full-2026-11-30T0650/results.json").to_str().unwrap(),
+        repo.join("results/dev-cpu/full-2026-11-30T0756/results.json").to_str().unwrap(),
+        "--html",
+        cpu_cmp.to_str().unwrap(),
+    ]);
+    assert_layout(&bin, &cpu_cmp, "compare of two CPU + simulator runs");
+    // CPU latency spans L1 (~1 ns) to DRAM (~100 ns): its compare plot needs a log y axis.
+    let page = std::fs::read_to_string(&cpu_cmp).unwrap();
+    let fig = &page[page.find("<figure data-series=\"cpu.latency\"").expect("cpu.latency compared")..];
+    let fig = &fig[..fig.find("</figure>").unwrap()];
+    assert!(fig.contains("class=\"yl\">latency [ns] (log scale)"), "CPU latency on a linear axis");
+
     // compare A A: every ratio 1, the shared series overlaid.
     let cmp = d.join("compare.html");
     memscope(&["compare", results.to_str().unwrap(), results.to_str().unwrap(), "--html", cmp.to_str().unwrap()]);
@@ -211,6 +270,14 @@ fn html_outputs_render_in_headless_chromium() {
     let draw_ms = num(&dom, "draw-ms");
     assert!(draw_ms < 50.0, "a frame takes {draw_ms} ms");
     screenshot(&bin, &anim, "#t=0.45", &art.join("vadd-animation.png"), "1400,900");
+    // Opened plainly, the player starts at the busiest moment with requests in flight, not at an
+    // empty t = 0, and the throughput bars have a scale.
+    let (dom, console) = load(&bin, &anim, "", 1500);
+    assert!(console.is_empty(), "console output on the animation: {console:#?}");
+    assert!(num(&dom, "start-ns") > 0.0, "opened at t = 0");
+    assert!(num(&dom, "sim-ns") > 0.0 && num(&dom, "flight") > 0.0, "no request in flight at the start");
+    assert!(dom.contains("id=\"start-note\""), "the start is explained");
+    assert!(num(&dom, "mc-scale-gbs") > 0.0, "throughput bars without a scale");
 }
 
 /// The vadd page of a full wave of the 4090 (6,144 warps): from `memscope sim vadd --html` when

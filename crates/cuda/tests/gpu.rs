@@ -1,5 +1,7 @@
-//! Tests that need a CUDA GPU (run on the device machine by scripts/gpu-test.sh); each prints
-//! "skipped: no CUDA GPU" and passes where there is none. They check the target against known
+//! Tests that need a CUDA GPU. They are `#[ignore]`d, so `cargo test` without a GPU lists them as
+//! ignored with the reason instead of counting them as passed; scripts/gpu-test.sh runs them on the
+//! device machine with `--include-ignored` (and a run with --include-ignored but no GPU still
+//! prints "skipped: no CUDA GPU" and returns). They check the target against known
 //! answers: a chase reads back the cycle that was written, L1 hits are faster than L2 hits which are
 //! faster than DRAM, aliased views share their bytes, a fault is reported and the context recovers.
 
@@ -25,6 +27,7 @@ fn device_count_says_why_when_there_is_none() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU; run scripts/gpu-test.sh"]
 fn info_and_clock() {
     let Some(t) = gpu() else { return };
     let info = t.info();
@@ -55,6 +58,7 @@ fn chase_ns(t: &mut CudaTarget, lines: u64, stride: u64, path: CachePath, warm: 
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU; run scripts/gpu-test.sh"]
 fn latency_ladder_l1_l2_dram() {
     let Some(mut t) = gpu() else { return };
     let (l1, l1c) = chase_ns(&mut t, 256, 128, CachePath::L1Cached, 2); // 32 KiB
@@ -92,6 +96,7 @@ fn latency_ladder_l1_l2_dram() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU; run scripts/gpu-test.sh"]
 fn chase_on_a_chosen_sm_with_warps_and_per_hop() {
     let Some(mut t) = gpu() else { return };
     let sms = t.info().units;
@@ -109,6 +114,7 @@ fn chase_on_a_chosen_sm_with_warps_and_per_hop() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU; run scripts/gpu-test.sh"]
 fn aliased_views_share_bytes_and_bad_specs_are_refused() {
     let Some(mut t) = gpu() else { return };
     let (a, b) = t.alloc_aliased(4 << 20).unwrap();
@@ -129,6 +135,7 @@ fn aliased_views_share_bytes_and_bad_specs_are_refused() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU; run scripts/gpu-test.sh"]
 fn too_large_an_allocation_is_a_clear_error() {
     let Some(mut t) = gpu() else { return };
     let e = t.alloc(1 << 50).unwrap_err();
@@ -138,6 +145,7 @@ fn too_large_an_allocation_is_a_clear_error() {
 /// Latency versus footprint (random 128-byte lines, ld.global.cg), cold after a flush and warm
 /// after one lap: printed for the record; asserts only that the chases ran and were followed.
 #[test]
+#[ignore = "needs a CUDA GPU; run scripts/gpu-test.sh"]
 fn latency_versus_footprint_report() {
     let Some(mut t) = gpu() else { return };
     use rand::seq::SliceRandom;
@@ -169,6 +177,7 @@ fn latency_versus_footprint_report() {
 /// with a message saying a new process is needed. Runs in a child process: a sticky fault poisons the
 /// whole process, and the other tests share it.
 #[test]
+#[ignore = "needs a CUDA GPU; run scripts/gpu-test.sh"]
 fn a_kernel_fault_is_reported_and_handled() {
     if std::env::var("MEMSCOPE_FAULT_CHILD").is_ok() {
         let Some(mut t) = gpu() else { return };
@@ -194,7 +203,13 @@ fn a_kernel_fault_is_reported_and_handled() {
         return;
     }
     let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "a_kernel_fault_is_reported_and_handled", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "a_kernel_fault_is_reported_and_handled",
+            "--include-ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("MEMSCOPE_FAULT_CHILD", "1")
         .output()
         .unwrap();

@@ -94,7 +94,7 @@
     var gx = PAD + (g % grpPer) * (grpW + grpGap), gy = l2Y0 + Math.floor(g / grpPer) * (slH + 20) + slH + 12;
     ctx.fillText('MC ' + g, gx, gy);
   }
-  ctx.fillStyle = '#9ab'; ctx.fillText('memory controllers (level is instantaneous throughput)', PAD, mcY0 - 6);
+  ctx.fillStyle = '#9ab'; ctx.fillText('memory controllers (level is instantaneous throughput; scale at the right)', PAD, mcY0 - 6);
   for (g = 0; g < D.mcs; g++) {
     ctx.fillStyle = '#1b2229'; ctx.fillRect(PAD + g * colW + 4, mcY0, colW - 8, mcH);
     ctx.fillStyle = '#789'; ctx.fillText('MC ' + g, PAD + g * colW + 6, mcY0 + mcH + 13);
@@ -137,7 +137,21 @@
       retBytes[Math.min(NBIN - 1, Math.floor(t5[i] / BIN))] += BY[i];
     }
     for (i = 0; i < mcBytes.length; i++) mcPeak = Math.max(mcPeak, mcBytes[i]);
+    mcScaleGbs = mcPeak / BIN;
+    document.body.dataset.mcScaleGbs = mcScaleGbs.toFixed(2);
     t5s = Float32Array.from(t5).sort();
+  }
+  var mcScaleGbs = 0;
+  // The busiest moment: the bin with the most DRAM bytes over all controllers (where the page
+  // opens, so every panel shows traffic; restart goes back to t = 0).
+  function busiestNs() {
+    var best = -1, at = 0;
+    for (var bb = 0; bb < NBIN; bb++) {
+      var tot = 0;
+      for (var cc = 0; cc < D.mcs; cc++) tot += mcBytes[cc * NBIN + bb];
+      if (tot > best) { best = tot; at = bb; }
+    }
+    return (at + 0.5) * BIN;
   }
   derive();
 
@@ -211,6 +225,9 @@
       } else heat2[i2] = 0;
     }
     var bin = Math.min(NBIN - 1, Math.max(0, Math.floor(T / BIN)));
+    for (var c = 0; c < D.mcs; c++) { // grid lines at a quarter, half and three quarters of the scale
+      for (var qg = 1; qg < 4; qg++) rect(PAD + c * colW + 4, mcY0 + mcH - 1 - Math.round(qg / 4 * (mcH - 2)), colW - 8, 1, rgb(48, 58, 68));
+    }
     for (var c = 0; c < D.mcs; c++) {
       var lvl = mcBytes[c * NBIN + bin] / mcPeak, hh = Math.round(lvl * (mcH - 2));
       if (hh > 0) rect(PAD + c * colW + 5, mcY0 + mcH - 1 - hh, colW - 10, hh, rgb(58, 134, 255));
@@ -220,6 +237,11 @@
       if (sp >= 0 && bT1[sp] > T) rect(bankX[b], bankY[b], cell - 1, cell - 1, BANK_C[bState[sp]]);
     }
     ctx.putImageData(frame, 0, 0);
+    // The bars' scale: a full bar is the busiest controller's peak in this replay (bytes per bin
+    // over the bin's ns = GB/s).
+    ctx.fillStyle = '#9ab'; ctx.textAlign = 'right';
+    ctx.fillText('full bar = ' + mcScaleGbs.toFixed(1) + ' GB/s per controller, grid every quarter', W - PAD, mcY0 - 6);
+    ctx.textAlign = 'left';
     frames++;
     var retired = upper(t5s, T);
     var gbs = retBytes[bin] / BIN; // bytes per ns = GB/s
@@ -231,7 +253,7 @@
     document.getElementById('clock').textContent = fmtNs(T) + ' / ' + fmtNs(END);
     document.getElementById('scrub').value = Math.round(T / END * 1000);
     var body = document.body.dataset;
-    body.frames = frames; body.simNs = T.toFixed(1); body.retired = retired; body.playing = playing ? '1' : '0';
+    body.frames = frames; body.simNs = T.toFixed(1); body.retired = retired; body.flight = nActive; body.playing = playing ? '1' : '0';
     drawMsSum += performance.now() - started;
     body.drawMs = (drawMsSum / frames).toFixed(2); // mean cost of one frame, for checking smoothness
   }
@@ -265,10 +287,18 @@
   document.getElementById('scrub').oninput = function (e) { T = e.target.value / 1000 * END; draw(1); };
   draw(0);
   var seek = /#t=([0-9.]+)/.exec(location.hash); // #t=0.4: show the state at 40 % (screenshots)
-  if (seek) {
-    var target = Math.min(1, parseFloat(seek[1])) * END;
-    for (var st = 1; st <= 90; st++) { T = target * st / 90; draw(1 / 60); }
+  // Without #t= or #autoplay the page opens at the busiest moment rather than at an empty t = 0.
+  var start = seek ? Math.min(1, parseFloat(seek[1])) * END : (auto ? 0 : busiestNs());
+  if (start > 0) {
+    for (var st = 1; st <= 90; st++) { T = start * st / 90; draw(1 / 60); }
   }
+  if (!seek && !auto) {
+    var note = document.createElement('span');
+    note.id = 'start-note';
+    note.textContent = ' opened at the busiest moment (' + fmtNs(start) + ', the most DRAM traffic); restart goes to 0 ns';
+    document.getElementById('clock').insertAdjacentElement('afterend', note);
+  }
+  document.body.dataset.startNs = start.toFixed(1);
   document.body.dataset.ready = '1';
   if (auto) setPlaying(true);
 })();

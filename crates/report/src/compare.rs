@@ -114,12 +114,14 @@ pub fn html(a: &Results, b: &Results) -> String {
         if sa.x_unit != sb.x_unit || sa.y_unit != sb.y_unit {
             continue;
         }
-        let logx = matches!(sa.x_unit.as_str(), "bytes" | "B") && sa.x.iter().chain(&sb.x).all(|x| *x > 0.0);
+        // The report's axis rules: log where the values span decades (sizes, L1-to-DRAM latency).
+        let logx = crate::html::wants_log(sa.x.iter().chain(&sb.x).copied(), &sa.x_unit);
+        let logy = crate::html::wants_log(sa.y.iter().chain(&sb.y).copied(), &sa.y_unit);
         let mut p = Plot::new(
             &format!("cmp-{}", figs.len()),
-            &format!("{k}: {}", sa.description),
-            Axis { label: format!("{} [{}]", sa.x_name, sa.x_unit), unit: sa.x_unit.clone(), log: logx },
-            Axis { label: format!("{} [{}]", sa.y_name, sa.y_unit), unit: sa.y_unit.clone(), log: false },
+            &format!("{k}: {} versus {}", sa.y_name, sa.x_name),
+            Axis { label: crate::html::axis_label(&sa.x_name, &sa.x_unit), unit: sa.x_unit.clone(), log: logx },
+            Axis { label: crate::html::axis_label(&sa.y_name, &sa.y_unit), unit: sa.y_unit.clone(), log: logy },
         );
         for (i, (name, s)) in [("A", sa), ("B", sb)].into_iter().enumerate() {
             let pts = s.x.iter().zip(&s.y).map(|(x, y)| (*x, *y)).collect();
@@ -131,7 +133,12 @@ pub fn html(a: &Results, b: &Results) -> String {
                 labels: vec![],
             });
         }
-        figs.push(format!("<figure>{}</figure>", svg::render(&p)));
+        figs.push(format!(
+            "<figure data-series=\"{}\">{}<figcaption>{}</figcaption></figure>",
+            esc(k),
+            svg::render(&p),
+            esc(&format!("{k}: {}", sa.description))
+        ));
     }
     if !figs.is_empty() {
         let _ = write!(h, "<h2>Shared series</h2><div class=\"plots\">{}</div>", figs.join(""));

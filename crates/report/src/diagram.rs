@@ -136,10 +136,15 @@ fn box_lines(l: &Level, clock_hz: Option<f64>) -> Vec<String> {
         "far_hit_latency_ns",
     ];
     for (k, f) in &l.fields {
-        if used.contains(&k.as_str()) {
+        // Probe bookkeeping (eviction-set chases, hops) is not a property of the level.
+        if used.contains(&k.as_str()) || crate::table::is_bookkeeping(&format!("x.{k}")) {
             continue;
         }
-        lines.push(format!("{} {}", quantity(k), show(f)));
+        match &f.value {
+            // A list (the XOR index masks) by its length; the masks are in the findings table.
+            serde_json::Value::Array(a) => lines.push(format!("{} {}", a.len(), quantity(k))),
+            _ => lines.push(format!("{} {}", quantity(k), show(f))),
+        }
     }
     lines.truncate(8);
     // Undetermined values read "ways undetermined", not "undetermined ways"; long lines are cut.

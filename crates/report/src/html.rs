@@ -23,16 +23,21 @@ h3{font-size:15px;margin:18px 0 6px}
 .sub{color:#555;margin:0 0 12px}.note{color:#555;font-size:13px}
 table.t{border-collapse:collapse;font-size:13px;background:#fff}
 table.t th,table.t td{border:1px solid #e0e0e0;padding:3px 8px;text-align:left;vertical-align:top}
-table.t th{background:#f0f2f5;font-weight:600}table.t td.wide{min-width:220px}table.t td.txt{min-width:180px;max-width:300px;overflow-wrap:anywhere}table.t td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+table.t th{background:#f0f2f5;font-weight:600}
+table#findings{width:100%;table-layout:fixed}table#findings td,table#findings th{overflow-wrap:anywhere}table#findings td.num{white-space:normal}
+table#findings td.wide,table#findings td.txt{min-width:0;max-width:none}
+table#findings col.k{width:17%}table#findings col.v{width:10%}table#findings col.c{width:7%}table#findings col.s{width:12%}
+table#findings col.m{width:24%}table#findings col.f{width:7%}table#findings col.n{width:17%}table#findings col.g{width:6%}
+.warn{color:#b3541e}table.t td.wide{min-width:220px}table.t td.txt{min-width:180px;max-width:300px;overflow-wrap:anywhere}table.t td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 table.t tr.sec td{background:#eef3f8;font-weight:600}
 .c-high{color:#11772d}.c-medium{color:#8a6d00}.c-low{color:#b3541e}.c-undetermined{color:#888;font-style:italic}
 .plots{display:flex;flex-wrap:wrap;gap:14px}.plots figure{margin:0;background:#fff;border:1px solid #e3e3e3;border-radius:6px;padding:6px}
-figcaption{font-size:12px;color:#555;max-width:640px;padding:0 4px}
+figcaption{font-size:12px;color:#555;max-width:584px;padding:0 4px}
 svg.plot text{font-size:11px;fill:#333}svg.plot .pt{font-size:13px;font-weight:600;text-anchor:middle}
 svg.plot .tx{text-anchor:middle}svg.plot .ty{text-anchor:end}svg.plot .xl,svg.plot .yl{text-anchor:middle;font-size:12px}
 svg.plot .grid{stroke:#eee}svg.plot .frame{fill:none;stroke:#999}
 svg.plot .vmark{stroke:#c0392b;stroke-dasharray:4 3;stroke-width:1.5}svg.plot .ml{fill:#c0392b;font-size:10px}
-svg.plot .hmark{stroke:#7f8c8d;stroke-dasharray:2 3}svg.plot .hl{fill:#555;font-size:10px;text-anchor:end}
+svg.plot .hmark{stroke:#7f8c8d;stroke-dasharray:2 3}svg.plot .hl{fill:#555;font-size:10px}
 svg.diagram{background:#fff;border:1px solid #e3e3e3;border-radius:6px;max-width:100%;height:auto}
 svg.diagram .lvl rect{fill:#eaf2fb;stroke:#0072B2}svg.diagram .tlb rect{fill:#fdf1e6;stroke:#D55E00}
 svg.diagram .dram rect{fill:#e9f7f0;stroke:#009E73}svg.diagram .src{fill:#f3f3f3;stroke:#777}
@@ -64,7 +69,7 @@ fn plot_groups(results: &Results) -> Vec<Group<'_>> {
     out
 }
 
-fn wants_log(vals: impl Iterator<Item = f64>, unit: &str) -> bool {
+pub(crate) fn wants_log(vals: impl Iterator<Item = f64>, unit: &str) -> bool {
     let v: Vec<f64> = vals.filter(|x| x.is_finite()).collect();
     if v.is_empty() || v.iter().any(|x| *x <= 0.0) {
         return false;
@@ -72,10 +77,14 @@ fn wants_log(vals: impl Iterator<Item = f64>, unit: &str) -> bool {
     let (lo, hi) = v.iter().fold((f64::INFINITY, 0f64), |(a, b), x| (a.min(*x), b.max(*x)));
     let ratio = hi / lo;
     // Sizes span decades; latencies from L1 (~1 ns) to DRAM (~100 ns) need log y to show both.
-    (matches!(unit, "bytes" | "B") && ratio >= 16.0) || (unit == "ns" && ratio >= 30.0) || ratio >= 1000.0
+    // Rates too: a cache-resident sweep runs 100x faster than one from DRAM, and a linear axis
+    // flattens the slow one onto zero.
+    (matches!(unit, "bytes" | "B") && ratio >= 16.0)
+        || (matches!(unit, "ns" | "GB/s" | "bytes/s" | "B/s") && ratio >= 30.0)
+        || ratio >= 1000.0
 }
 
-fn axis_label(name: &str, unit: &str) -> String {
+pub(crate) fn axis_label(name: &str, unit: &str) -> String {
     let u = match unit {
         "bytes/s" => "B/s",
         "flops/s" => "FLOP/s",
@@ -104,6 +113,16 @@ fn level_lines(results: &Results, cpu: bool) -> Vec<(f64, String)> {
 
 const MAX_POINTS: usize = 2000;
 
+/// The capacity finding a latency-versus-footprint series runs into: the L1 for the cached path,
+/// the L2 for the path that bypasses L1.
+fn capacity_for(series_key: &str) -> Option<&'static str> {
+    match series_key {
+        "latency.l1_cached" => Some("l1.capacity_bytes"),
+        "latency.l1_bypass" => Some("l2.capacity_bytes"),
+        _ => None,
+    }
+}
+
 /// One figure per series group.
 fn plots(results: &Results) -> Vec<String> {
     let mut out = vec![];
@@ -119,14 +138,12 @@ fn plots(results: &Results) -> Vec<String> {
         } else {
             wants_log(series.iter().flat_map(|(_, s)| s.y.iter().copied()), &first.y_unit)
         };
-        let mut title = if series.len() == 1 {
-            format!("{}: {}", series[0].0, first.description)
+        // The title names the series and its axes; the description is the caption (below).
+        let title = if series.len() == 1 {
+            format!("{}: {} versus {}", series[0].0, first.y_name, first.x_name)
         } else {
             format!("{} versus {} ({})", first.y_name, first.x_name, group)
         };
-        if title.chars().count() > 78 {
-            title = format!("{}…", title.chars().take(77).collect::<String>());
-        }
         let mut p = Plot::new(
             &format!("plot-{i}-{}", group.replace(|c: char| !c.is_ascii_alphanumeric(), "-")),
             &title,
@@ -156,11 +173,45 @@ fn plots(results: &Results) -> Vec<String> {
                 points,
                 labels: vec![],
             });
-            for m in &s.marks {
-                p.vmarks.push((*m, format!("knee {}", units::tick(*m, &s.x_unit))));
+            if s.x_name == "stride" && k.starts_with("cpu.stride") {
+                // The stride probe marks the line and twice the line (seed 002's pair); the plot
+                // marks the one line size found, from the finding.
+                if let Some(line) = results.findings.get("cpu.line_bytes").and_then(|f| f.as_f64()) {
+                    p.vmarks.push((line, format!("line {} (cpu.line_bytes)", units::number(line, "bytes"))));
+                }
+            } else if s.marks.is_empty() {
+                // No knee in the curve itself (e.g. the sweep stops one point past the L1): mark
+                // the level's capacity finding instead, named as such.
+                if let Some((fk, cap)) =
+                    capacity_for(k).and_then(|fk| results.findings.get(fk).and_then(|f| f.as_f64()).map(|v| (fk, v)))
+                {
+                    p.vmarks.push((cap, format!("{} ({fk})", units::number(cap, "bytes"))));
+                }
+            } else {
+                for m in &s.marks {
+                    p.vmarks.push((*m, format!("knee {}", units::tick(*m, &s.x_unit))));
+                }
             }
             caption.push(format!("{k}: {}", s.description));
+            if s.y_unit == "sectors" && k.contains("per_request") {
+                // A warp's request touches at most 32 sectors (32 lanes); more is the estimate's
+                // error, not a count, and the plot says so.
+                p.hmarks.push((32.0, "32: most a warp can touch".into()));
+                let over: Vec<String> =
+                    s.x.iter()
+                        .zip(&s.y)
+                        .filter(|(_, y)| **y > 32.0)
+                        .map(|(x, y)| format!("{} at stride {}", units::sig(*y, 3), units::number(*x, &s.x_unit)))
+                        .collect();
+                if !over.is_empty() {
+                    caption.push(format!(
+                        "above the 32 sectors a warp can touch, so an overestimate of the timing method: {}",
+                        over.join(", ")
+                    ));
+                }
+            }
         }
+        p.vmarks.sort_by(|a, b| a.0.total_cmp(&b.0));
         p.vmarks.dedup_by(|a, b| (a.0 - b.0).abs() <= 1e-9 * a.0.abs());
         if first.y_unit == "ns" && matches!(first.x_unit.as_str(), "bytes" | "B") {
             p.hmarks = level_lines(results, group.starts_with("cpu"));
@@ -220,7 +271,7 @@ fn provenance(results: &Results) -> String {
 
 fn findings_table(results: &Results) -> String {
     let mut s = String::from(
-        "<table class=\"t\" id=\"findings\"><tr><th>key</th><th>value</th><th>cycles</th><th>spread (MAD, min–max)</th><th>method</th><th>confidence</th><th>note</th><th>target</th></tr>",
+        "<table class=\"t\" id=\"findings\"><colgroup><col class=\"k\"><col class=\"v\"><col class=\"c\"><col class=\"s\"><col class=\"m\"><col class=\"f\"><col class=\"n\"><col class=\"g\"></colgroup><tr><th>key</th><th>value</th><th>cycles</th><th>spread (MAD, min–max)</th><th>method</th><th>confidence</th><th>note</th><th>target</th></tr>",
     );
     for (title, rows) in table::sections(results) {
         let _ = write!(s, "<tr class=\"sec\"><td colspan=\"8\">{}</td></tr>", esc(&title));
@@ -285,7 +336,7 @@ pub fn report(results: &Results, model: Option<&Value>) -> String {
     let figs = plots(results);
     let model_view = model.and_then(roofline::parse);
     let mut h = String::with_capacity(64 * 1024);
-    let title = format!("memscope report: {}", results.target.name);
+    let title = format!("memscope report: {}", table::targets_title(results));
     let _ = write!(
         h,
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{}</title><style>{CSS}</style></head><body><main>",
@@ -349,5 +400,64 @@ mod tests {
         assert!(h.contains("needs a real GPU"));
         assert!(h.contains("knee 128K"));
         assert!(h.contains("fixture host") || h.contains("fixture-host"));
+    }
+
+    fn series(key_desc: &str, xn: &str, xu: &str, yn: &str, yu: &str, x: Vec<f64>, y: Vec<f64>) -> Series {
+        Series {
+            description: key_desc.into(),
+            x_name: xn.into(),
+            x_unit: xu.into(),
+            y_name: yn.into(),
+            y_unit: yu.into(),
+            x,
+            y,
+            y_spread: None,
+            marks: vec![],
+        }
+    }
+
+    #[test]
+    fn plots_say_what_the_data_cannot() {
+        use memscope_core::{Confidence, Finding};
+        let mut r = crate::sample::results();
+        r.series.clear();
+        // A stride sweep whose probe marked line and twice the line: one mark, the line.
+        let mut st =
+            series("strided copy", "stride", "bytes", "speed", "GB/s", vec![16.0, 64.0, 256.0], vec![11.0, 12.0, 20.0]);
+        st.marks = vec![64.0, 128.0];
+        r.series.insert("cpu.stride".into(), st);
+        let cached = series(
+            "cache-resident",
+            "stride",
+            "bytes",
+            "speed",
+            "GB/s",
+            vec![16.0, 64.0, 256.0],
+            vec![38.0, 40.0, 1300.0],
+        );
+        r.series.insert("cpu.stride.cached".into(), cached);
+        r.findings.insert("cpu.line_bytes".into(), Finding::integer(64, "bytes", "stride", Confidence::High));
+        // A coalescing estimate above what a warp can touch.
+        let co =
+            series("estimated sectors", "stride", "bytes", "sectors", "sectors", vec![4.0, 128.0], vec![4.0, 38.6]);
+        r.series.insert("coalesce.sectors_per_request".into(), co);
+        // An L1 sweep without a knee of its own: the capacity finding is marked.
+        let l1 = series(
+            "chase",
+            "footprint",
+            "bytes",
+            "latency",
+            "ns",
+            vec![4096.0, 65536.0, 262144.0],
+            vec![15.4, 15.4, 127.4],
+        );
+        r.series.insert("latency.l1_cached".into(), l1);
+        let h = report(&r, None);
+        assert!(h.contains("line 64 B (cpu.line_bytes)"), "stride plot marks the line");
+        assert!(!h.contains("knee 128B") && !h.contains("knee 64B"), "no second knee for one line");
+        assert!(h.contains("speed [GB/s] (log scale)"), "a 100x spread of rates needs a log axis");
+        assert!(h.contains("32: most a warp can touch") && h.contains("38.6 at stride 128 B"), "38.6 sectors flagged");
+        assert!(h.contains("128 KiB (l1.capacity_bytes)"), "L1 capacity marked where the curve has no knee");
+        assert!(!h.contains('…'), "nothing cut");
     }
 }

@@ -16,8 +16,11 @@ fn code(s: &str) -> String {
 
 /// The Markdown document.
 pub fn to_string(results: &Results) -> String {
-    let t = &results.target;
-    let mut out = format!("# memscope: {}\n\n{}\n\n", cell(&t.name), cell(&table::provenance_line(results)));
+    let mut out = format!(
+        "# memscope: {}\n\n{}\n\n",
+        cell(&table::targets_title(results)),
+        cell(&table::provenance_line(results))
+    );
     if !results.tool.command.is_empty() {
         out.push_str(&format!("Command: {}\n\n", code(&results.tool.command.join(" "))));
     }

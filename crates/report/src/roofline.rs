@@ -32,6 +32,8 @@ pub struct ModelView {
     /// The smallest launch floor of the session.
     pub launch_floor_s: Option<f64>,
     pub ops: Vec<Op>,
+    /// Set by `memscope report --any-device` when the model run is of another device.
+    pub warning: Option<String>,
 }
 
 /// The value at a dotted path ("measured.per_call_s").
@@ -135,6 +137,7 @@ pub fn parse(v: &Value) -> Option<ModelView> {
         peak_flops_per_s: find_ceiling(v, &["peak_flops_per_s"], 0),
         launch_floor_s: launch.iter().map(|x| x.1).reduce(f64::min),
         ops,
+        warning: v.get("other_device_warning").and_then(Value::as_str).map(String::from),
     })
 }
 
@@ -156,9 +159,19 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
     Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
 }
 
+/// A bandwidth ceiling `b` as points from intensity `lo` to `hi`, ending where it meets the
+/// highest compute roof `top` (when there is one).
+fn diagonal(b: f64, lo: f64, hi: f64, top: f64) -> Vec<(f64, f64)> {
+    let end = if top.is_finite() { (top / b).clamp(lo, hi) } else { hi };
+    (0..=24).map(|j| lo * (end / lo).powf(j as f64 / 24.0)).map(|x| (x, b * x)).collect()
+}
+
 /// The model section as HTML (two plots and the scoring tables).
 pub fn section(m: &ModelView) -> String {
     let mut out = String::from("<section id=\"model\"><h2>Bottleneck model: roofline and scoring</h2>");
+    if let Some(w) = &m.warning {
+        let _ = write!(out, "<p class=\"note warn\" id=\"model-warning\"><b>Warning:</b> {}</p>", svg::esc(w));
+    }
     let list = |c: &[(String, f64)], u| {
         if c.is_empty() {
             return "not in the file".to_string();
@@ -188,10 +201,13 @@ pub fn section(m: &ModelView) -> String {
     let ai: Vec<f64> = on_plot.iter().map(|o| o.flops / o.bytes).collect();
     let lo = ai.iter().cloned().fold(f64::INFINITY, f64::min) / 2.0;
     let hi = ai.iter().cloned().fold(0.0, f64::max) * 2.0;
+    // The highest compute roof: nothing is drawn above it, since no operation can run faster.
+    let top = m.peak_flops_per_s.iter().map(|p| p.1).fold(f64::NAN, f64::max);
     if lo.is_finite() {
-        // The bandwidth ceilings (one diagonal per pattern) and the peaks (one line per precision).
+        // The bandwidth ceilings (one diagonal per pattern, ending where it meets the highest
+        // compute roof) and the peaks (one line per precision).
         for (i, (k, b)) in m.bandwidth_bytes_per_s.iter().enumerate() {
-            let pts = (0..=24).map(|j| lo * (hi / lo).powf(j as f64 / 24.0)).map(|x| (x, b * x)).collect();
+            let pts = diagonal(*b, lo, hi, top);
             let name = if k.is_empty() { "bandwidth × intensity".into() } else { format!("{k} bandwidth") };
             let color = ["#444", "#666", "#888"][i % 3];
             p.lines.push(Line { name, color: color.into(), style: Style::Dashed, points: pts, labels: vec![] });
@@ -208,8 +224,13 @@ pub fn section(m: &ModelView) -> String {
             });
         }
     }
-    let floors: Vec<(&&Op, f64)> =
+    // An operation's launch ceiling (FLOPs / its launch floor) binds only below the compute roof;
+    // above it the point would be a ceiling no operation can reach, so it is left out and counted.
+    type Floor<'a> = (&'a &'a Op, f64);
+    let all_floors: Vec<Floor> =
         on_plot.iter().filter_map(|o| o.launch_s.or(m.launch_floor_s).map(|l| (o, l))).collect();
+    let (floors, above): (Vec<Floor>, Vec<Floor>) =
+        all_floors.into_iter().partition(|(o, l)| !top.is_finite() || o.flops / l <= top);
     if !floors.is_empty() {
         let pts = floors.iter().map(|(o, l)| (o.flops / o.bytes, o.flops / l)).collect();
         let labels = floors
@@ -240,6 +261,16 @@ pub fn section(m: &ModelView) -> String {
         });
     }
     out.push_str(&svg::render(&p));
+    if !above.is_empty() {
+        let _ = write!(
+            out,
+            "<p class=\"note\" id=\"roofline-note\">{} of {} operations have a launch ceiling above the highest peak \
+             ({}); those ceilings cannot bind and are not drawn.</p>",
+            above.len(),
+            above.len() + floors.len(),
+            units::number(top, "flops/s")
+        );
+    }
     // Measured against predicted.
     let scored: Vec<&Op> =
         m.ops.iter().filter(|o| o.predicted_s.is_some_and(|p| p > 0.0) && o.measured_s > 0.0).collect();
@@ -342,5 +373,20 @@ mod tests {
         let html = section(&m);
         assert!(html.contains("plot-roofline") && html.contains("plot-scoring"));
         assert!(parse(&json!({"nothing": 1})).is_none());
+    }
+
+    #[test]
+    fn nothing_is_drawn_above_the_compute_roof() {
+        // The diagonal stops at the roof.
+        let pts = diagonal(4e12, 0.01, 1e4, 8e14);
+        assert!(pts.iter().all(|p| p.1 <= 8e14 * (1.0 + 1e-9)), "{pts:?}");
+        assert!((pts.last().unwrap().1 - 8e14).abs() < 8e14 * 1e-9, "it reaches the roof");
+        // A launch ceiling of 1e9 FLOPs / 1 us = 1 PFLOP/s lies above an 80 TFLOP/s peak: not drawn.
+        let v = json!({"ceilings": {"bandwidth_bytes_per_s": 9e11, "peak_flops_per_s": 8e13, "launch_floor_s": 1e-6},
+            "ops": [{"name": "big", "flops": 1e9, "bytes": 1e7, "measured_s": 2e-5, "predicted_s": 1.4e-5, "regime": "memory"},
+                    {"name": "tiny", "flops": 1e6, "bytes": 1e7, "measured_s": 2e-5, "predicted_s": 1.4e-5, "regime": "memory"}]});
+        let html = section(&parse(&v).unwrap());
+        assert!(html.contains("1 of 2 operations have a launch ceiling above the highest peak"), "{html}");
+        assert!(html.contains("tiny: launch ceiling") && !html.contains("big: launch ceiling"));
     }
 }

@@ -67,9 +67,62 @@ impl Plot {
             lines: vec![],
             vmarks: vec![],
             hmarks: vec![],
-            width: 640.0,
+            width: 592.0,
             height: 360.0,
         }
+    }
+}
+
+/// Approximate width in pixels of `text` at `font_px` (sans-serif averages about 0.56 em a
+/// character; digits and capitals are wider, so this leans high). Used to keep labels apart.
+pub fn text_width(text: &str, font_px: f64) -> f64 {
+    text.chars().count() as f64 * font_px * 0.6
+}
+
+/// Break `text` into lines of at most `max_px` at `font_px`, at spaces (a word longer than a line
+/// stays whole).
+pub fn wrap(text: &str, max_px: f64, font_px: f64) -> Vec<String> {
+    let mut lines: Vec<String> = vec![];
+    let mut cur = String::new();
+    for word in text.split(' ') {
+        let candidate = if cur.is_empty() { word.to_string() } else { format!("{cur} {word}") };
+        if !cur.is_empty() && text_width(&candidate, font_px) > max_px {
+            lines.push(std::mem::take(&mut cur));
+            cur = word.to_string();
+        } else {
+            cur = candidate;
+        }
+    }
+    if !cur.is_empty() || lines.is_empty() {
+        lines.push(cur);
+    }
+    lines
+}
+
+/// Boxes of labels already placed on a plot, so a new one can move until it overlaps none.
+#[derive(Default)]
+struct Placer {
+    boxes: Vec<(f64, f64, f64, f64)>,
+}
+
+impl Placer {
+    fn free(&self, b: (f64, f64, f64, f64)) -> bool {
+        self.boxes.iter().all(|o| b.2 <= o.0 || b.0 >= o.2 || b.3 <= o.1 || b.1 >= o.3)
+    }
+    /// The box of a text of `width` with its baseline at (x, y), anchored at its start or end.
+    fn text_box(x: f64, y: f64, width: f64, end_anchor: bool, font_px: f64) -> (f64, f64, f64, f64) {
+        let x0 = if end_anchor { x - width } else { x };
+        (x0 - 1.0, y - font_px, x0 + width + 1.0, y + 3.0)
+    }
+    /// The first candidate (x, y, end_anchor) whose box is free, taken; else the first one.
+    fn place(&mut self, candidates: &[(f64, f64, bool)], width: f64, font_px: f64) -> (f64, f64, bool) {
+        let pick = candidates
+            .iter()
+            .copied()
+            .find(|&(x, y, e)| self.free(Self::text_box(x, y, width, e, font_px)))
+            .unwrap_or(candidates[0]);
+        self.boxes.push(Self::text_box(pick.0, pick.1, width, pick.2, font_px));
+        pick
     }
 }
 
@@ -196,8 +249,11 @@ pub fn render(p: &Plot) -> String {
         lx += wd;
     }
     let rows = if show_legend { row as f64 + 1.0 } else { 0.0 };
-    let h = h + rows.max(1.0) * 16.0 - 16.0;
-    let (ml, mr, mt, mb) = (78.0, 16.0, 30.0, 56.0 + rows * 16.0);
+    // The title wraps instead of running past the edges (13 px bold).
+    let title_lines = wrap(&p.title, w - 24.0, 13.0 * 1.08);
+    let extra_title = (title_lines.len() as f64 - 1.0) * 16.0;
+    let h = h + rows.max(1.0) * 16.0 - 16.0 + extra_title;
+    let (ml, mr, mt, mb) = (78.0, 16.0, 30.0 + extra_title, 56.0 + rows * 16.0);
     let bars = p.lines.iter().any(|l| l.style == Style::Bars);
     let xs = p.lines.iter().flat_map(|l| l.points.iter().map(|q| q.0)).chain(p.vmarks.iter().map(|m| m.0));
     let ys = p.lines.iter().flat_map(|l| l.points.iter().map(|q| q.1)).chain(p.hmarks.iter().map(|m| m.0));
@@ -220,7 +276,9 @@ pub fn render(p: &Plot) -> String {
         esc(&p.id),
         esc(&p.title)
     );
-    let _ = write!(s, r#"<text x="{}" y="18" class="pt">{}</text>"#, w / 2.0, esc(&p.title));
+    for (i, line) in title_lines.iter().enumerate() {
+        let _ = write!(s, r#"<text x="{}" y="{}" class="pt">{}</text>"#, w / 2.0, 18.0 + 16.0 * i as f64, esc(line));
+    }
     // grid and ticks
     for t in sx.ticks(&p.x.unit) {
         let x = sx.map(t);
@@ -255,27 +313,49 @@ pub fn render(p: &Plot) -> String {
         (mt + h - mb) / 2.0,
         esc(&yl)
     );
-    // marks
-    for (v, label) in &p.vmarks {
-        let x = sx.map(*v);
+    // marks: level lines first (their labels sit on their line, right or left end, above or
+    // below), then knees (their labels move down the line until they overlap nothing placed).
+    let mut placer = Placer::default();
+    const MARK_PX: f64 = 10.0;
+    for (v, label) in &p.hmarks {
+        let y = sy.map(*v);
+        let wd = text_width(label, MARK_PX);
+        let (r, l) = (w - mr - 4.0, ml + 4.0);
+        let (x, ty, end) = placer.place(
+            &[(r, y - 4.0, true), (r, y + 12.0, true), (l, y - 4.0, false), (l, y + 12.0, false)],
+            wd,
+            MARK_PX,
+        );
         let _ = write!(
             s,
-            r#"<line x1="{x:.1}" y1="{mt}" x2="{x:.1}" y2="{:.1}" class="vmark"><title>{}</title></line><text x="{:.1}" y="{:.1}" class="ml">{}</text>"#,
-            h - mb,
-            esc(label),
-            x + 3.0,
-            mt + 12.0,
+            r#"<line x1="{ml}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" class="hmark"/><text x="{x:.1}" y="{ty:.1}" class="hl" text-anchor="{}">{}</text>"#,
+            w - mr,
+            if end { "end" } else { "start" },
             esc(label)
         );
     }
-    for (v, label) in &p.hmarks {
-        let y = sy.map(*v);
+    for (v, label) in &p.vmarks {
+        let x = sx.map(*v);
+        let wd = text_width(label, MARK_PX);
+        // right of the line, or left of it where the right would pass the frame
+        let right = x + 3.0 + wd <= w - mr;
+        let lx = if right { x + 3.0 } else { x - 3.0 };
+        let mut cands = vec![];
+        let mut y = mt + 12.0;
+        while y < h - mb - 2.0 {
+            cands.push((lx, y, !right));
+            y += 12.0;
+        }
+        if cands.is_empty() {
+            cands.push((lx, mt + 12.0, !right));
+        }
+        let (tx, ty, end) = placer.place(&cands, wd, MARK_PX);
         let _ = write!(
             s,
-            r#"<line x1="{ml}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" class="hmark"/><text x="{:.1}" y="{:.1}" class="hl">{}</text>"#,
-            w - mr,
-            w - mr - 4.0,
-            y - 4.0,
+            r#"<line x1="{x:.1}" y1="{mt}" x2="{x:.1}" y2="{:.1}" class="vmark"><title>{}</title></line><text x="{tx:.1}" y="{ty:.1}" class="ml" text-anchor="{}">{}</text>"#,
+            h - mb,
+            esc(label),
+            if end { "end" } else { "start" },
             esc(label)
         );
     }
@@ -416,5 +496,58 @@ mod tests {
                 assert!(svg.len() < 64 * 1024, "{} bytes for {pts:?}", svg.len());
             }
         }
+    }
+
+    /// The label boxes (x0, x1, y) of the marks, as placed.
+    fn mark_labels(svg: &str) -> Vec<(f64, f64, f64)> {
+        svg.split("<text ")
+            .filter(|t| t.contains("class=\"ml\"") || t.contains("class=\"hl\""))
+            .map(|t| {
+                let attr = |name: &str| -> f64 {
+                    let k = format!("{name}=\"");
+                    let at = t.find(&k).unwrap() + k.len();
+                    t[at..at + t[at..].find('"').unwrap()].parse().unwrap()
+                };
+                let text = &t[t.find('>').unwrap() + 1..t.find("</text>").unwrap()];
+                let w = text_width(text, 10.0);
+                let (x, y) = (attr("x"), attr("y"));
+                if t.contains("text-anchor=\"end\"") {
+                    (x - w, x, y)
+                } else {
+                    (x, x + w, y)
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn mark_labels_do_not_overlap_and_long_titles_wrap() {
+        let mut p = Plot::new(
+            "t",
+            "cpu.latency: CPU pointer-chase latency versus footprint (fastest of all repeats; y_spread = MAD of all repeats)",
+            Axis { label: "footprint [bytes]".into(), unit: "bytes".into(), log: true },
+            Axis { label: "latency [ns]".into(), unit: "ns".into(), log: false },
+        );
+        p.lines.push(Line {
+            name: "a".into(),
+            color: PALETTE[0].into(),
+            style: Style::LinePoints,
+            points: vec![(4096.0, 25.0), (33554432.0, 256.0), (67108864.0, 349.0)],
+            labels: vec![],
+        });
+        // The H200 case: a knee near the right edge under the DRAM level line, and knees close together.
+        p.vmarks = vec![(28215680.0, "knee 26.91M".into()), (30000000.0, "knee 28.6M".into())];
+        p.hmarks = vec![(349.0, "DRAM 349 ns".into()), (256.1, "L2 256.1 ns".into()), (250.0, "L2 250 ns".into())];
+        let svg = render(&p);
+        let boxes = mark_labels(&svg);
+        assert_eq!(boxes.len(), 5);
+        for (i, a) in boxes.iter().enumerate() {
+            for b in &boxes[i + 1..] {
+                let apart = a.1 <= b.0 || b.1 <= a.0 || (a.2 - b.2).abs() >= 11.0;
+                assert!(apart, "labels overlap: {a:?} {b:?}\n{svg}");
+            }
+        }
+        assert!(svg.matches("class=\"pt\"").count() >= 2, "a long title wraps onto two lines");
+        assert!(svg.contains("(fastest of all repeats;") && !svg.contains('…'), "the title is whole");
     }
 }

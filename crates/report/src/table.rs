@@ -8,7 +8,8 @@ use crate::units;
 use memscope_core::{Confidence, Finding};
 use serde_json::Value;
 
-/// Datasheet sections in order: (key prefix, title). Anything else lands in "Other".
+/// Datasheet sections in order: (key prefix, title). Bookkeeping (see `is_bookkeeping`) has its
+/// own last section; anything else lands in "Other".
 pub const SECTIONS: &[(&str, &str)] = &[
     ("l1", "L1 cache"),
     ("tlb", "TLB"),
@@ -19,8 +20,18 @@ pub const SECTIONS: &[(&str, &str)] = &[
     ("peak", "Peak arithmetic"),
     ("store", "Store path"),
     ("fence", "Fences"),
+    ("coalesce", "Coalescing"),
     ("cpu", "CPU"),
 ];
+
+/// The title of the section of probe bookkeeping: how many experiments a probe ran, not a
+/// property of the hardware.
+pub const BOOKKEEPING: &str = "Experiment counts (how much the probes ran, not hardware properties)";
+
+/// Keys that count a probe's own work (eviction-set chases, hops, pool sizes).
+pub fn is_bookkeeping(key: &str) -> bool {
+    key.starts_with("evset.") || key.rsplit('.').next().is_some_and(|last| last.starts_with("evset_"))
+}
 
 /// Format a finding value for a table cell (kept for callers of the first version).
 pub fn format_value(v: &Value) -> String {
@@ -33,14 +44,20 @@ pub fn sections(results: &Results) -> Vec<(String, Vec<(&str, &Finding)>)> {
     let mut out: Vec<(String, Vec<(&str, &Finding)>)> =
         SECTIONS.iter().map(|(_, t)| (t.to_string(), Vec::new())).collect();
     let mut other = Vec::new();
+    let mut bookkeeping = Vec::new();
     for (k, f) in &results.findings {
         let prefix = k.split('.').next().unwrap_or("");
+        if is_bookkeeping(k) {
+            bookkeeping.push((k.as_str(), f));
+            continue;
+        }
         match SECTIONS.iter().position(|(p, _)| *p == prefix) {
             Some(i) => out[i].1.push((k.as_str(), f)),
             None => other.push((k.as_str(), f)),
         }
     }
     out.push(("Other".into(), other));
+    out.push((BOOKKEEPING.into(), bookkeeping));
     out.retain(|(_, v)| !v.is_empty());
     out
 }
@@ -90,6 +107,25 @@ pub fn confidence_text(c: Confidence) -> &'static str {
     }
 }
 
+/// Every target of the file by name, for titles: "NVIDIA H200" or, with the CPU in the same file,
+/// "NVIDIA H200 (cuda:0) and Intel Xeon (cpu)".
+pub fn targets_title(results: &Results) -> String {
+    let mut all: Vec<&memscope_core::TargetInfo> = vec![&results.target];
+    for t in &results.targets {
+        if !all.iter().any(|a| a.id == t.id) {
+            all.push(t);
+        }
+    }
+    if all.len() == 1 {
+        return all[0].name.clone();
+    }
+    let names: Vec<String> = all.iter().map(|t| format!("{} ({})", t.name, t.id)).collect();
+    match names.split_last() {
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
 /// One line of provenance: device, target id, clock, date, tool version and commit.
 pub fn provenance_line(results: &Results) -> String {
     let t = &results.target;
@@ -111,13 +147,51 @@ pub fn provenance_line(results: &Results) -> String {
     parts.join(" · ")
 }
 
-fn clip(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_string()
-    } else {
-        let t: String = s.chars().take(n.saturating_sub(1)).collect();
-        format!("{t}…")
+/// A value for the terminal: scalars and lists in full; objects (and lists of objects) by their
+/// scalar fields, with nested lists and objects as their sizes (the full value is in the results
+/// file, the Markdown and the HTML report).
+pub fn terminal_value(f: &Finding) -> String {
+    fn brief(v: &Value) -> String {
+        match v {
+            Value::Array(a) => format!("[{} items]", a.len()),
+            Value::Object(o) => format!("{{{} fields}}", o.len()),
+            other => units::value(other, ""),
+        }
     }
+    fn fields(o: &serde_json::Map<String, Value>) -> String {
+        o.iter().map(|(k, v)| format!("{k}={}", brief(v))).collect::<Vec<_>>().join(" ")
+    }
+    match &f.value {
+        Value::Object(o) => fields(o),
+        Value::Array(a) if a.iter().any(Value::is_object) => a
+            .iter()
+            .map(|x| match x {
+                Value::Object(o) => fields(o),
+                other => brief(other),
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+        _ => value_text(f),
+    }
+}
+
+/// Lines of at most `width` characters, broken at spaces or after commas (never cut).
+fn wrap_text(s: &str, width: usize) -> Vec<String> {
+    let mut lines = vec![];
+    let mut cur = String::new();
+    for word in s.split(' ') {
+        if !cur.is_empty() && cur.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut cur));
+        }
+        if !cur.is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(word);
+    }
+    if !cur.is_empty() {
+        lines.push(cur);
+    }
+    lines
 }
 
 /// The summary table as text, safe to print (control characters escaped).
@@ -133,19 +207,35 @@ pub fn summary(results: &Results) -> String {
         out.push('\n');
         out.push_str(&format!("{title}\n"));
         out.push_str(&header);
+        let counts = title == BOOKKEEPING;
         for (k, f) in rows {
-            let conf = confidence_text(f.confidence);
+            // Bookkeeping counts are exact tallies: a confidence says nothing there.
+            let conf = if counts { "" } else { confidence_text(f.confidence) };
+            let name = quantity(k);
+            let value = terminal_value(f);
+            let (name_cell, long_name) = if name.chars().count() > 30 { ("", true) } else { (name.as_str(), false) };
+            if long_name {
+                out.push_str(&format!("  {name}\n"));
+            }
+            let fits = value.chars().count() <= 22;
             out.push_str(&format!(
                 "  {:<30} {:>22} {:>12} {:>22}  {}\n",
-                clip(&quantity(k), 30),
-                clip(&value_text(f), 22),
+                name_cell,
+                if fits { value.as_str() } else { "" },
                 cycles_text(f),
                 spread_text(f),
                 conf
             ));
+            if !fits {
+                for line in wrap_text(&value, 86) {
+                    out.push_str(&format!("  {:<4} {line}\n", ""));
+                }
+            }
             if f.confidence == Confidence::Undetermined {
                 if let Some(n) = &f.note {
-                    out.push_str(&format!("  {:<30} why: {}\n", "", clip(n, 80)));
+                    for (i, line) in wrap_text(n, 82).iter().enumerate() {
+                        out.push_str(&format!("  {:<4} {} {line}\n", "", if i == 0 { "why:" } else { "    " }));
+                    }
                 }
             }
         }
@@ -187,5 +277,53 @@ mod tests {
         assert!(s.contains("waived"), "{s}");
         assert_eq!(quantity("l1.hit_latency_ns"), "hit latency");
         assert_eq!(quantity("cpu.l1d.capacity_bytes"), "l1d capacity");
+    }
+
+    #[test]
+    fn titles_name_every_target() {
+        let mut r = sample::results();
+        assert_eq!(targets_title(&r), r.target.name);
+        let mut cpu = r.target.clone();
+        cpu.id = "cpu".into();
+        cpu.name = "Some CPU".into();
+        r.targets = vec![r.target.clone(), cpu];
+        let t = targets_title(&r);
+        assert!(t.contains(&r.target.name) && t.ends_with("and Some CPU (cpu)"), "{t}");
+        assert!(crate::markdown::to_string(&r).starts_with(&format!("# memscope: {t}\n")));
+    }
+
+    #[test]
+    fn nothing_is_cut_and_bookkeeping_stands_apart() {
+        let mut r = sample::results();
+        let masks: Vec<String> = (0..9).map(|i| format!("0x{:x}", 0x201dffd00u64 >> i)).collect();
+        let mut f = r.findings["l1.hit_latency_ns"].clone();
+        f.value = serde_json::json!(masks);
+        f.unit = String::new();
+        r.findings.insert("l1.index_masks".into(), f.clone());
+        let mut why = f.clone();
+        why.value = Value::Null;
+        why.confidence = Confidence::Undetermined;
+        let reason = "capacity knee 28549248 bytes is not a whole number of 16-way sets of 128 bytes, so the set count is left undetermined rather than rounded";
+        why.note = Some(reason.into());
+        r.findings.insert("l2.sets".into(), why);
+        let mut count = f.clone();
+        count.value = serde_json::json!(417030);
+        count.unit = "count".into();
+        r.findings.insert("l2.evset_hops".into(), count);
+        let s = summary(&r);
+        assert!(!s.contains('…'), "something was cut:\n{s}");
+        for m in &masks {
+            assert!(s.contains(m.as_str()), "mask {m} missing:\n{s}");
+        }
+        let joined: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(joined.contains(reason), "reason not whole:\n{s}");
+        let l2 = s.find("\nL2 cache").unwrap();
+        let counts = s.find(BOOKKEEPING).expect("bookkeeping section");
+        let hops = s.find("evset hops").unwrap();
+        assert!(hops > counts && counts > l2, "evset hops belongs under the counts, not L2:\n{s}");
+        assert!(!s.contains("\nOther\n"), "no Other section for known keys:\n{s}");
+        // An estimate of 36918.4 sets prints like the 36,864 next to it, not as "36918".
+        assert_eq!(units::value(&serde_json::json!(36918.4), "count"), "36,918");
+        assert_eq!(units::value(&serde_json::json!(36864), "count"), "36,864");
     }
 }

@@ -129,8 +129,10 @@ pub fn number(x: f64, unit: &str) -> String {
 }
 
 fn plain(x: f64) -> String {
-    if x.fract() == 0.0 && x.abs() < 1e15 {
-        grouped(x as i64)
+    // Whole numbers, and any count of 1000 or more (an estimate like 36918.4 sits next to 36,864
+    // in the same table), print as grouped integers.
+    if (x.fract() == 0.0 || x.abs() >= 1000.0) && x.abs() < 1e15 {
+        grouped(x.round() as i64)
     } else {
         sig(x, 4)
     }

@@ -1,0 +1,63 @@
+// Layout rules of issue 20, measured in the browser after the page's own script ran; the result
+// goes into <pre id="layout-check"> as JSON for the Rust test (crates/cli/tests/browser.rs) to read.
+// wide: elements whose right edge passes the viewport (outside scrolling boxes);
+// overlaps: pairs of text boxes inside one plot that intersect;
+// clipped: text boxes that pass their plot's edge (a title or label cut off);
+// axes: plots lacking an x or y axis title with a unit in brackets ("latency [ns]").
+window.addEventListener('load', function () {
+  var vw = document.documentElement.clientWidth;
+  var wide = [];
+  var all = document.querySelectorAll('body *');
+  function scrolls(el) {
+    for (var p = el.parentElement; p && p !== document.body; p = p.parentElement) {
+      var o = getComputedStyle(p).overflowX;
+      if (o === 'auto' || o === 'scroll' || o === 'hidden') return true;
+    }
+    return false;
+  }
+  function name(el) {
+    return el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') +
+      (el.getAttribute('class') ? '.' + el.getAttribute('class').split(' ').join('.') : '');
+  }
+  for (var i = 0; i < all.length; i++) {
+    var el = all[i];
+    if (el.id === 'layout-check') continue;
+    var r = el.getBoundingClientRect();
+    if (r.width === 0 && r.height === 0) continue;
+    if (r.right > vw + 0.5 && !scrolls(el)) wide.push(name(el) + ' right=' + Math.round(r.right));
+  }
+  var overlaps = [];
+  var clipped = [];
+  var axes = [];
+  var plots = document.querySelectorAll('svg.plot');
+  for (var p = 0; p < plots.length; p++) {
+    var svg = plots[p];
+    var texts = Array.prototype.slice.call(svg.querySelectorAll('text'));
+    var boxes = texts.map(function (t) { return t.getBoundingClientRect(); });
+    var frame = svg.getBoundingClientRect();
+    for (var c = 0; c < texts.length; c++) {
+      var T = boxes[c];
+      if (T.width > 0 && (T.left < frame.left - 0.5 || T.right > frame.right + 0.5 || T.top < frame.top - 0.5 || T.bottom > frame.bottom + 0.5)) {
+        clipped.push(svg.id + ': "' + texts[c].textContent + '"');
+      }
+    }
+    for (var a = 0; a < texts.length; a++) {
+      for (var b = a + 1; b < texts.length; b++) {
+        var A = boxes[a], B = boxes[b];
+        var w = Math.min(A.right, B.right) - Math.max(A.left, B.left);
+        var h = Math.min(A.bottom, B.bottom) - Math.max(A.top, B.top);
+        if (w > 1 && h > 1 && A.width > 0 && B.width > 0) {
+          overlaps.push(svg.id + ': "' + texts[a].textContent + '" x "' + texts[b].textContent + '"');
+        }
+      }
+    }
+    var unit = /\[[^\]]+\]/;
+    var xl = svg.querySelector('text.xl'), yl = svg.querySelector('text.yl');
+    if (!xl || !unit.test(xl.textContent)) axes.push(svg.id + ': x axis title "' + (xl ? xl.textContent : '') + '"');
+    if (!yl || !unit.test(yl.textContent)) axes.push(svg.id + ': y axis title "' + (yl ? yl.textContent : '') + '"');
+  }
+  var pre = document.createElement('pre');
+  pre.id = 'layout-check';
+  pre.textContent = JSON.stringify({ viewport: vw, plots: plots.length, wide: wide, overlaps: overlaps, clipped: clipped, axes: axes });
+  document.body.appendChild(pre);
+});
