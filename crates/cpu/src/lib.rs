@@ -3,8 +3,13 @@
 //! `cpu.latency` (latency versus footprint, levels by knee detection) and `cpu.stride` (the
 //! strided copy of seed 002 and the line size it implies).
 
+pub mod clock;
+pub mod cpuid;
 pub mod latency;
+mod latency_sweep;
+pub mod oscheck;
 pub mod stride;
+pub mod sweep;
 pub mod sysinfo;
 mod target;
 

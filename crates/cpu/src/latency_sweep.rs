@@ -1,0 +1,139 @@
+//! The measurement loop of `cpu.latency` (seed 000 appendix, "the latency chase", on the host):
+//! the coarse grid until DRAM, refinement rounds where the curve changes (crate::sweep), then
+//! further passes over every footprint while the plan's time budget lasts.
+
+use crate::latency::{Plan, MIN_HOPS, REPEAT_NS};
+use crate::sweep;
+use memscope_core::{CachePath, ChaseSpec, ProbeContext, ProbeError};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use std::time::Instant;
+
+/// What the loop returns: footprints (ascending), the fastest repeat of each, every repeat of
+/// each, the page note, and a text on how many passes ran.
+pub type Measured = (Vec<u64>, Vec<f64>, Vec<Vec<f64>>, String, String);
+
+struct Sweep<'a, 'b> {
+    ctx: &'a mut ProbeContext<'b>,
+    p: &'a Plan,
+    buf: memscope_core::Buffer,
+    rng: rand_chacha::ChaCha8Rng,
+    x: Vec<u64>,
+    samples: Vec<Vec<f64>>,
+}
+
+impl Sweep<'_, '_> {
+    fn best(&self, i: usize) -> f64 {
+        self.samples[i].iter().cloned().fold(f64::INFINITY, f64::min)
+    }
+
+    fn curve(&self) -> Vec<f64> {
+        (0..self.x.len()).map(|i| self.best(i)).collect()
+    }
+
+    /// Latency estimate for a new footprint: that of the nearest smaller one measured.
+    fn estimate(&self, f: u64) -> f64 {
+        let i = self.x.partition_point(|&v| v < f);
+        if i == 0 {
+            1.0
+        } else {
+            self.best(i - 1).max(0.5)
+        }
+    }
+
+    /// One chase over the first `f` bytes of the buffer, in a fresh random order.
+    fn chase(&mut self, f: u64, est_ns: f64) -> Result<Vec<f64>, ProbeError> {
+        let n = f / self.p.line_bytes;
+        let mut lines: Vec<u64> = (0..n).collect();
+        lines.shuffle(&mut self.rng);
+        let addrs: Vec<u64> = lines.iter().map(|&i| self.buf.addr(i * self.p.line_bytes)).collect();
+        let hops = ((REPEAT_NS / est_ns) as u64).clamp(MIN_HOPS.min(self.p.hops), self.p.hops);
+        let mut spec = ChaseSpec::new(addrs, CachePath::L1Cached, hops);
+        spec.repeats = self.p.repeats;
+        spec.warmup_laps = if f <= self.p.warm_limit_bytes { (hops / 4).div_ceil(n).clamp(1, 1000) as u32 } else { 0 };
+        Ok(self.ctx.target.chase(&spec)?.ns_per_hop)
+    }
+
+    /// Measure a new footprint and insert it in order.
+    fn add(&mut self, f: u64) -> Result<(), ProbeError> {
+        let est = self.estimate(f);
+        let r = self.chase(f, est)?;
+        let i = self.x.partition_point(|&v| v < f);
+        self.x.insert(i, f);
+        self.samples.insert(i, r);
+        self.ctx.progress.advance(1);
+        Ok(())
+    }
+}
+
+/// Run the adaptive sweep of `p` on the context's target.
+pub fn measure(ctx: &mut ProbeContext<'_>, p: &Plan) -> Result<Measured, ProbeError> {
+    let started = Instant::now();
+    let buf = ctx.target.alloc(p.max_bytes)?;
+    let pages = ctx
+        .target
+        .as_any_mut()
+        .downcast_mut::<crate::CpuTarget>()
+        .map(|t| t.page_note(&buf))
+        .unwrap_or_else(|| "page size unknown".into());
+    let coarse = sweep::coarse(p.max_bytes, p.line_bytes);
+    ctx.progress.start(coarse.len() as u64, "latency vs footprint: coarse grid");
+    let mut s = Sweep {
+        ctx,
+        p,
+        buf,
+        rng: rand_chacha::ChaCha8Rng::seed_from_u64(0x6d656d73),
+        x: Vec::new(),
+        samples: Vec::new(),
+    };
+    let result = (|| -> Result<String, ProbeError> {
+        for &f in &coarse {
+            s.add(f)?;
+            if sweep::dram_reached(&s.x, &s.curve()) {
+                break;
+            }
+        }
+        let mut rounds = 0;
+        while rounds < 3 {
+            let new = sweep::refine(&s.x, &s.curve(), p.line_bytes);
+            if new.is_empty() {
+                break;
+            }
+            s.ctx.progress.start(new.len() as u64, "latency vs footprint: refining knees");
+            for f in new {
+                s.add(f)?;
+            }
+            rounds += 1;
+        }
+        // Further passes while one more fits the budget (a pass costs about what the last did).
+        let mut passes = 1;
+        let mut last_pass_s = started.elapsed().as_secs_f64();
+        while passes < p.passes && started.elapsed().as_secs_f64() + last_pass_s <= p.budget_s {
+            let t = Instant::now();
+            s.ctx.progress.start(s.x.len() as u64, &format!("latency vs footprint: pass {}", passes + 1));
+            for i in 0..s.x.len() {
+                let f = s.x[i];
+                let r = s.chase(f, s.best(i).max(0.5))?;
+                s.samples[i].extend(r);
+                s.ctx.progress.advance(1);
+            }
+            last_pass_s = t.elapsed().as_secs_f64();
+            passes += 1;
+        }
+        Ok(if passes < p.passes {
+            format!("{passes} of {} passes (time budget {:.0} s reached)", p.passes, p.budget_s)
+        } else {
+            format!("{passes} passes")
+        })
+    })();
+    let buf = s.buf;
+    let (x, samples) = (std::mem::take(&mut s.x), std::mem::take(&mut s.samples));
+    ctx_free(s.ctx, buf);
+    let note = result?;
+    let curve: Vec<f64> = samples.iter().map(|v| v.iter().cloned().fold(f64::INFINITY, f64::min)).collect();
+    Ok((x, curve, samples, pages, note))
+}
+
+fn ctx_free(ctx: &mut ProbeContext<'_>, buf: memscope_core::Buffer) {
+    ctx.target.free(buf);
+}
