@@ -15,6 +15,7 @@ mod error;
 mod progress;
 mod provenance;
 mod registry;
+mod run_parallel;
 mod sizes;
 mod targets;
 

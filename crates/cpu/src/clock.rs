@@ -49,6 +49,8 @@ impl Measured {
     }
 }
 
+/// Best and median rate over `tries` runs, 1 ms apart so that they fall in different scheduler
+/// slices of a shared host (a vCPU descheduled during a try only makes that try slower).
 fn rate(mut one: impl FnMut(u64) -> f64, ops_per_iter: f64, iters: u64, tries: usize) -> ChainRate {
     let mut v: Vec<f64> = Vec::with_capacity(tries);
     for _ in 0..tries {
@@ -56,6 +58,7 @@ fn rate(mut one: impl FnMut(u64) -> f64, ops_per_iter: f64, iters: u64, tries: u
         if s > 0.0 {
             v.push(iters as f64 * ops_per_iter / s);
         }
+        std::thread::sleep(std::time::Duration::from_millis(1));
     }
     let best = v.iter().cloned().fold(0.0, f64::max);
     ChainRate { ops_per_s: best, median_ops_per_s: memscope_core::stats::median(&v) }
@@ -117,15 +120,15 @@ fn mul_chain(iters: u64) -> f64 {
     t.elapsed().as_secs_f64()
 }
 
-/// Measure the clock: 9 tries of ~15 M cycles for each chain (about 0.1 s in all). None on
+/// Measure the clock: 15 tries of ~3 M cycles for each chain, spread over ~60 ms. None on
 /// architectures without an instrument or when the timer gave nonsense.
 pub fn measure() -> Option<Measured> {
     #[cfg(target_arch = "x86_64")]
     {
         // Warm up to the load clock first (frequency ramps take a few ms).
         let _ = mul_chain(100_000);
-        let primary = rate(mul_chain, 100.0, 50_000, 9);
-        let witness = rate(add_chain, 100.0, 150_000, 9);
+        let primary = rate(mul_chain, 100.0, 10_000, 15);
+        let witness = rate(add_chain, 100.0, 30_000, 15);
         let m = Measured {
             hz: primary.ops_per_s * 3.0,
             method: "dependent imul r64 chain (3 cycles each on x86-64)",
@@ -140,8 +143,8 @@ pub fn measure() -> Option<Measured> {
     #[cfg(target_arch = "aarch64")]
     {
         let _ = add_chain(300_000);
-        let primary = rate(add_chain, 100.0, 150_000, 9);
-        let witness = rate(mul_chain, 100.0, 50_000, 9);
+        let primary = rate(add_chain, 100.0, 30_000, 15);
+        let witness = rate(mul_chain, 100.0, 10_000, 15);
         let m = Measured {
             hz: primary.ops_per_s,
             method: "dependent add reg, reg chain (1 cycle each on Arm cores)",
@@ -293,6 +296,24 @@ pub fn witness_note(m: &Measured) -> String {
             ratio
         )
     }
+}
+
+/// Measure until the clock is not below `low_hz` (a shared host's quiet moment), at most
+/// `rounds` times 50 ms apart; the fastest measurement wins.
+pub fn measure_settled(low_hz: impl Fn(f64) -> bool, rounds: usize) -> Option<Measured> {
+    let mut best: Option<Measured> = None;
+    for _ in 0..rounds.max(1) {
+        if let Some(m) = measure() {
+            if best.as_ref().is_none_or(|b| m.hz > b.hz) {
+                best = Some(m);
+            }
+        }
+        match &best {
+            Some(b) if !low_hz(b.hz) => break,
+            _ => std::thread::sleep(std::time::Duration::from_millis(50)),
+        }
+    }
+    best
 }
 
 #[cfg(test)]

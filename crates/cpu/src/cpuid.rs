@@ -23,7 +23,7 @@ fn query(leaf: u32, sub: u32) -> Regs {
 
 /// Leaf 0x16: (base, max) in Hz, each None when the field is 0.
 pub fn decode_0x16(r: Regs) -> (Option<f64>, Option<f64>) {
-    let mhz = |v: u32| ((v & 0xffff) > 0).then(|| (v & 0xffff) as f64 * 1e6);
+    let mhz = |v: u32| ((v & 0xffff) > 0).then_some((v & 0xffff) as f64 * 1e6);
     (mhz(r.eax), mhz(r.ebx))
 }
 
@@ -92,7 +92,7 @@ pub fn read() -> Report {
         rep.hypervisor = max >= 1 && query(1, 0).ecx & (1 << 31) != 0;
         if rep.hypervisor && query(0x4000_0000, 0).eax >= 0x4000_0010 {
             let khz = query(0x4000_0010, 0).eax;
-            rep.hypervisor_tsc_hz = (khz > 0).then(|| khz as f64 * 1e3);
+            rep.hypervisor_tsc_hz = (khz > 0).then_some(khz as f64 * 1e3);
         }
         let ext_max = query(0x8000_0000, 0).eax;
         let topoext = ext_max >= 0x8000_0001 && query(0x8000_0001, 0).ecx & (1 << 22) != 0;

@@ -2,7 +2,7 @@
 //! cache lines (seed 000 appendix, "the latency chase", on the CPU), segmented into levels by the
 //! knee detector of `memscope_core::knee`: L1d, L2, L3 hit latency and capacity, DRAM latency.
 //!
-//! Plan (crate::sweep): footprints from 4 KiB, two per octave, up to one octave into DRAM (or to
+//! Plan (crate::sweep): footprints from 4 KiB, two per octave, up to 1.5 octaves into DRAM (or to
 //! twice the OS-reported last-level cache: at least 64 MiB, at most 1 GiB), then refined to
 //! eight per octave where the curve changes; one buffer of the largest footprint (2 MiB pages
 //! where the kernel gives them, so TLB misses do not raise the far plateaus); each footprint
@@ -77,7 +77,7 @@ impl Probe for CpuLatency {
         let (x, curve, samples, pages, note) = crate::latency_sweep::measure(ctx, &p)?;
         let x: Vec<f64> = x.iter().map(|&f| f as f64).collect();
         let method = format!(
-            "random single-cycle pointer chase over {} B lines, adaptive footprints (2 per octave, 8 per octave where latency changes by over {:.0} %, up to one octave into DRAM), {note} x {} repeats of up to {} hops per footprint, curve = fastest repeat; {pages}",
+            "random single-cycle pointer chase over {} B lines, adaptive footprints (2 per octave, 8 per octave where latency changes by over {:.0} %, up to 1.5 octaves into DRAM), {note} x {} repeats of up to {} hops per footprint, curve = fastest repeat; {pages}",
             p.line_bytes,
             (crate::sweep::REFINE_RATIO - 1.0) * 100.0,
             p.repeats,

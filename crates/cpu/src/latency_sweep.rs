@@ -87,9 +87,14 @@ pub fn measure(ctx: &mut ProbeContext<'_>, p: &Plan) -> Result<Measured, ProbeEr
         samples: Vec::new(),
     };
     let result = (|| -> Result<String, ProbeError> {
+        let mut cut = None;
         for &f in &coarse {
             s.add(f)?;
             if sweep::dram_reached(&s.x, &s.curve()) {
+                break;
+            }
+            if started.elapsed().as_secs_f64() > 0.6 * p.budget_s {
+                cut = Some(f);
                 break;
             }
         }
@@ -120,11 +125,15 @@ pub fn measure(ctx: &mut ProbeContext<'_>, p: &Plan) -> Result<Measured, ProbeEr
             last_pass_s = t.elapsed().as_secs_f64();
             passes += 1;
         }
-        Ok(if passes < p.passes {
+        let mut note = if passes < p.passes {
             format!("{passes} of {} passes (time budget {:.0} s reached)", p.passes, p.budget_s)
         } else {
             format!("{passes} passes")
-        })
+        };
+        if let Some(f) = cut {
+            note = format!("coarse grid cut at {f} B by the time budget before DRAM was reached, {note}");
+        }
+        Ok(note)
     })();
     let buf = s.buf;
     let (x, samples) = (std::mem::take(&mut s.x), std::mem::take(&mut s.samples));

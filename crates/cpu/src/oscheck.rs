@@ -76,7 +76,7 @@ pub fn reasons(level: u32, ratio: f64, rep: &OsCache, host: &Host) -> Vec<String
 /// Compare a measured capacity with the reported cache of `level` (None when the OS reports none).
 pub fn compare(level: u32, measured_bytes: f64, reported: Option<(&OsCache, &str)>, host: &Host) -> Option<Comparison> {
     let (rep, source) = reported?;
-    if rep.size_bytes == 0 || !(measured_bytes > 0.0) {
+    if rep.size_bytes == 0 || measured_bytes.is_nan() || measured_bytes <= 0.0 {
         return None;
     }
     let ratio = measured_bytes / rep.size_bytes as f64;

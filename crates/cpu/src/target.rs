@@ -48,13 +48,18 @@ unsafe impl Send for CpuTarget {}
 
 impl CpuTarget {
     pub fn new() -> Result<CpuTarget, TargetError> {
+        let tsc_hz = tsc::calibrate();
+        let cpuid = cpuid::read();
+        let sources = sysinfo::clock_sources(tsc_hz, &cpuid);
+        // Below the reported range usually means a busy shared host: measure again, up to 5 times.
+        let low = |hz: f64| clock::cross_check(hz, &sources).verdict == clock::Verdict::BelowRange;
         Ok(CpuTarget {
             maps: Vec::new(),
             next_id: 1,
             flush_buf: None,
-            clock: clock::measure(),
-            tsc_hz: tsc::calibrate(),
-            cpuid: cpuid::read(),
+            clock: clock::measure_settled(low, 5),
+            tsc_hz,
+            cpuid,
             name: sysinfo::model_name(),
             units: sysinfo::logical_cpus(),
         })

@@ -13,6 +13,9 @@ fn cell(s: &str) -> String {
 pub fn to_string(results: &Results) -> String {
     let t = &results.target;
     let mut out = format!("# memscope: {}\n\n{}\n\n", cell(&t.name), cell(&table::provenance_line(results)));
+    if let Some(c) = crate::clocks::clocks_line(results) {
+        out.push_str(&format!("{}\n\n", cell(&c)));
+    }
     if !results.tool.command.is_empty() {
         out.push_str(&format!("Command: `{}`\n\n", results.tool.command.join(" ")));
     }
