@@ -56,7 +56,9 @@ pub fn plan(quick: bool, llc_bytes: Option<u64>, line_bytes: Option<u64>) -> Pla
     let llc = llc_bytes.unwrap_or(64 << 20);
     let max_bytes = (2 * llc).clamp(64 << 20, 1 << 30);
     let (hops, repeats, passes, budget_s) = if quick { (150_000, 2, 2, 12.0) } else { (500_000, 3, 4, 35.0) };
-    Plan { max_bytes, line_bytes: line, hops, repeats, passes, warm_limit_bytes: llc, budget_s }
+    // Warm-up laps only up to 32 MiB: beyond, a lap costs seconds and the pointer-writing walk
+    // has already brought in what a cache of that size could hold.
+    Plan { max_bytes, line_bytes: line, hops, repeats, passes, warm_limit_bytes: llc.min(32 << 20), budget_s }
 }
 
 /// The CPU latency-versus-footprint probe.

@@ -20,6 +20,15 @@ struct Sweep<'a, 'b> {
     rng: rand_chacha::ChaCha8Rng,
     x: Vec<u64>,
     samples: Vec<Vec<f64>>,
+    pages: String,
+}
+
+fn page_note(ctx: &mut ProbeContext<'_>, buf: &memscope_core::Buffer) -> String {
+    ctx.target
+        .as_any_mut()
+        .downcast_mut::<crate::CpuTarget>()
+        .map(|t| t.page_note(buf))
+        .unwrap_or_else(|| "page size unknown".into())
 }
 
 impl Sweep<'_, '_> {
@@ -54,8 +63,21 @@ impl Sweep<'_, '_> {
         Ok(self.ctx.target.chase(&spec)?.ns_per_hop)
     }
 
+    /// Make the buffer hold `f` bytes: a larger one (4x, at most the plan's largest footprint)
+    /// replaces it. Lines are placed afresh by every chase, so nothing carries over.
+    fn ensure(&mut self, f: u64) -> Result<(), ProbeError> {
+        if f > self.buf.bytes {
+            let want = (4 * self.buf.bytes).max(f).min(self.p.max_bytes);
+            self.ctx.target.free(self.buf);
+            self.buf = self.ctx.target.alloc(want)?;
+            self.pages = page_note(self.ctx, &self.buf);
+        }
+        Ok(())
+    }
+
     /// Measure a new footprint and insert it in order.
     fn add(&mut self, f: u64) -> Result<(), ProbeError> {
+        self.ensure(f)?;
         let est = self.estimate(f);
         let r = self.chase(f, est)?;
         let i = self.x.partition_point(|&v| v < f);
@@ -69,13 +91,10 @@ impl Sweep<'_, '_> {
 /// Run the adaptive sweep of `p` on the context's target.
 pub fn measure(ctx: &mut ProbeContext<'_>, p: &Plan) -> Result<Measured, ProbeError> {
     let started = Instant::now();
-    let buf = ctx.target.alloc(p.max_bytes)?;
-    let pages = ctx
-        .target
-        .as_any_mut()
-        .downcast_mut::<crate::CpuTarget>()
-        .map(|t| t.page_note(&buf))
-        .unwrap_or_else(|| "page size unknown".into());
+    // The buffer starts at 64 MiB (or the plan's largest footprint) and grows as the coarse grid
+    // needs: mapping and touching 1 GiB of pages costs seconds, mostly not needed.
+    let buf = ctx.target.alloc(p.max_bytes.min(64 << 20))?;
+    let pages = page_note(ctx, &buf);
     let coarse = sweep::coarse(p.max_bytes, p.line_bytes);
     ctx.progress.start(coarse.len() as u64, "latency vs footprint: coarse grid");
     let mut s = Sweep {
@@ -85,6 +104,7 @@ pub fn measure(ctx: &mut ProbeContext<'_>, p: &Plan) -> Result<Measured, ProbeEr
         rng: rand_chacha::ChaCha8Rng::seed_from_u64(0x6d656d73),
         x: Vec::new(),
         samples: Vec::new(),
+        pages,
     };
     let result = (|| -> Result<String, ProbeError> {
         let mut cut = None;
@@ -99,14 +119,24 @@ pub fn measure(ctx: &mut ProbeContext<'_>, p: &Plan) -> Result<Measured, ProbeEr
             }
         }
         let mut rounds = 0;
+        let mut refine_cut = None;
         while rounds < 3 {
             let new = sweep::refine(&s.x, &s.curve(), p.line_bytes);
             if new.is_empty() {
                 break;
             }
             s.ctx.progress.start(new.len() as u64, "latency vs footprint: refining knees");
+            // Smallest first: the knees of the fast levels are cheap; the time budget may end
+            // the refinement further up.
             for f in new {
+                if started.elapsed().as_secs_f64() > 0.8 * p.budget_s {
+                    refine_cut = Some(f);
+                    break;
+                }
                 s.add(f)?;
+            }
+            if refine_cut.is_some() {
+                break;
             }
             rounds += 1;
         }
@@ -130,13 +160,16 @@ pub fn measure(ctx: &mut ProbeContext<'_>, p: &Plan) -> Result<Measured, ProbeEr
         } else {
             format!("{passes} passes")
         };
+        if let Some(f) = refine_cut {
+            note = format!("refinement stopped at {f} B by the time budget, {note}");
+        }
         if let Some(f) = cut {
             note = format!("coarse grid cut at {f} B by the time budget before DRAM was reached, {note}");
         }
         Ok(note)
     })();
     let buf = s.buf;
-    let (x, samples) = (std::mem::take(&mut s.x), std::mem::take(&mut s.samples));
+    let (x, samples, pages) = (std::mem::take(&mut s.x), std::mem::take(&mut s.samples), std::mem::take(&mut s.pages));
     ctx_free(s.ctx, buf);
     let note = result?;
     let curve: Vec<f64> = samples.iter().map(|v| v.iter().cloned().fold(f64::INFINITY, f64::min)).collect();
