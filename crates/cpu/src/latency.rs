@@ -229,6 +229,15 @@ pub fn analyze(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Option<
         0 => "no plateau found in the latency curve".to_string(),
         n => format!("{n} level(s) found; no {what} level between them"),
     };
+    // Levels between L2 and L3 less than 2x slower than L2 are the L2's own far end (TLB reach,
+    // 4 KiB host pages colouring the physically indexed L2): the L2's capacity is where the last
+    // of them ends. A densely refined slow creep forms such a level on the Xeon dev VM.
+    let l2_end = match (l2, l3_index) {
+        (Some(l2p), Some(k)) if k > 2 && caches[2..k].iter().all(|c| c.latency < 2.0 * l2p.latency) => {
+            Some(&caches[k - 1])
+        }
+        _ => None,
+    };
     for (name, lv) in [("l1d", l1), ("l2", l2), ("l3", l3)] {
         match lv {
             Some(pl) => {
@@ -236,7 +245,22 @@ pub fn analyze(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Option<
                     &format!("cpu.{name}.hit_latency_ns"),
                     level_latency(name, pl, &y, samples, clock_hz, method),
                 );
-                out.finding(&format!("cpu.{name}.capacity_bytes"), level_capacity(pl, x, method));
+                let cap = match (name, l2_end) {
+                    ("l2", Some(end)) => {
+                        let mut f = level_capacity(end, x, method);
+                        f.note = Some(format!(
+                            "{}; the L2 level continues at {:.2} ns over {:.0}..{:.0} B (under 2x its {:.2} ns: its far end, not a level of its own)",
+                            f.note.unwrap_or_default(),
+                            end.latency,
+                            end.x_first,
+                            end.x_last,
+                            pl.latency
+                        ));
+                        f
+                    }
+                    _ => level_capacity(pl, x, method),
+                };
+                out.finding(&format!("cpu.{name}.capacity_bytes"), cap);
             }
             None => {
                 let reason = why(name);
@@ -327,6 +351,64 @@ mod tests {
         assert!((v("cpu.l2.hit_latency_ns") / 3.73 - 1.0).abs() < 0.03);
         assert!(v("cpu.l3.hit_latency_ns") > 14.0 && v("cpu.l3.hit_latency_ns") < 20.0);
         assert!(v("cpu.dram.latency_ns") > 120.0);
+    }
+
+    #[test]
+    fn a_slow_l2_far_end_is_still_l2() {
+        // Measured on the Xeon dev VM (results/dev-cpu/lane-2026-12-01, 20:54 run, adaptive grid):
+        // L2 at 4.1 ns to 512 KiB, a creep to 6.9 ns up to 1.58 MiB, the L3 from 2.9 MiB (OS: 2 MiB L2).
+        let pts: [(f64, f64); 36] = [
+            (4.0, 1.24),
+            (8.0, 1.23),
+            (16.0, 1.24),
+            (32.0, 1.25),
+            (45.0, 1.27),
+            (49.0, 2.18),
+            (54.0, 3.97),
+            (64.0, 4.08),
+            (70.0, 4.02),
+            (76.0, 4.19),
+            (90.0, 4.55),
+            (128.0, 4.14),
+            (181.0, 4.17),
+            (256.0, 4.09),
+            (304.0, 4.12),
+            (362.0, 4.19),
+            (395.0, 4.18),
+            (430.0, 4.43),
+            (512.0, 4.7),
+            (724.0, 5.06),
+            (1024.0, 5.27),
+            (1218.0, 5.82),
+            (1328.0, 6.18),
+            (1448.0, 6.61),
+            (1579.0, 6.89),
+            (1722.0, 9.47),
+            (1878.0, 14.1),
+            (2048.0, 17.05),
+            (2233.0, 21.56),
+            (2435.0, 25.61),
+            (2656.0, 28.63),
+            (2896.0, 33.63),
+            (3444.0, 36.57),
+            (4096.0, 38.54),
+            (4871.0, 38.39),
+            (8192.0, 40.0),
+        ];
+        let mut x: Vec<f64> = pts.iter().map(|p| p.0 * 1024.0).collect();
+        let mut y: Vec<f64> = pts.iter().map(|p| p.1).collect();
+        for (f, v) in [(16384.0, 41.0), (22000.0, 150.0), (32768.0, 151.0), (46341.0, 152.0)] {
+            x.push(f * 1024.0);
+            y.push(v);
+        }
+        let s: Vec<Vec<f64>> = y.iter().map(|&v| vec![v]).collect();
+        let out = analyze(&x, &y, &s, Some(4.09e9), "test");
+        let l2 = out.findings["cpu.l2.capacity_bytes"].as_f64().unwrap();
+        assert!((l2 / 2097152.0 - 1.0).abs() <= 0.25, "{l2}");
+        assert!(out.findings["cpu.l2.capacity_bytes"].note.as_deref().unwrap().contains("far end"));
+        assert!((out.findings["cpu.l2.hit_latency_ns"].as_f64().unwrap() / 4.15 - 1.0).abs() < 0.05);
+        let l3 = out.findings["cpu.l3.hit_latency_ns"].as_f64().unwrap();
+        assert!((33.0..41.0).contains(&l3), "{l3}");
     }
 
     #[test]

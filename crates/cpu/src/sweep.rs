@@ -14,9 +14,9 @@ pub const FINE_PER_OCTAVE: f64 = 8.0;
 /// run-to-run noise of a plateau on the shared dev VM, ~5 %, and well under the 1.4x that
 /// separates levels).
 pub const REFINE_RATIO: f64 = 1.12;
-/// DRAM: a stretch of coarse points spanning [`FLAT_OCTAVES`], all within this ratio of their
-/// median, ...
-pub const FLAT_RATIO: f64 = 1.12;
+/// DRAM: a stretch of coarse points spanning [`FLAT_OCTAVES`], all but one in four within this
+/// ratio of their median, ...
+pub const FLAT_RATIO: f64 = 1.2;
 pub const FLAT_OCTAVES: f64 = 1.5;
 /// ... whose latency is at least this multiple of the first footprint's (L1d) ...
 pub const DRAM_OVER_L1: f64 = 45.0;
@@ -53,8 +53,8 @@ pub fn coarse(max_bytes: u64, line: u64) -> Vec<u64> {
 }
 
 /// Whether the coarse points measured so far (`x` ascending, `y` their latencies) end on a DRAM
-/// plateau: the points of the last [`FLAT_OCTAVES`] (at least four) lie within [`FLAT_RATIO`]
-/// of their median, which is at least [`DRAM_OVER_L1`] times `y[0]` and [`DRAM_OVER_L2`] times
+/// plateau: the points of the last [`FLAT_OCTAVES`] (at least four) lie, all but one in four,
+/// within [`FLAT_RATIO`] of their median, which is at least [`DRAM_OVER_L1`] times `y[0]` and [`DRAM_OVER_L2`] times
 /// the L2 reference, and the last footprint is at least [`DRAM_MIN_BYTES`].
 pub fn dram_reached(x: &[u64], y: &[f64]) -> bool {
     let n = x.len().min(y.len());
@@ -76,9 +76,10 @@ pub fn dram_reached(x: &[u64], y: &[f64]) -> bool {
         return false;
     }
     let med = memscope_core::stats::median(tail);
-    med >= DRAM_OVER_L1 * y[0]
-        && med >= DRAM_OVER_L2 * l2
-        && tail.iter().all(|&v| v <= med * FLAT_RATIO && v >= med / FLAT_RATIO)
+    // One point in four may stray (a neighbour's burst on a shared host): flatness only has to
+    // say that no further level follows; the two ratios tell DRAM from an L3.
+    let strays = tail.iter().filter(|&&v| v > med * FLAT_RATIO || v < med / FLAT_RATIO).count();
+    med >= DRAM_OVER_L1 * y[0] && med >= DRAM_OVER_L2 * l2 && strays <= tail.len() / 4
 }
 
 /// New footprints for one refinement round: the geometric middle of every neighbouring pair
@@ -171,7 +172,8 @@ mod tests {
             _ => 150.0,
         };
         let (x, _) = run(dev, 1 << 30);
-        assert!(*x.last().unwrap() >= 50 << 20, "{:?}", x.last());
+        // Past the far L3 (ends at 20 MiB) by an octave: at least three coarse DRAM points.
+        assert!(*x.last().unwrap() >= 40 << 20, "{:?}", x.last());
         // The same with the far L3 at 58 ns (47x L1d but 15x L2) over 3-12 MiB: still no stop.
         let far = |f: u64| if (2097153..=12 << 20).contains(&f) { 58.0 } else { dev(f) };
         let (x, y) = run(far, 1 << 30);
@@ -192,6 +194,15 @@ mod tests {
         assert_eq!(mid, 4, "{x:?}");
         // Fewer points than the old dense grid (4 per octave to 4x the LLC: 61 points to 128 MiB).
         assert!(x.len() < 40, "{}", x.len());
+    }
+
+    #[test]
+    fn one_stray_point_in_four_does_not_hide_dram() {
+        // The Xeon dev VM at load 7-10: DRAM points at 155-260 ns (results/dev-cpu/lane-2026-12-01).
+        let x = [4096, 262144, 16 << 20, 22 << 20, 32 << 20, 45 << 20];
+        assert!(dram_reached(&x, &[1.24, 4.0, 170.0, 154.8, 231.1, 175.0]));
+        // Two strays in four: not yet.
+        assert!(!dram_reached(&x, &[1.24, 4.0, 120.0, 154.8, 231.1, 175.0]));
     }
 
     #[test]
