@@ -134,6 +134,16 @@ impl Lane {
     }
 }
 
+/// Replace a target's entry (by id) in `doc` with `fresh`.
+pub fn refresh_target(doc: &mut Results, fresh: memscope_core::TargetInfo) {
+    for t in doc.targets.iter_mut().filter(|t| t.id == fresh.id) {
+        *t = fresh.clone();
+    }
+    if doc.target.id == fresh.id {
+        doc.target = fresh;
+    }
+}
+
 /// Record in a document holding the CPU and another target that the CPU ran after it.
 pub fn note_sequential(docs: &mut [(PathBuf, Results)], args: &Args) {
     for (_, doc) in docs.iter_mut() {

@@ -85,7 +85,21 @@ impl Probe for CpuLatency {
             p.repeats,
             p.hops
         );
-        let mut out = analyze(&x, &curve, &samples, ctx.target.info().clock_hz, &method);
+        // Cycles at the clock measured right after the sweep (the target's details record it).
+        let before_hz = ctx.target.info().clock_hz;
+        let hz = match ctx.target.as_any_mut().downcast_mut::<crate::CpuTarget>() {
+            Some(t) => t.remeasure_clock(),
+            None => before_hz,
+        };
+        let method = match (before_hz, hz) {
+            (Some(b), Some(a)) => format!(
+                "{method}; cycles at {:.3} GHz measured right after the sweep ({:.3} GHz when the target opened)",
+                a / 1e9,
+                b / 1e9
+            ),
+            _ => method,
+        };
+        let mut out = analyze(&x, &curve, &samples, hz, &method);
         crate::oscheck::annotate(&mut out, &sysinfo::os_caches(), &crate::cpuid::read(), &crate::oscheck::host_now());
         let huge_ok = pages.contains("hugetlbfs") || (pages.starts_with("THP: ") && !pages.starts_with("THP: 0 of"));
         if !huge_ok {

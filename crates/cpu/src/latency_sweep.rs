@@ -155,11 +155,42 @@ pub fn measure(ctx: &mut ProbeContext<'_>, p: &Plan) -> Result<Measured, ProbeEr
             last_pass_s = t.elapsed().as_secs_f64();
             passes += 1;
         }
+        // The coarse grid stopped on its first pass's values; when the fastest repeats of all
+        // passes do not end on a DRAM plateau the knee detector accepts (a neighbour's burst made
+        // the L3 look like DRAM, or two coarse points per octave are too few for a creeping DRAM
+        // level), fill the last 1.5 octaves to four per octave, then go on up the grid, each new
+        // footprint measured as often as the others, while the budget lasts.
+        let mut extended = 0;
+        let last = s.x.last().copied().unwrap_or(0);
+        let quarter = 2f64.powf(0.25);
+        let mut todo: Vec<u64> =
+            s.x.windows(2)
+                .filter(|w| {
+                    w[0] as f64 >= last as f64 / 2f64.powf(1.5) * 0.999 && w[1] as f64 > w[0] as f64 * quarter * 1.01
+                })
+                .map(|w| ((w[0] as f64 * w[1] as f64).sqrt() as u64) / p.line_bytes * p.line_bytes)
+                .collect();
+        todo.extend(coarse.iter().copied().filter(|&f| f > last));
+        for f in todo {
+            if ends_on_dram(&s.x, &s.curve()) || started.elapsed().as_secs_f64() > p.budget_s {
+                break;
+            }
+            s.add(f)?;
+            let i = s.x.partition_point(|&v| v < f);
+            for _ in 1..passes {
+                let r = s.chase(f, s.best(i).max(0.5))?;
+                s.samples[i].extend(r);
+            }
+            extended += 1;
+        }
         let mut note = if passes < p.passes {
             format!("{passes} of {} passes (time budget {:.0} s reached)", p.passes, p.budget_s)
         } else {
             format!("{passes} passes")
         };
+        if extended > 0 {
+            note = format!("{note}, {extended} footprint(s) added after the passes to reach DRAM");
+        }
         if let Some(f) = refine_cut {
             note = format!("refinement stopped at {f} B by the time budget, {note}");
         }
@@ -174,6 +205,19 @@ pub fn measure(ctx: &mut ProbeContext<'_>, p: &Plan) -> Result<Measured, ProbeEr
     let note = result?;
     let curve: Vec<f64> = samples.iter().map(|v| v.iter().cloned().fold(f64::INFINITY, f64::min)).collect();
     Ok((x, curve, samples, pages, note))
+}
+
+/// Whether the knee detector, configured as the probe's analysis, ends the curve on a plateau
+/// that is DRAM by the sweep's ratios (crate::sweep).
+fn ends_on_dram(x: &[u64], y: &[f64]) -> bool {
+    use memscope_core::knee::{detect_plateaus_with, KneeConfig};
+    let xf: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+    let cfg = KneeConfig { min_step_ratio: crate::latency::MIN_STEP_RATIO, min_points: crate::latency::MIN_POINTS };
+    let levels = detect_plateaus_with(&xf, y, &cfg);
+    match (levels.last(), y.first()) {
+        (Some(l), Some(&y0)) => l.capacity.is_none() && levels.len() >= 2 && l.latency >= sweep::DRAM_OVER_L1 * y0,
+        _ => false,
+    }
 }
 
 fn ctx_free(ctx: &mut ProbeContext<'_>, buf: memscope_core::Buffer) {

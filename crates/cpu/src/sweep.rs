@@ -57,6 +57,16 @@ pub fn coarse(max_bytes: u64, line: u64) -> Vec<u64> {
 /// within [`FLAT_RATIO`] of their median, which is at least [`DRAM_OVER_L1`] times `y[0]` and [`DRAM_OVER_L2`] times
 /// the L2 reference, and the last footprint is at least [`DRAM_MIN_BYTES`].
 pub fn dram_reached(x: &[u64], y: &[f64]) -> bool {
+    dram_tail(x, y, true)
+}
+
+/// Like [`dram_reached`] with no stray point allowed: the test the sweep's final curve (fastest
+/// of all passes) must pass, else the sweep goes on up the grid while the budget lasts.
+pub fn dram_settled(x: &[u64], y: &[f64]) -> bool {
+    dram_tail(x, y, false)
+}
+
+fn dram_tail(x: &[u64], y: &[f64], allow_strays: bool) -> bool {
     let n = x.len().min(y.len());
     if n < 4 || x[n - 1] < DRAM_MIN_BYTES || y[0].is_nan() || y[0] <= 0.0 {
         return false;
@@ -79,7 +89,8 @@ pub fn dram_reached(x: &[u64], y: &[f64]) -> bool {
     // One point in four may stray (a neighbour's burst on a shared host): flatness only has to
     // say that no further level follows; the two ratios tell DRAM from an L3.
     let strays = tail.iter().filter(|&&v| v > med * FLAT_RATIO || v < med / FLAT_RATIO).count();
-    med >= DRAM_OVER_L1 * y[0] && med >= DRAM_OVER_L2 * l2 && strays <= tail.len() / 4
+    let allowed = if allow_strays { tail.len() / 4 } else { 0 };
+    med >= DRAM_OVER_L1 * y[0] && med >= DRAM_OVER_L2 * l2 && strays <= allowed
 }
 
 /// New footprints for one refinement round: the geometric middle of every neighbouring pair
@@ -203,6 +214,9 @@ mod tests {
         assert!(dram_reached(&x, &[1.24, 4.0, 170.0, 154.8, 231.1, 175.0]));
         // Two strays in four: not yet.
         assert!(!dram_reached(&x, &[1.24, 4.0, 120.0, 154.8, 231.1, 175.0]));
+        // The final curve must be flat without strays.
+        assert!(!dram_settled(&x, &[1.24, 4.0, 170.0, 154.8, 231.1, 175.0]));
+        assert!(dram_settled(&x, &[1.24, 4.0, 170.0, 154.8, 181.1, 175.0]));
     }
 
     #[test]
