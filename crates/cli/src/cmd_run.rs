@@ -9,7 +9,7 @@ use memscope_report::{ProbeRecord, ProbeStatus, Results};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, Clone)]
 pub struct Args {
     /// Targets, comma-separated: cpu, cuda (every GPU), cuda:N, sim:PRESET (rtx4090, l40s),
     /// sim:FILE.json. Default: every CUDA GPU and the CPU; with no GPU, the CPU and sim:rtx4090.
@@ -30,6 +30,10 @@ pub struct Args {
     /// No progress bars.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Run the CPU's probes after the GPUs' on the main thread instead of beside them on their
+    /// own core (to measure what running them concurrently costs; see docs/PERFORMANCE.md).
+    #[arg(long)]
+    pub cpu_sequential: bool,
     /// Internal: continue the results file FILE (used when a GPU fault forces the remaining probes
     /// into a fresh process).
     #[arg(long, hide = true)]
@@ -41,7 +45,7 @@ type OpenedTarget = Result<Box<dyn Target>, CliError>;
 
 /// Check that every asked probe key exists; add the probes they need (`Probe::needs`) unless
 /// `continuing` (a continued run reads the earlier findings from its results file).
-fn select_probes(
+pub(crate) fn select_probes(
     all: Vec<Box<dyn Probe>>,
     asked: &[String],
     continuing: bool,
@@ -112,6 +116,9 @@ pub fn run(args: Args) -> CliResult {
     // From here on SIGINT/SIGTERM mark the files written as interrupted, with the probes not run.
     crate::run_guard::watch(plan(&opened, &probes));
 
+    // The CPU lane: on its own core beside the GPU probes unless --cpu-sequential.
+    let lane = crate::run_parallel::start(&mut opened, &args)?;
+
     // Documents: one per non-CPU target; the CPU joins the first (or stands alone).
     let mut docs: Vec<(PathBuf, Results)> = Vec::new();
     let mut failures: Vec<String> = Vec::new();
@@ -175,6 +182,10 @@ pub fn run(args: Args) -> CliResult {
         }
     }
 
+    match lane {
+        Some(lane) => lane.finish(&mut docs, &file_for(&args.out, 0, "cpu"), &mut failures)?,
+        None => crate::run_parallel::note_sequential(&mut docs, &args),
+    }
     for (path, doc) in docs.iter_mut() {
         doc.environment.insert("finished_at".into(), serde_json::json!(crate::provenance::now()));
         crate::run_guard::write(path, doc, memscope_report::RunPhase::Finished)?;
@@ -226,7 +237,7 @@ fn plan(opened: &[(TargetSpec, OpenedTarget)], probes: &[Box<dyn Probe>]) -> Vec
 }
 
 /// Run every probe on one target, merging into `doc` and re-writing it after each probe.
-fn run_target(
+pub(crate) fn run_target(
     target: &mut dyn Target,
     id: &str,
     probes: &[Box<dyn Probe>],
@@ -330,6 +341,12 @@ fn run_target(
             }
             break;
         }
+    }
+    // The CPU's clock is measured again by its latency probe (turbo moves with the host's load):
+    // record the target as it ended, so headers give the clock its cycles were counted in.
+    if info.kind == "cpu" {
+        crate::run_parallel::refresh_target(doc, target.info());
+        write_doc(path, doc)?;
     }
     Ok(())
 }

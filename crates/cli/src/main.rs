@@ -19,6 +19,7 @@ mod provenance;
 mod quantity;
 mod registry;
 mod run_guard;
+mod run_parallel;
 mod sizes;
 mod targets;
 

@@ -2,22 +2,21 @@
 //! cache lines (seed 000 appendix, "the latency chase", on the CPU), segmented into levels by the
 //! knee detector of `memscope_core::knee`: L1d, L2, L3 hit latency and capacity, DRAM latency.
 //!
-//! Plan: footprints from 4 KiB to four times the OS-reported last-level cache (at least 64 MiB,
-//! at most 1 GiB), four per octave; one buffer of the largest footprint (2 MiB pages where the
-//! kernel gives them, so TLB misses do not raise the far plateaus); each footprint chases every
-//! line of the buffer's first `footprint` bytes in a fresh random order (a random cycle defeats
-//! the prefetchers). Measure: warm-up laps, then `repeats` timed runs of `hops` hops each.
-//! Analyze: median per footprint, plateaus with at least three points differing by 1.3x.
+//! Plan (crate::sweep): footprints from 4 KiB, two per octave, up to 1.5 octaves into DRAM (or to
+//! twice the OS-reported last-level cache: at least 64 MiB, at most 1 GiB), then refined to
+//! eight per octave where the curve changes; one buffer of the largest footprint (2 MiB pages
+//! where the kernel gives them, so TLB misses do not raise the far plateaus); each footprint
+//! chases its lines in a fresh random order (a random cycle defeats the prefetchers). Measure:
+//! warm-up laps, then `repeats` timed runs of `hops` hops each, in `passes` passes over all
+//! footprints. Analyze: fastest repeat per footprint, plateaus with at least three points
+//! differing by 1.4x; capacities compared with what the OS reports (crate::oscheck).
 
 use crate::sysinfo;
 use memscope_core::knee::{detect_plateaus_with, KneeConfig, Plateau};
 use memscope_core::stats::Sample;
 use memscope_core::{
-    Applicability, CachePath, ChaseSpec, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, Series,
-    TargetInfo,
+    Applicability, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, Series, TargetInfo,
 };
-use rand::seq::SliceRandom;
-use rand::SeedableRng;
 
 /// Levels must differ by this ratio to count as distinct. CPU cache levels differ by 3x or more;
 /// an L1 DTLB miss (64 entries x 4 KiB = 256 KiB of reach where pages are small) adds ~1.3x to
@@ -27,12 +26,13 @@ pub const MIN_STEP_RATIO: f64 = 1.4;
 pub const MIN_POINTS: usize = 3;
 /// Target duration of one timed repeat; slow (DRAM) footprints get fewer hops, at least 200k.
 pub const REPEAT_NS: f64 = 25e6;
-const MIN_HOPS: u64 = 100_000;
+pub const MIN_HOPS: u64 = 100_000;
 
 /// The sweep.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
-    pub footprints: Vec<u64>,
+    /// Largest footprint the sweep may reach (the buffer's size).
+    pub max_bytes: u64,
     pub line_bytes: u64,
     /// Most timed hops per repeat (fewer where a repeat would take over `REPEAT_NS`).
     pub hops: u64,
@@ -46,25 +46,19 @@ pub struct Plan {
     /// Footprints up to this size get warm-up laps. Larger ones need none: writing the next
     /// pointers already walks every line once in chase order.
     pub warm_limit_bytes: u64,
+    /// Wall-time budget after which no further pass starts, in seconds.
+    pub budget_s: f64,
 }
 
-/// Footprints 4 KiB * 2^(k/4) up to 4x the LLC (64 MiB..1 GiB), rounded down to whole lines.
+/// The plan: up to twice the LLC (64 MiB..1 GiB), whole lines.
 pub fn plan(quick: bool, llc_bytes: Option<u64>, line_bytes: Option<u64>) -> Plan {
     let line = line_bytes.filter(|l| l.is_power_of_two() && (16..=512).contains(l)).unwrap_or(64);
     let llc = llc_bytes.unwrap_or(64 << 20);
-    let max = (4 * llc).clamp(64 << 20, 1 << 30);
-    let mut footprints = Vec::new();
-    let mut k = 0;
-    loop {
-        let f = ((4096.0 * 2f64.powf(k as f64 / 4.0)) as u64) / line * line;
-        if f > max {
-            break;
-        }
-        footprints.push(f);
-        k += 1;
-    }
-    let (hops, repeats, passes) = if quick { (150_000, 2, 3) } else { (500_000, 3, 6) };
-    Plan { footprints, line_bytes: line, hops, repeats, passes, warm_limit_bytes: llc }
+    let max_bytes = (2 * llc).clamp(64 << 20, 1 << 30);
+    let (hops, repeats, passes, budget_s) = if quick { (150_000, 2, 2, 12.0) } else { (500_000, 3, 4, 35.0) };
+    // Warm-up laps only up to 32 MiB: beyond, a lap costs seconds and the pointer-writing walk
+    // has already brought in what a cache of that size could hold.
+    Plan { max_bytes, line_bytes: line, hops, repeats, passes, warm_limit_bytes: llc.min(32 << 20), budget_s }
 }
 
 /// The CPU latency-versus-footprint probe.
@@ -75,67 +69,38 @@ impl Probe for CpuLatency {
         "cpu.latency"
     }
     fn description(&self) -> &'static str {
-        "CPU latency vs footprint (random pointer chase, 4 KiB to 4x LLC): L1d/L2/L3 latency and capacity, DRAM latency"
+        "CPU latency vs footprint (random pointer chase, adaptive footprints from 4 KiB into DRAM): L1d/L2/L3 latency and capacity beside the OS-reported sizes, DRAM latency"
     }
     fn applicability(&self, target: &TargetInfo) -> Applicability {
         Applicability::only_for_kind(target, "cpu", "CPU-only probe")
     }
     fn run(&self, ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError> {
         let p = plan(ctx.quick, sysinfo::os_llc_bytes(), sysinfo::os_line_bytes());
-        let max = *p.footprints.last().expect("non-empty plan");
-        let buf = ctx.target.alloc(max)?;
-        let pages = ctx
-            .target
-            .as_any_mut()
-            .downcast_mut::<crate::CpuTarget>()
-            .map(|t| t.page_note(&buf))
-            .unwrap_or_else(|| "page size unknown".into());
-        ctx.progress.start(p.footprints.len() as u64 * p.passes as u64, "latency vs footprint");
-        let nf = p.footprints.len();
-        let mut samples: Vec<Vec<f64>> = vec![Vec::new(); nf];
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x6d656d73);
-        let mut result = Ok(());
-        let total_lines = max / p.line_bytes;
-        'passes: for _ in 0..p.passes {
-            // One random permutation of all lines per pass; each footprint's cycle is the
-            // subsequence of the lines it covers, itself a uniformly random order (a sequential
-            // filter instead of a shuffle per footprint, which costs seconds at 1 GiB).
-            let mut perm: Vec<u64> = (0..total_lines).collect();
-            perm.shuffle(&mut rng);
-            let mut last_ns = 1.0;
-            for (i, &f) in p.footprints.iter().enumerate() {
-                let n = f / p.line_bytes;
-                let addrs: Vec<u64> = perm.iter().filter(|&&i| i < n).map(|i| buf.addr(i * p.line_bytes)).collect();
-                let hops = ((REPEAT_NS / last_ns) as u64).clamp(MIN_HOPS.min(p.hops), p.hops);
-                let mut spec = ChaseSpec::new(addrs, CachePath::L1Cached, hops);
-                spec.repeats = p.repeats;
-                spec.warmup_laps =
-                    if f <= p.warm_limit_bytes { (hops / 4).div_ceil(n).clamp(1, 1000) as u32 } else { 0 };
-                match ctx.target.chase(&spec) {
-                    Ok(r) => {
-                        let m = memscope_core::stats::median(&r.ns_per_hop);
-                        if m.is_finite() && m > 0.0 {
-                            last_ns = m;
-                        }
-                        samples[i].extend(r.ns_per_hop);
-                    }
-                    Err(e) => {
-                        result = Err(e);
-                        break 'passes;
-                    }
-                }
-                ctx.progress.advance(1);
-            }
-        }
-        ctx.target.free(buf);
-        result?;
-        let curve: Vec<f64> = samples.iter().map(|v| v.iter().cloned().fold(f64::INFINITY, f64::min)).collect();
-        let x: Vec<f64> = p.footprints.iter().map(|&f| f as f64).collect();
+        let (x, curve, samples, pages, note) = crate::latency_sweep::measure(ctx, &p)?;
+        let x: Vec<f64> = x.iter().map(|&f| f as f64).collect();
         let method = format!(
-            "random single-cycle pointer chase over {} B lines, 4 footprints per octave, {} passes x {} repeats of up to {} hops per footprint, curve = fastest repeat; {pages}",
-            p.line_bytes, p.passes, p.repeats, p.hops
+            "random single-cycle pointer chase over {} B lines, adaptive footprints (2 per octave, 8 per octave where latency changes by over {:.0} %, up to 1.5 octaves into DRAM), {note} x {} repeats of up to {} hops per footprint, curve = fastest repeat; {pages}",
+            p.line_bytes,
+            (crate::sweep::REFINE_RATIO - 1.0) * 100.0,
+            p.repeats,
+            p.hops
         );
-        let mut out = analyze(&x, &curve, &samples, ctx.target.info().clock_hz, &method);
+        // Cycles at the clock measured right after the sweep (the target's details record it).
+        let before_hz = ctx.target.info().clock_hz;
+        let hz = match ctx.target.as_any_mut().downcast_mut::<crate::CpuTarget>() {
+            Some(t) => t.remeasure_clock(),
+            None => before_hz,
+        };
+        let method = match (before_hz, hz) {
+            (Some(b), Some(a)) => format!(
+                "{method}; cycles at {:.3} GHz measured right after the sweep ({:.3} GHz when the target opened)",
+                a / 1e9,
+                b / 1e9
+            ),
+            _ => method,
+        };
+        let mut out = analyze(&x, &curve, &samples, hz, &method);
+        crate::oscheck::annotate(&mut out, &sysinfo::os_caches(), &crate::cpuid::read(), &crate::oscheck::host_now());
         let huge_ok = pages.contains("hugetlbfs") || (pages.starts_with("THP: ") && !pages.starts_with("THP: 0 of"));
         if !huge_ok {
             out.warnings
@@ -278,6 +243,15 @@ pub fn analyze(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Option<
         0 => "no plateau found in the latency curve".to_string(),
         n => format!("{n} level(s) found; no {what} level between them"),
     };
+    // Levels between L2 and L3 less than 2x slower than L2 are the L2's own far end (TLB reach,
+    // 4 KiB host pages colouring the physically indexed L2): the L2's capacity is where the last
+    // of them ends. A densely refined slow creep forms such a level on the Xeon dev VM.
+    let l2_end = match (l2, l3_index) {
+        (Some(l2p), Some(k)) if k > 2 && caches[2..k].iter().all(|c| c.latency < 2.0 * l2p.latency) => {
+            Some(&caches[k - 1])
+        }
+        _ => None,
+    };
     for (name, lv) in [("l1d", l1), ("l2", l2), ("l3", l3)] {
         match lv {
             Some(pl) => {
@@ -285,7 +259,22 @@ pub fn analyze(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Option<
                     &format!("cpu.{name}.hit_latency_ns"),
                     level_latency(name, pl, &y, samples, clock_hz, method),
                 );
-                out.finding(&format!("cpu.{name}.capacity_bytes"), level_capacity(pl, x, method));
+                let cap = match (name, l2_end) {
+                    ("l2", Some(end)) => {
+                        let mut f = level_capacity(end, x, method);
+                        f.note = Some(format!(
+                            "{}; the L2 level continues at {:.2} ns over {:.0}..{:.0} B (under 2x its {:.2} ns: its far end, not a level of its own)",
+                            f.note.unwrap_or_default(),
+                            end.latency,
+                            end.x_first,
+                            end.x_last,
+                            pl.latency
+                        ));
+                        f
+                    }
+                    _ => level_capacity(pl, x, method),
+                };
+                out.finding(&format!("cpu.{name}.capacity_bytes"), cap);
             }
             None => {
                 let reason = why(name);
@@ -307,17 +296,26 @@ pub fn analyze(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Option<
 mod tests {
     use super::*;
 
+    /// The dense grid of earlier versions (4 per octave from 4 KiB), which the measured curves
+    /// below were taken on.
+    fn dense(max: u64) -> Vec<f64> {
+        (0..)
+            .map(|k| ((4096.0 * 2f64.powf(k as f64 / 4.0)) as u64) / 64 * 64)
+            .take_while(|&f| f <= max)
+            .map(|f| f as f64)
+            .collect()
+    }
+
     #[test]
-    fn plan_covers_4k_to_4x_llc() {
+    fn plan_reaches_twice_the_llc_within_limits() {
         let p = plan(false, Some(32 << 20), Some(64));
-        assert_eq!(p.footprints[0], 4096);
-        assert_eq!(*p.footprints.last().unwrap(), 128 << 20);
-        assert!(p.footprints.contains(&(32 << 10)) && p.footprints.contains(&(512 << 10)));
-        assert!(p.footprints.windows(2).all(|w| w[1] > w[0] && w[1] % 64 == 0));
-        assert_eq!(p.footprints.len(), 15 * 4 + 1);
+        assert_eq!(p.max_bytes, 64 << 20);
+        assert_eq!(plan(false, Some(300 << 20), None).max_bytes, 600 << 20);
+        assert_eq!(plan(false, Some(2 << 30), None).max_bytes, 1 << 30);
         let q = plan(true, None, None);
         assert!(q.hops * ((q.repeats * q.passes) as u64) < p.hops * ((p.repeats * p.passes) as u64));
-        assert_eq!(*q.footprints.last().unwrap(), 256 << 20);
+        assert!(q.budget_s < p.budget_s);
+        assert_eq!(plan(true, None, Some(100)).line_bytes, 64);
     }
 
     fn synthetic(levels: &[(f64, f64)], x: &[f64]) -> Vec<Vec<f64>> {
@@ -332,8 +330,7 @@ mod tests {
 
     #[test]
     fn analyze_names_four_levels() {
-        let p = plan(false, Some(32 << 20), Some(64));
-        let x: Vec<f64> = p.footprints.iter().map(|&f| f as f64).collect();
+        let x = dense(128 << 20);
         let s = synthetic(&[(1.2, 32768.0), (4.0, 524288.0), (14.0, 32.0 * 1048576.0), (95.0, f64::INFINITY)], &x);
         let c: Vec<f64> = s.iter().map(|v| memscope_core::stats::median(v)).collect();
         let out = analyze(&x, &c, &s, Some(3e9), "test");
@@ -358,8 +355,7 @@ mod tests {
             16.42, 16.59, 17.30, 18.11, 19.41, 20.16, 19.44, 47.02, 114.41, 118.40, 122.81, 128.90, 134.34, 131.04,
             135.75, 135.49, 141.12, 141.87, 146.38, 140.94, 145.38, 141.45, 140.56, 146.05, 144.92, 152.49,
         ];
-        let p = plan(false, Some(32 << 20), Some(64));
-        let x: Vec<f64> = p.footprints.iter().map(|&f| f as f64).collect();
+        let x = dense(128 << 20);
         let s: Vec<Vec<f64>> = y.iter().map(|&v| vec![v]).collect();
         let out = analyze(&x, &y, &s, Some(3.2e9), "test");
         assert!(out.warnings.is_empty(), "{:?}", out.warnings);
@@ -372,11 +368,68 @@ mod tests {
     }
 
     #[test]
+    fn a_slow_l2_far_end_is_still_l2() {
+        // Measured on the Xeon dev VM (results/dev-cpu/lane-2026-12-01, 20:54 run, adaptive grid):
+        // L2 at 4.1 ns to 512 KiB, a creep to 6.9 ns up to 1.58 MiB, the L3 from 2.9 MiB (OS: 2 MiB L2).
+        let pts: [(f64, f64); 36] = [
+            (4.0, 1.24),
+            (8.0, 1.23),
+            (16.0, 1.24),
+            (32.0, 1.25),
+            (45.0, 1.27),
+            (49.0, 2.18),
+            (54.0, 3.97),
+            (64.0, 4.08),
+            (70.0, 4.02),
+            (76.0, 4.19),
+            (90.0, 4.55),
+            (128.0, 4.14),
+            (181.0, 4.17),
+            (256.0, 4.09),
+            (304.0, 4.12),
+            (362.0, 4.19),
+            (395.0, 4.18),
+            (430.0, 4.43),
+            (512.0, 4.7),
+            (724.0, 5.06),
+            (1024.0, 5.27),
+            (1218.0, 5.82),
+            (1328.0, 6.18),
+            (1448.0, 6.61),
+            (1579.0, 6.89),
+            (1722.0, 9.47),
+            (1878.0, 14.1),
+            (2048.0, 17.05),
+            (2233.0, 21.56),
+            (2435.0, 25.61),
+            (2656.0, 28.63),
+            (2896.0, 33.63),
+            (3444.0, 36.57),
+            (4096.0, 38.54),
+            (4871.0, 38.39),
+            (8192.0, 40.0),
+        ];
+        let mut x: Vec<f64> = pts.iter().map(|p| p.0 * 1024.0).collect();
+        let mut y: Vec<f64> = pts.iter().map(|p| p.1).collect();
+        for (f, v) in [(16384.0, 41.0), (22000.0, 150.0), (32768.0, 151.0), (46341.0, 152.0)] {
+            x.push(f * 1024.0);
+            y.push(v);
+        }
+        let s: Vec<Vec<f64>> = y.iter().map(|&v| vec![v]).collect();
+        let out = analyze(&x, &y, &s, Some(4.09e9), "test");
+        let l2 = out.findings["cpu.l2.capacity_bytes"].as_f64().unwrap();
+        assert!((l2 / 2097152.0 - 1.0).abs() <= 0.25, "{l2}");
+        assert!(out.findings["cpu.l2.capacity_bytes"].note.as_deref().unwrap().contains("far end"));
+        assert!((out.findings["cpu.l2.hit_latency_ns"].as_f64().unwrap() / 4.15 - 1.0).abs() < 0.05);
+        let l3 = out.findings["cpu.l3.hit_latency_ns"].as_f64().unwrap();
+        assert!((33.0..41.0).contains(&l3), "{l3}");
+    }
+
+    #[test]
     fn page_walk_level_after_dram_is_not_l3() {
         // Dev-machine run with a loaded L3: DRAM at ~115 ns up to 24 MiB, then ~175 ns (page-walk
         // entries no longer cached). L3 must stay the long 16 ns level, DRAM the level after it.
-        let p = plan(false, Some(32 << 20), Some(64));
-        let x: Vec<f64> = p.footprints.iter().map(|&f| f as f64).collect();
+        let x = dense(128 << 20);
         let y: Vec<f64> = x
             .iter()
             .map(|&f| match f as u64 {

@@ -1,10 +1,17 @@
 //! memscope-cpu: the host CPU as a `Target` (pointer chase over a random single cycle of lines,
-//! seed 000 appendix, with huge pages where the kernel gives them) and the CPU-only probes:
-//! `cpu.latency` (latency versus footprint, levels by knee detection) and `cpu.stride` (the
-//! strided copy of seed 002 and the line size it implies).
+//! seed 000 appendix, with huge pages where the kernel gives them; the core clock from a
+//! dependent-multiply chain, cross-checked against what the OS and CPUID report) and the
+//! CPU-only probes: `cpu.latency` (latency versus adaptive footprints, levels by knee detection,
+//! capacities beside the OS-reported sizes) and `cpu.stride` (the strided copy of seed 002 and
+//! the line size it implies).
 
+pub mod clock;
+pub mod cpuid;
 pub mod latency;
+mod latency_sweep;
+pub mod oscheck;
 pub mod stride;
+pub mod sweep;
 pub mod sysinfo;
 mod target;
 

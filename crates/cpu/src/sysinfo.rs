@@ -1,8 +1,9 @@
-//! What the operating system says about the host CPU (model name, cache sizes, huge-page
-//! settings) and the core clock measured with a chain of dependent adds. Cache sizes from sysfs
-//! only choose sweep ranges and are recorded as "OS-reported" details; findings never use them.
+//! What the operating system says about the host CPU (model name, cache sizes from sysfs,
+//! cpufreq frequencies, huge-page settings). The readers of sysfs take a root folder so that
+//! fixture trees (crates/cpu/fixtures/) test them. Reported cache sizes choose sweep ranges and
+//! sit beside the measured findings for comparison; findings never take their value from them.
 
-use std::time::Instant;
+use std::path::Path;
 
 /// One cache as sysfs describes it (`/sys/devices/system/cpu/cpu0/cache/indexN`).
 #[derive(Debug, Clone, PartialEq)]
@@ -13,10 +14,30 @@ pub struct OsCache {
     /// Size of one instance in bytes.
     pub size_bytes: u64,
     pub line_bytes: Option<u64>,
+    /// Logical CPUs sharing one instance (sysfs shared_cpu_list; CPUID's "maximum" count).
+    pub shared_cpus: Option<u32>,
 }
 
-fn read_trim(path: &str) -> Option<String> {
+fn read_trim(path: impl AsRef<Path>) -> Option<String> {
     std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+}
+
+/// Number of CPUs in a sysfs CPU list ("0-1", "0,2,4-7").
+pub fn count_cpu_list(text: &str) -> Option<u32> {
+    let mut n = 0u32;
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (a.trim().parse::<u32>().ok()?, b.trim().parse::<u32>().ok()?);
+                n += b.checked_sub(a)? + 1;
+            }
+            None => {
+                part.trim().parse::<u32>().ok()?;
+                n += 1;
+            }
+        }
+    }
+    (n > 0).then_some(n)
 }
 
 /// Parse sizes such as "32K", "512K", "32768K", "1M", "1024".
@@ -31,21 +52,61 @@ pub fn parse_size(text: &str) -> Option<u64> {
     num.trim().parse::<u64>().ok().map(|v| v * mult)
 }
 
-/// The caches of cpu0 per sysfs (empty when sysfs does not say).
-pub fn os_caches() -> Vec<OsCache> {
+/// The caches of `cpu` under a sysfs root ("/" on a live system; a fixture folder in tests):
+/// ROOT/sys/devices/system/cpu/cpuN/cache/index*/. Empty when sysfs does not say.
+pub fn os_caches_at(root: &Path, cpu: u32) -> Vec<OsCache> {
     let mut out = Vec::new();
-    for i in 0..8 {
-        let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{i}");
+    for i in 0..16 {
+        let dir = root.join(format!("sys/devices/system/cpu/cpu{cpu}/cache/index{i}"));
         let (Some(level), Some(kind), Some(size)) =
-            (read_trim(&format!("{dir}/level")), read_trim(&format!("{dir}/type")), read_trim(&format!("{dir}/size")))
+            (read_trim(dir.join("level")), read_trim(dir.join("type")), read_trim(dir.join("size")))
         else {
             continue;
         };
         let (Ok(level), Some(size_bytes)) = (level.parse::<u32>(), parse_size(&size)) else { continue };
-        let line_bytes = read_trim(&format!("{dir}/coherency_line_size")).and_then(|s| s.parse().ok());
-        out.push(OsCache { level, kind, size_bytes, line_bytes });
+        let line_bytes = read_trim(dir.join("coherency_line_size")).and_then(|s| s.parse().ok());
+        let shared_cpus = read_trim(dir.join("shared_cpu_list")).and_then(|s| count_cpu_list(&s));
+        out.push(OsCache { level, kind, size_bytes, line_bytes, shared_cpus });
     }
     out
+}
+
+/// The caches of cpu0 per the live sysfs.
+pub fn os_caches() -> Vec<OsCache> {
+    os_caches_at(Path::new("/"), 0)
+}
+
+/// The data or unified cache of `level` in a list (L1 means L1d).
+pub fn data_cache(caches: &[OsCache], level: u32) -> Option<&OsCache> {
+    caches.iter().find(|c| c.level == level && c.kind != "Instruction")
+}
+
+/// cpufreq frequencies of `cpu` under a sysfs root, in Hz: (base_frequency, cpuinfo_max_freq,
+/// cpuinfo_min_freq, scaling_cur_freq); each None when absent (VMs usually have no cpufreq).
+pub fn cpufreq_at(root: &Path, cpu: u32) -> [Option<f64>; 4] {
+    let dir = root.join(format!("sys/devices/system/cpu/cpu{cpu}/cpufreq"));
+    let khz =
+        |f: &str| read_trim(dir.join(f)).and_then(|s| s.parse::<f64>().ok()).filter(|v| *v > 0.0).map(|v| v * 1e3);
+    [khz("base_frequency"), khz("cpuinfo_max_freq"), khz("cpuinfo_min_freq"), khz("scaling_cur_freq")]
+}
+
+/// Every frequency source of the running host for the clock cross-check (`tsc_hz`: the TSC rate
+/// measured against the monotonic clock, when the TSC is invariant).
+pub fn clock_sources(tsc_hz: Option<f64>, id: &crate::cpuid::Report) -> crate::clock::Sources {
+    let [base, max, min, cur] = cpufreq_at(Path::new("/"), 0);
+    crate::clock::Sources {
+        cpuid_base_hz: id.base_hz,
+        cpuid_max_hz: id.max_hz,
+        cpuid_tsc_hz: id.tsc_hz,
+        hypervisor_tsc_hz: id.hypervisor_tsc_hz,
+        tsc_hz,
+        cpuinfo_hz: cpuinfo_field("cpu MHz").and_then(|v| v.parse::<f64>().ok()).map(|m| m * 1e6),
+        cpufreq_base_hz: base,
+        cpufreq_max_hz: max,
+        cpufreq_min_hz: min,
+        cpufreq_cur_hz: cur,
+        vendor: id.vendor.clone().or_else(|| cpuinfo_field("vendor_id")),
+    }
 }
 
 /// Largest per-instance cache size the OS reports (the last-level cache), if any.
@@ -134,46 +195,6 @@ pub fn anon_huge_bytes(base: u64) -> Option<u64> {
     None
 }
 
-/// Core clock in Hz measured as the rate of a chain of dependent integer adds (1 cycle each on
-/// every x86-64 core); the best of several 5 ms tries. None off x86-64.
-pub fn measure_clock_hz() -> Option<f64> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let mut best: f64 = 0.0;
-        for _ in 0..7 {
-            let iters: u64 = 50_000;
-            let t = Instant::now();
-            let mut x: u64 = 0;
-            let mut n = iters;
-            // SAFETY: register-only arithmetic; no memory, no stack.
-            unsafe {
-                std::arch::asm!(
-                    "2:",
-                    ".rept 100",
-                    "add {x}, 1",
-                    ".endr",
-                    "dec {n}",
-                    "jnz 2b",
-                    x = inout(reg) x,
-                    n = inout(reg) n,
-                    options(nomem, nostack),
-                );
-            }
-            std::hint::black_box((x, n));
-            let s = t.elapsed().as_secs_f64();
-            if s > 0.0 {
-                best = best.max(iters as f64 * 100.0 / s);
-            }
-        }
-        (best > 1e8).then_some(best)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = Instant::now();
-        None
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,10 +213,14 @@ mod tests {
     fn reads_this_machine() {
         assert!(!model_name().is_empty());
         assert!(logical_cpus() >= 1);
-        #[cfg(target_arch = "x86_64")]
-        {
-            let hz = measure_clock_hz().expect("x86-64 clock");
-            assert!((3e8..1e10).contains(&hz), "{hz}");
-        }
+    }
+
+    #[test]
+    fn counts_cpu_lists() {
+        assert_eq!(count_cpu_list("0"), Some(1));
+        assert_eq!(count_cpu_list("0-1\n"), Some(2));
+        assert_eq!(count_cpu_list("0,2,4-7"), Some(6));
+        assert_eq!(count_cpu_list("3-1"), None);
+        assert_eq!(count_cpu_list("x"), None);
     }
 }

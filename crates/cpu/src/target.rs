@@ -3,7 +3,7 @@
 //! transparent huge pages through madvise), a chase writes each address's next pointer and then
 //! times dependent loads with `Instant` over many hops, per-hop times come from `rdtscp`.
 
-use crate::sysinfo;
+use crate::{clock, cpuid, sysinfo};
 use memscope_core::{Buffer, ChaseResult, ChaseSpec, Target, TargetError, TargetInfo};
 use std::time::Instant;
 
@@ -36,8 +36,9 @@ pub struct CpuTarget {
     maps: Vec<Mapping>,
     next_id: u64,
     flush_buf: Option<(usize, usize)>,
-    clock_hz: Option<f64>,
+    clock: Option<clock::Measured>,
     tsc_hz: Option<f64>,
+    cpuid: cpuid::Report,
     name: String,
     units: u32,
 }
@@ -47,12 +48,18 @@ unsafe impl Send for CpuTarget {}
 
 impl CpuTarget {
     pub fn new() -> Result<CpuTarget, TargetError> {
+        let tsc_hz = tsc::calibrate();
+        let cpuid = cpuid::read();
+        let sources = sysinfo::clock_sources(tsc_hz, &cpuid);
+        // Below the reported range usually means a busy shared host: measure again, up to 5 times.
+        let low = |hz: f64| clock::cross_check(hz, &sources).verdict == clock::Verdict::BelowRange;
         Ok(CpuTarget {
             maps: Vec::new(),
             next_id: 1,
             flush_buf: None,
-            clock_hz: sysinfo::measure_clock_hz(),
-            tsc_hz: tsc::calibrate(),
+            clock: clock::measure_settled(low, 5),
+            tsc_hz,
+            cpuid,
             name: sysinfo::model_name(),
             units: sysinfo::logical_cpus(),
         })
@@ -127,11 +134,12 @@ impl Target for CpuTarget {
         }
         d.insert(
             "clock_method".into(),
-            match self.clock_hz {
-                Some(_) => "measured: rate of a chain of dependent integer adds (1 cycle each)".into(),
-                None => "unknown: cycles not available on this architecture".into(),
+            match &self.clock {
+                Some(m) => format!("measured: {}", m.method).into(),
+                None => "unknown: no clock instrument on this architecture".into(),
             },
         );
+        d.insert("clock".into(), self.clock_details());
         if let Some(t) = self.tsc_hz {
             d.insert("tsc_hz".into(), t.into());
         }
@@ -160,16 +168,26 @@ impl Target for CpuTarget {
             d.insert("huge_pages_obtained".into(), (hugetlb || got.flatten().unwrap_or(0) > 0).into());
             d.insert("huge_pages_check".into(), "4 MiB test mapping at startup".into());
         }
-        let caches: Vec<serde_json::Value> = sysinfo::os_caches()
-            .iter()
-            .map(|c| serde_json::json!({"level": c.level, "type": c.kind, "size_bytes": c.size_bytes}))
-            .collect();
-        d.insert("os_reported_caches".into(), serde_json::json!({"note": "sysfs, per instance; used only to size sweeps, never as a finding", "caches": caches}));
+        let list = |v: &[sysinfo::OsCache]| -> Vec<serde_json::Value> {
+            v.iter()
+                .map(|c| serde_json::json!({"level": c.level, "type": c.kind, "size_bytes": c.size_bytes, "shared_cpus": c.shared_cpus}))
+                .collect()
+        };
+        d.insert(
+            "os_reported_caches".into(),
+            serde_json::json!({
+                "note": "sysfs of cpu0, per instance; sizes sweeps and is compared with the measured findings, never used as one",
+                "caches": list(&sysinfo::os_caches()),
+                "cpuid_leaf": self.cpuid.cache_leaf,
+                "cpuid_caches": list(&self.cpuid.caches),
+            }),
+        );
+        d.insert("hypervisor".into(), self.cpuid.hypervisor.into());
         TargetInfo {
             kind: "cpu".into(),
             id: "cpu".into(),
             name: self.name.clone(),
-            clock_hz: self.clock_hz,
+            clock_hz: self.cycle_clock_hz(),
             bypass_supported: false,
             aliasing_supported: false,
             per_hop_supported: self.tsc_hz.is_some(),
@@ -282,6 +300,56 @@ impl Target for CpuTarget {
 }
 
 impl CpuTarget {
+    /// Measure the clock again (as at startup) and keep the result; returns the cycle clock.
+    /// The latency probe calls it right after its sweep: a turbo clock moves with the load of
+    /// the host (3.65-4.09 GHz on the shared dev VM within minutes).
+    pub fn remeasure_clock(&mut self) -> Option<f64> {
+        let sources = sysinfo::clock_sources(self.tsc_hz, &self.cpuid);
+        let low = |hz: f64| clock::cross_check(hz, &sources).verdict == clock::Verdict::BelowRange;
+        if let Some(m) = clock::measure_settled(low, 3) {
+            self.clock = Some(m);
+        }
+        self.cycle_clock_hz()
+    }
+
+    /// The clock cycles are counted in: the measured one, unless it lies above every reported
+    /// frequency's turbo range (then the instrument is not trusted and cycles are left out).
+    pub fn cycle_clock_hz(&self) -> Option<f64> {
+        let m = self.clock.as_ref()?;
+        let c = clock::cross_check(m.hz, &sysinfo::clock_sources(self.tsc_hz, &self.cpuid));
+        (c.verdict != clock::Verdict::AboveRange).then_some(m.hz)
+    }
+
+    /// The clock, its instruments and the cross-check against every reported frequency.
+    fn clock_details(&self) -> serde_json::Value {
+        let sources = sysinfo::clock_sources(self.tsc_hz, &self.cpuid);
+        let named: serde_json::Map<String, serde_json::Value> =
+            sources.named().into_iter().map(|(k, v)| (k.to_string(), v.into())).collect();
+        let Some(m) = &self.clock else {
+            return serde_json::json!({"measured_hz": null, "sources_hz": named});
+        };
+        let c = clock::cross_check(m.hz, &sources);
+        let rel: serde_json::Map<String, serde_json::Value> =
+            c.relative.iter().map(|(k, v)| (k.to_string(), (*v).into())).collect();
+        serde_json::json!({
+            "measured_hz": m.hz,
+            "method": m.method,
+            "primary_median_hz": m.primary.median_ops_per_s * m.primary_cycles,
+            "witness_method": m.witness_method,
+            "witness_hz": m.witness_hz(),
+            "witness_note": clock::witness_note(m),
+            "sources_hz": named,
+            "check": {
+                "verdict": c.verdict.as_str(),
+                "nominal_source": c.nominal.map(|n| n.0),
+                "nominal_hz": c.nominal.map(|n| n.1),
+                "range_hz": c.range_hz,
+                "top_source": c.top_source.unwrap_or("none reported: twice the nominal"),
+                "measured_over_source_minus_1": rel,
+            },
+        })
+    }
+
     fn alloc_thp(&mut self, bytes: u64, len: u64) -> Result<Buffer, TargetError> {
         let map_len = (len + HUGE_BYTES) as usize;
         let p = CpuTarget::map_anonymous(map_len, false)
@@ -380,6 +448,12 @@ mod chase {
         }
         heads.copy_from_slice(std::hint::black_box(&ps[..k]));
     }
+}
+
+/// The TSC calibration, for the clock's tests.
+#[cfg(test)]
+pub(crate) fn tsc_calibrate_for_tests() -> Option<f64> {
+    tsc::calibrate()
 }
 
 mod tsc {

@@ -343,6 +343,9 @@ pub fn report(results: &Results, model: Option<&Value>) -> String {
         esc(&title)
     );
     let _ = write!(h, "<h1>{}</h1><p class=\"sub\">{}</p>", esc(&title), esc(&table::provenance_line(results)));
+    if let Some(c) = crate::clocks::clocks_line(results) {
+        let _ = write!(h, "<p class=\"sub\">{}</p>", esc(&c));
+    }
     h.push_str("<section id=\"hierarchy-section\"><h2>Discovered hierarchy</h2>");
     h.push_str(&diagram::render(results));
     let _ = write!(

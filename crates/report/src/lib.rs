@@ -2,6 +2,7 @@
 //! bytes (hyperfine-style: one small file per format); only `json::write_atomic` touches disk.
 
 pub mod animation;
+pub mod clocks;
 pub mod compare;
 pub mod csv;
 pub mod diagram;

@@ -21,6 +21,9 @@ pub fn to_string(results: &Results) -> String {
         cell(&table::targets_title(results)),
         cell(&table::provenance_line(results))
     );
+    if let Some(c) = crate::clocks::clocks_line(results) {
+        out.push_str(&format!("{}\n\n", cell(&c)));
+    }
     if !results.tool.command.is_empty() {
         out.push_str(&format!("Command: {}\n\n", code(&results.tool.command.join(" "))));
     }

@@ -202,6 +202,9 @@ pub fn summary(results: &Results) -> String {
         let ids: Vec<&str> = results.targets.iter().map(|t| t.id.as_str()).collect();
         out.push_str(&format!("targets: {}\n", ids.join(", ")));
     }
+    if let Some(c) = crate::clocks::clocks_line(results) {
+        out.push_str(&format!("{c}\n"));
+    }
     let header = format!("  {:<30} {:>22} {:>12} {:>22}  {}\n", "", "value", "cycles", "spread (MAD)", "confidence");
     for (title, rows) in sections(results) {
         out.push('\n');

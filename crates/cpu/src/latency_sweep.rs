@@ -1,0 +1,225 @@
+//! The measurement loop of `cpu.latency` (seed 000 appendix, "the latency chase", on the host):
+//! the coarse grid until DRAM, refinement rounds where the curve changes (crate::sweep), then
+//! further passes over every footprint while the plan's time budget lasts.
+
+use crate::latency::{Plan, MIN_HOPS, REPEAT_NS};
+use crate::sweep;
+use memscope_core::{CachePath, ChaseSpec, ProbeContext, ProbeError};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use std::time::Instant;
+
+/// What the loop returns: footprints (ascending), the fastest repeat of each, every repeat of
+/// each, the page note, and a text on how many passes ran.
+pub type Measured = (Vec<u64>, Vec<f64>, Vec<Vec<f64>>, String, String);
+
+struct Sweep<'a, 'b> {
+    ctx: &'a mut ProbeContext<'b>,
+    p: &'a Plan,
+    buf: memscope_core::Buffer,
+    rng: rand_chacha::ChaCha8Rng,
+    x: Vec<u64>,
+    samples: Vec<Vec<f64>>,
+    pages: String,
+}
+
+fn page_note(ctx: &mut ProbeContext<'_>, buf: &memscope_core::Buffer) -> String {
+    ctx.target
+        .as_any_mut()
+        .downcast_mut::<crate::CpuTarget>()
+        .map(|t| t.page_note(buf))
+        .unwrap_or_else(|| "page size unknown".into())
+}
+
+impl Sweep<'_, '_> {
+    fn best(&self, i: usize) -> f64 {
+        self.samples[i].iter().cloned().fold(f64::INFINITY, f64::min)
+    }
+
+    fn curve(&self) -> Vec<f64> {
+        (0..self.x.len()).map(|i| self.best(i)).collect()
+    }
+
+    /// Latency estimate for a new footprint: that of the nearest smaller one measured.
+    fn estimate(&self, f: u64) -> f64 {
+        let i = self.x.partition_point(|&v| v < f);
+        if i == 0 {
+            1.0
+        } else {
+            self.best(i - 1).max(0.5)
+        }
+    }
+
+    /// One chase over the first `f` bytes of the buffer, in a fresh random order.
+    fn chase(&mut self, f: u64, est_ns: f64) -> Result<Vec<f64>, ProbeError> {
+        let n = f / self.p.line_bytes;
+        let mut lines: Vec<u64> = (0..n).collect();
+        lines.shuffle(&mut self.rng);
+        let addrs: Vec<u64> = lines.iter().map(|&i| self.buf.addr(i * self.p.line_bytes)).collect();
+        let hops = ((REPEAT_NS / est_ns) as u64).clamp(MIN_HOPS.min(self.p.hops), self.p.hops);
+        let mut spec = ChaseSpec::new(addrs, CachePath::L1Cached, hops);
+        spec.repeats = self.p.repeats;
+        spec.warmup_laps = if f <= self.p.warm_limit_bytes { (hops / 4).div_ceil(n).clamp(1, 1000) as u32 } else { 0 };
+        Ok(self.ctx.target.chase(&spec)?.ns_per_hop)
+    }
+
+    /// Make the buffer hold `f` bytes: a larger one (4x, at most the plan's largest footprint)
+    /// replaces it. Lines are placed afresh by every chase, so nothing carries over.
+    fn ensure(&mut self, f: u64) -> Result<(), ProbeError> {
+        if f > self.buf.bytes {
+            let want = (4 * self.buf.bytes).max(f).min(self.p.max_bytes);
+            self.ctx.target.free(self.buf);
+            self.buf = self.ctx.target.alloc(want)?;
+            self.pages = page_note(self.ctx, &self.buf);
+        }
+        Ok(())
+    }
+
+    /// Measure a new footprint and insert it in order.
+    fn add(&mut self, f: u64) -> Result<(), ProbeError> {
+        self.ensure(f)?;
+        let est = self.estimate(f);
+        let r = self.chase(f, est)?;
+        let i = self.x.partition_point(|&v| v < f);
+        self.x.insert(i, f);
+        self.samples.insert(i, r);
+        self.ctx.progress.advance(1);
+        Ok(())
+    }
+}
+
+/// Run the adaptive sweep of `p` on the context's target.
+pub fn measure(ctx: &mut ProbeContext<'_>, p: &Plan) -> Result<Measured, ProbeError> {
+    let started = Instant::now();
+    // The buffer starts at 64 MiB (or the plan's largest footprint) and grows as the coarse grid
+    // needs: mapping and touching 1 GiB of pages costs seconds, mostly not needed.
+    let buf = ctx.target.alloc(p.max_bytes.min(64 << 20))?;
+    let pages = page_note(ctx, &buf);
+    let coarse = sweep::coarse(p.max_bytes, p.line_bytes);
+    ctx.progress.start(coarse.len() as u64, "latency vs footprint: coarse grid");
+    let mut s = Sweep {
+        ctx,
+        p,
+        buf,
+        rng: rand_chacha::ChaCha8Rng::seed_from_u64(0x6d656d73),
+        x: Vec::new(),
+        samples: Vec::new(),
+        pages,
+    };
+    let result = (|| -> Result<String, ProbeError> {
+        let mut cut = None;
+        for &f in &coarse {
+            s.add(f)?;
+            if sweep::dram_reached(&s.x, &s.curve()) {
+                break;
+            }
+            if started.elapsed().as_secs_f64() > 0.6 * p.budget_s {
+                cut = Some(f);
+                break;
+            }
+        }
+        let mut rounds = 0;
+        let mut refine_cut = None;
+        while rounds < 3 {
+            let new = sweep::refine(&s.x, &s.curve(), p.line_bytes);
+            if new.is_empty() {
+                break;
+            }
+            s.ctx.progress.start(new.len() as u64, "latency vs footprint: refining knees");
+            // Smallest first: the knees of the fast levels are cheap; the time budget may end
+            // the refinement further up.
+            for f in new {
+                if started.elapsed().as_secs_f64() > 0.8 * p.budget_s {
+                    refine_cut = Some(f);
+                    break;
+                }
+                s.add(f)?;
+            }
+            if refine_cut.is_some() {
+                break;
+            }
+            rounds += 1;
+        }
+        // Further passes while one more fits the budget (a pass costs about what the last did).
+        let mut passes = 1;
+        let mut last_pass_s = started.elapsed().as_secs_f64();
+        while passes < p.passes && started.elapsed().as_secs_f64() + last_pass_s <= p.budget_s {
+            let t = Instant::now();
+            s.ctx.progress.start(s.x.len() as u64, &format!("latency vs footprint: pass {}", passes + 1));
+            for i in 0..s.x.len() {
+                let f = s.x[i];
+                let r = s.chase(f, s.best(i).max(0.5))?;
+                s.samples[i].extend(r);
+                s.ctx.progress.advance(1);
+            }
+            last_pass_s = t.elapsed().as_secs_f64();
+            passes += 1;
+        }
+        // The coarse grid stopped on its first pass's values; when the fastest repeats of all
+        // passes do not end on a DRAM plateau the knee detector accepts (a neighbour's burst made
+        // the L3 look like DRAM, or two coarse points per octave are too few for a creeping DRAM
+        // level), fill the last 1.5 octaves to four per octave, then go on up the grid, each new
+        // footprint measured as often as the others, while the budget lasts.
+        let mut extended = 0;
+        let last = s.x.last().copied().unwrap_or(0);
+        let quarter = 2f64.powf(0.25);
+        let mut todo: Vec<u64> =
+            s.x.windows(2)
+                .filter(|w| {
+                    w[0] as f64 >= last as f64 / 2f64.powf(1.5) * 0.999 && w[1] as f64 > w[0] as f64 * quarter * 1.01
+                })
+                .map(|w| ((w[0] as f64 * w[1] as f64).sqrt() as u64) / p.line_bytes * p.line_bytes)
+                .collect();
+        todo.extend(coarse.iter().copied().filter(|&f| f > last));
+        for f in todo {
+            if ends_on_dram(&s.x, &s.curve()) || started.elapsed().as_secs_f64() > p.budget_s {
+                break;
+            }
+            s.add(f)?;
+            let i = s.x.partition_point(|&v| v < f);
+            for _ in 1..passes {
+                let r = s.chase(f, s.best(i).max(0.5))?;
+                s.samples[i].extend(r);
+            }
+            extended += 1;
+        }
+        let mut note = if passes < p.passes {
+            format!("{passes} of {} passes (time budget {:.0} s reached)", p.passes, p.budget_s)
+        } else {
+            format!("{passes} passes")
+        };
+        if extended > 0 {
+            note = format!("{note}, {extended} footprint(s) added after the passes to reach DRAM");
+        }
+        if let Some(f) = refine_cut {
+            note = format!("refinement stopped at {f} B by the time budget, {note}");
+        }
+        if let Some(f) = cut {
+            note = format!("coarse grid cut at {f} B by the time budget before DRAM was reached, {note}");
+        }
+        Ok(note)
+    })();
+    let buf = s.buf;
+    let (x, samples, pages) = (std::mem::take(&mut s.x), std::mem::take(&mut s.samples), std::mem::take(&mut s.pages));
+    ctx_free(s.ctx, buf);
+    let note = result?;
+    let curve: Vec<f64> = samples.iter().map(|v| v.iter().cloned().fold(f64::INFINITY, f64::min)).collect();
+    Ok((x, curve, samples, pages, note))
+}
+
+/// Whether the knee detector, configured as the probe's analysis, ends the curve on a plateau
+/// that is DRAM by the sweep's ratios (crate::sweep).
+fn ends_on_dram(x: &[u64], y: &[f64]) -> bool {
+    use memscope_core::knee::{detect_plateaus_with, KneeConfig};
+    let xf: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+    let cfg = KneeConfig { min_step_ratio: crate::latency::MIN_STEP_RATIO, min_points: crate::latency::MIN_POINTS };
+    let levels = detect_plateaus_with(&xf, y, &cfg);
+    match (levels.last(), y.first()) {
+        (Some(l), Some(&y0)) => l.capacity.is_none() && levels.len() >= 2 && l.latency >= sweep::DRAM_OVER_L1 * y0,
+        _ => false,
+    }
+}
+
+fn ctx_free(ctx: &mut ProbeContext<'_>, buf: memscope_core::Buffer) {
+    ctx.target.free(buf);
+}
