@@ -192,7 +192,10 @@ fn html_outputs_render_in_headless_chromium() {
                     if p.is_dir() {
                         stack.push(p);
                     } else if p.to_string_lossy().ends_with("results.json") {
-                        committed.push((p, model.is_file().then(|| model.clone())));
+                        // (a simulated run beside the machine's, e.g. of its calibrated preset,
+                        // is another device: the model is not attached to it)
+                        let simulated = std::fs::read_to_string(&p).is_ok_and(|t| t.contains("\"kind\": \"sim\""));
+                        committed.push((p, (model.is_file() && !simulated).then(|| model.clone())));
                     }
                 }
             }
