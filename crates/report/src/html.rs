@@ -301,7 +301,11 @@ fn findings_table(results: &Results) -> String {
                 esc(&table::cycles_text(f)),
                 esc(&spread),
                 esc(&f.method),
-                esc(f.note.as_deref().unwrap_or("")),
+                esc(&match (f.note.as_deref(), table::check_text(f)) {
+                    (Some(n), Some(c)) => format!("{n}; second opinion: {c}"),
+                    (None, Some(c)) => format!("second opinion: {c}"),
+                    (n, None) => n.unwrap_or("").to_string(),
+                }),
                 esc(f.target.as_deref().unwrap_or(""))
             );
         }

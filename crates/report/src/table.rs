@@ -92,6 +92,20 @@ pub fn spread_text(f: &Finding) -> String {
     }
 }
 
+/// The second opinion of a finding in one line: the other instrument's value, how far apart and
+/// whether the two agree (None without one).
+pub fn check_text(f: &Finding) -> Option<String> {
+    let c = f.check.as_ref()?;
+    Some(format!(
+        "{} by {}: {:.2}% apart, {} (tolerance {:.0}%)",
+        units::number(c.value, &f.unit),
+        c.method,
+        100.0 * c.rel_diff,
+        if c.agrees { "agrees" } else { "DISAGREES" },
+        100.0 * c.tolerance
+    ))
+}
+
 /// Cycles, when recorded.
 pub fn cycles_text(f: &Finding) -> String {
     f.cycles.map(|c| format!("{} cyc", units::sig(c, 4))).unwrap_or_default()
@@ -241,6 +255,11 @@ pub fn summary(results: &Results) -> String {
                     }
                 }
             }
+            if let Some(c) = check_text(f) {
+                for (i, line) in wrap_text(&c, 80).iter().enumerate() {
+                    out.push_str(&format!("  {:<4} {} {line}\n", "", if i == 0 { "check:" } else { "      " }));
+                }
+            }
         }
     }
     // Probes not run, one line per (status, target, reason) listing the probe keys.
@@ -266,6 +285,16 @@ pub fn summary(results: &Results) -> String {
 mod tests {
     use super::*;
     use crate::sample;
+
+    #[test]
+    fn a_second_opinion_shows_under_its_finding() {
+        let f = Finding::number(100.0, "ns", "chase", Confidence::High).with_check(110.0, "another SM", 0.03);
+        let t = check_text(&f).unwrap();
+        assert!(t.contains("another SM") && t.contains("10.00% apart") && t.contains("DISAGREES"), "{t}");
+        let g = Finding::number(100.0, "ns", "chase", Confidence::High).with_check(101.0, "host clock", 0.03);
+        assert!(check_text(&g).unwrap().contains("agrees"));
+        assert!(check_text(&Finding::number(1.0, "ns", "m", Confidence::High)).is_none());
+    }
 
     #[test]
     fn summary_groups_by_level_with_units() {
