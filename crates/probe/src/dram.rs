@@ -434,7 +434,7 @@ impl Probe for DramProbe {
         &["line", "tlb"]
     }
     fn applicability(&self, info: &TargetInfo) -> Applicability {
-        if info.kind != "cpu" && !info.per_hop_supported {
+        if info.gpu_hierarchy && !info.per_hop_supported {
             return Applicability::Waived("needs per-hop timing".into());
         }
         gpu_applicability(info, true)

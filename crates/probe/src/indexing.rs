@@ -70,7 +70,7 @@ impl Probe for IndexingProbe {
         &["latency"]
     }
     fn applicability(&self, info: &TargetInfo) -> Applicability {
-        if !info.aliasing_supported && info.kind != "cpu" {
+        if !info.aliasing_supported && info.gpu_hierarchy {
             return Applicability::Waived(
                 "needs alloc_aliased (one physical allocation at two virtual addresses)".into(),
             );
