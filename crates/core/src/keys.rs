@@ -22,6 +22,10 @@ pub const L1_INDEX_MASKS: &str = "l1.index_masks";
 /// How often the recovered masks predict conflicts (ratio).
 pub const L1_INDEX_PREDICTION_ACCURACY: &str = "l1.index_prediction_accuracy";
 
+// The chase instrument itself.
+/// What recording each hop's time adds to a hop (per-hop records less the uninstrumented latency).
+pub const LATENCY_PER_HOP_OVERHEAD_NS: &str = "latency.per_hop_overhead_ns";
+
 // L1 eviction-set search (the evset probe).
 /// Chases the reduction took.
 pub const EVSET_CHASES: &str = "evset.chases";
@@ -158,6 +162,7 @@ pub fn fence_ns(scope: &str) -> String {
 
 /// Every fixed key above.
 pub const ALL: &[&str] = &[
+    LATENCY_PER_HOP_OVERHEAD_NS,
     L1_HIT_LATENCY_NS,
     L1_CAPACITY_BYTES,
     L1_LINE_BYTES,
@@ -216,6 +221,7 @@ pub const ALL: &[&str] = &[
 
 /// The fixed keys that are measured quantities with a unit (the rest are counts, ratios, text).
 pub const MEASURED: &[&str] = &[
+    LATENCY_PER_HOP_OVERHEAD_NS,
     L1_HIT_LATENCY_NS,
     L1_CAPACITY_BYTES,
     L1_LINE_BYTES,

@@ -411,7 +411,7 @@ impl Probe for LatencyProbe {
         );
         if m.per_hop() {
             out.finding(
-                "latency.per_hop_overhead_ns",
+                keys::LATENCY_PER_HOP_OVERHEAD_NS,
                 Finding::number(overhead, "ns", "median hop of a chase with per-hop records less the uninstrumented latency, L2 hits", Confidence::Medium)
                     .with_note(&format!(
                         "what recording each hop's time (a clock read and a store) adds to it; {overhead_l1:.2} ns at the L1 level; subtracted from the per-hop series and from the far-L2 cluster"
