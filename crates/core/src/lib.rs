@@ -5,6 +5,7 @@
 pub mod finding;
 pub mod gf2;
 pub mod hierarchy;
+pub mod keys;
 pub mod knee;
 pub mod model;
 pub mod probe;

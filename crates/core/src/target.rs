@@ -108,6 +108,13 @@ pub struct TargetInfo {
     pub aliasing_supported: bool,
     /// Whether per-hop timing works.
     pub per_hop_supported: bool,
+    /// Whether the hierarchy has the GPU shape the generic discovery probes (crates/probe) are
+    /// written for: an L1 and a TLB per SM in front of a shared L2 and DRAM, reached through the
+    /// chase instrument. False for the host CPU, whose cache levels its own cpu.* probes measure.
+    /// Results written before this field read it as false; applicability is decided on the live
+    /// target's info, never on a file's.
+    #[serde(default)]
+    pub gpu_hierarchy: bool,
     /// Number of SMs (GPU) or cores (CPU).
     pub units: u32,
     /// Anything else worth recording (driver, compute capability, memory size...).
@@ -158,4 +165,17 @@ pub trait Target: Send {
     }
     /// Downcast hook for backend-specific probes (the CPU strided copy, GPU bandwidth...).
     fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TargetInfo;
+
+    #[test]
+    fn a_target_recorded_before_gpu_hierarchy_still_loads() {
+        let old = r#"{"kind": "cuda", "id": "cuda:0", "name": "NVIDIA H200", "clock_hz": null,
+            "bypass_supported": true, "aliasing_supported": true, "per_hop_supported": true, "units": 132}"#;
+        let info: TargetInfo = serde_json::from_str(old).unwrap();
+        assert!(!info.gpu_hierarchy && info.bypass_supported);
+    }
 }

@@ -12,6 +12,7 @@
 //! differing by 1.4x; capacities compared with what the OS reports (crate::oscheck).
 
 use crate::sysinfo;
+use memscope_core::keys;
 use memscope_core::knee::{detect_plateaus_with, KneeConfig, Plateau};
 use memscope_core::stats::Sample;
 use memscope_core::{
@@ -255,10 +256,7 @@ pub fn analyze(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Option<
     for (name, lv) in [("l1d", l1), ("l2", l2), ("l3", l3)] {
         match lv {
             Some(pl) => {
-                out.finding(
-                    &format!("cpu.{name}.hit_latency_ns"),
-                    level_latency(name, pl, &y, samples, clock_hz, method),
-                );
+                out.finding(&keys::cpu_hit_latency_ns(name), level_latency(name, pl, &y, samples, clock_hz, method));
                 let cap = match (name, l2_end) {
                     ("l2", Some(end)) => {
                         let mut f = level_capacity(end, x, method);
@@ -274,12 +272,12 @@ pub fn analyze(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Option<
                     }
                     _ => level_capacity(pl, x, method),
                 };
-                out.finding(&format!("cpu.{name}.capacity_bytes"), cap);
+                out.finding(&keys::cpu_capacity_bytes(name), cap);
             }
             None => {
                 let reason = why(name);
-                out.finding(&format!("cpu.{name}.hit_latency_ns"), Finding::undetermined("ns", method, &reason));
-                out.finding(&format!("cpu.{name}.capacity_bytes"), Finding::undetermined("bytes", method, &reason));
+                out.finding(&keys::cpu_hit_latency_ns(name), Finding::undetermined("ns", method, &reason));
+                out.finding(&keys::cpu_capacity_bytes(name), Finding::undetermined("bytes", method, &reason));
             }
         }
     }
@@ -288,7 +286,7 @@ pub fn analyze(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Option<
         None if levels.is_empty() => Finding::undetermined("ns", method, "no plateau found in the latency curve"),
         None => Finding::undetermined("ns", method, "latency still rising at the largest footprint: no DRAM plateau"),
     };
-    out.finding("cpu.dram.latency_ns", dram_f);
+    out.finding(keys::CPU_DRAM_LATENCY_NS, dram_f);
     out
 }
 

@@ -3,6 +3,7 @@
 //! reasons when the two differ by more than [`TOLERANCE`].
 
 use crate::sysinfo::OsCache;
+use memscope_core::keys;
 use memscope_core::{Confidence, Finding, ProbeOutput};
 
 /// Measured and reported sizes may differ by this fraction before the finding says so.
@@ -126,7 +127,7 @@ pub fn annotate(out: &mut ProbeOutput, sysfs: &[OsCache], cpuid: &crate::cpuid::
                 .map(|c| (c, format!("CPUID leaf {}", cpuid.cache_leaf.unwrap_or("?")))),
         };
         let Some((rep, source)) = rep else { continue };
-        let key = format!("cpu.{name}.capacity_bytes");
+        let key = keys::cpu_capacity_bytes(name);
         let Some(f) = out.findings.get_mut(&key) else { continue };
         match f.as_f64() {
             Some(measured) => {
@@ -149,7 +150,7 @@ pub fn annotate(out: &mut ProbeOutput, sysfs: &[OsCache], cpuid: &crate::cpuid::
             }
         }
         out.findings.insert(
-            format!("cpu.{name}.os_capacity_bytes"),
+            keys::cpu_os_capacity_bytes(name),
             Finding::integer(
                 rep.size_bytes,
                 "bytes",

@@ -12,6 +12,7 @@
 //! L2 and L1 lines move one at a time and stride 129 is 2x faster than 64. `cpu.line_bytes` comes
 //! from the cache-resident sweep; its note gives what the seed's 32 MiB sweep alone implies.
 
+use memscope_core::keys;
 use memscope_core::stats::Sample;
 use memscope_core::{
     Applicability, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, Progress, Series, TargetInfo,
@@ -216,7 +217,7 @@ pub fn analyze(strides: &[usize], big: &[Vec<f64>], small: &[Vec<f64>], runs: us
         }
         Err(why) => Finding::undetermined("bytes", &method, &format!("cache-resident sweep: {why}; {seed_says}")),
     };
-    out.finding("cpu.line_bytes", f);
+    out.finding(keys::CPU_LINE_BYTES, f);
     out
 }
 

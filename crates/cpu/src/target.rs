@@ -191,6 +191,7 @@ impl Target for CpuTarget {
             bypass_supported: false,
             aliasing_supported: false,
             per_hop_supported: self.tsc_hz.is_some(),
+            gpu_hierarchy: false,
             units: self.units,
             details: d,
         }

@@ -14,7 +14,7 @@ fn info_describes_the_host() {
     let i = t.info();
     assert_eq!((i.kind.as_str(), i.id.as_str()), ("cpu", "cpu"));
     assert!(!i.name.is_empty() && i.units >= 1);
-    assert!(!i.bypass_supported && !i.aliasing_supported);
+    assert!(!i.bypass_supported && !i.aliasing_supported && !i.gpu_hierarchy);
     assert!(i.details.contains_key("huge_pages_obtained"));
     assert!(i.details.contains_key("thp_mode"));
 }

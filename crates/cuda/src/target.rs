@@ -466,6 +466,7 @@ impl Target for CudaTarget {
             bypass_supported: true,
             aliasing_supported: true,
             per_hop_supported: true,
+            gpu_hierarchy: true,
             units: self.sms,
             details: d,
         }

@@ -12,6 +12,7 @@
 
 use crate::measure::{earlier_u64, gpu_applicability, Meter};
 use memscope_core::gf2;
+use memscope_core::keys;
 use memscope_core::stats::median;
 use memscope_core::{
     Applicability, CachePath, ChaseSpec, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, Series,
@@ -433,7 +434,7 @@ impl Probe for DramProbe {
         &["line", "tlb"]
     }
     fn applicability(&self, info: &TargetInfo) -> Applicability {
-        if info.kind != "cpu" && !info.per_hop_supported {
+        if info.gpu_hierarchy && !info.per_hop_supported {
             return Applicability::Waived("needs per-hop timing".into());
         }
         gpu_applicability(info, true)
@@ -444,9 +445,9 @@ impl Probe for DramProbe {
         let mut m = Meter::new(&mut *ctx.target, 81);
         let info = m.info.clone();
         let mut out = ProbeOutput::default();
-        let line = earlier_u64(&earlier, "l1.line_bytes").unwrap_or(128);
-        let sector = earlier_u64(&earlier, "l1.sector_bytes").unwrap_or(32);
-        let page = earlier_u64(&earlier, "tlb.page_bytes").unwrap_or(64 << 10);
+        let line = earlier_u64(&earlier, keys::L1_LINE_BYTES).unwrap_or(128);
+        let sector = earlier_u64(&earlier, keys::L1_SECTOR_BYTES).unwrap_or(32);
+        let page = earlier_u64(&earlier, keys::TLB_PAGE_BYTES).unwrap_or(64 << 10);
 
         // Refresh: one cold lap over dense lines.
         let n_lines: u64 = if quick { 8000 } else { 24000 };
@@ -461,7 +462,7 @@ impl Probe for DramProbe {
                 let base = median(h);
                 let mad = memscope_core::stats::Sample::new(h).map(|s| s.mad()).unwrap_or(0.0);
                 // Above jitter, and above a TLB miss (the first hop into each page pays one).
-                let tlb_ns = crate::measure::earlier_f64(&earlier, "tlb.l1.miss_ns").unwrap_or(0.0).max(0.0);
+                let tlb_ns = crate::measure::earlier_f64(&earlier, keys::TLB_L1_MISS_NS).unwrap_or(0.0).max(0.0);
                 let floor = (6.0 * 1.4826 * mad).max(0.02 * base) + tlb_ns;
                 match analyze_refresh(h, floor) {
                     Some(fit) => {
@@ -473,23 +474,26 @@ impl Probe for DramProbe {
                         if let Some(hz) = info.clock_hz {
                             f = f.with_cycles(fit.stall_ns * 1e-9 * hz);
                         }
-                        out.finding("dram.refresh_stall_ns", f);
+                        out.finding(keys::DRAM_REFRESH_STALL_NS, f);
                         out.finding(
-                            "dram.refresh_fraction",
+                            keys::DRAM_REFRESH_FRACTION,
                             Finding::number(fit.fraction, "ratio", &rmethod, Confidence::Medium),
                         );
                     }
                     None => {
                         let why =
                             format!("no uniform band of stalled hops above {floor:.1} ns in {n_lines} cold accesses");
-                        out.finding("dram.refresh_stall_ns", Finding::undetermined("ns", &rmethod, &why));
-                        out.finding("dram.refresh_fraction", Finding::undetermined("ratio", &rmethod, &why));
+                        out.finding(keys::DRAM_REFRESH_STALL_NS, Finding::undetermined("ns", &rmethod, &why));
+                        out.finding(keys::DRAM_REFRESH_FRACTION, Finding::undetermined("ratio", &rmethod, &why));
                     }
                 }
             }
             None => {
-                out.finding("dram.refresh_stall_ns", Finding::undetermined("ns", &rmethod, "needs per-hop times"));
-                out.finding("dram.refresh_fraction", Finding::undetermined("ratio", &rmethod, "needs per-hop times"));
+                out.finding(keys::DRAM_REFRESH_STALL_NS, Finding::undetermined("ns", &rmethod, "needs per-hop times"));
+                out.finding(
+                    keys::DRAM_REFRESH_FRACTION,
+                    Finding::undetermined("ratio", &rmethod, "needs per-hop times"),
+                );
             }
         }
 
@@ -510,13 +514,13 @@ impl Probe for DramProbe {
             Ok(RowFound { row, preserving, saving, k, top_bit, fast_same }) => {
                 let basis: Vec<String> = gf2::rref(&preserving).iter().map(|&v| gf2::format_mask(v)).collect();
                 out.finding(
-                    "dram.row_bytes",
+                    keys::DRAM_ROW_BYTES,
                     Finding::integer(row, "bytes", mmethod, Confidence::Medium).with_note(&format!(
                         "row-preserving differences: {basis:?}; an open row saves ~{saving:.1} ns at a delay of {k} L1 hits ({fast_same} of {CONFIRM} confirming same-row reads below the threshold, no other-row read); differences of one or two bits below bit {top_bit} tried, each kept twice"
                     )),
                 );
             }
-            Err(why) => out.finding("dram.row_bytes", Finding::undetermined("bytes", mmethod, &why)),
+            Err(why) => out.finding(keys::DRAM_ROW_BYTES, Finding::undetermined("bytes", mmethod, &why)),
         }
         Ok(out)
     }

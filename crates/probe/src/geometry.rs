@@ -6,6 +6,7 @@
 use crate::evset::{check_minimal, find_l1_evset, L1Evset};
 use crate::line::{analyze_line, measure_line, POOL_STRIDE};
 use crate::measure::{earlier_u64, gpu_applicability, Meter};
+use memscope_core::keys;
 use memscope_core::{
     Applicability, Buffer, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, TargetInfo,
 };
@@ -13,7 +14,7 @@ use std::collections::BTreeMap;
 
 /// The L1 line size from an earlier finding, or measured now.
 pub fn line_bytes(m: &mut Meter<'_>, earlier: &BTreeMap<String, Finding>) -> Result<u64, ProbeError> {
-    if let Some(l) = earlier_u64(earlier, "l1.line_bytes") {
+    if let Some(l) = earlier_u64(earlier, keys::L1_LINE_BYTES) {
         return Ok(l);
     }
     let buf = m.alloc((4096 << crate::evset::POOL_DOUBLINGS) * POOL_STRIDE + (1 << 16))?;
@@ -25,7 +26,7 @@ pub fn line_bytes(m: &mut Meter<'_>, earlier: &BTreeMap<String, Finding>) -> Res
 
 /// Candidate pool size: 4096 lines, or four L1 capacities when that is more.
 pub fn pool_lines(earlier: &BTreeMap<String, Finding>, line: u64) -> usize {
-    let cap = earlier_u64(earlier, "l1.capacity_bytes").unwrap_or(0);
+    let cap = earlier_u64(earlier, keys::L1_CAPACITY_BYTES).unwrap_or(0);
     (4096u64).max(4 * cap / line.max(1)) as usize
 }
 
@@ -66,9 +67,12 @@ impl Probe for EvsetProbe {
             "threshold group testing over a pool of {} lines at {line}-byte stride; groups double when none can go; {} backtracks",
             e.pool_lines, e.reduction.backtracks
         );
-        out.finding("evset.chases", Finding::integer(e.reduction.chases, "count", &method, Confidence::High));
-        out.finding("evset.pool_lines", Finding::integer(e.pool_lines as u64, "count", &method, Confidence::High));
-        out.finding("evset.lines", Finding::integer(e.reduction.set.len() as u64, "count", &method, Confidence::High));
+        out.finding(keys::EVSET_CHASES, Finding::integer(e.reduction.chases, "count", &method, Confidence::High));
+        out.finding(keys::EVSET_POOL_LINES, Finding::integer(e.pool_lines as u64, "count", &method, Confidence::High));
+        out.finding(
+            keys::EVSET_LINES,
+            Finding::integer(e.reduction.set.len() as u64, "count", &method, Confidence::High),
+        );
         Ok(out)
     }
 }
@@ -111,8 +115,8 @@ impl Probe for WaysProbe {
         let mut out = ProbeOutput::default();
         let method = "minimal L1 eviction set (group testing), re-tested whole and with each member dropped";
         match analyze_ways(e.reduction.set.len(), full, fit) {
-            Ok(w) => out.finding("l1.ways", Finding::integer(w, "count", method, Confidence::High)),
-            Err(why) => out.finding("l1.ways", Finding::undetermined("count", method, &why)),
+            Ok(w) => out.finding(keys::L1_WAYS, Finding::integer(w, "count", method, Confidence::High)),
+            Err(why) => out.finding(keys::L1_WAYS, Finding::undetermined("count", method, &why)),
         }
         Ok(out)
     }
@@ -158,20 +162,20 @@ impl Probe for SetsProbe {
     }
     fn run(&self, ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError> {
         let e = ctx.earlier;
-        let rank = e.get("l1.index_masks").and_then(|f| f.value.as_array()).map(|a| a.len());
+        let rank = e.get(keys::L1_INDEX_MASKS).and_then(|f| f.value.as_array()).map(|a| a.len());
         let (sets, how) = analyze_sets(
             rank,
-            earlier_u64(e, "l1.capacity_bytes"),
-            earlier_u64(e, "l1.ways"),
-            earlier_u64(e, "l1.line_bytes"),
+            earlier_u64(e, keys::L1_CAPACITY_BYTES),
+            earlier_u64(e, keys::L1_WAYS),
+            earlier_u64(e, keys::L1_LINE_BYTES),
         );
         let mut out = ProbeOutput::default();
         match sets {
             Some(s) => {
                 let conf = if how.contains(" = ") { Confidence::High } else { Confidence::Medium };
-                out.finding("l1.sets", Finding::integer(s, "count", &how, conf));
+                out.finding(keys::L1_SETS, Finding::integer(s, "count", &how, conf));
             }
-            None => out.finding("l1.sets", Finding::undetermined("count", "from earlier findings", &how)),
+            None => out.finding(keys::L1_SETS, Finding::undetermined("count", "from earlier findings", &how)),
         }
         Ok(out)
     }

@@ -14,6 +14,7 @@ use crate::evset::{find_l1_evset, Oracle};
 use crate::geometry::{line_bytes, pool_lines};
 use crate::measure::{earlier_u64, gpu_applicability, Meter};
 use memscope_core::gf2;
+use memscope_core::keys;
 use memscope_core::{Applicability, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, TargetInfo};
 use rand::Rng;
 
@@ -194,8 +195,8 @@ impl Probe for IndexProbe {
         // The largest aligned window the target grants (bit 33 and up on a 4090-like L1).
         let (buf, base, window_bits) = m.aligned_window(34, 22)?;
         let mut hi = window_bits;
-        let physical = earlier.get("l1.indexing").and_then(|f| f.value.as_str()) == Some("physical");
-        let page = earlier_u64(&earlier, "tlb.page_bytes");
+        let physical = earlier.get(keys::L1_INDEXING).and_then(|f| f.value.as_str()) == Some("physical");
+        let page = earlier_u64(&earlier, keys::TLB_PAGE_BYTES);
         let mut note = format!("address bits {lo}..{hi} flipped in an aligned window of 2^{hi} bytes");
         if physical {
             match page {
@@ -207,7 +208,7 @@ impl Probe for IndexProbe {
                     m.target.free(buf);
                     let mut out = ProbeOutput::default();
                     out.finding(
-                        "l1.index_masks",
+                        keys::L1_INDEX_MASKS,
                         Finding::undetermined(
                             "",
                             "bit flips",
@@ -241,18 +242,18 @@ impl Probe for IndexProbe {
         let vmethod =
             format!("{total} predictions (fresh eviction sets, unseen congruent and non-congruent addresses)");
         out.finding(
-            "l1.index_prediction_accuracy",
+            keys::L1_INDEX_PREDICTION_ACCURACY,
             Finding::number(acc, "ratio", &vmethod, if total >= 12 { Confidence::High } else { Confidence::Medium }),
         );
         let hex: Vec<serde_json::Value> = rec.masks.iter().map(|&mk| serde_json::json!(gf2::format_mask(mk))).collect();
         if rec.masks.is_empty() {
             out.finding(
-                "l1.index_masks",
+                keys::L1_INDEX_MASKS,
                 Finding::undetermined("", &method, "no address bit in the window changes the set"),
             );
         } else if acc < 0.9 {
             out.finding(
-                "l1.index_masks",
+                keys::L1_INDEX_MASKS,
                 Finding::undetermined(
                     "",
                     &method,
@@ -262,7 +263,7 @@ impl Probe for IndexProbe {
         } else {
             let conf = if acc >= 0.99 { Confidence::High } else { Confidence::Medium };
             out.finding(
-                "l1.index_masks",
+                keys::L1_INDEX_MASKS,
                 Finding::json(serde_json::Value::Array(hex), "", &method, conf)
                     .with_note("canonical basis (reduced row echelon form); compare up to change of basis"),
             );

@@ -11,6 +11,7 @@ use crate::evset::find_l1_evset;
 use crate::geometry::{line_bytes, pool_lines};
 use crate::latency::dense_lines;
 use crate::measure::{earlier_u64, gpu_applicability, Meter};
+use memscope_core::keys;
 use memscope_core::{
     Applicability, CachePath, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, TargetInfo,
 };
@@ -69,7 +70,7 @@ impl Probe for IndexingProbe {
         &["latency"]
     }
     fn applicability(&self, info: &TargetInfo) -> Applicability {
-        if !info.aliasing_supported && info.kind != "cpu" {
+        if !info.aliasing_supported && info.gpu_hierarchy {
             return Applicability::Waived(
                 "needs alloc_aliased (one physical allocation at two virtual addresses)".into(),
             );
@@ -114,19 +115,19 @@ impl Probe for IndexingProbe {
                 } else {
                     "every alias keeps the conflict: the same line, so indexed and tagged physically"
                 };
-                out.finding("l1.indexing", Finding::text(v, m1, Confidence::High).with_note(note))
+                out.finding(keys::L1_INDEXING, Finding::text(v, m1, Confidence::High).with_note(note))
             }
-            Err(why) => out.finding("l1.indexing", Finding::undetermined("", m1, &why)),
+            Err(why) => out.finding(keys::L1_INDEXING, Finding::undetermined("", m1, &why)),
         }
 
         // L2: footprint of 3/4 of the capacity one SM's chase sees (the segment where measured,
         // else the L2) chased through both mappings.
         let m2 = "chase a physical footprint of 3/4 of the L2 capacity one SM sees through both mappings vs once, and vs a fresh double footprint";
-        let seen =
-            earlier_u64(&earlier, "l2.segment_capacity_bytes").or_else(|| earlier_u64(&earlier, "l2.capacity_bytes"));
+        let seen = earlier_u64(&earlier, keys::L2_SEGMENT_CAPACITY_BYTES)
+            .or_else(|| earlier_u64(&earlier, keys::L2_CAPACITY_BYTES));
         match seen.filter(|c| *c >= 4096) {
             None => out.finding(
-                "l2.indexing",
+                keys::L2_INDEXING,
                 Finding::undetermined(
                     "",
                     m2,
@@ -151,12 +152,12 @@ impl Probe for IndexingProbe {
                 m.target.free(big_buf);
                 match analyze_l2(aliased, small, big) {
                     Ok(v) => out.finding(
-                        "l2.indexing",
+                        keys::L2_INDEXING,
                         Finding::text(v, m2, Confidence::High).with_note(&format!(
                             "mean ns per hop: aliased {aliased:.1}, once {small:.1}, double {big:.1}"
                         )),
                     ),
-                    Err(why) => out.finding("l2.indexing", Finding::undetermined("", m2, &why)),
+                    Err(why) => out.finding(keys::L2_INDEXING, Finding::undetermined("", m2, &why)),
                 }
             }
         }

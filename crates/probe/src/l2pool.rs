@@ -14,6 +14,7 @@
 //! - the capacities whose set count the occupancy estimate may confirm.
 
 use crate::measure::{earlier_u64, Levels, Timing};
+use memscope_core::keys;
 use memscope_core::{Finding, TargetInfo};
 use std::collections::BTreeMap;
 
@@ -37,9 +38,9 @@ pub fn driver_l2_bytes(info: &TargetInfo) -> Option<u64> {
 pub fn pool_hint(earlier: &BTreeMap<String, Finding>, info: &TargetInfo) -> Option<PoolHint> {
     let found = |k: &str| earlier_u64(earlier, k).filter(|&b| b >= 4096);
     let segment = || {
-        found("l2.segment_capacity_bytes").map(|bytes| PoolHint {
+        found(keys::L2_SEGMENT_CAPACITY_BYTES).map(|bytes| PoolHint {
             bytes,
-            source: "l2.segment_capacity_bytes",
+            source: keys::L2_SEGMENT_CAPACITY_BYTES,
             measured: true,
         })
     };
@@ -51,8 +52,8 @@ pub fn pool_hint(earlier: &BTreeMap<String, Finding>, info: &TargetInfo) -> Opti
         }
         // No driver (simulated targets): the measured capacity (a retained-line count, exact),
         // else the segment (a half-way footprint, above the capacity under RRIP insertion).
-        None => found("l2.capacity_bytes")
-            .map(|bytes| PoolHint { bytes, source: "l2.capacity_bytes", measured: true })
+        None => found(keys::L2_CAPACITY_BYTES)
+            .map(|bytes| PoolHint { bytes, source: keys::L2_CAPACITY_BYTES, measured: true })
             .or_else(segment),
     }
 }
@@ -111,15 +112,15 @@ pub fn near_levels(hit_ns: f64, dram_ns: f64, far_ns: Option<f64>, hits: &Timing
 /// what one SM's sets are on a partitioned L2), the segment finding. Duplicates are dropped.
 pub fn set_candidates(earlier: &BTreeMap<String, Finding>, info: &TargetInfo) -> Vec<(u64, String)> {
     let mut v: Vec<(u64, String)> = Vec::new();
-    if let Some(c) = earlier_u64(earlier, "l2.capacity_bytes") {
-        v.push((c, "l2.capacity_bytes".into()));
+    if let Some(c) = earlier_u64(earlier, keys::L2_CAPACITY_BYTES) {
+        v.push((c, keys::L2_CAPACITY_BYTES.into()));
     }
     if let Some(d) = driver_l2_bytes(info) {
         v.push((d, "the driver's L2 size".into()));
         v.push((d / 2, "half the driver's L2 size (one of two partitions)".into()));
     }
-    if let Some(s) = earlier_u64(earlier, "l2.segment_capacity_bytes") {
-        v.push((s, "l2.segment_capacity_bytes".into()));
+    if let Some(s) = earlier_u64(earlier, keys::L2_SEGMENT_CAPACITY_BYTES) {
+        v.push((s, keys::L2_SEGMENT_CAPACITY_BYTES.into()));
     }
     let mut seen = Vec::new();
     v.retain(|(c, _)| {

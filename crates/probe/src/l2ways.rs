@@ -15,6 +15,7 @@ use crate::geometry::analyze_ways;
 use crate::l2pool::{near_levels, pool_fractions, pool_hint, set_candidates, PoolHint};
 pub use crate::l2sets::{analyze_l2_sets, estimate_sets, poisson_tail, sets_from_missing, SetsEstimate};
 use crate::measure::{earlier_f64, earlier_u64, gpu_applicability, Levels, Meter, Timing};
+use memscope_core::keys;
 use memscope_core::{
     Applicability, Buffer, CachePath, ChaseResult, ChaseSpec, Confidence, Finding, Probe, ProbeContext, ProbeError,
     ProbeOutput, Target, TargetError, TargetInfo,
@@ -320,7 +321,7 @@ impl Probe for L2WaysProbe {
         let mut out = ProbeOutput::default();
         let method = "random pool of L1-bypassing lines; lines missing on every lap; threshold group testing";
         let undetermined = |out: &mut ProbeOutput, why: &str| {
-            for k in ["l2.ways", "l2.sets"] {
+            for k in [keys::L2_WAYS, keys::L2_SETS] {
                 out.finding(k, Finding::undetermined("count", method, why));
             }
         };
@@ -334,8 +335,8 @@ impl Probe for L2WaysProbe {
             undetermined(&mut out, "needs an L2 size to scale the pool (l2.segment_capacity_bytes, l2.capacity_bytes or the driver's attribute)");
             return Ok(out);
         };
-        let far_ns = earlier_f64(&earlier, "l2.far_hit_latency_ns");
-        let line = earlier_u64(&earlier, "l1.line_bytes").unwrap_or(FALLBACK_LINE_BYTES);
+        let far_ns = earlier_f64(&earlier, keys::L2_FAR_HIT_LATENCY_NS);
+        let line = earlier_u64(&earlier, keys::L1_LINE_BYTES).unwrap_or(FALLBACK_LINE_BYTES);
         let buf = m.alloc(BUFFER_CAPACITIES * hint.bytes.max(1 << 16))?;
         let found = find_l2_evset(&mut m, &buf, line, &hint, far_ns);
         let e = match found {
@@ -363,25 +364,28 @@ impl Probe for L2WaysProbe {
             hint.source, hint.bytes, e.levels_why, e.scans, e.chases, e.hops, e.reduction.backtracks
         );
         out.finding(
-            "l2.evset_chases",
+            keys::L2_EVSET_CHASES,
             Finding::integer(e.chases, "count", method, Confidence::High).with_note(&search),
         );
-        out.finding("l2.evset_hops", Finding::integer(e.hops, "count", method, Confidence::High).with_note(&search));
+        out.finding(
+            keys::L2_EVSET_HOPS,
+            Finding::integer(e.hops, "count", method, Confidence::High).with_note(&search),
+        );
         match ways {
             Ok(w) => {
-                out.finding("l2.ways", Finding::integer(w, "count", method, Confidence::High).with_note(&search));
+                out.finding(keys::L2_WAYS, Finding::integer(w, "count", method, Confidence::High).with_note(&search));
                 let l2_line =
                     flushing(&mut m, |m| measure_l2_line(m, &e.oracle, &e.reduction.set, SECTOR_FLOOR_BYTES))?;
                 let line_method = "eviction-set members swapped for their neighbours at growing power-of-two distances";
                 let Some(l2_line) = l2_line else {
                     let why =
                         format!("no distance up to {BLOCK_BYTES} bytes broke the eviction set: line size unknown");
-                    out.finding("l2.line_bytes", Finding::undetermined("bytes", line_method, &why));
-                    out.finding("l2.sets", Finding::undetermined("count", "needs the L2 line size", &why));
+                    out.finding(keys::L2_LINE_BYTES, Finding::undetermined("bytes", line_method, &why));
+                    out.finding(keys::L2_SETS, Finding::undetermined("count", "needs the L2 line size", &why));
                     m.target.free(buf);
                     return Ok(out);
                 };
-                out.finding("l2.line_bytes", Finding::integer(l2_line, "bytes", line_method, Confidence::High));
+                out.finding(keys::L2_LINE_BYTES, Finding::integer(l2_line, "bytes", line_method, Confidence::High));
                 // The first occupancy pool: about ways x sets lines by the scan that thrashed.
                 let start = e
                     .scans
@@ -391,7 +395,7 @@ impl Probe for L2WaysProbe {
                 let est = occupancy(&mut m, &e.levels, &buf, line, l2_line, w, start)?;
                 if let Some(s) = est {
                     out.finding(
-                        "l2.sets_estimate",
+                        keys::L2_SETS_ESTIMATE,
                         Finding::number(s.sets, "count", "fraction of a random pool of about ways x sets lines that misses on every lap, Poisson occupancy model", Confidence::Low)
                             .with_note(&format!("3-sigma range {:.0}..{:.0} (2% model allowance); {:.4} of {} lines missed", s.lo, s.hi, s.missing_fraction, s.pool_lines)),
                     );
@@ -399,12 +403,12 @@ impl Probe for L2WaysProbe {
                 let how = "an L2 size / (l2.ways * l2.line_bytes), the one the occupancy estimate confirms";
                 match analyze_l2_sets(&set_candidates(&earlier, &info), w, l2_line, est) {
                     Ok((s, what)) => out.finding(
-                        "l2.sets",
+                        keys::L2_SETS,
                         Finding::integer(s, "count", how, Confidence::Medium).with_note(&format!(
                             "from {what}: the sets one SM's eviction sets and occupancy pools reach (all slices of its partition); the split into slices is not determined"
                         )),
                     ),
-                    Err(why) => out.finding("l2.sets", Finding::undetermined("count", how, &why)),
+                    Err(why) => out.finding(keys::L2_SETS, Finding::undetermined("count", how, &why)),
                 }
             }
             Err(why) => undetermined(&mut out, &format!("{why}; {search}")),

@@ -11,6 +11,7 @@
 //! tight cluster of per-hop times between the two levels.
 
 use crate::measure::{count_retained, gpu_applicability, Levels, Meter, Timing};
+use memscope_core::keys;
 use memscope_core::knee::{detect_plateaus, Plateau};
 use memscope_core::stats::Sample;
 use memscope_core::{
@@ -390,15 +391,15 @@ impl Probe for LatencyProbe {
             )
         };
         out.finding(
-            "l1.hit_latency_ns",
+            keys::L1_HIT_LATENCY_NS,
             l1_read.finding(&info, &plain(&l1_read, &format!("L1-cached, {} lines of one block", l1_lines.len()))),
         );
         out.finding(
-            "l2.hit_latency_ns",
+            keys::L2_HIT_LATENCY_NS,
             l2_read.finding(&info, &plain(&l2_read, &format!("L1-bypassing, {l2_footprint}-byte dense footprint"))),
         );
         out.finding(
-            "dram.latency_ns",
+            keys::DRAM_LATENCY_NS,
             dram_read.finding(
                 &info,
                 &format!(
@@ -410,7 +411,7 @@ impl Probe for LatencyProbe {
         );
         if m.per_hop() {
             out.finding(
-                "latency.per_hop_overhead_ns",
+                keys::LATENCY_PER_HOP_OVERHEAD_NS,
                 Finding::number(overhead, "ns", "median hop of a chase with per-hop records less the uninstrumented latency, L2 hits", Confidence::Medium)
                     .with_note(&format!(
                         "what recording each hop's time (a clock read and a store) adds to it; {overhead_l1:.2} ns at the L1 level; subtracted from the per-hop series and from the far-L2 cluster"
@@ -456,10 +457,10 @@ impl Probe for LatencyProbe {
                         memscope_core::CHECK_TOLERANCE,
                     );
                 }
-                out.finding("l1.capacity_bytes", f);
+                out.finding(keys::L1_CAPACITY_BYTES, f);
             }
             _ => out.finding(
-                "l1.capacity_bytes",
+                keys::L1_CAPACITY_BYTES,
                 Finding::undetermined(
                     "bytes",
                     "L1-cached sweep",
@@ -470,11 +471,11 @@ impl Probe for LatencyProbe {
 
         // The L2 hit through the L1-cached path (an L1 miss, then the L2): a dense footprint of
         // four times the L1 capacity, which a cyclic chase misses in L1 on every hop.
-        let l1_cap = out.findings.get("l1.capacity_bytes").and_then(|f| f.value.as_u64()).unwrap_or(256 << 10);
+        let l1_cap = out.findings.get(keys::L1_CAPACITY_BYTES).and_then(|f| f.value.as_u64()).unwrap_or(256 << 10);
         let through = dense_lines(&mut m, base, stride, (4 * l1_cap / stride).max(8));
         let through_read = m.latency(&through, CachePath::L1Cached, PLAIN_HOPS.max(2 * through.len() as u64), 1)?;
         out.finding(
-            "l2.hit_latency_l1_path_ns",
+            keys::L2_HIT_LATENCY_L1_PATH_NS,
             through_read.finding(
                 &info,
                 &plain(
@@ -537,10 +538,10 @@ impl Probe for LatencyProbe {
                         );
                     }
                 }
-                out.finding("l2.far_hit_latency_ns", f);
+                out.finding(keys::L2_FAR_HIT_LATENCY_NS, f);
             }
             None => out.finding(
-                "l2.far_hit_latency_ns",
+                keys::L2_FAR_HIT_LATENCY_NS,
                 Finding::undetermined(
                     "ns",
                     "L1-bypassing sweep",
@@ -578,10 +579,10 @@ impl Probe for LatencyProbe {
                         );
                     }
                 }
-                out.finding("l2.segment_capacity_bytes", f);
+                out.finding(keys::L2_SEGMENT_CAPACITY_BYTES, f);
             }
             None => out.finding(
-                "l2.segment_capacity_bytes",
+                keys::L2_SEGMENT_CAPACITY_BYTES,
                 Finding::undetermined(
                     "bytes",
                     "L1-bypassing sweep",
@@ -596,7 +597,7 @@ impl Probe for LatencyProbe {
         let attribute = info.details.get("l2_cache_bytes_attribute").and_then(|v| v.as_u64()).filter(|&b| b > 0);
         if let Some(bytes) = attribute {
             out.finding(
-                "l2.capacity_bytes",
+                keys::L2_CAPACITY_BYTES,
                 Finding::integer(
                     bytes,
                     "bytes",
@@ -610,7 +611,7 @@ impl Probe for LatencyProbe {
             let l2_levels = Levels::new(l2_ns, dram_ns).with_floor_from(&l2);
             let first_slow = bypass.iter().position(|p| p.typical_ns > l2_ns * 1.1);
             match (counted, first_slow) {
-                (Ok(c), _) => out.finding("l2.capacity_bytes", c),
+                (Ok(c), _) => out.finding(keys::L2_CAPACITY_BYTES, c),
                 (Err(why), Some(i)) if i > 0 && l2_levels.separable() => {
                     // Extra miss rate of a fitting footprint (beyond the floor of a tiny one).
                     let fit_bytes = bypass[i - 1].bytes;
@@ -630,13 +631,13 @@ impl Probe for LatencyProbe {
                         steps,
                     )?;
                     out.finding(
-                        "l2.capacity_bytes",
+                        keys::L2_CAPACITY_BYTES,
                         Finding::integer(fit * stride, "bytes", "largest dense footprint with no L2 misses above the noise floor", Confidence::Low)
                             .with_note(&format!("a lower bound, resolution {} bytes: a virtual footprint fills a physically hashed cache's sets unevenly ({why})", (miss - fit) * stride)),
                     );
                 }
                 _ => out.finding(
-                    "l2.capacity_bytes",
+                    keys::L2_CAPACITY_BYTES,
                     Finding::undetermined(
                         "bytes",
                         "L1-bypassing sweep",

@@ -8,6 +8,7 @@
 
 use crate::evset::{find_l1_evset, L1Evset};
 use crate::measure::{gpu_applicability, Meter};
+use memscope_core::keys;
 use memscope_core::{
     Applicability, CachePath, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, TargetInfo,
 };
@@ -84,9 +85,9 @@ impl Probe for LineProbe {
         let line = analyze_line(&outcomes);
         let method = "move one member of a minimal L1 eviction set by d bytes; same line while it still evicts in its own place and adds no line";
         match line {
-            Some(l) => out.finding("l1.line_bytes", Finding::integer(l, "bytes", method, Confidence::High)),
+            Some(l) => out.finding(keys::L1_LINE_BYTES, Finding::integer(l, "bytes", method, Confidence::High)),
             None => out.finding(
-                "l1.line_bytes",
+                keys::L1_LINE_BYTES,
                 Finding::undetermined(
                     "bytes",
                     method,
@@ -114,7 +115,7 @@ impl Probe for LineProbe {
         let smethod = "one cold lap after a flush at strides 8 B .. line: miss fraction = stride / fetch unit";
         match (analyze_sector(&fractions), line) {
             (Some(sec), Some(_)) => out.finding(
-                "l1.sector_bytes",
+                keys::L1_SECTOR_BYTES,
                 Finding::integer(sec, "bytes", smethod, Confidence::High).with_note(if sec == line_b {
                     "a miss fetches the whole line"
                 } else {
@@ -122,7 +123,7 @@ impl Probe for LineProbe {
                 }),
             ),
             _ => out.finding(
-                "l1.sector_bytes",
+                keys::L1_SECTOR_BYTES,
                 Finding::undetermined("bytes", smethod, &format!("miss fractions {fractions:?} fit no fetch unit")),
             ),
         }

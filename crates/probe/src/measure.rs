@@ -419,10 +419,11 @@ pub fn latency_finding(t: &Timing, value_ns: f64, info: &TargetInfo, method: &st
     f
 }
 
-/// Waive reasons shared by the GPU-style probes.
+/// Waive reasons shared by the GPU-style probes: a target without `gpu_hierarchy` (the host CPU)
+/// has its own probes; `need_bypass` asks for a real L1-bypassing path as well.
 pub fn gpu_applicability(info: &TargetInfo, need_bypass: bool) -> memscope_core::Applicability {
     use memscope_core::Applicability;
-    if info.kind == "cpu" {
+    if !info.gpu_hierarchy {
         return Applicability::Waived("the CPU has its own cpu.* probes".into());
     }
     if need_bypass && !info.bypass_supported {
@@ -439,6 +440,18 @@ pub fn meter<'a>(ctx: &'a mut ProbeContext<'_>, seed: u64) -> Meter<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_generic_probes_apply_by_capability() {
+        use memscope_core::{Applicability, Target};
+        let mut info = crate::testsim::ToyCache::new(2, 16, 64, vec![0x40, 0x80, 0x100, 0x200]).info();
+        assert_eq!(gpu_applicability(&info, true), Applicability::Applicable);
+        info.bypass_supported = false;
+        assert_eq!(gpu_applicability(&info, false), Applicability::Applicable);
+        assert!(matches!(gpu_applicability(&info, true), Applicability::Waived(w) if w.contains("bypass")));
+        info.gpu_hierarchy = false;
+        assert!(matches!(gpu_applicability(&info, false), Applicability::Waived(w) if w.contains("cpu.*")));
+    }
 
     #[test]
     fn misses_per_lap_less_the_floor() {

@@ -20,6 +20,7 @@
 use crate::l2pool::pool_hint;
 use crate::l2ways::{find_l2_evset, BUFFER_CAPACITIES, FALLBACK_LINE_BYTES};
 use crate::measure::{earlier_f64, earlier_u64, gpu_applicability, Levels, Meter};
+use memscope_core::keys;
 use memscope_core::{
     Applicability, CachePath, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, TargetInfo,
 };
@@ -113,22 +114,22 @@ impl Probe for L2PolicyProbe {
         let method = "cold laps after a flush over one minimal L2 eviction set: control, recency and scan tests, 16 cold laps each over the set's rotations";
         let mut m = Meter::new(&mut *ctx.target, 59);
         if !m.per_hop() {
-            out.finding("l2.policy", Finding::undetermined("", method, "needs per-hop times"));
+            out.finding(keys::L2_POLICY, Finding::undetermined("", method, "needs per-hop times"));
             return Ok(out);
         }
         let info = m.info.clone();
         let Some(hint) = pool_hint(&earlier, &info) else {
             let why = "needs an L2 size to scale the pool (l2.segment_capacity_bytes, l2.capacity_bytes or the driver's attribute)";
-            out.finding("l2.policy", Finding::undetermined("", method, why));
+            out.finding(keys::L2_POLICY, Finding::undetermined("", method, why));
             return Ok(out);
         };
-        let far_ns = earlier_f64(&earlier, "l2.far_hit_latency_ns");
-        let line = earlier_u64(&earlier, "l1.line_bytes").unwrap_or(FALLBACK_LINE_BYTES);
+        let far_ns = earlier_f64(&earlier, keys::L2_FAR_HIT_LATENCY_NS);
+        let line = earlier_u64(&earlier, keys::L1_LINE_BYTES).unwrap_or(FALLBACK_LINE_BYTES);
         let buf = m.alloc(BUFFER_CAPACITIES * hint.bytes.max(1 << 16))?;
         // The tests need a minimal eviction set of one L2 set: `ways + 1` lines when l2ways found
         // the ways. A set of another size (seen on the H200: 8 lines for 16 ways) is searched
         // again, at most three times, and never classified.
-        let ways = earlier_u64(&earlier, "l2.ways");
+        let ways = earlier_u64(&earlier, keys::L2_WAYS);
         let mut sizes = Vec::new();
         let mut result = Err(ProbeError::Failed("no eviction set searched".into()));
         for _ in 0..3 {
@@ -168,12 +169,14 @@ impl Probe for L2PolicyProbe {
                         } else {
                             Confidence::Medium
                         };
-                        out.finding("l2.policy", Finding::text(p, method, conf).with_note(&note));
+                        out.finding(keys::L2_POLICY, Finding::text(p, method, conf).with_note(&note));
                     }
-                    Err(why) => out.finding("l2.policy", Finding::undetermined("", method, &format!("{why}; {note}"))),
+                    Err(why) => {
+                        out.finding(keys::L2_POLICY, Finding::undetermined("", method, &format!("{why}; {note}")))
+                    }
                 }
             }
-            Err(err) => out.finding("l2.policy", Finding::undetermined("", method, &err.to_string())),
+            Err(err) => out.finding(keys::L2_POLICY, Finding::undetermined("", method, &err.to_string())),
         }
         Ok(out)
     }

@@ -61,6 +61,7 @@ impl Target for ToyCache {
             bypass_supported: true,
             aliasing_supported: false,
             per_hop_supported: true,
+            gpu_hierarchy: true,
             units: 1,
             details: Default::default(),
         }

@@ -11,6 +11,7 @@
 //! still misses, per-warp TLBs do not). Chases bypass L1 so every hop is translated.
 
 use crate::measure::{gpu_applicability, Meter, Timing};
+use memscope_core::keys;
 use memscope_core::{
     Applicability, CachePath, ChaseSpec, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, TargetInfo,
 };
@@ -198,11 +199,11 @@ impl Bench {
 }
 
 const KEYS: [(&str, &str); 5] = [
-    ("tlb.l1.entries", "entries"),
-    ("tlb.page_bytes", "bytes"),
-    ("tlb.l1.miss_ns", "ns"),
-    ("tlb.l1.replacement", ""),
-    ("tlb.l1.scope", ""),
+    (keys::TLB_L1_ENTRIES, "entries"),
+    (keys::TLB_PAGE_BYTES, "bytes"),
+    (keys::TLB_L1_MISS_NS, "ns"),
+    (keys::TLB_L1_REPLACEMENT, ""),
+    (keys::TLB_L1_SCOPE, ""),
 ];
 
 fn undetermined_from(out: &mut ProbeOutput, from: usize, why: &str) {
@@ -280,14 +281,14 @@ fn run_steps(m: &mut Meter<'_>, b: &Bench, info: &TargetInfo, out: &mut ProbeOut
         format!("smallest distance d at which a line d bytes from a just-used line misses the TLB ({MAX_PAGES} pages)");
     match analyze_page(&outcomes) {
         Some(p) => out.finding(
-            "tlb.page_bytes",
+            keys::TLB_PAGE_BYTES,
             Finding::integer(p, "bytes", &pmethod, Confidence::High).with_note(
                 "the span one first-level entry translates: larger than the allocation granularity where the MMU \
                  maps contiguous memory with bigger pages or coalesces entries",
             ),
         ),
         None => out.finding(
-            "tlb.page_bytes",
+            keys::TLB_PAGE_BYTES,
             Finding::undetermined(
                 "bytes",
                 &pmethod,
@@ -314,14 +315,14 @@ fn run_steps(m: &mut Meter<'_>, b: &Bench, info: &TargetInfo, out: &mut ProbeOut
         !misses(&b.diff(m, entries, PAIR_D, MIN_HOPS)?) && misses(&b.diff(m, entries + 1, PAIR_D, MIN_HOPS)?);
     if !confirmed {
         undetermined_from(out, 0, &format!("the step at {entries}/{} pages did not repeat", entries + 1));
-        out.findings.remove("tlb.page_bytes");
+        out.findings.remove(keys::TLB_PAGE_BYTES);
         return Ok(());
     }
     let method = format!(
         "paired-line chases at a {} MiB stride, order A minus order B, bisection on the page count",
         b.stride >> 20
     );
-    out.finding("tlb.l1.entries", Finding::integer(entries, "entries", &method, Confidence::High));
+    out.finding(keys::TLB_L1_ENTRIES, Finding::integer(entries, "entries", &method, Confidence::High));
 
     // Miss cost: the q lines of 2 x entries pages, many laps (the standard error is stated).
     let n_miss = (2 * entries).min(MAX_PAGES);
@@ -343,7 +344,7 @@ fn run_steps(m: &mut Meter<'_>, b: &Bench, info: &TargetInfo, out: &mut ProbeOut
     let plain = b.plain_diff(m, n_miss, PAIR_D, 40_000)? - b.plain_diff(m, 2, PAIR_D, 40_000)?;
     let tol = memscope_core::CHECK_TOLERANCE.max(0.15 / miss.abs().max(1e-9));
     f = f.with_check(plain, "the same differentials from uninstrumented chases (twice the mean-hop difference)", tol);
-    out.finding("tlb.l1.miss_ns", f);
+    out.finding(keys::TLB_L1_MISS_NS, f);
 
     replacement(m, b, entries, miss, out)?;
 
@@ -353,7 +354,7 @@ fn run_steps(m: &mut Meter<'_>, b: &Bench, info: &TargetInfo, out: &mut ProbeOut
     let per_warp = (3 * entries / 4).max(1);
     if 2 * per_warp > MAX_PAGES {
         out.finding(
-            "tlb.l1.scope",
+            keys::TLB_L1_SCOPE,
             Finding::undetermined(
                 "",
                 smethod,
@@ -371,7 +372,7 @@ fn run_steps(m: &mut Meter<'_>, b: &Bench, info: &TargetInfo, out: &mut ProbeOut
             .with_note("no differential at 1.5 x entries pages when split: each warp has its own entries"),
         _ => Finding::undetermined("", smethod, "the split chase missed already at entries / 2 pages"),
     };
-    out.finding("tlb.l1.scope", f);
+    out.finding(keys::TLB_L1_SCOPE, f);
     Ok(())
 }
 
@@ -384,7 +385,7 @@ fn replacement(m: &mut Meter<'_>, b: &Bench, entries: u64, miss: f64, out: &mut 
     let rmethod = "walk over entries cold pages with a hot page visited 4 times a lap, against entries - 2 cold pages";
     if entries < 8 || miss <= 0.0 {
         out.finding(
-            "tlb.l1.replacement",
+            keys::TLB_L1_REPLACEMENT,
             Finding::undetermined("", rmethod, "needs at least 8 entries and a positive miss cost"),
         );
         return Ok(());
@@ -429,7 +430,7 @@ fn replacement(m: &mut Meter<'_>, b: &Bench, entries: u64, miss: f64, out: &mut 
         )),
         Err(why) => Finding::undetermined("", rmethod, &why),
     };
-    out.finding("tlb.l1.replacement", f);
+    out.finding(keys::TLB_L1_REPLACEMENT, f);
     Ok(())
 }
 

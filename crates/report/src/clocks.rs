@@ -56,6 +56,7 @@ mod tests {
             bypass_supported: false,
             aliasing_supported: false,
             per_hop_supported: false,
+            gpu_hierarchy: id != "cpu",
             units: 1,
             details: details.as_object().cloned().unwrap_or_default(),
         }

@@ -62,6 +62,7 @@ pub fn results() -> Results {
         bypass_supported: true,
         aliasing_supported: true,
         per_hop_supported: true,
+        gpu_hierarchy: true,
         units: 128,
         details: Map::new(),
     };

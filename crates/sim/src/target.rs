@@ -348,6 +348,7 @@ impl Target for SimTarget {
             bypass_supported: true,
             aliasing_supported: true,
             per_hop_supported: true,
+            gpu_hierarchy: true,
             units: h.sm.count,
             details,
         }

@@ -13,6 +13,7 @@
 use super::{cuda_only, run_gpu, summarize};
 use crate::kernels::Module;
 use crate::CudaTarget;
+use memscope_core::keys;
 use memscope_core::{
     Applicability, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, Series, TargetError, TargetInfo,
 };
@@ -474,7 +475,7 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
                 note.push_str(&format!("; dropped as wrong: {}", dropped.join(", ")));
             }
             out.finding(
-                &format!("bw.{}_bytes_per_s", k.name()),
+                &keys::bw_bytes_per_s(k.name()),
                 Finding::number(m, "bytes/s", &method, Confidence::High).with_spread(spread).with_note(&note),
             );
             out.series(

@@ -8,6 +8,7 @@ use super::bw::timed;
 use super::{cuda_only, run_gpu};
 use crate::kernels::Module;
 use crate::CudaTarget;
+use memscope_core::keys;
 use memscope_core::stats::median;
 use memscope_core::{
     Applicability, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, Series, TargetInfo,
@@ -52,7 +53,7 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
             .map(|(s, e)| serde_json::json!({"stride_bytes": s * 4, "sectors": (e * 10.0).round() / 10.0}))
             .collect();
         out.finding(
-            "coalesce.sectors_per_request",
+            keys::COALESCE_SECTORS_PER_REQUEST,
             Finding::json(serde_json::Value::Array(list), "sectors", &method, Confidence::Low).with_note(
                 "expected from seed 000 footnote 1: the number of distinct 32-byte spans the 32 lanes touch (4, 8, 16, 32, 32, ...); \
                  timing saturates when another limit (request issue) dominates",

@@ -12,6 +12,7 @@ use super::bw::{fill, timed};
 use super::{cuda_only, run_gpu};
 use crate::kernels::Module;
 use crate::CudaTarget;
+use memscope_core::keys;
 use memscope_core::stats::{median, Sample};
 use memscope_core::{
     Applicability, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, Series, TargetInfo,
@@ -128,7 +129,7 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
         match analyze(&xs, &ys) {
             Some(c) => {
                 out.finding(
-                    "l2.bandwidth_bytes_per_s",
+                    keys::L2_BANDWIDTH_BYTES_PER_S,
                     Finding::number(c.plateau_bytes_per_s, "bytes/s", &method, Confidence::High).with_note(&format!(
                         "median of the plateau from {:.0} to {:.0} MiB (points within 15% of the fastest); DRAM level of the same kernel {:.3} TB/s",
                         c.plateau_from_bytes / 1048576.0,
@@ -152,10 +153,10 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
                         0.25,
                     );
                 }
-                out.finding("l2.capacity_bytes", cap);
+                out.finding(keys::L2_CAPACITY_BYTES, cap);
             }
             None => out.finding(
-                "l2.bandwidth_bytes_per_s",
+                keys::L2_BANDWIDTH_BYTES_PER_S,
                 Finding::undetermined(
                     "bytes/s",
                     &method,

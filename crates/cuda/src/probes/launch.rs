@@ -8,6 +8,7 @@ use crate::driver::ck;
 use crate::kernels::Module;
 use crate::CudaTarget;
 use cudarc::driver::sys;
+use memscope_core::keys;
 use memscope_core::{
     Applicability, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, TargetError, TargetInfo,
 };
@@ -79,7 +80,7 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
     let mut out = ProbeOutput::default();
     let (m, s) = summarize(&plain, "launch floor")?;
     out.finding(
-        "launch.floor_s",
+        keys::LAUNCH_FLOOR_S,
         Finding::number(
             m,
             "s",
@@ -90,7 +91,7 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
     );
     let (m, s) = summarize(&graph, "graph launch floor")?;
     out.finding(
-        "launch.graph_floor_s",
+        keys::LAUNCH_GRAPH_FLOOR_S,
         Finding::number(
             m,
             "s",

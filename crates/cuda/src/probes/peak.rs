@@ -8,6 +8,7 @@ use super::bw::{fill, timed};
 use super::{cuda_only, run_gpu, summarize};
 use crate::CudaTarget;
 use cudarc::cublas::sys as cb;
+use memscope_core::keys;
 use memscope_core::{
     Applicability, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, TargetError, TargetInfo,
 };
@@ -135,7 +136,7 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
             };
             let (m, s) = summarize(&rates, "matrix throughput")?;
             out.finding(
-                &format!("peak.{key}_flops_per_s"),
+                &keys::peak_flops_per_s(key),
                 Finding::number(
                     m,
                     "flops/s",

@@ -18,6 +18,7 @@ use crate::CudaTarget;
 use fit::{Assignment, Batch, LinearFit};
 use hammer::{HammerPlan, HammerReport};
 use memscope_core::gf2::format_mask;
+use memscope_core::keys;
 use memscope_core::{Applicability, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, TargetInfo};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -115,7 +116,7 @@ fn measure(t: &mut CudaTarget, quick: bool, keep: Option<std::path::PathBuf>) ->
     out.warnings.extend(noise_warnings(&counters, &batches));
     let secs = started.elapsed().as_secs_f64();
     out.finding(
-        "l2.slices.probe_seconds",
+        keys::L2_SLICES_PROBE_SECONDS,
         Finding::number(
             (secs * 10.0).round() / 10.0,
             "s",
@@ -194,7 +195,9 @@ fn noise_warnings(counters: &[Counters], batches: &[Batch]) -> Vec<String> {
 }
 
 fn undetermined_all(out: &mut ProbeOutput, method: &str, why: &str) {
-    for (k, unit) in [("l2.slices.count", "slices"), ("l2.slices.page_partition", ""), ("l2.slices.page_masks", "")] {
+    for (k, unit) in
+        [(keys::L2_SLICES_COUNT, "slices"), (keys::L2_SLICES_PAGE_PARTITION, ""), (keys::L2_SLICES_PAGE_MASKS, "")]
+    {
         out.finding(k, Finding::undetermined(unit, method, why));
     }
 }
@@ -242,7 +245,7 @@ pub fn analyze(
     let big = counters.iter().max_by(|a, b| a.tex_sum.total_cmp(&b.tex_sum));
     match big.and_then(|c| fit::instances(c.tex_sum, c.tex_avg)) {
         Some(k) => out.finding(
-            "l2.slices.count",
+            keys::L2_SLICES_COUNT,
             Finding::integer(
                 k,
                 "slices",
@@ -252,7 +255,7 @@ pub fn analyze(
             .with_note("ncu's count of L2 slice (lts) units, whatever the sampled page reaches"),
         ),
         None => out.finding(
-            "l2.slices.count",
+            keys::L2_SLICES_COUNT,
             Finding::undetermined("slices", m, "sum / avg of the per-slice counter is not close to an integer"),
         ),
     }
@@ -260,7 +263,7 @@ pub fn analyze(
     let determined = a.class.iter().filter(|c| c.is_some()).count();
     let clear = determined as f64 / n as f64;
     out.finding(
-        "l2.slices.clear_fraction",
+        keys::L2_SLICES_CLEAR_FRACTION,
         Finding::number(clear, "ratio", m, Confidence::High).with_note(&format!(
             "{determined} of {n} sampled lines have a clear max in every kernel that tested them and consistent \
              answers; {} of {} kernels clear; {} contradicting pairs; {s:.3} sectors counted per load",
@@ -276,20 +279,20 @@ pub fn analyze(
     );
     let conf = if clear >= 0.9 && a.conflicts == 0 { Confidence::High } else { Confidence::Medium };
     if determined < 2 {
-        out.finding("l2.slices.page_partition", Finding::undetermined("", m, "no line had a clear max counter"));
+        out.finding(keys::L2_SLICES_PAGE_PARTITION, Finding::undetermined("", m, "no line had a clear max counter"));
     } else {
         out.finding(
-            "l2.slices.page_partition",
+            keys::L2_SLICES_PAGE_PARTITION,
             Finding::json(json!({"slices_seen": a.classes, "lines": determined, "classes": classes_json(lines, &a.class), "fit": fit_json(&tex_fit)}), "", m, conf)
                 .with_note(&part_note),
         );
         out.finding(
-            "l2.slices.page_slices_seen",
+            keys::L2_SLICES_PAGE_SLICES_SEEN,
             Finding::integer(a.classes as u64, "slices", m, conf).with_note(&part_note),
         );
         match fit::occupancy_estimate(determined, a.classes) {
             Some((est, lo, hi)) => out.finding(
-                "l2.slices.page_slices_estimate",
+                keys::L2_SLICES_PAGE_SLICES_ESTIMATE,
                 Finding::number(est.round(), "slices", m, Confidence::Low).with_note(&format!(
                     "how many slices the page's lines reach as seen from SM {SM}, if lines fall on them uniformly: the \
                      number S for which {determined} random lines are expected to show {} distinct slices (90% \
@@ -298,7 +301,7 @@ pub fn analyze(
                 )),
             ),
             None => out.finding(
-                "l2.slices.page_slices_estimate",
+                keys::L2_SLICES_PAGE_SLICES_ESTIMATE,
                 Finding::undetermined("slices", m, "no two sampled lines shared a slice: the sample bounds nothing"),
             ),
         }
@@ -306,7 +309,7 @@ pub fn analyze(
     if tex_fit.linear && determined >= 2 {
         let masks: Vec<Value> = tex_fit.masks.iter().map(|x| json!(format_mask(*x))).collect();
         out.finding(
-            "l2.slices.page_masks",
+            keys::L2_SLICES_PAGE_MASKS,
             Finding::json(Value::Array(masks), "", m, conf).with_note(&format!(
                 "the slice of a line within the page is a function of these {} parities of the offset (any invertible \
                  combination is equivalent); 2^{} classes predicted, {} seen. {PHYSICAL_NOTE}",
@@ -317,7 +320,7 @@ pub fn analyze(
         );
     } else {
         out.finding(
-            "l2.slices.page_masks",
+            keys::L2_SLICES_PAGE_MASKS,
             Finding::undetermined(
                 "",
                 m,
@@ -344,7 +347,7 @@ fn far_findings(out: &mut ProbeOutput, lines: &[u64], batches: &[Batch], fab: &[
     let far = labels.iter().filter(|l| **l == Some(true)).count();
     let near = labels.iter().filter(|l| **l == Some(false)).count();
     let fab_total: f64 = counters.iter().map(|c| c.fab_sum).filter(|x| x.is_finite()).sum();
-    let key = "l2.slices.far_fraction";
+    let key = keys::L2_SLICES_FAR_FRACTION;
     let fm = format!(
         "{} .max decoded like the TEX counter (sectors that crossed between the two L2 partitions)",
         ncu::FABRIC
@@ -386,7 +389,7 @@ fn far_findings(out: &mut ProbeOutput, lines: &[u64], batches: &[Batch], fab: &[
         )),
     );
     out.finding(
-        "l2.slices.far_partition",
+        keys::L2_SLICES_FAR_PARTITION,
         Finding::json(
             json!({"far_lines": far_lines, "far_slices_seen": homes, "classes": classes_json(lines, &class), "fit": fit_json(&ffit)}),
             "",

@@ -8,6 +8,7 @@
 use super::{cuda_only, run_gpu, summarize};
 use crate::kernels::Module;
 use crate::CudaTarget;
+use memscope_core::keys;
 use memscope_core::stats::median;
 use memscope_core::{
     Applicability, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, TargetError, TargetInfo,
@@ -112,11 +113,11 @@ fn measure_store(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeEr
                 hz / 1e6
             ));
         }
-        out.finding("store.issue_cycles", f);
+        out.finding(keys::STORE_ISSUE_CYCLES, f);
 
         let st_l2 = sm_bytes_per_cycle(t, buf, out_d, 1 << 20, 0, reps)?;
         let (m_eg, s) = summarize(&st_l2, "egress")?;
-        out.finding("store.egress_bytes_per_cycle", Finding::number(m_eg, "bytes/cycle",
+        out.finding(keys::STORE_EGRESS_BYTES_PER_CYCLE, Finding::number(m_eg, "bytes/cycle",
             &format!("one block of 1024 threads on one SM, st.global.v4.u32 (16 B) over 1 MiB of L2-resident lines, membar.gl at the end, clock64 slope over 64 vs 256 rounds of 8, median of {reps}"),
             Confidence::High).with_spread(s));
 
@@ -125,7 +126,7 @@ fn measure_store(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeEr
         let (s16, l16) = (median(&st_l1), median(&ld_l1));
         let method = format!("one SM: stores to 16 KiB of L1-resident lines {s16:.1} B/cycle, stores to 1 MiB {m_eg:.1} B/cycle, ld.global.ca hits on the same 16 KiB {l16:.1} B/cycle (median of {reps})");
         let wt = (s16 - m_eg).abs() <= 0.25 * m_eg && l16 > 1.5 * s16;
-        out.finding("store.l1_write_through", if wt {
+        out.finding(keys::STORE_L1_WRITE_THROUGH, if wt {
             Finding::text("write-through", &method, Confidence::Medium).with_note("stores to lines that are in L1 run at the SM's egress rate, not at the L1 rate: every store leaves the SM (seed 004)")
         } else {
             Finding::undetermined("", &method, "the store rates to L1-resident and L2-resident lines do not separate from the L1 load rate as a write-through L1 predicts")
@@ -160,7 +161,7 @@ fn measure_store(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeEr
         let lines = wbytes as f64 / 128.0;
         let method = format!("read {} MiB after writing {} MiB (dirty L2) vs after reading it (clean), flush before each, events, median of {reps}: {:.1} us vs {:.1} us",
             rbytes >> 20, wbytes >> 20, d * 1e6, c * 1e6);
-        out.finding("store.l2_writeback_exposed_ns_per_line", if d - c > noise {
+        out.finding(keys::STORE_L2_WRITEBACK_EXPOSED_NS_PER_LINE, if d - c > noise {
             Finding::number((d - c) * 1e9 / lines, "ns", &method, Confidence::Low)
                 .with_note(&format!("extra read time per dirty 128-byte line evicted ({:.0}% slower read); write-backs overlap the reads, so this is the exposed cost, not the latency", (d / c - 1.0) * 100.0))
         } else {
@@ -195,7 +196,7 @@ fn measure_fence(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeEr
                 "gpu" => "membar.gl",
                 _ => "membar.sys",
             };
-            out.finding(&format!("fence.{key}_ns"), Finding::number(m, "ns",
+            out.finding(&keys::fence_ns(key), Finding::number(m, "ns",
                 &format!("one thread, {} stores each followed by {ptx} minus the same stores without fences, %globaltimer, per fence, median of {reps}", n * 8),
                 Confidence::High).with_spread(s).with_cycles(median(&cyc)));
         }

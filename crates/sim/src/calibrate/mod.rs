@@ -9,6 +9,7 @@ pub mod l2;
 pub mod source;
 
 use memscope_core::hierarchy::{Hierarchy, Indexing, Mask, Replacement};
+use memscope_core::keys;
 use memscope_core::{Confidence, Finding, TargetInfo};
 use serde_json::Value;
 use source::{Kind, Sources};
@@ -37,32 +38,32 @@ pub enum CalibrateError {
 
 /// Finding keys a GPU calibration reads (a results file with none of them determined is refused).
 pub const GPU_KEYS: &[&str] = &[
-    "l1.hit_latency_ns",
-    "l1.ways",
-    "l1.sets",
-    "l1.line_bytes",
-    "l1.sector_bytes",
-    "l1.index_masks",
-    "l1.indexing",
-    "tlb.l1.entries",
-    "tlb.l1.miss_ns",
-    "tlb.l1.replacement",
-    "tlb.page_bytes",
-    "l2.hit_latency_ns",
-    "l2.far_hit_latency_ns",
-    "l2.ways",
-    "l2.line_bytes",
-    "l2.indexing",
-    "l2.policy",
-    "l2.capacity_bytes",
-    "l2.slices.count",
-    "dram.latency_ns",
-    "dram.row_bytes",
-    "dram.refresh_stall_ns",
-    "dram.refresh_fraction",
-    "bw.read_bytes_per_s",
-    "store.issue_cycles",
-    "store.egress_bytes_per_cycle",
+    keys::L1_HIT_LATENCY_NS,
+    keys::L1_WAYS,
+    keys::L1_SETS,
+    keys::L1_LINE_BYTES,
+    keys::L1_SECTOR_BYTES,
+    keys::L1_INDEX_MASKS,
+    keys::L1_INDEXING,
+    keys::TLB_L1_ENTRIES,
+    keys::TLB_L1_MISS_NS,
+    keys::TLB_L1_REPLACEMENT,
+    keys::TLB_PAGE_BYTES,
+    keys::L2_HIT_LATENCY_NS,
+    keys::L2_FAR_HIT_LATENCY_NS,
+    keys::L2_WAYS,
+    keys::L2_LINE_BYTES,
+    keys::L2_INDEXING,
+    keys::L2_POLICY,
+    keys::L2_CAPACITY_BYTES,
+    keys::L2_SLICES_COUNT,
+    keys::DRAM_LATENCY_NS,
+    keys::DRAM_ROW_BYTES,
+    keys::DRAM_REFRESH_STALL_NS,
+    keys::DRAM_REFRESH_FRACTION,
+    keys::BW_READ_BYTES_PER_S,
+    keys::STORE_ISSUE_CYCLES,
+    keys::STORE_EGRESS_BYTES_PER_CYCLE,
 ];
 
 /// The findings of one results file, with the reason a key gives no value.
@@ -182,12 +183,12 @@ pub fn calibrate(
         }
         Err(why) => src.set(field, *slot, Kind::Default, why),
     };
-    int("tlb.entries", "tlb.l1.entries", &mut h.tlb.entries, &mut src);
-    int("l1.ways", "l1.ways", &mut h.l1.ways, &mut src);
-    int("l1.line_bytes", "l1.line_bytes", &mut h.l1.line_bytes, &mut src);
-    int("l1.sector_bytes", "l1.sector_bytes", &mut h.l1.sector_bytes, &mut src);
-    int("l2.ways", "l2.ways", &mut h.l2.ways, &mut src);
-    int("l2.line_bytes", "l2.line_bytes", &mut h.l2.line_bytes, &mut src);
+    int("tlb.entries", keys::TLB_L1_ENTRIES, &mut h.tlb.entries, &mut src);
+    int("l1.ways", keys::L1_WAYS, &mut h.l1.ways, &mut src);
+    int("l1.line_bytes", keys::L1_LINE_BYTES, &mut h.l1.line_bytes, &mut src);
+    int("l1.sector_bytes", keys::L1_SECTOR_BYTES, &mut h.l1.sector_bytes, &mut src);
+    int("l2.ways", keys::L2_WAYS, &mut h.l2.ways, &mut src);
+    int("l2.line_bytes", keys::L2_LINE_BYTES, &mut h.l2.line_bytes, &mut src);
     let ns = |field: &str, key: &str, slot: &mut f64, src: &mut Sources| match f.num(key) {
         Ok(v) => {
             *slot = v;
@@ -195,19 +196,19 @@ pub fn calibrate(
         }
         Err(why) => src.set(field, *slot, Kind::Default, why),
     };
-    ns("tlb.miss_ns", "tlb.l1.miss_ns", &mut h.tlb.miss_ns, &mut src);
-    ns("l1.hit_ns", "l1.hit_latency_ns", &mut h.l1.hit_ns, &mut src);
-    ns("l2.hit_ns", "l2.hit_latency_ns", &mut h.l2.hit_ns, &mut src);
-    ns("dram.latency_ns", "dram.latency_ns", &mut h.dram.latency_ns, &mut src);
-    ns("dram.refresh_stall_ns", "dram.refresh_stall_ns", &mut h.dram.refresh_stall_ns, &mut src);
-    match f.num("dram.refresh_fraction").and_then(|v| if v < 1.0 { Ok(v) } else { Err(format!("{v} >= 1")) }) {
+    ns("tlb.miss_ns", keys::TLB_L1_MISS_NS, &mut h.tlb.miss_ns, &mut src);
+    ns("l1.hit_ns", keys::L1_HIT_LATENCY_NS, &mut h.l1.hit_ns, &mut src);
+    ns("l2.hit_ns", keys::L2_HIT_LATENCY_NS, &mut h.l2.hit_ns, &mut src);
+    ns("dram.latency_ns", keys::DRAM_LATENCY_NS, &mut h.dram.latency_ns, &mut src);
+    ns("dram.refresh_stall_ns", keys::DRAM_REFRESH_STALL_NS, &mut h.dram.refresh_stall_ns, &mut src);
+    match f.num(keys::DRAM_REFRESH_FRACTION).and_then(|v| if v < 1.0 { Ok(v) } else { Err(format!("{v} >= 1")) }) {
         Ok(v) => {
             h.dram.refresh_fraction = v;
             src.set("dram.refresh_fraction", v, Kind::Measured, "dram.refresh_fraction");
         }
         Err(why) => src.set("dram.refresh_fraction", h.dram.refresh_fraction, Kind::Default, why),
     }
-    match f.text("tlb.l1.replacement").map(|s| s.to_ascii_lowercase()) {
+    match f.text(keys::TLB_L1_REPLACEMENT).map(|s| s.to_ascii_lowercase()) {
         Ok(s) if s == "lru" || s == "fifo" => {
             h.tlb.replacement = if s == "lru" { Replacement::Lru } else { Replacement::Fifo };
             src.set("tlb.replacement", &s, Kind::Measured, "tlb.l1.replacement");
@@ -217,7 +218,7 @@ pub fn calibrate(
         }
         Err(why) => src.set("tlb.replacement", format!("{:?}", h.tlb.replacement).to_lowercase(), Kind::Default, why),
     }
-    match f.num("tlb.page_bytes") {
+    match f.num(keys::TLB_PAGE_BYTES) {
         Ok(v) if v >= 4096.0 && (v as u64).is_power_of_two() => {
             h.page_bytes = v as u64;
             src.set("page_bytes", v, Kind::Measured, "tlb.page_bytes");
@@ -226,14 +227,14 @@ pub fn calibrate(
         Err(why) => src.set("page_bytes", h.page_bytes, Kind::Default, why),
     }
     // ---- L1
-    match f.get("l1.index_masks").ok().and_then(masks) {
+    match f.get(keys::L1_INDEX_MASKS).ok().and_then(masks) {
         Some(m) => {
             let n = m.len();
             h.l1.index_masks = m;
             h.l1.sets = 1 << n;
             src.set("l1.index_masks", format!("{n} masks"), Kind::Measured, "l1.index_masks");
             src.set("l1.sets", h.l1.sets, Kind::Derived, format!("2^{n}: one set bit per measured index mask"));
-            if let Ok(s) = f.count("l1.sets") {
+            if let Ok(s) = f.count(keys::L1_SETS) {
                 if s != h.l1.sets {
                     src.set("l1.sets", h.l1.sets, Kind::Derived, format!("2^{n} index masks (l1.sets says {s})"));
                 }
@@ -242,7 +243,7 @@ pub fn calibrate(
         None => {
             h.l1.index_masks.clear();
             src.set("l1.index_masks", "plain bits", Kind::Default, "no l1.index_masks: plain bits above the line");
-            match f.count("l1.sets") {
+            match f.count(keys::L1_SETS) {
                 Ok(s) if s.is_power_of_two() => {
                     h.l1.sets = s;
                     src.set("l1.sets", s, Kind::Measured, "l1.sets");
@@ -252,7 +253,7 @@ pub fn calibrate(
         }
     }
     for (field, key, slot) in
-        [("l1.indexing", "l1.indexing", &mut h.l1.indexing), ("l2.indexing", "l2.indexing", &mut h.l2.indexing)]
+        [("l1.indexing", keys::L1_INDEXING, &mut h.l1.indexing), ("l2.indexing", keys::L2_INDEXING, &mut h.l2.indexing)]
     {
         match f.text(key).map(indexing) {
             Ok(Some(i)) => {
@@ -272,7 +273,7 @@ pub fn calibrate(
         "memscope has no L1 replacement probe",
     );
     // ---- L2 partitions, far latency, policy
-    match f.num("l2.far_hit_latency_ns") {
+    match f.num(keys::L2_FAR_HIT_LATENCY_NS) {
         Ok(v) => {
             h.l2.far_hit_ns = Some(v);
             h.l2.partitions = 2;
@@ -291,7 +292,7 @@ pub fn calibrate(
             src.set("l2.partitions", 1, Kind::Derived, "no far-L2 plateau measured");
         }
     }
-    match f.text("l2.policy").map(|s| s.to_ascii_lowercase()) {
+    match f.text(keys::L2_POLICY).map(|s| s.to_ascii_lowercase()) {
         Ok(s) if ["lru", "fifo", "rrip", "rrpv"].iter().any(|p| s.starts_with(p)) => {
             h.l2.replacement = match &s[..3] {
                 "lru" => Replacement::Lru,
@@ -330,7 +331,7 @@ pub fn calibrate(
 fn geometry(h: &mut Hierarchy, base: &Hierarchy, base_name: &str, t: &TargetInfo, f: &Found, src: &mut Sources) {
     let (cap, cap_src) = match detail_u64(t, "l2_cache_bytes_attribute") {
         Ok(c) => (Some(c), (Kind::Driver, "details.l2_cache_bytes_attribute".to_string())),
-        Err(why) => match f.num("l2.capacity_bytes") {
+        Err(why) => match f.num(keys::L2_CAPACITY_BYTES) {
             Ok(c) => (Some(c as u64), (Kind::Measured, format!("l2.capacity_bytes ({why})"))),
             Err(why2) => (None, (Kind::Default, format!("{why}; {why2}"))),
         },
@@ -357,7 +358,7 @@ fn geometry(h: &mut Hierarchy, base: &Hierarchy, base_name: &str, t: &TargetInfo
     };
     src.set("l2.capacity_bytes", cap, cap_src.0, cap_src.1.clone());
     let total_sets = cap / per_set;
-    let want = f.count("l2.slices.count");
+    let want = f.count(keys::L2_SLICES_COUNT);
     let want_n = *want.as_ref().unwrap_or(&base.l2.slices);
     let partitions = h.l2.partitions;
     let parts_ok = h.sm.count.is_multiple_of(partitions);
@@ -387,14 +388,14 @@ fn geometry(h: &mut Hierarchy, base: &Hierarchy, base_name: &str, t: &TargetInfo
     }
     src.set("l2.sets_per_slice", g.sets_per_slice, Kind::Derived, format!("{from}, over {} slices", g.slices));
     let (slice_fn, set_fn) = l2::functions(&g, h.l2.line_bytes);
-    let why = match f.get("l2.slices.page_masks") {
+    let why = match f.get(keys::L2_SLICES_PAGE_MASKS) {
         Ok(_) => "l2.slices.page_masks are masks of one page's slice classes, not a whole slice function".to_string(),
         Err(w) => w,
     };
     let text = |x: &memscope_core::hierarchy::HashFunction| serde_json::to_string(x).unwrap_or_default();
     let even = "chosen so consecutive lines spread evenly over sets and slices";
     src.set("l2.slice_function", text(&slice_fn), Kind::Derived, format!("not measured ({why}); {even}"));
-    let why = f.get("l2.sets").err().unwrap_or_else(|| "memscope has no L2 set-function probe".into());
+    let why = f.get(keys::L2_SETS).err().unwrap_or_else(|| "memscope has no L2 set-function probe".into());
     src.set("l2.set_function", text(&set_fn), Kind::Derived, format!("not measured ({why}); {even}"));
     h.l2.slice_function = slice_fn;
     h.l2.set_function = set_fn;
@@ -447,7 +448,7 @@ fn dram_and_sm(h: &mut Hierarchy, t: &TargetInfo, f: &Found, src: &mut Sources) 
             src.set("dram.controllers", h.dram.controllers, Kind::Default, "no memory_bus_width_bits_attribute");
         }
     }
-    match f.num("bw.read_bytes_per_s") {
+    match f.num(keys::BW_READ_BYTES_PER_S) {
         Ok(bw) if bw > 0.0 => {
             let lanes = (h.dram.controllers * h.dram.channels) as f64;
             h.dram.column_ns = lanes * h.l2.line_bytes as f64 / (bw * 1e-9);
@@ -457,7 +458,7 @@ fn dram_and_sm(h: &mut Hierarchy, t: &TargetInfo, f: &Found, src: &mut Sources) 
         }
         _ => src.set("dram.column_ns", h.dram.column_ns, Kind::Default, "no bw.read_bytes_per_s finding"),
     }
-    match f.num("store.issue_cycles") {
+    match f.num(keys::STORE_ISSUE_CYCLES) {
         Ok(c) if c > 0.0 => {
             h.sm.store_issue_ns = c / h.clock_hz * 1e9;
             src.set(
@@ -469,7 +470,7 @@ fn dram_and_sm(h: &mut Hierarchy, t: &TargetInfo, f: &Found, src: &mut Sources) 
         }
         _ => src.set("sm.store_issue_ns", h.sm.store_issue_ns, Kind::Default, "no store.issue_cycles finding"),
     }
-    match f.num("store.egress_bytes_per_cycle") {
+    match f.num(keys::STORE_EGRESS_BYTES_PER_CYCLE) {
         Ok(b) if b > 0.0 => {
             h.sm.port_bytes_per_cycle = b;
             src.set("sm.port_bytes_per_cycle", b, Kind::Measured, "store.egress_bytes_per_cycle");
@@ -481,7 +482,7 @@ fn dram_and_sm(h: &mut Hierarchy, t: &TargetInfo, f: &Found, src: &mut Sources) 
             "no store.egress_bytes_per_cycle finding",
         ),
     }
-    match f.num("dram.row_bytes") {
+    match f.num(keys::DRAM_ROW_BYTES) {
         Ok(v) if v >= 32.0 && (v as u64).is_power_of_two() => {
             h.dram.row_bytes = v as u64;
             src.set("dram.row_bytes", v, Kind::Measured, "dram.row_bytes");

@@ -1,0 +1,305 @@
+//! Finding keys: one constant per key string that the probes produce or read, grouped by level;
+//! measured quantities carry their unit in the name (`_ns`, `_bytes`, `_bytes_per_s`, `_s`, ...).
+//! Keys built at run time (a CPU cache level, a bandwidth kernel) come from the functions below.
+
+// L1 (per SM): latency, capacity, geometry and indexing.
+/// L1 hit latency.
+pub const L1_HIT_LATENCY_NS: &str = "l1.hit_latency_ns";
+/// L1 capacity (the knee of the L1-cached curve).
+pub const L1_CAPACITY_BYTES: &str = "l1.capacity_bytes";
+/// L1 line size.
+pub const L1_LINE_BYTES: &str = "l1.line_bytes";
+/// L1 sector size.
+pub const L1_SECTOR_BYTES: &str = "l1.sector_bytes";
+/// L1 associativity.
+pub const L1_WAYS: &str = "l1.ways";
+/// L1 set count (from capacity, ways and line).
+pub const L1_SETS: &str = "l1.sets";
+/// Virtual or physical indexing of L1.
+pub const L1_INDEXING: &str = "l1.indexing";
+/// L1 set-index XOR masks (a GF(2) basis).
+pub const L1_INDEX_MASKS: &str = "l1.index_masks";
+/// How often the recovered masks predict conflicts (ratio).
+pub const L1_INDEX_PREDICTION_ACCURACY: &str = "l1.index_prediction_accuracy";
+
+// The chase instrument itself.
+/// What recording each hop's time adds to a hop (per-hop records less the uninstrumented latency).
+pub const LATENCY_PER_HOP_OVERHEAD_NS: &str = "latency.per_hop_overhead_ns";
+
+// L1 eviction-set search (the evset probe).
+/// Chases the reduction took.
+pub const EVSET_CHASES: &str = "evset.chases";
+/// Lines in the candidate pool.
+pub const EVSET_POOL_LINES: &str = "evset.pool_lines";
+/// Lines in the minimal eviction set.
+pub const EVSET_LINES: &str = "evset.lines";
+
+// L2: latency, capacity, rate, geometry, indexing and policy.
+/// L2 hit latency (L1-bypassing loads).
+pub const L2_HIT_LATENCY_NS: &str = "l2.hit_latency_ns";
+/// L2 hit latency through the L1-cached path.
+pub const L2_HIT_LATENCY_L1_PATH_NS: &str = "l2.hit_latency_l1_path_ns";
+/// Hit latency of the far L2 partition.
+pub const L2_FAR_HIT_LATENCY_NS: &str = "l2.far_hit_latency_ns";
+/// The L2 segment one SM sees (half-way footprint).
+pub const L2_SEGMENT_CAPACITY_BYTES: &str = "l2.segment_capacity_bytes";
+/// L2 capacity.
+pub const L2_CAPACITY_BYTES: &str = "l2.capacity_bytes";
+/// All-SM L2 read rate.
+pub const L2_BANDWIDTH_BYTES_PER_S: &str = "l2.bandwidth_bytes_per_s";
+/// Virtual or physical indexing of L2.
+pub const L2_INDEXING: &str = "l2.indexing";
+/// L2 associativity.
+pub const L2_WAYS: &str = "l2.ways";
+/// L2 line size.
+pub const L2_LINE_BYTES: &str = "l2.line_bytes";
+/// L2 set count.
+pub const L2_SETS: &str = "l2.sets";
+/// Occupancy estimate of the L2 set count.
+pub const L2_SETS_ESTIMATE: &str = "l2.sets_estimate";
+/// Chases the L2 eviction-set search took.
+pub const L2_EVSET_CHASES: &str = "l2.evset_chases";
+/// Hops the L2 eviction-set search took.
+pub const L2_EVSET_HOPS: &str = "l2.evset_hops";
+/// L2 replacement signature (lru, fifo, rrpv).
+pub const L2_POLICY: &str = "l2.policy";
+
+// L2 slices (seed 000's max-counter method, CUDA only).
+/// Number of L2 slices.
+pub const L2_SLICES_COUNT: &str = "l2.slices.count";
+/// Which partition each page half maps to.
+pub const L2_SLICES_PAGE_PARTITION: &str = "l2.slices.page_partition";
+/// Slice-function XOR masks within a page.
+pub const L2_SLICES_PAGE_MASKS: &str = "l2.slices.page_masks";
+/// Share of sampled lines with a clear max counter (ratio).
+pub const L2_SLICES_CLEAR_FRACTION: &str = "l2.slices.clear_fraction";
+/// Slices seen within one page.
+pub const L2_SLICES_PAGE_SLICES_SEEN: &str = "l2.slices.page_slices_seen";
+/// Estimated slices within one page.
+pub const L2_SLICES_PAGE_SLICES_ESTIMATE: &str = "l2.slices.page_slices_estimate";
+/// Share of lines in the far partition (ratio).
+pub const L2_SLICES_FAR_FRACTION: &str = "l2.slices.far_fraction";
+/// Which lines are in the far partition.
+pub const L2_SLICES_FAR_PARTITION: &str = "l2.slices.far_partition";
+/// Wall time of the slices probe.
+pub const L2_SLICES_PROBE_SECONDS: &str = "l2.slices.probe_seconds";
+
+// TLB (per SM).
+/// L1 TLB entries.
+pub const TLB_L1_ENTRIES: &str = "tlb.l1.entries";
+/// Page size the TLB maps.
+pub const TLB_PAGE_BYTES: &str = "tlb.page_bytes";
+/// Extra time of an L1 TLB miss.
+pub const TLB_L1_MISS_NS: &str = "tlb.l1.miss_ns";
+/// L1 TLB replacement policy.
+pub const TLB_L1_REPLACEMENT: &str = "tlb.l1.replacement";
+/// Whether the L1 TLB is per SM or shared.
+pub const TLB_L1_SCOPE: &str = "tlb.l1.scope";
+
+// DRAM.
+/// DRAM read latency.
+pub const DRAM_LATENCY_NS: &str = "dram.latency_ns";
+/// DRAM row size.
+pub const DRAM_ROW_BYTES: &str = "dram.row_bytes";
+/// Stall of a chase hop that meets a refresh.
+pub const DRAM_REFRESH_STALL_NS: &str = "dram.refresh_stall_ns";
+/// Share of hops that meet a refresh (ratio).
+pub const DRAM_REFRESH_FRACTION: &str = "dram.refresh_fraction";
+
+// Device rates and costs (CUDA only).
+/// DRAM read bandwidth (one of `bw_bytes_per_s`'s keys).
+pub const BW_READ_BYTES_PER_S: &str = "bw.read_bytes_per_s";
+/// Kernel launch floor.
+pub const LAUNCH_FLOOR_S: &str = "launch.floor_s";
+/// CUDA-graph launch floor.
+pub const LAUNCH_GRAPH_FLOOR_S: &str = "launch.graph_floor_s";
+/// Sectors per warp request by lane stride.
+pub const COALESCE_SECTORS_PER_REQUEST: &str = "coalesce.sectors_per_request";
+/// Store issue cost.
+pub const STORE_ISSUE_CYCLES: &str = "store.issue_cycles";
+/// Store egress rate per SM.
+pub const STORE_EGRESS_BYTES_PER_CYCLE: &str = "store.egress_bytes_per_cycle";
+/// Whether L1 writes through.
+pub const STORE_L1_WRITE_THROUGH: &str = "store.l1_write_through";
+/// Exposed cost of a dirty L2 line's write-back.
+pub const STORE_L2_WRITEBACK_EXPOSED_NS_PER_LINE: &str = "store.l2_writeback_exposed_ns_per_line";
+
+// The host CPU (fixed keys; the per-level ones come from `cpu_capacity_bytes` and friends).
+/// Cache line size (stride probe).
+pub const CPU_LINE_BYTES: &str = "cpu.line_bytes";
+/// DRAM latency behind the last cache level.
+pub const CPU_DRAM_LATENCY_NS: &str = "cpu.dram.latency_ns";
+
+/// `cpu.<level>.capacity_bytes` (level: l1d, l2, l3).
+pub fn cpu_capacity_bytes(level: &str) -> String {
+    format!("cpu.{level}.capacity_bytes")
+}
+
+/// `cpu.<level>.hit_latency_ns`.
+pub fn cpu_hit_latency_ns(level: &str) -> String {
+    format!("cpu.{level}.hit_latency_ns")
+}
+
+/// `cpu.<level>.os_capacity_bytes`: the OS-reported size beside the measured one.
+pub fn cpu_os_capacity_bytes(level: &str) -> String {
+    format!("cpu.{level}.os_capacity_bytes")
+}
+
+/// `bw.<kind>_bytes_per_s` (kind: read, write, copy, ...).
+pub fn bw_bytes_per_s(kind: &str) -> String {
+    format!("bw.{kind}_bytes_per_s")
+}
+
+/// `peak.<kind>_flops_per_s`.
+pub fn peak_flops_per_s(kind: &str) -> String {
+    format!("peak.{kind}_flops_per_s")
+}
+
+/// `fence.<scope>_ns`.
+pub fn fence_ns(scope: &str) -> String {
+    format!("fence.{scope}_ns")
+}
+
+/// Every fixed key above.
+pub const ALL: &[&str] = &[
+    LATENCY_PER_HOP_OVERHEAD_NS,
+    L1_HIT_LATENCY_NS,
+    L1_CAPACITY_BYTES,
+    L1_LINE_BYTES,
+    L1_SECTOR_BYTES,
+    L1_WAYS,
+    L1_SETS,
+    L1_INDEXING,
+    L1_INDEX_MASKS,
+    L1_INDEX_PREDICTION_ACCURACY,
+    EVSET_CHASES,
+    EVSET_POOL_LINES,
+    EVSET_LINES,
+    L2_HIT_LATENCY_NS,
+    L2_HIT_LATENCY_L1_PATH_NS,
+    L2_FAR_HIT_LATENCY_NS,
+    L2_SEGMENT_CAPACITY_BYTES,
+    L2_CAPACITY_BYTES,
+    L2_BANDWIDTH_BYTES_PER_S,
+    L2_INDEXING,
+    L2_WAYS,
+    L2_LINE_BYTES,
+    L2_SETS,
+    L2_SETS_ESTIMATE,
+    L2_EVSET_CHASES,
+    L2_EVSET_HOPS,
+    L2_POLICY,
+    L2_SLICES_COUNT,
+    L2_SLICES_PAGE_PARTITION,
+    L2_SLICES_PAGE_MASKS,
+    L2_SLICES_CLEAR_FRACTION,
+    L2_SLICES_PAGE_SLICES_SEEN,
+    L2_SLICES_PAGE_SLICES_ESTIMATE,
+    L2_SLICES_FAR_FRACTION,
+    L2_SLICES_FAR_PARTITION,
+    L2_SLICES_PROBE_SECONDS,
+    TLB_L1_ENTRIES,
+    TLB_PAGE_BYTES,
+    TLB_L1_MISS_NS,
+    TLB_L1_REPLACEMENT,
+    TLB_L1_SCOPE,
+    DRAM_LATENCY_NS,
+    DRAM_ROW_BYTES,
+    DRAM_REFRESH_STALL_NS,
+    DRAM_REFRESH_FRACTION,
+    BW_READ_BYTES_PER_S,
+    LAUNCH_FLOOR_S,
+    LAUNCH_GRAPH_FLOOR_S,
+    COALESCE_SECTORS_PER_REQUEST,
+    STORE_ISSUE_CYCLES,
+    STORE_EGRESS_BYTES_PER_CYCLE,
+    STORE_L1_WRITE_THROUGH,
+    STORE_L2_WRITEBACK_EXPOSED_NS_PER_LINE,
+    CPU_LINE_BYTES,
+    CPU_DRAM_LATENCY_NS,
+];
+
+/// The fixed keys that are measured quantities with a unit (the rest are counts, ratios, text).
+pub const MEASURED: &[&str] = &[
+    LATENCY_PER_HOP_OVERHEAD_NS,
+    L1_HIT_LATENCY_NS,
+    L1_CAPACITY_BYTES,
+    L1_LINE_BYTES,
+    L1_SECTOR_BYTES,
+    L2_HIT_LATENCY_NS,
+    L2_HIT_LATENCY_L1_PATH_NS,
+    L2_FAR_HIT_LATENCY_NS,
+    L2_SEGMENT_CAPACITY_BYTES,
+    L2_CAPACITY_BYTES,
+    L2_BANDWIDTH_BYTES_PER_S,
+    L2_LINE_BYTES,
+    L2_SLICES_PROBE_SECONDS,
+    TLB_PAGE_BYTES,
+    TLB_L1_MISS_NS,
+    DRAM_LATENCY_NS,
+    DRAM_ROW_BYTES,
+    DRAM_REFRESH_STALL_NS,
+    BW_READ_BYTES_PER_S,
+    LAUNCH_FLOOR_S,
+    LAUNCH_GRAPH_FLOOR_S,
+    STORE_ISSUE_CYCLES,
+    STORE_EGRESS_BYTES_PER_CYCLE,
+    STORE_L2_WRITEBACK_EXPOSED_NS_PER_LINE,
+    CPU_LINE_BYTES,
+    CPU_DRAM_LATENCY_NS,
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const UNIT_SUFFIXES: &[&str] = &[
+        "_ns",
+        "_bytes",
+        "_bytes_per_s",
+        "_s",
+        "_seconds",
+        "_cycles",
+        "_bytes_per_cycle",
+        "_ns_per_line",
+        "_flops_per_s",
+    ];
+
+    fn dotted_lowercase(k: &str) -> bool {
+        let parts: Vec<&str> = k.split('.').collect();
+        parts.len() >= 2
+            && parts
+                .iter()
+                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'))
+    }
+
+    #[test]
+    fn keys_are_unique_and_dotted_lowercase() {
+        let mut seen = std::collections::BTreeSet::new();
+        for k in ALL {
+            assert!(seen.insert(*k), "{k} twice");
+            assert!(dotted_lowercase(k), "{k} is not dotted lowercase");
+        }
+    }
+
+    #[test]
+    fn measured_keys_end_in_their_unit() {
+        for k in MEASURED {
+            assert!(ALL.contains(k), "{k} missing from ALL");
+            assert!(UNIT_SUFFIXES.iter().any(|s| k.ends_with(s)), "{k} has no unit suffix");
+        }
+    }
+
+    #[test]
+    fn built_keys_match_the_strings() {
+        assert_eq!(cpu_capacity_bytes("l1d"), "cpu.l1d.capacity_bytes");
+        assert_eq!(cpu_hit_latency_ns("l2"), "cpu.l2.hit_latency_ns");
+        assert_eq!(cpu_os_capacity_bytes("l3"), "cpu.l3.os_capacity_bytes");
+        assert_eq!(bw_bytes_per_s("read"), BW_READ_BYTES_PER_S);
+        assert_eq!(peak_flops_per_s("fp32"), "peak.fp32_flops_per_s");
+        assert_eq!(fence_ns("gpu"), "fence.gpu_ns");
+        for k in [cpu_capacity_bytes("l1d"), cpu_hit_latency_ns("l2"), fence_ns("sys")] {
+            assert!(dotted_lowercase(&k));
+        }
+    }
+}
