@@ -11,7 +11,8 @@ use serde_json::{json, Map, Value};
 /// One results document inside a merged file, as it was read (nothing in it renamed).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FleetMember {
-    /// Unique in the merged file: the host, `-rankN` under a scheduler, `#K` for a repeat.
+    /// The host, `-rankN` under a scheduler, `#K` added where a target label (`ID/TARGET`) would
+    /// repeat: labels are unique in a merged file.
     pub id: String,
     /// `environment.host` of the member's run.
     pub host: String,
@@ -66,8 +67,8 @@ pub fn label(member: &FleetMember, target: &TargetInfo) -> String {
 }
 
 /// Merge documents (`(source, results)`, merged files flattened into their members) into one
-/// `memscope/1` document whose `fleet` holds every member; member ids are made unique so that
-/// no two targets share a label. `targets` lists every target as `MEMBER/TARGET`.
+/// `memscope/1` document whose `fleet` holds every member; a member id gets `#K` where one of
+/// its targets' labels would repeat, so no two targets share a label. `targets` lists every target as `MEMBER/TARGET`.
 pub fn merge(inputs: Vec<(String, Results)>, tool: crate::ToolInfo, merged_at: &str) -> Results {
     let mut members: Vec<FleetMember> = vec![];
     for (source, r) in inputs {
@@ -75,10 +76,7 @@ pub fn merge(inputs: Vec<(String, Results)>, tool: crate::ToolInfo, merged_at: &
             let base = m.id.clone();
             let mut k = 1;
             while members.iter().any(|o| {
-                o.id == m.id
-                    || doc_targets(&o.results)
-                        .iter()
-                        .any(|a| doc_targets(&m.results).iter().any(|b| label(o, a) == label(&m, b)))
+                doc_targets(&o.results).iter().any(|a| doc_targets(&m.results).iter().any(|b| label(o, a) == label(&m, b)))
             }) {
                 k += 1;
                 m.id = format!("{base}#{k}");
@@ -134,6 +132,16 @@ pub fn direction(unit: &str) -> Direction {
         "ns" | "s" | "cycles" => Direction::HigherWorse,
         "bytes/s" | "flops/s" => Direction::LowerWorse,
         _ => Direction::Either,
+    }
+}
+
+/// The smallest difference of a time that counts: 0.01 ns (0.01 cycles), far below the timers
+/// memscope reads (a GPU's clock64 ticks every 0.5 ns at 2 GHz); 0 for other units.
+pub fn resolution(unit: &str) -> f64 {
+    match unit {
+        "ns" | "cycles" => 0.01,
+        "s" => 1e-11,
+        _ => 0.0,
     }
 }
 
@@ -292,8 +300,10 @@ fn row(key: &str, found: &[(usize, &Finding)], tolerance: f64) -> Row {
             }
             let ratio = v / med;
             c.ratio = Some(ratio);
-            // (a difference within three of the member's own MADs is noise, whatever its ratio)
-            let noise = f.spread.as_ref().map(|s| 3.0 * s.mad).unwrap_or(0.0);
+            // (a difference within three of the member's own MADs is noise, whatever its ratio;
+            // so is a time difference below any timer's resolution: a near-zero median, such as
+            // a simulator's per-hop overhead of 1e-4 ns, makes any ratio large)
+            let noise = f.spread.as_ref().map(|s| 3.0 * s.mad).unwrap_or(0.0).max(resolution(&unit));
             if !flagging || (v - med).abs() <= noise {
                 continue;
             }

@@ -23,11 +23,16 @@ fn fleet_of(docs: Vec<Results>) -> Results {
 
 #[test]
 fn merge_keeps_every_member_and_labels_never_collide() {
-    let docs = vec![member("h1", |_| {}), member("h1", |_| {}), member("h2", |_| {})];
+    let other_gpu = member("h2", |r| {
+        r.target.id = "sim:other".into();
+        r.targets[0].id = "sim:other".into();
+    });
+    let docs = vec![member("h1", |_| {}), member("h1", |_| {}), member("h2", |_| {}), other_gpu];
     let m = fleet_of(docs);
-    assert_eq!(m.fleet.len(), 3);
+    assert_eq!(m.fleet.len(), 4);
     let ids: Vec<&str> = m.targets.iter().map(|t| t.id.as_str()).collect();
-    assert_eq!(ids, ["h1/sim:fixture", "h1#2/sim:fixture", "h2/sim:fixture"]);
+    // (a second run of the same target on one host gets #2; another target of the host does not)
+    assert_eq!(ids, ["h1/sim:fixture", "h1#2/sim:fixture", "h2/sim:fixture", "h2/sim:other"]);
     assert_eq!(m.target.kind, "fleet");
     assert!(m.findings.is_empty());
     // every finding of every member is kept, under its own key, in its member document

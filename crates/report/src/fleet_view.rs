@@ -45,7 +45,7 @@ fn cell_text(c: &Cell) -> String {
 fn rule_text(f: &Fleet) -> String {
     let pct = units::sig(f.tolerance * 100.0, 3);
     format!(
-        "flagged (groups of 3 or more): ! more than {pct} % from the median in the worse direction (times: higher, rates: lower); ~ differs by more than {pct} % (units without a worse direction) or in value"
+        "flagged (groups of 3 or more): ! more than {pct} % from the median in the worse direction (times: higher, rates: lower); ~ differs by more than {pct} % (units without a worse direction) or in value; never within 3 MADs of the member's own spread or under 0.01 ns"
     )
 }
 
