@@ -43,7 +43,10 @@ pub fn run(args: Args) -> CliResult {
         // (merged as `memscope merge` would: member ids unique, so labels never collide)
         let members = memscope_report::fleet::merge(docs, crate::provenance::tool(), "").fleet;
         let fleet = memscope_report::fleet::analyse(&members, args.tolerance / 100.0);
-        (memscope_report::fleet_view::text(&fleet), args.html.as_ref().map(|_| memscope_report::fleet_view::html(&fleet)))
+        (
+            memscope_report::fleet_view::text(&fleet),
+            args.html.as_ref().map(|_| memscope_report::fleet_view::html(&fleet)),
+        )
     } else {
         return Err(CliError::usage(format!(
             "{}: one results file has nothing to compare with (accepted: two files, three or more, or a merged file)",

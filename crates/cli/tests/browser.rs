@@ -307,7 +307,17 @@ fn fleet_compare_page_renders_in_headless_chromium() {
         std::fs::write(&hier, serde_json::to_vec(&h).unwrap()).unwrap();
         let out = d.join(name);
         let target = format!("sim:{}", hier.display());
-        memscope(&["run", "--target", &target, "--quick", "--quiet", "--probes", "latency", "--out", out.to_str().unwrap()]);
+        memscope(&[
+            "run",
+            "--target",
+            &target,
+            "--quick",
+            "--quiet",
+            "--probes",
+            "latency",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
         files.push(out.join("results.json").display().to_string());
     }
     let page = d.join("fleet.html");

@@ -49,7 +49,17 @@ fn runs(d: &Path) -> Vec<String> {
         std::fs::write(&hier, serde_json::to_vec(&h).unwrap()).unwrap();
         let out = d.join(name);
         let target = format!("sim:{}", hier.display());
-        ok(&["run", "--target", &target, "--quick", "--quiet", "--probes", "line,latency", "--out", out.to_str().unwrap()]);
+        ok(&[
+            "run",
+            "--target",
+            &target,
+            "--quick",
+            "--quiet",
+            "--probes",
+            "line,latency",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
         files.push(out.join("results.json").display().to_string());
     }
     files
@@ -148,10 +158,12 @@ fn merge_refuses_a_bad_file_naming_it_and_the_path() {
 fn a_scheduled_run_writes_under_host_and_rank() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().join("out");
-    let args = ["run", "--target", "sim:rtx4090", "--quick", "--quiet", "--probes", "line", "--out", d.to_str().unwrap()];
+    let args =
+        ["run", "--target", "sim:rtx4090", "--quick", "--quiet", "--probes", "line", "--out", d.to_str().unwrap()];
     let o = memscope(&args, &[("SLURM_PROCID", "2"), ("SLURM_JOB_ID", "4242")]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let folders: Vec<_> = std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    let folders: Vec<_> =
+        std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
     assert_eq!(folders.len(), 1, "{folders:?}");
     assert!(folders[0].ends_with("-rank2"), "{folders:?}");
     let results = d.join(&folders[0]).join("results.json");
@@ -165,7 +177,8 @@ fn a_scheduled_run_writes_under_host_and_rank() {
     assert_eq!(json(&merged)["fleet"][0]["rank"], 2);
     // Without the scheduler's variables: DIR/results.json as always.
     let plain = dir.path().join("plain");
-    let args = ["run", "--target", "sim:rtx4090", "--quick", "--quiet", "--probes", "line", "--out", plain.to_str().unwrap()];
+    let args =
+        ["run", "--target", "sim:rtx4090", "--quick", "--quiet", "--probes", "line", "--out", plain.to_str().unwrap()];
     let o = memscope(&args, &[]);
     assert!(o.status.success());
     assert!(plain.join("results.json").is_file());

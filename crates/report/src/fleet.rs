@@ -76,7 +76,9 @@ pub fn merge(inputs: Vec<(String, Results)>, tool: crate::ToolInfo, merged_at: &
             let base = m.id.clone();
             let mut k = 1;
             while members.iter().any(|o| {
-                doc_targets(&o.results).iter().any(|a| doc_targets(&m.results).iter().any(|b| label(o, a) == label(&m, b)))
+                doc_targets(&o.results)
+                    .iter()
+                    .any(|a| doc_targets(&m.results).iter().any(|b| label(o, a) == label(&m, b)))
             }) {
                 k += 1;
                 m.id = format!("{base}#{k}");
@@ -252,14 +254,13 @@ pub fn analyse(members: &[FleetMember], tolerance: f64) -> Fleet {
         let mut keys = std::collections::BTreeSet::new();
         for &u in &g.units {
             let (r, t) = &found[u];
-            keys.extend(r.findings.iter().filter(|(_, f)| f.target.as_deref().unwrap_or(&r.target.id) == t).map(|(k, _)| k));
+            keys.extend(
+                r.findings.iter().filter(|(_, f)| f.target.as_deref().unwrap_or(&r.target.id) == t).map(|(k, _)| k),
+            );
         }
         for key in keys {
-            let cells: Vec<(usize, &Finding)> = g
-                .units
-                .iter()
-                .filter_map(|&u| finding_of(found[u].0, &found[u].1, key).map(|f| (u, f)))
-                .collect();
+            let cells: Vec<(usize, &Finding)> =
+                g.units.iter().filter_map(|&u| finding_of(found[u].0, &found[u].1, key).map(|f| (u, f))).collect();
             g.rows.push(row(key, &cells, tolerance));
         }
     }

@@ -3,7 +3,7 @@
 //! member's ratio to it, ranks, and the outliers marked; for every finding with an outlier, a
 //! plot of each member's value over the median.
 
-use crate::fleet::{Cell, Direction, Fleet, Flag, Group, Row};
+use crate::fleet::{Cell, Direction, Flag, Fleet, Group, Row};
 use crate::svg::{self, esc, Axis, Line, Plot, Style};
 use crate::units;
 use std::fmt::Write;
@@ -53,13 +53,13 @@ fn outlier_line(f: &Fleet, r: &Row, c: &Cell) -> String {
     let who = &f.units[c.unit].label;
     match (c.ratio, r.median) {
         (Some(ratio), Some(m)) => format!(
-            "{who}: {} {} = {}× the median {} ({}{}, {})",
+            "{who}: {} {} = {}× the median {} ({}{} %, {})",
             r.key,
             c.text,
             units::sig(ratio, 4),
             units::number(m, &r.unit),
             if ratio >= 1.0 { "+" } else { "" },
-            format!("{} %", units::sig((ratio - 1.0) * 100.0, 3)),
+            units::sig((ratio - 1.0) * 100.0, 3),
             match c.flag {
                 Some(Flag::Worse) => direction_text(r.direction).to_string(),
                 _ => "differs".into(),
@@ -71,7 +71,8 @@ fn outlier_line(f: &Fleet, r: &Row, c: &Cell) -> String {
 
 /// The fleet view for the terminal (control characters from the files escaped).
 pub fn text(f: &Fleet) -> String {
-    let mut out = format!("fleet: {} targets in {} group(s) by model\n{}\n", f.units.len(), f.groups.len(), rule_text(f));
+    let mut out =
+        format!("fleet: {} targets in {} group(s) by model\n{}\n", f.units.len(), f.groups.len(), rule_text(f));
     for g in &f.groups {
         let _ = writeln!(out, "\n{} ({} targets)", g.name, g.units.len());
         for (n, u) in g.units.iter().enumerate() {
@@ -150,7 +151,13 @@ fn group_plots(f: &Fleet, g: &Group, gi: usize, figs: &mut Vec<String>) {
             [("within", svg::PALETTE[0], plain, plain_labels), ("flagged", svg::PALETTE[1], flagged, flagged_labels)]
         {
             if !pts.is_empty() {
-                p.lines.push(Line { name: name.into(), color: color.into(), style: Style::Points, points: pts, labels });
+                p.lines.push(Line {
+                    name: name.into(),
+                    color: color.into(),
+                    style: Style::Points,
+                    points: pts,
+                    labels,
+                });
             }
         }
         p.hmarks.push((1.0, "median".into()));
@@ -224,9 +231,6 @@ pub fn html(f: &Fleet) -> String {
     if !figs.is_empty() {
         let _ = write!(h, "<h2>Findings with outliers</h2><div class=\"plots\">{}</div>", figs.join(""));
     }
-    let _ = write!(
-        h,
-        "</main><script>document.body.dataset.rendered='ok';document.body.dataset.plots=document.querySelectorAll('svg.plot').length;document.body.dataset.outliers=document.querySelectorAll('td[data-outlier]').length;</script></body></html>\n"
-    );
+    h.push_str("</main><script>document.body.dataset.rendered='ok';document.body.dataset.plots=document.querySelectorAll('svg.plot').length;document.body.dataset.outliers=document.querySelectorAll('td[data-outlier]').length;</script></body></html>\n");
     h
 }
