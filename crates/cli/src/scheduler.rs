@@ -2,7 +2,8 @@
 //! script, rank 0) or Open MPI's OMPI_COMM_WORLD_RANK set, each process writes under
 //! `--out DIR/<host>-rank<N>/`, so `srun memscope run --out DIR` on many nodes never has two
 //! processes on one folder, and the results record `environment.scheduler` (kind, rank, job id)
-//! for `memscope merge`. Without those variables nothing changes.
+//! for `memscope merge`. Without those variables, or with MEMSCOPE_NO_SCHEDULER=1 (one plain
+//! folder inside a job, e.g. tests run in a batch script), nothing changes.
 
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
@@ -20,6 +21,9 @@ pub struct Placement {
 /// The placement from the environment (`var` reads a variable), or None outside a scheduler.
 /// A rank that is not a number is ignored (the variable is not the scheduler's).
 pub fn placement(var: impl Fn(&str) -> Option<String>, host: &str) -> Option<Placement> {
+    if var("MEMSCOPE_NO_SCHEDULER").is_some_and(|v| v == "1") {
+        return None;
+    }
     let num = |name: &str| var(name).and_then(|v| v.trim().parse::<u64>().ok());
     let job_id = var("SLURM_JOB_ID").filter(|j| !j.is_empty());
     let (kind, rank) = if let Some(r) = num("SLURM_PROCID") {
@@ -86,5 +90,6 @@ mod tests {
         assert_eq!(placement(env(&[("SLURM_JOB_ID", "9")]), "h").unwrap().rank, 0);
         assert_eq!(placement(env(&[]), "h"), None);
         assert_eq!(placement(env(&[("SLURM_PROCID", "x")]), "h"), None);
+        assert_eq!(placement(env(&[("SLURM_PROCID", "1"), ("MEMSCOPE_NO_SCHEDULER", "1")]), "h"), None);
     }
 }

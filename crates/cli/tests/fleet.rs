@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 const BIN: &str = env!("CARGO_BIN_EXE_memscope");
-const SCHEDULER_VARS: [&str; 3] = ["SLURM_PROCID", "SLURM_JOB_ID", "OMPI_COMM_WORLD_RANK"];
+const SCHEDULER_VARS: [&str; 4] = ["SLURM_PROCID", "SLURM_JOB_ID", "OMPI_COMM_WORLD_RANK", "MEMSCOPE_NO_SCHEDULER"];
 
 fn memscope(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(BIN);
