@@ -127,6 +127,9 @@ pub fn run(args: Args) -> CliResult {
     }
     if !wrote {
         print!("{}", memscope_report::table::summary(&results));
+        if !results.fleet.is_empty() {
+            println!("(a merged file: its findings are in its members; `memscope compare FILE` shows the fleet view)");
+        }
     }
     Ok(())
 }

@@ -84,8 +84,10 @@ fn file_for(out: &Path, index_among_non_cpu: usize, id: &str) -> PathBuf {
     }
 }
 
-pub fn run(args: Args) -> CliResult {
+pub fn run(mut args: Args) -> CliResult {
     let run_started = Instant::now();
+    // Under Slurm or Open MPI: DIR/<host>-rank<N> (crates/cli/src/scheduler.rs).
+    let scheduler = crate::scheduler::place(&mut args.out, args.continue_from.is_some());
     let probes = select_probes(crate::registry::all(), &args.probes, args.continue_from.is_some())?;
     let specs = match &args.target {
         Some(t) => targets::parse(t)?,
@@ -122,7 +124,10 @@ pub fn run(args: Args) -> CliResult {
     // Documents: one per non-CPU target; the CPU joins the first (or stands alone).
     let mut docs: Vec<(PathBuf, Results)> = Vec::new();
     let mut failures: Vec<String> = Vec::new();
-    let env = crate::provenance::environment();
+    let mut env = crate::provenance::environment();
+    if let Some(s) = scheduler {
+        env.insert("scheduler".into(), s);
+    }
     let tool = crate::provenance::tool();
     let mut nth_non_cpu = 0usize;
 

@@ -9,6 +9,7 @@ mod cmd_gpu;
 mod cmd_hammer;
 mod cmd_hash;
 mod cmd_list;
+mod cmd_merge;
 mod cmd_predict;
 mod cmd_report;
 mod cmd_run;
@@ -20,6 +21,7 @@ mod quantity;
 mod registry;
 mod run_guard;
 mod run_parallel;
+mod scheduler;
 mod sizes;
 mod targets;
 
@@ -49,8 +51,10 @@ enum Command {
     List(cmd_list::Args),
     /// Render a results file as HTML, Markdown or CSV.
     Report(cmd_report::Args),
-    /// Compare two results files finding by finding.
+    /// Compare two results files finding by finding; three or more (or merged), the fleet view.
     Compare(cmd_compare::Args),
+    /// Merge the results files of many GPUs and hosts into one document (the fleet).
+    Merge(cmd_merge::Args),
     /// The simulated hierarchy: dump a preset, replay vadd, chase, calibrate from results.
     Sim(cmd_sim::Args),
     /// Simulator configurations from a GPU run's results (accel-sim: GPGPU-Sim / Accel-Sim).
@@ -110,6 +114,7 @@ fn main() {
         Command::List(a) => cmd_list::run(a),
         Command::Report(a) => cmd_report::run(a),
         Command::Compare(a) => cmd_compare::run(a),
+        Command::Merge(a) => cmd_merge::run(a),
         Command::Sim(a) => cmd_sim::run(a),
         Command::Export(a) => cmd_export::run(a),
         Command::Hash(a) => cmd_hash::run(a),

@@ -10,7 +10,8 @@
 //! Layout rules (issue 20), measured by tests/browser/layout_check.js in a 1280 px wide window on
 //! the committed H200 report and on compare pages: no element wider than the viewport, no two text
 //! boxes of a plot overlapping, no text cut at a plot's edge, every plot with x and y axis titles
-//! carrying a unit in brackets.
+//! carrying a unit in brackets. The fleet view of compare (three simulated GPUs, one slowed) has
+//! its own test below.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -281,6 +282,56 @@ fn html_outputs_render_in_headless_chromium() {
     assert!(num(&dom, "sim-ns") > 0.0 && num(&dom, "flight") > 0.0, "no request in flight at the start");
     assert!(dom.contains("id=\"start-note\""), "the start is explained");
     assert!(num(&dom, "mc-scale-gbs") > 0.0, "throughput bars without a scale");
+}
+
+/// The fleet view of `memscope compare --html` (issue 16): three simulated GPUs of one model, the
+/// third with a 10 % slower L2, renders without console output, marks the outlier cells, plots
+/// the findings with outliers and keeps the layout rules.
+#[test]
+fn fleet_compare_page_renders_in_headless_chromium() {
+    let Some(bin) = chromium() else {
+        eprintln!("SKIPPED: no chromium in PATH (install Debian's `chromium`, or set MEMSCOPE_CHROMIUM)");
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let dump = Command::new(BIN).args(["sim", "dump", "--target", "sim:rtx4090"]).output().expect("sim dump");
+    let base: serde_json::Value = serde_json::from_slice(&dump.stdout).expect("hierarchy JSON");
+    let mut files = vec![];
+    for name in ["a", "b", "slow"] {
+        let mut h = base.clone();
+        if name == "slow" {
+            h["l2"]["hit_ns"] = serde_json::json!(h["l2"]["hit_ns"].as_f64().unwrap() * 1.1);
+        }
+        let hier = d.join(format!("{name}.json"));
+        std::fs::write(&hier, serde_json::to_vec(&h).unwrap()).unwrap();
+        let out = d.join(name);
+        let target = format!("sim:{}", hier.display());
+        memscope(&[
+            "run",
+            "--target",
+            &target,
+            "--quick",
+            "--quiet",
+            "--probes",
+            "latency",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        files.push(out.join("results.json").display().to_string());
+    }
+    let page = d.join("fleet.html");
+    let mut args = vec!["compare"];
+    args.extend(files.iter().map(String::as_str));
+    args.extend(["--html", page.to_str().unwrap()]);
+    memscope(&args);
+    let (dom, console) = load(&bin, &page, "", 1000);
+    assert!(console.is_empty(), "console output on the fleet page: {console:#?}");
+    assert_eq!(body_attr(&dom, "rendered").as_deref(), Some("ok"), "fleet page script did not run");
+    assert_eq!(num(&dom, "outliers"), 2.0, "l2.hit_latency_ns and its L1-path twin are the outliers");
+    assert!(num(&dom, "plots") >= 1.0);
+    assert_layout(&bin, &page, "the fleet compare page");
+    screenshot(&bin, &page, "", &artefact_dir().join("compare-fleet.png"), "1400,1400");
 }
 
 /// The vadd page of a full wave of the 4090 (6,144 warps): from `memscope sim vadd --html` when

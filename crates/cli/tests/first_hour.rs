@@ -24,7 +24,8 @@ fn a_missing_required_argument_is_named_with_the_usage_line() {
     for (args, named) in [
         (vec!["sim", "chase", "--target", "sim:rtx4090"], "--footprint <FOOTPRINT>"),
         (vec!["hash", "slice"], "<ADDR>"),
-        (vec!["compare", "a.json"], "<B>"),
+        (vec!["compare"], "<FILE>..."),
+        (vec!["merge", "a.json"], "--out <FILE>"),
     ] {
         let (code, _, err) = run(&args);
         assert_eq!(code, 2, "{args:?}: {err}");

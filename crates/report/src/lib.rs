@@ -6,6 +6,8 @@ pub mod clocks;
 pub mod compare;
 pub mod csv;
 pub mod diagram;
+pub mod fleet;
+pub mod fleet_view;
 pub mod html;
 pub mod hygiene;
 pub mod json;

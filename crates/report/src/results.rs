@@ -1,7 +1,7 @@
 //! The results document: `{"schema": "memscope/1", "tool", "target", "environment", "findings",
 //! "series", ...}` as DESIGN.md fixes it. Extended (never changed) with "targets", "probes" and
 //! "warnings", and "run" (whether the run that writes the file is in progress, finished or was
-//! interrupted, and which probes did not run).
+//! interrupted, and which probes did not run), and "fleet" (the member documents of a merged file).
 
 use memscope_core::{Finding, Series, TargetInfo};
 use serde::{Deserialize, Serialize};
@@ -101,6 +101,10 @@ pub struct Results {
     /// Where the run that wrote the file stands (in progress, finished, interrupted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<RunState>,
+    /// A merged file (`memscope merge`): every member document as read, tagged by host and rank;
+    /// absent in the results of one run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fleet: Vec<crate::fleet::FleetMember>,
 }
 
 impl Results {
@@ -116,6 +120,7 @@ impl Results {
             series: BTreeMap::new(),
             probes: BTreeMap::new(),
             run: None,
+            fleet: vec![],
         }
     }
 

@@ -149,11 +149,57 @@ pub fn locate(doc: &Value) -> Option<String> {
         .or_else(|| map_of::<Series>(doc, "series", &series_exemplar()))
         .or_else(|| map_of::<ProbeRecord>(doc, "probes", &probe_exemplar()))
         .or_else(|| entry::<crate::results::RunState>("run", top.get("run")?, &crate::results::run_exemplar()))
+        .or_else(|| fleet(top.get("fleet")?))
+}
+
+/// The first problem of a merged file's members (`fleet[i].results...` for their documents).
+fn fleet(v: &Value) -> Option<String> {
+    let Value::Array(members) = v else {
+        return Some(format!("fleet: must be an array (got {})", kind(v)));
+    };
+    members.iter().enumerate().find_map(|(i, m)| {
+        let Value::Object(o) = m else {
+            return Some(format!("fleet[{i}]: must be an object (got {})", kind(m)));
+        };
+        for (field, required) in [("id", true), ("host", true), ("source", true), ("job", false)] {
+            match o.get(field) {
+                Some(Value::String(_)) => {}
+                None if !required => {}
+                None => return Some(format!("fleet[{i}]: missing field {field:?}")),
+                Some(other) => return Some(format!("fleet[{i}].{field}: must be a string (got {})", kind(other))),
+            }
+        }
+        if let Some(r) = o.get("rank").filter(|r| !r.is_u64()) {
+            return Some(format!("fleet[{i}].rank: must be a whole number (got {})", kind(r)));
+        }
+        let Some(doc) = o.get("results") else {
+            return Some(format!("fleet[{i}]: missing field \"results\""));
+        };
+        let inner = locate(doc)?;
+        Some(match inner.strip_prefix("(top level)") {
+            Some(rest) => format!("fleet[{i}].results{rest}"),
+            None => format!("fleet[{i}].results.{inner}"),
+        })
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_the_member_of_a_merged_file() {
+        let tool = crate::sample::results().tool;
+        let m = crate::fleet::merge(vec![("a.json".into(), crate::sample::results())], tool, "t");
+        let mut d = serde_json::to_value(&m).unwrap();
+        d["fleet"][0]["results"]["findings"]["l1.line_bytes"]["confidence"] = json!(5);
+        let e = crate::Results::from_json(&serde_json::to_vec(&d).unwrap()).unwrap_err();
+        assert!(e.contains("fleet[0].results.findings[\"l1.line_bytes\"].confidence"), "{e}");
+        let mut d = serde_json::to_value(&m).unwrap();
+        d["fleet"][0]["host"] = json!([1]);
+        let e = crate::Results::from_json(&serde_json::to_vec(&d).unwrap()).unwrap_err();
+        assert!(e.contains("fleet[0].host: must be a string"), "{e}");
+    }
 
     fn doc_with(finding: Value) -> Value {
         let mut d = serde_json::to_value(crate::sample::results()).unwrap();
