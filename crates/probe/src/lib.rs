@@ -11,6 +11,7 @@ pub mod l2pool;
 pub mod l2sets;
 pub mod l2ways;
 pub mod latency;
+pub mod latency_parts;
 pub mod line;
 pub mod measure;
 pub mod policy;

@@ -105,6 +105,7 @@ pub fn merge(inputs: Vec<(String, Results)>, tool: crate::ToolInfo, merged_at: &
         bypass_supported: false,
         aliasing_supported: false,
         per_hop_supported: false,
+        gpu_hierarchy: false,
         units: targets.len() as u32,
         details: Map::new(),
     };
