@@ -204,6 +204,13 @@ pub struct L2Spec {
     /// DRAM (A100/H100 style). Default: none (= `hit_ns`, no copies).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub far_hit_ns: Option<f64>,
+    /// Extension: with partitions, the copies of far-homed lines live in a structure of their
+    /// own with this many ways per set (same sets as a slice), instead of sharing the near
+    /// slice's ways. An unusual hierarchy for tests: an eviction set of far copies then has
+    /// `far_copy_ways + 1` lines, as one seen on the H200 had 8 where the near lines' had 17.
+    /// Default: none (copies share the ways).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub far_copy_ways: Option<u32>,
     /// Extension: number of L2 partitions (default 1). Slices and SMs are split evenly in index
     /// order (slice `s` is in partition `s * partitions / slices`).
     pub partitions: u32,
@@ -353,6 +360,7 @@ impl Default for L2Spec {
             replacement: Replacement::Rrip,
             hit_ns: 127.4,
             far_hit_ns: None,
+            far_copy_ways: None,
             partitions: 1,
             slice_bytes_per_ns: 166.4,
             dirty_clean_threshold: None,

@@ -47,13 +47,14 @@ pub const MINIMAL_CHECKS: usize = 3;
 /// Hit and miss levels of the near L2 as a random pool sees them (same TLB regime): a chase over
 /// 96 lines spread evenly over the buffer (all L2 hits), and one cold lap over them after a flush
 /// (all DRAM); the threshold between them from `l2pool::near_levels` (below a far partition's
-/// hits, `far_ns` where known). Returns the levels and how the threshold was set.
+/// hits, `far_ns` where known). Returns the levels, how the threshold was set, the cold lap's
+/// typical hop (the DRAM level as the per-hop records see it) and the hit chase.
 pub fn calibrate_l2(
     m: &mut Meter<'_>,
     buf: &Buffer,
     line: u64,
     far_ns: Option<f64>,
-) -> Result<(Levels, String), ProbeError> {
+) -> Result<(Levels, String, f64, Timing), ProbeError> {
     let n = 96u64;
     let chunk = (buf.bytes / n / BLOCK_BYTES).max(1) * BLOCK_BYTES;
     let lines: Vec<u64> = (0..n)
@@ -64,7 +65,8 @@ pub fn calibrate_l2(
         .collect();
     let hits = m.chase(&lines, CachePath::L1Bypass, 48, 4000, 2)?;
     let cold = m.cold_lap(&lines, CachePath::L1Bypass)?;
-    Ok(near_levels(hits.typical_ns(), cold.typical_ns(), far_ns, &hits))
+    let (levels, why) = near_levels(hits.typical_ns(), cold.typical_ns(), far_ns, &hits);
+    Ok((levels, why, cold.typical_ns(), hits))
 }
 
 /// `n` random lines of `buf` in distinct `BLOCK_BYTES` blocks (each at a random line offset).
@@ -83,26 +85,86 @@ pub fn sample_pool(m: &mut Meter<'_>, buf: &Buffer, line: u64, n: usize) -> Vec<
 }
 
 /// Pure: the members slow (above the levels' midpoint) on every recorded visit of a per-hop
-/// chase over `set` (hop `i` visits `set[i % n]`).
-pub fn always_slow(levels: &Levels, set: &[u64], per_hop_ns: &[f64]) -> Vec<u64> {
+/// chase over `set` (hop `i` visits `set[i % n]`), each with the median of its visits' times.
+pub fn always_slow(levels: &Levels, set: &[u64], per_hop_ns: &[f64]) -> Vec<(u64, f64)> {
     let n = set.len();
     let mut fast = vec![false; n];
-    let mut seen = vec![false; n];
+    let mut visits: Vec<Vec<f64>> = vec![Vec::new(); n];
     for (i, &x) in per_hop_ns.iter().enumerate() {
-        seen[i % n] = true;
+        visits[i % n].push(x);
         if x <= levels.mid() {
             fast[i % n] = true;
         }
     }
-    set.iter().enumerate().filter(|(i, _)| seen[*i] && !fast[*i]).map(|(_, &a)| a).collect()
+    set.iter()
+        .zip(visits)
+        .enumerate()
+        .filter(|(i, (_, v))| !v.is_empty() && !fast[*i])
+        .map(|(_, (&a, v))| (a, memscope_core::stats::median(&v)))
+        .collect()
 }
 
-/// One warm-up lap and two timed laps over `pool`; returns the lines that missed on both.
-pub fn missing_lines(m: &mut Meter<'_>, levels: &Levels, pool: &[u64]) -> Result<Vec<u64>, ProbeError> {
+/// The lines of a pool that missed the near L2 on every lap, split by where their misses were
+/// served: from DRAM (their home is the near partition, or there is one partition) or from a far
+/// partition (copies of far-homed lines evicted from the near partition, served at about
+/// `l2.far_hit_latency_ns`). On the H200 the copies of far lines behave as a smaller structure
+/// than the near lines' sets (an eviction set of far copies had 8 lines where the near lines'
+/// had 17), so the associativity search reduces the DRAM-served lines only.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MissingLines {
+    pub dram: Vec<u64>,
+    pub far: Vec<u64>,
+}
+
+impl MissingLines {
+    pub fn total(&self) -> usize {
+        self.dram.len() + self.far.len()
+    }
+}
+
+/// Pure: the per-hop time that separates misses served by a far partition from misses served by
+/// DRAM: the midpoint of `far_ns` and `dram_ns` where the far level lies between the near hit
+/// and at most 80 % of the way to DRAM (closer, the two cannot be told apart by one hop), else
+/// `None` (every missing line counts as DRAM-served).
+pub fn far_split_ns(hit_ns: f64, far_ns: Option<f64>, dram_ns: f64) -> Option<f64> {
+    let far = far_ns.filter(|&f| f > hit_ns && f < hit_ns + 0.8 * (dram_ns - hit_ns))?;
+    Some(0.5 * (far + dram_ns))
+}
+
+/// Pure: split always-slow lines (with their median miss time) at `split_ns`.
+pub fn split_missing(slow: &[(u64, f64)], split_ns: Option<f64>) -> MissingLines {
+    let mut out = MissingLines::default();
+    for &(a, t) in slow {
+        match split_ns {
+            Some(s) if t < s => out.far.push(a),
+            _ => out.dram.push(a),
+        }
+    }
+    out
+}
+
+/// What the scans left out as far-served misses, for the notes.
+pub fn far_note(far_missing: &[usize], split_ns: Option<f64>) -> String {
+    match split_ns {
+        Some(s) => format!(
+            "missing lines served by a far partition (median miss below {s:.1} ns) left out of the reduction: {far_missing:?}"
+        ),
+        None => "no far partition level to split misses by: every missing line reduced".to_string(),
+    }
+}
+
+/// One warm-up lap and two timed laps over `pool`; returns the lines that missed on both, split
+/// at `split_ns` (`far_split_ns`).
+pub fn missing_lines(
+    m: &mut Meter<'_>,
+    levels: &Levels,
+    pool: &[u64],
+    split_ns: Option<f64>,
+) -> Result<MissingLines, ProbeError> {
     m.target.flush()?;
     let t: Timing = m.chase(pool, CachePath::L1Bypass, 2, 0, 1)?;
     let h = t.per_hop_ns.ok_or_else(|| ProbeError::Failed("the target recorded no per-hop times".into()))?;
-    Ok(always_slow(levels, pool, &h))
+    Ok(split_missing(&always_slow(levels, pool, &h), split_ns))
 }
 
 /// An L2 eviction set found without the slice function.
@@ -113,9 +175,13 @@ pub struct L2Evset {
     pub levels_why: String,
     pub oracle: Oracle,
     pub reduction: Reduction,
-    /// (pool lines, lines that missed on every lap, whether those alone thrash; None: not tried)
-    /// of each pool tried.
+    /// (pool lines, DRAM-served lines that missed on every lap, whether those alone thrash;
+    /// None: not tried) of each pool tried.
     pub scans: Vec<(usize, usize, Option<bool>)>,
+    /// Lines of each scan that missed on every lap but were served by a far partition (left out
+    /// of the reduction), and the split time used (`far_split_ns`).
+    pub far_missing: Vec<usize>,
+    pub split_ns: Option<f64>,
     /// Timed chases and simulated hops of the whole search (calibration and scans included).
     pub chases: u64,
     pub hops: u64,
@@ -178,23 +244,34 @@ pub fn find_l2_evset(
     far_ns: Option<f64>,
 ) -> Result<L2Evset, ProbeError> {
     let (c0, h0) = (m.chases, m.hops);
-    let (levels, levels_why) = calibrate_l2(m, buf, line, far_ns)?;
+    let (levels, levels_why, dram_ns, hits) = calibrate_l2(m, buf, line, far_ns)?;
+    let split_ns = far_split_ns(levels.hit_ns, far_ns, dram_ns);
     if !levels.separable() {
         return Err(ProbeError::Failed(format!(
             "L2 hit ({:.1} ns) and the next level ({:.1} ns) are not separable on a random pool",
             levels.hit_ns, levels.miss_ns
         )));
     }
-    let oracle = Oracle { path: CachePath::L1Bypass, levels, threshold: 0.5 };
+    // The reduction counts a hop as a miss only when DRAM served it (above the far/DRAM split):
+    // a subset of far-homed lines that only thrashes their copies in the near partition is
+    // served by the far partition and does not pass for an eviction set of the L2's sets.
+    let oracle_levels = match split_ns {
+        Some(s) => Levels::new(levels.hit_ns, 2.0 * s - levels.hit_ns).with_floor_from(&hits),
+        None => levels,
+    };
+    let oracle = Oracle { path: CachePath::L1Bypass, levels: oracle_levels, threshold: 0.5 };
     let fractions = pool_fractions(hint);
     let cap_lines = (hint.bytes / line) as usize;
     let biggest = (fractions[fractions.len() - 1] * cap_lines as f64) as usize;
     let all = sample_pool(m, buf, line, biggest);
     let mut scans = Vec::new();
+    let mut far_missing = Vec::new();
     let mut failures: Vec<String> = Vec::new();
     for (i, &f) in fractions.iter().enumerate() {
         let n = ((f * cap_lines as f64) as usize).min(all.len());
-        let mut missing = missing_lines(m, &levels, &all[..n])?;
+        let split = missing_lines(m, &levels, &all[..n], split_ns)?;
+        far_missing.push(split.far.len());
+        let mut missing = split.dram;
         let last = i + 1 == fractions.len();
         if missing.len() < MIN_MISSING && !(last && missing.len() >= 2) {
             scans.push((n, missing.len(), None));
@@ -218,6 +295,8 @@ pub fn find_l2_evset(
                     oracle,
                     reduction,
                     scans,
+                    far_missing,
+                    split_ns,
                     chases: m.chases - c0,
                     hops: m.hops - h0,
                 })
@@ -232,11 +311,12 @@ pub fn find_l2_evset(
         }
     }
     Err(ProbeError::Failed(format!(
-        "no pool up to {} lines ({}x {} = {} bytes) left lines missing on every lap that clearly thrash on their own and reduce to an eviction set; {levels_why}; scans (lines, missing, clear thrash) {scans:?}{}",
+        "no pool up to {} lines ({}x {} = {} bytes) left lines missing on every lap that clearly thrash on their own and reduce to an eviction set; {levels_why}; scans (lines, missing, clear thrash) {scans:?}; {}{}",
         all.len(),
         fractions[fractions.len() - 1],
         hint.source,
         hint.bytes,
+        far_note(&far_missing, split_ns),
         if failures.is_empty() { String::new() } else { format!("; reductions: {}", failures.join("; ")) }
     )))
 }
@@ -286,7 +366,7 @@ pub fn occupancy(
     let mut est = None;
     for _ in 0..2 {
         let pool = sample_pool(m, buf, l1_line, n);
-        let missing = missing_lines(m, levels, &pool)?.len();
+        let missing = missing_lines(m, levels, &pool, None)?.total();
         est = estimate_sets(pool.len(), ways, missing);
         let f = missing as f64 / pool.len().max(1) as f64;
         if (0.15..=0.85).contains(&f) {
@@ -360,8 +440,15 @@ impl Probe for L2WaysProbe {
         }
         let ways = ways.map_err(|why| format!("{why} (in each of {MINIMAL_CHECKS} checks)"));
         let search = format!(
-            "pools scaled from {} ({} bytes); {}; pools {:?} (lines, missing, those alone clearly thrash), {} chases and {} hops in all, {} backtracks",
-            hint.source, hint.bytes, e.levels_why, e.scans, e.chases, e.hops, e.reduction.backtracks
+            "pools scaled from {} ({} bytes); {}; pools {:?} (lines, DRAM-served missing, those alone clearly thrash); {}; {} chases and {} hops in all, {} backtracks",
+            hint.source,
+            hint.bytes,
+            e.levels_why,
+            e.scans,
+            far_note(&e.far_missing, e.split_ns),
+            e.chases,
+            e.hops,
+            e.reduction.backtracks
         );
         out.finding(
             keys::L2_EVSET_CHASES,
@@ -508,6 +595,22 @@ mod tests {
         let lv = Levels::new(100.0, 200.0);
         let set = [1u64, 2, 3];
         let h = [190.0, 120.0, 160.0, 180.0, 110.0, 140.0];
-        assert_eq!(always_slow(&lv, &set, &h), vec![1]);
+        assert_eq!(always_slow(&lv, &set, &h), vec![(1, 185.0)]);
+    }
+
+    #[test]
+    fn misses_split_by_the_level_that_served_them() {
+        // The H200's per-hop levels: near hit 150, far 260, DRAM 345.
+        let s = far_split_ns(150.0, Some(260.0), 345.0).unwrap();
+        assert!((s - 302.5).abs() < 1e-9);
+        // A far level too close to DRAM (beyond 80 % of the way) or outside: no split.
+        assert_eq!(far_split_ns(150.0, Some(330.0), 345.0), None);
+        assert_eq!(far_split_ns(150.0, Some(140.0), 345.0), None);
+        assert_eq!(far_split_ns(150.0, None, 345.0), None);
+        let slow = [(1u64, 262.0), (2, 350.0), (3, 301.0), (4, 340.0)];
+        let m = split_missing(&slow, Some(s));
+        assert_eq!((m.dram.clone(), m.far.clone()), (vec![2, 4], vec![1, 3]));
+        assert_eq!(m.total(), 4);
+        assert_eq!(split_missing(&slow, None).dram.len(), 4);
     }
 }

@@ -1,5 +1,6 @@
 //! Issue 23 item 5 (L2 ways, sets and policy run after run): the `l2ways` and `l2policy` probes on
-//! unusual simulated L2s (two partitions whose far hits lie near the old hit/DRAM midpoint, 12, 16
+//! unusual simulated L2s (two partitions whose far hits lie near the old hit/DRAM midpoint, far
+//! copies in a structure of their own with fewer ways than the near sets, 12, 16
 //! and 24 ways, RRIP and LRU, jitter and outliers), with the pool scaled from each of the sources a
 //! run may offer (the segment finding, the driver's attribute of the whole L2, a capacity finding
 //! that is the whole L2). Each finding is exact or undetermined with a reason, never wrong, and two
@@ -66,6 +67,9 @@ struct Case {
     far_known: bool,
     /// The far partition's hit latency, ns (the old hit/DRAM midpoint is 253.5 ns).
     far_ns: f64,
+    /// Copies of far lines in a structure of their own with this many ways (`l2.far_copy_ways`):
+    /// eviction sets of far copies are smaller than the near lines' (the H200's 8-line sets).
+    far_copy_ways: Option<u32>,
 }
 
 fn hierarchy(c: &Case, noise_seed: u64) -> Hierarchy {
@@ -87,6 +91,7 @@ fn hierarchy(c: &Case, noise_seed: u64) -> Hierarchy {
     // The H200's levels (near 158, far 218..264 in different runs, DRAM 349 ns): far hits on
     // either side of the old hit/DRAM midpoint (253.5 ns).
     h.l2.far_hit_ns = (c.partitions > 1).then_some(c.far_ns);
+    h.l2.far_copy_ways = c.far_copy_ways;
     h.noise.jitter_ns = 0.02 * h.l2.hit_ns;
     h.noise.outlier_fraction = 0.01;
     h.noise.seed = noise_seed;
@@ -171,12 +176,69 @@ fn l2_geometry_exact_or_undetermined_and_the_same_across_noise_seeds() {
     use Replacement::{Lru, Rrip};
     use Source::{Driver, Segment, WholeCapacity};
     let cases = [
-        Case { partitions: 2, ways: 16, policy: Rrip, source: Driver, far_known: false, far_ns: 250.0 },
-        Case { partitions: 2, ways: 16, policy: Rrip, source: WholeCapacity, far_known: true, far_ns: 256.0 },
-        Case { partitions: 2, ways: 12, policy: Lru, source: Segment, far_known: true, far_ns: 252.0 },
-        Case { partitions: 2, ways: 24, policy: Rrip, source: Segment, far_known: false, far_ns: 220.0 },
-        Case { partitions: 1, ways: 24, policy: Lru, source: Driver, far_known: false, far_ns: 0.0 },
-        Case { partitions: 1, ways: 12, policy: Rrip, source: WholeCapacity, far_known: false, far_ns: 0.0 },
+        Case {
+            partitions: 2,
+            ways: 16,
+            policy: Rrip,
+            source: Driver,
+            far_known: false,
+            far_ns: 250.0,
+            far_copy_ways: None,
+        },
+        Case {
+            partitions: 2,
+            ways: 16,
+            policy: Rrip,
+            source: WholeCapacity,
+            far_known: true,
+            far_ns: 256.0,
+            far_copy_ways: None,
+        },
+        Case {
+            partitions: 2,
+            ways: 12,
+            policy: Lru,
+            source: Segment,
+            far_known: true,
+            far_ns: 252.0,
+            far_copy_ways: None,
+        },
+        Case {
+            partitions: 2,
+            ways: 24,
+            policy: Rrip,
+            source: Segment,
+            far_known: false,
+            far_ns: 220.0,
+            far_copy_ways: None,
+        },
+        Case {
+            partitions: 2,
+            ways: 16,
+            policy: Lru,
+            source: Segment,
+            far_known: true,
+            far_ns: 252.0,
+            far_copy_ways: Some(7),
+        },
+        Case {
+            partitions: 1,
+            ways: 24,
+            policy: Lru,
+            source: Driver,
+            far_known: false,
+            far_ns: 0.0,
+            far_copy_ways: None,
+        },
+        Case {
+            partitions: 1,
+            ways: 12,
+            policy: Rrip,
+            source: WholeCapacity,
+            far_known: false,
+            far_ns: 0.0,
+            far_copy_ways: None,
+        },
     ];
     let mut wrong = Vec::new();
     let mut flips = Vec::new();

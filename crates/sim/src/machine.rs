@@ -152,6 +152,9 @@ pub struct Machine {
     page_shift: u32,
     sms: Vec<Option<Box<SmState>>>,
     pub l2: Cache,
+    /// The copies of far-homed lines when they have a structure of their own
+    /// (`l2.far_copy_ways`); `None`: they share the near slice's ways in `l2`.
+    far_copies: Option<Cache>,
     pub dram: Dram,
     pub pt: PageTable,
     fifos: Vec<WbFifo>,
@@ -205,6 +208,7 @@ impl Machine {
             page_shift: h.page_bytes.trailing_zeros(),
             sms: (0..h.sm.count).map(|_| None).collect(),
             l2: Cache::new(total_sets, l2.ways as usize, l2.replacement, threshold),
+            far_copies: l2.far_copy_ways.map(|w| Cache::new(total_sets, w as usize, l2.replacement, threshold)),
             dram: Dram::new(&h),
             pt: PageTable::new(h.page_bytes.trailing_zeros(), pages, h.seed),
             fifos: vec![WbFifo::default(); h.dram.controllers as usize],
@@ -248,6 +252,9 @@ impl Machine {
             s.tlb.clear();
         }
         self.l2.clear();
+        if let Some(c) = self.far_copies.as_mut() {
+            c.clear();
+        }
         self.fifos.iter_mut().for_each(WbFifo::clear);
         self.dram.reset();
     }
@@ -483,7 +490,8 @@ impl Machine {
             let p = self.partition_of_sm(sm);
             if slice / spp != p {
                 let mirror = (slice % spp + p * spp) as usize;
-                let o = self.l2.load(mirror * sps + set as usize, line, sectors);
+                let copies = self.far_copies.as_mut().unwrap_or(&mut self.l2);
+                let o = copies.load(mirror * sps + set as usize, line, sectors);
                 if let Some(wb) = o.evicted {
                     self.write_back(wb, now_ns);
                 }

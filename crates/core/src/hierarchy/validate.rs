@@ -250,6 +250,12 @@ impl Hierarchy {
             time("l2.far_hit_ns", f)?;
         }
         at_least("l2.partitions", h.l2.partitions as u64, 1)?;
+        if let Some(w) = h.l2.far_copy_ways {
+            at_least("l2.far_copy_ways", w as u64, 1)?;
+            if w > h.l2.ways {
+                return err("l2.far_copy_ways", format!("must be at most l2.ways ({}) (got {w})", h.l2.ways));
+            }
+        }
         if !h.l2.slices.is_multiple_of(h.l2.partitions) || !h.sm.count.is_multiple_of(h.l2.partitions) {
             return err(
                 "l2.partitions",
