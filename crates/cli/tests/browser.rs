@@ -194,9 +194,10 @@ fn html_outputs_render_in_headless_chromium() {
                         stack.push(p);
                     } else if p.to_string_lossy().ends_with("results.json") {
                         // (a simulated run beside the machine's, e.g. of its calibrated preset,
-                        // is another device: the model is not attached to it)
-                        let simulated = std::fs::read_to_string(&p).is_ok_and(|t| t.contains("\"kind\": \"sim\""));
-                        committed.push((p, (model.is_file() && !simulated).then(|| model.clone())));
+                        // or a run of the machine's host CPU alone is another device: the model
+                        // is attached only to runs with a CUDA target)
+                        let gpu = std::fs::read_to_string(&p).is_ok_and(|t| t.contains("\"kind\": \"cuda\""));
+                        committed.push((p, (model.is_file() && gpu).then(|| model.clone())));
                     }
                 }
             }

@@ -211,6 +211,12 @@ pub struct L2Spec {
     /// Default: none (copies share the ways).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub far_copy_ways: Option<u32>,
+    /// Extension: the L2 size the simulated driver reports (a CUDA driver's
+    /// CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE), bytes. When set, the target's details carry it as
+    /// `l2_cache_bytes_attribute`, as a CUDA target's do, so the probes take the same paths on a
+    /// preset calibrated from a GPU as on the GPU. Default: none (the probes measure the size).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver_reported_bytes: Option<u64>,
     /// Extension: number of L2 partitions (default 1). Slices and SMs are split evenly in index
     /// order (slice `s` is in partition `s * partitions / slices`).
     pub partitions: u32,
@@ -361,6 +367,7 @@ impl Default for L2Spec {
             hit_ns: 127.4,
             far_hit_ns: None,
             far_copy_ways: None,
+            driver_reported_bytes: None,
             partitions: 1,
             slice_bytes_per_ns: 166.4,
             dirty_clean_threshold: None,

@@ -51,6 +51,9 @@ pub const L2_BANDWIDTH_BYTES_PER_S: &str = "l2.bandwidth_bytes_per_s";
 pub const L2_INDEXING: &str = "l2.indexing";
 /// L2 associativity.
 pub const L2_WAYS: &str = "l2.ways";
+/// Ways of the near partition's sets that hold copies of far-homed lines (a minimal eviction set
+/// of lines served by the far partition).
+pub const L2_FAR_COPY_WAYS: &str = "l2.far_copy_ways";
 /// L2 line size.
 pub const L2_LINE_BYTES: &str = "l2.line_bytes";
 /// L2 set count.
@@ -183,6 +186,7 @@ pub const ALL: &[&str] = &[
     L2_BANDWIDTH_BYTES_PER_S,
     L2_INDEXING,
     L2_WAYS,
+    L2_FAR_COPY_WAYS,
     L2_LINE_BYTES,
     L2_SETS,
     L2_SETS_ESTIMATE,

@@ -182,6 +182,8 @@ pub struct L2Evset {
     /// of the reduction), and the split time used (`far_split_ns`).
     pub far_missing: Vec<usize>,
     pub split_ns: Option<f64>,
+    /// The far-served missing lines of each scan, in scan order.
+    pub far_lines: Vec<Vec<u64>>,
     /// Timed chases and simulated hops of the whole search (calibration and scans included).
     pub chases: u64,
     pub hops: u64,
@@ -266,11 +268,13 @@ pub fn find_l2_evset(
     let all = sample_pool(m, buf, line, biggest);
     let mut scans = Vec::new();
     let mut far_missing = Vec::new();
+    let mut far_lines = Vec::new();
     let mut failures: Vec<String> = Vec::new();
     for (i, &f) in fractions.iter().enumerate() {
         let n = ((f * cap_lines as f64) as usize).min(all.len());
         let split = missing_lines(m, &levels, &all[..n], split_ns)?;
         far_missing.push(split.far.len());
+        far_lines.push(split.far);
         let mut missing = split.dram;
         let last = i + 1 == fractions.len();
         if missing.len() < MIN_MISSING && !(last && missing.len() >= 2) {
@@ -297,6 +301,7 @@ pub fn find_l2_evset(
                     scans,
                     far_missing,
                     split_ns,
+                    far_lines,
                     chases: m.chases - c0,
                     hops: m.hops - h0,
                 })
@@ -461,6 +466,9 @@ impl Probe for L2WaysProbe {
         match ways {
             Ok(w) => {
                 out.finding(keys::L2_WAYS, Finding::integer(w, "count", method, Confidence::High).with_note(&search));
+                if let Some(copies) = crate::l2copies::far_copy_ways(&mut m, &e)? {
+                    out.finding(keys::L2_FAR_COPY_WAYS, copies.finding());
+                }
                 let l2_line =
                     flushing(&mut m, |m| measure_l2_line(m, &e.oracle, &e.reduction.set, SECTOR_FLOOR_BYTES))?;
                 let line_method = "eviction-set members swapped for their neighbours at growing power-of-two distances";

@@ -151,6 +151,20 @@ fn check(h: &Hierarchy, f: &BTreeMap<String, Finding>) -> (Vec<String>, Vec<(Str
     ];
     let mut wrong = Vec::new();
     let mut outcome = Vec::new();
+    // The far copies' ways where the hierarchy has partitions: exact or undetermined.
+    if h.l2.partitions > 1 {
+        let want = h.l2.far_copy_ways.unwrap_or(h.l2.ways);
+        match f.get("l2.far_copy_ways") {
+            Some(x) if x.value.is_null() => outcome.push(("l2.far_copy_ways".into(), "undetermined".into())),
+            Some(x) => {
+                if x.value != serde_json::Value::from(want) {
+                    wrong.push(format!("l2.far_copy_ways: {} for {want} ({:?})", x.value, x.note));
+                }
+                outcome.push(("l2.far_copy_ways".into(), x.value.to_string()));
+            }
+            None => outcome.push(("l2.far_copy_ways".into(), "absent".into())),
+        }
+    }
     for (k, w) in want {
         let Some(x) = f.get(k) else {
             outcome.push((k.to_string(), "absent".into()));

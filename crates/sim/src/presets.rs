@@ -55,6 +55,7 @@ pub fn rtx4090() -> Hierarchy {
             hit_ns: 127.4,
             far_hit_ns: None,
             far_copy_ways: None,
+            driver_reported_bytes: None,
             partitions: 1,
             slice_bytes_per_ns: 166.4,
             dirty_clean_threshold: Some(8),

@@ -340,6 +340,9 @@ impl Target for SimTarget {
         let h = &self.m.h;
         let mut details = serde_json::Map::new();
         details.insert("hierarchy".into(), serde_json::to_value(h).unwrap_or_default());
+        if let Some(b) = h.l2.driver_reported_bytes {
+            details.insert("l2_cache_bytes_attribute".into(), b.into());
+        }
         TargetInfo {
             kind: "sim".into(),
             id: self.id.clone(),

@@ -292,6 +292,24 @@ pub fn calibrate(
             src.set("l2.partitions", 1, Kind::Derived, "no far-L2 plateau measured");
         }
     }
+    // Far copies in fewer ways than the near sets have (measured on the H200); else shared.
+    match f.num(keys::L2_FAR_COPY_WAYS) {
+        Ok(w) if h.l2.partitions > 1 && (w as u32) < h.l2.ways && w >= 1.0 => {
+            h.l2.far_copy_ways = Some(w as u32);
+            src.set("l2.far_copy_ways", w as u32, Kind::Measured, keys::L2_FAR_COPY_WAYS);
+        }
+        other => {
+            h.l2.far_copy_ways = None;
+            let why = match other {
+                Ok(w) if h.l2.partitions > 1 => {
+                    format!("l2.far_copy_ways {w} = l2.ways: copies share the near sets' ways")
+                }
+                Ok(_) => "one partition: no far copies".to_string(),
+                Err(why) => format!("{why}: copies share the near sets' ways"),
+            };
+            src.set("l2.far_copy_ways", "none", Kind::Default, why);
+        }
+    }
     match f.text(keys::L2_POLICY).map(|s| s.to_ascii_lowercase()) {
         Ok(s) if ["lru", "fifo", "rrip", "rrpv"].iter().any(|p| s.starts_with(p)) => {
             h.l2.replacement = match &s[..3] {
@@ -329,6 +347,11 @@ pub fn calibrate(
 
 /// L2 slices, sets and index functions; DRAM capacity and controllers that depend on them.
 fn geometry(h: &mut Hierarchy, base: &Hierarchy, base_name: &str, t: &TargetInfo, f: &Found, src: &mut Sources) {
+    h.l2.driver_reported_bytes = detail_u64(t, "l2_cache_bytes_attribute").ok();
+    match h.l2.driver_reported_bytes {
+        Some(b) => src.set("l2.driver_reported_bytes", b, Kind::Driver, "details.l2_cache_bytes_attribute"),
+        None => src.set("l2.driver_reported_bytes", "none", Kind::Default, "the run reports no driver L2 size"),
+    }
     let (cap, cap_src) = match detail_u64(t, "l2_cache_bytes_attribute") {
         Ok(c) => (Some(c), (Kind::Driver, "details.l2_cache_bytes_attribute".to_string())),
         Err(why) => match f.num(keys::L2_CAPACITY_BYTES) {
