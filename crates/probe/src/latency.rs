@@ -260,9 +260,21 @@ impl Probe for LatencyProbe {
                     let mut spec =
                         memscope_core::ChaseSpec::new(lines, CachePath::L1Bypass, (bytes / stride).max(4000));
                     spec.warmup_laps = 1;
+                    let home = spec.clone();
                     spec.sm = Some(other);
                     let t = m.run(spec)?;
                     if let Some(c) = cluster_median(&t, l2_ns * 1.1, dram_ns * 0.9) {
+                        // The same cluster median from this SM tells the SMs apart from the two
+                        // methods (plateau of medians vs cluster of hops) where they differ.
+                        let t0 = m.run(home)?;
+                        if let Some(c0) = cluster_median(&t0, l2_ns * 1.1, dram_ns * 0.9) {
+                            f = f.with_note(&format!(
+                                "{note}; the same cluster median from this SM: {:.1} ns ({:+.1} % against the finding: the method); from SM {other} {:+.1} % against it (the SM)",
+                                c0 - overhead,
+                                100.0 * ((c0 - overhead) / value - 1.0),
+                                100.0 * ((c - overhead) / (c0 - overhead) - 1.0)
+                            ));
+                        }
                         f = f.with_check(
                             c - overhead,
                             &format!("the same footprint chased from SM {other}: median of its hops between the levels, less the overhead"),

@@ -8,6 +8,7 @@ pub mod geometry;
 pub mod index;
 pub mod indexing;
 pub mod l2copies;
+pub mod l2missing;
 pub mod l2pool;
 pub mod l2sets;
 pub mod l2ways;

@@ -157,7 +157,7 @@ fn check(h: &Hierarchy, f: &BTreeMap<String, Finding>) -> (Vec<String>, Vec<(Str
         match f.get("l2.far_copy_ways") {
             Some(x) if x.value.is_null() => outcome.push(("l2.far_copy_ways".into(), "undetermined".into())),
             Some(x) => {
-                if x.value != serde_json::Value::from(want) {
+                if x.value != want {
                     wrong.push(format!("l2.far_copy_ways: {} for {want} ({:?})", x.value, x.note));
                 }
                 outcome.push(("l2.far_copy_ways".into(), x.value.to_string()));
