@@ -515,7 +515,18 @@ fn dram_and_sm(h: &mut Hierarchy, t: &TargetInfo, f: &Found, src: &mut Sources) 
             }
         }
         Ok(v) => src.set("dram.row_bytes", h.dram.row_bytes, Kind::Default, format!("dram.row_bytes = {v}")),
-        Err(why) => src.set("dram.row_bytes", h.dram.row_bytes, Kind::Default, why),
+        Err(why) => {
+            src.set("dram.row_bytes", h.dram.row_bytes, Kind::Default, &why);
+            // The GPU showed no open-row saving the row probe could use (the H200: 396.6 vs
+            // 402.1 ns): the preset models none, so its own run says undetermined as the GPU's.
+            h.dram.activate_ns = 0.0;
+            src.set(
+                "dram.activate_ns",
+                0.0,
+                Kind::Derived,
+                format!("dram.row_bytes undetermined on the GPU ({why}): no open-row saving modelled"),
+            );
+        }
     }
     if h.l2.partitions > 1 && !h.l2.slices.is_multiple_of(h.l2.partitions) {
         h.l2.partitions = 1;
