@@ -106,8 +106,10 @@ pub struct ComposeCeilings {
     pub gap_graph_s: f64,
     /// Device time of one graph replay beyond its kernels.
     pub graph_overhead_s: f64,
-    /// Minimum work of a kernel that reads memory (one block, one dependent load), seconds.
+    /// Minimum work of a kernel that reads device memory (one block, one dependent load), seconds.
     pub min_work_s: f64,
+    /// The same from an L2-resident buffer (kernels that touch only activations).
+    pub min_work_l2_s: f64,
     /// Read bandwidth from device memory by bytes in flight (ascending).
     pub dram_curve: Vec<CurvePoint>,
     /// Read bandwidth from L2 by bytes in flight (ascending).
@@ -122,20 +124,27 @@ pub struct ComposeCeilings {
 
 /// The composition's inputs (the fields of `ComposeCeilings`), each with what it is and how it is
 /// measured; written into the results so every prediction lists its inputs.
-pub const PREDICTION_INPUTS: [(&str, &str); 13] = [
+pub const PREDICTION_INPUTS: [(&str, &str); 14] = [
     ("isolated_launch_s", "one empty-kernel launch then a synchronisation (reported, not used)"),
     ("host_issue_s", "host time to enqueue one launch (our kernel; a cuBLAS call per precision), device blocked"),
     ("host_issue_graph_s", "host time to enqueue one graph launch, device blocked"),
     ("gap_stream_s", "device time per empty kernel queued back to back on a stream behind a spin kernel"),
     ("gap_graph_s", "device time per empty kernel in a graph (slope over 1 and 256 kernels)"),
     ("graph_overhead_s", "device time of one graph replay beyond its kernels (intercept)"),
-    ("min_work_s", "work of a one-block kernel doing one dependent 16-byte load per thread, beyond the graph gap"),
+    (
+        "min_work_s",
+        "work of a one-block kernel doing one dependent 16-byte load per thread from DRAM, beyond the graph gap",
+    ),
+    ("min_work_l2_s", "the same from an L2-resident buffer"),
     ("dram_curve", "read bandwidth from device memory by bytes in flight (a read kernel, grids 1..4,224 blocks)"),
     ("l2_curve", "read bandwidth from L2 by bytes in flight (same kernel, an L2-resident buffer)"),
     ("dram_bytes_per_s", "sustained read bandwidth of the seed-003 ceilings (buffers >= 4 x L2)"),
     ("peak_flops_per_s", "best cuBLAS product at 4,096..8,192 per precision (seed-003 ceilings)"),
     ("matmul", "work per call of the calibration products (shapes none of the step's), graph-timed"),
-    ("(operation counts)", "FLOPs, DRAM and L2 bytes, bytes in flight and shapes of each kernel: counted, not measured"),
+    (
+        "(operation counts)",
+        "FLOPs, DRAM and L2 bytes, bytes in flight and shapes of each kernel: counted, not measured",
+    ),
 ];
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -240,7 +249,8 @@ pub fn matmul_efficiency(c: &ComposeCeilings, shape: &MatmulShape) -> Result<f64
         if s.shape == *shape {
             return Err(ComposeError::CalibrationIncludesPredictedShape(shape.label()));
         }
-        let e = matmul_roofline_s(&s.shape, c.dram_bytes_per_s, peak) / finite(s.work_s, "calibration work")?.max(1e-12);
+        let e =
+            matmul_roofline_s(&s.shape, c.dram_bytes_per_s, peak) / finite(s.work_s, "calibration work")?.max(1e-12);
         let (sx, sy) = coords(&s.shape);
         near.push(((sx - x).powi(2) + (sy - y).powi(2), e));
     }
@@ -277,7 +287,11 @@ fn host_issue(c: &ComposeCeilings, k: &KernelCount) -> Result<f64, ComposeError>
 }
 
 /// One kernel: the mode's launch gap plus the largest of its work terms.
-pub fn predict_kernel(c: &ComposeCeilings, k: &KernelCount, mode: LaunchMode) -> Result<KernelPrediction, ComposeError> {
+pub fn predict_kernel(
+    c: &ComposeCeilings,
+    k: &KernelCount,
+    mode: LaunchMode,
+) -> Result<KernelPrediction, ComposeError> {
     let launch_s = finite(if mode == LaunchMode::Stream { c.gap_stream_s } else { c.gap_graph_s }, "gap")?;
     let mut terms = BTreeMap::new();
     let mut efficiency = None;
@@ -295,8 +309,10 @@ pub fn predict_kernel(c: &ComposeCeilings, k: &KernelCount, mode: LaunchMode) ->
         if k.l2_bytes > 0.0 {
             terms.insert("memory.l2".to_string(), k.l2_bytes / curve_bandwidth(&c.l2_curve, bif, "l2")?);
         }
-        if k.dram_bytes + k.l2_bytes > 0.0 {
+        if k.dram_bytes > 0.0 {
             terms.insert("latency".to_string(), finite(c.min_work_s, "min work")?);
+        } else if k.l2_bytes > 0.0 {
+            terms.insert("latency".to_string(), finite(c.min_work_l2_s, "min work l2")?);
         }
     }
     let (work_term, work_s) =
@@ -317,7 +333,11 @@ pub fn predict_kernel(c: &ComposeCeilings, k: &KernelCount, mode: LaunchMode) ->
 /// The composition: takes only the ceilings and the operation counts (no measured time of the
 /// predicted kernels can reach it: `ComposeCeilings` holds none, and a calibration containing a
 /// predicted shape is refused).
-pub fn predict_step(c: &ComposeCeilings, kernels: &[KernelCount], mode: LaunchMode) -> Result<StepPrediction, ComposeError> {
+pub fn predict_step(
+    c: &ComposeCeilings,
+    kernels: &[KernelCount],
+    mode: LaunchMode,
+) -> Result<StepPrediction, ComposeError> {
     let preds = kernels.iter().map(|k| predict_kernel(c, k, mode)).collect::<Result<Vec<_>, _>>()?;
     let launch_gaps_s: f64 = preds.iter().map(|p| p.launch_s).sum();
     let work_s: f64 = preds.iter().map(|p| p.work_s).sum();

@@ -40,7 +40,8 @@ impl DecodeShape {
     pub fn weights_bytes(&self, dtype: Dtype) -> f64 {
         let (d, f) = (self.width, self.ff);
         let per_layer = d * 3 * d + d * d + 2 * d * f;
-        dtype.size_bytes() * (self.layers * per_layer + d * self.vocab) as f64 + 4.0 * (self.layers * 4 + 2) as f64 * d as f64
+        dtype.size_bytes() * (self.layers * per_layer + d * self.vocab) as f64
+            + 4.0 * (self.layers * 4 + 2) as f64 * d as f64
     }
     /// KV-cache bytes per cached token per sequence.
     pub fn cache_bytes_per_token(&self, dtype: Dtype) -> f64 {

@@ -32,6 +32,7 @@ struct Truth {
     host_blas_s: f64,
     host_graph_s: f64,
     min_work_s: f64,
+    min_work_l2_s: f64,
     dram_peak: f64,
     l2_peak: f64,
     peak_fp32: f64,
@@ -45,6 +46,7 @@ const T: Truth = Truth {
     host_blas_s: 6.5e-6,
     host_graph_s: 5e-6,
     min_work_s: 1.5e-6,
+    min_work_l2_s: 0.8e-6,
     dram_peak: 4.6e12,
     l2_peak: 9e12,
     peak_fp32: 51e12,
@@ -75,7 +77,7 @@ fn true_work(k: &KernelCount) -> f64 {
     if k.l2_bytes > 0.0 {
         w = w.max(k.l2_bytes / l2_bw(k.bytes_in_flight));
     }
-    w.max(T.min_work_s)
+    w.max(if k.dram_bytes > 0.0 { T.min_work_s } else { T.min_work_l2_s })
 }
 
 /// The synthetic "measured" step: `reps` steps issued back to back by a host that enqueues each
@@ -134,6 +136,7 @@ fn synthetic_ceilings(rng: &mut Rng) -> ComposeCeilings {
         gap_graph_s: T.gap_graph_s * rng.noise(0.05),
         graph_overhead_s: T.graph_overhead_s * rng.noise(0.05),
         min_work_s: T.min_work_s * rng.noise(0.05),
+        min_work_l2_s: T.min_work_l2_s * rng.noise(0.05),
         dram_curve: curve(dram_bw, rng),
         l2_curve: curve(l2_bw, rng),
         dram_bytes_per_s: T.dram_peak * 0.98,
@@ -242,6 +245,7 @@ fn plain_ceilings(matmul: Vec<MatmulSample>) -> ComposeCeilings {
         gap_graph_s: 1e-6,
         graph_overhead_s: 3e-6,
         min_work_s: 1e-6,
+        min_work_l2_s: 0.5e-6,
         dram_curve: curve.clone(),
         l2_curve: curve,
         dram_bytes_per_s: 1e12,
@@ -289,10 +293,7 @@ fn the_prediction_inputs_are_exactly_the_listed_ceilings() {
 
 #[test]
 fn calibration_shapes_are_none_of_the_steps_shapes() {
-    let steps = vec![
-        (GPT2_SMALL_SHAPE, SWEEP_BATCHES.to_vec()),
-        (GPT2_MEDIUM_SHAPE, (1..=1024).collect::<Vec<u64>>()),
-    ];
+    let steps = vec![(GPT2_SMALL_SHAPE, SWEEP_BATCHES.to_vec()), (GPT2_MEDIUM_SHAPE, (1..=1024).collect::<Vec<u64>>())];
     for dtype in [Dtype::Fp32, Dtype::Fp16] {
         let cal = calibration_shapes(dtype);
         assert_eq!(calibration_overlap(&cal, &steps), None);

@@ -5,6 +5,8 @@
 pub mod batch;
 pub mod ceilings;
 pub mod check;
+pub mod compose;
+pub mod compose_ceilings;
 pub mod fusion;
 pub mod gpu;
 pub mod kernels;
