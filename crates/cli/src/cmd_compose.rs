@@ -95,6 +95,9 @@ pub fn print(r: &ComposeRun) {
     for s in &r.scores {
         print_score(s);
     }
+    for e in &r.errors {
+        println!("FAILED: {e}");
+    }
     println!("\nPrediction inputs (the composition takes these and the operation counts, nothing else):");
     for (k, v) in &r.prediction_inputs {
         println!("  {k}: {v}");

@@ -75,6 +75,8 @@ pub struct ComposeRun {
     pub seed_step_floor_s: BTreeMap<String, f64>,
     pub rows: Vec<SweepRow>,
     pub scores: Vec<GroupScore>,
+    /// Configurations that failed (the sweep goes on without them).
+    pub errors: Vec<String>,
 }
 
 fn seed_predictions(ceil: &CeilingsReport, shape: &DecodeShape, dtype: Dtype, b: u64, t: u64) -> R<(f64, f64, f64)> {
@@ -227,6 +229,14 @@ pub fn run(g: &OpsGpu, seed: &CeilingsReport, progress: &dyn Progress) -> R<Comp
     let report = cc::measure(g, seed, progress)?;
     let c = &report.ceilings;
     let mut rows = Vec::new();
+    let mut errors = Vec::new();
+    let mut keep = |what: String, r: R<Vec<SweepRow>>, rows: &mut Vec<SweepRow>| match r {
+        Ok(v) => rows.extend(v),
+        Err(e) => {
+            progress.message(&format!("{what} FAILED: {e}"));
+            errors.push(format!("{what}: {e}"));
+        }
+    };
     let mut floors = BTreeMap::new();
     for dtype in [Dtype::Fp32, Dtype::Fp16] {
         for shape in [GPT2_SMALL_SHAPE, GPT2_MEDIUM_SHAPE] {
@@ -234,20 +244,13 @@ pub fn run(g: &OpsGpu, seed: &CeilingsReport, progress: &dyn Progress) -> R<Comp
             floors.insert(format!("{} {}", shape.name, dtype.name()), floor);
         }
         for context in cs::SWEEP_CONTEXTS {
-            rows.extend(sweep_model(
-                g,
-                seed,
-                c,
-                &GPT2_SMALL_SHAPE,
-                dtype,
-                context,
-                &cs::SWEEP_BATCHES,
-                false,
-                progress,
-            )?);
+            let small = &GPT2_SMALL_SHAPE;
+            let r = sweep_model(g, seed, c, small, dtype, context, &cs::SWEEP_BATCHES, false, progress);
+            keep(format!("gpt2-small {} T={context}", dtype.name()), r, &mut rows);
         }
         let (shape, batches) = (GPT2_MEDIUM_SHAPE, cs::MEDIUM_BATCHES);
-        rows.extend(sweep_model(g, seed, c, &shape, dtype, cs::MEDIUM_CONTEXT, &batches, true, progress)?);
+        let r = sweep_model(g, seed, c, &shape, dtype, cs::MEDIUM_CONTEXT, &batches, true, progress);
+        keep(format!("gpt2-medium {} T={}", dtype.name(), cs::MEDIUM_CONTEXT), r, &mut rows);
     }
     let pick = |f: &dyn Fn(&SweepRow) -> bool| rows.iter().filter(|r| f(r)).collect::<Vec<_>>();
     let scores = vec![
@@ -262,5 +265,6 @@ pub fn run(g: &OpsGpu, seed: &CeilingsReport, progress: &dyn Progress) -> R<Comp
         seed_step_floor_s: floors,
         rows,
         scores,
+        errors,
     })
 }

@@ -308,6 +308,9 @@ impl OpsGpu {
     /// rule of `time_calls`; the timing is per call (replay time / calls).
     pub fn time_graph(&self, calls: usize, target_s: f64, reps: usize, mut f: impl FnMut(usize) -> R<()>) -> R<Timing> {
         let calls = calls.max(1);
+        // One eager call first: cuBLAS picks its kernel and modules load outside the capture.
+        f(0)?;
+        self.sync()?;
         let graph = self.capture(|| (0..calls).try_for_each(&mut f))?;
         let t = self.time_calls(target_s, reps, |_| graph.launch().map_err(e("graph launch")))?;
         let n = calls as f64;
