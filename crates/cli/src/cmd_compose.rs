@@ -56,8 +56,24 @@ fn print_score(s: &GroupScore) {
 pub fn print(r: &ComposeRun) {
     print_ceilings(r);
     println!("\nWhere the time goes (eager steps at batch 1, 64, 512): kind x count: predicted (bound: kernels) / measured events");
-    for row in r.rows.iter().filter(|x| !x.attribution.is_empty() && [1, 64, 512].contains(&x.batch)) {
-        println!("  {} {} T={} b={}:", row.model, row.dtype, row.context, row.batch);
+    let pick = |x: &&memscope_cuda::ops::compose::SweepRow| {
+        x.mode == memscope_core::compose::LaunchMode::Stream && [1, 64, 512].contains(&x.batch)
+    };
+    for row in r.rows.iter().filter(pick) {
+        let p = &row.prediction;
+        println!(
+            "  {} {} T={} b={}: measured {}, predicted {} = gaps {} + work {} + exposed host {} (host {})",
+            row.model,
+            row.dtype,
+            row.context,
+            row.batch,
+            ms(row.measured.per_call_s),
+            ms(p.time_s),
+            ms(p.launch_gaps_s),
+            ms(p.work_s),
+            ms(p.exposed_host_s),
+            ms(p.host_s)
+        );
         for k in &row.attribution {
             let bounds: Vec<String> = k.bounds.iter().map(|(b, n)| format!("{b} {n}")).collect();
             println!(

@@ -31,6 +31,33 @@ pub struct KindRow {
     pub measured_events_s: f64,
 }
 
+/// The composition's totals of one step (the per-kernel terms are summarised by kind in
+/// `attribution`).
+#[derive(Debug, Clone, Serialize)]
+pub struct StepTotals {
+    pub launch_gaps_s: f64,
+    pub work_s: f64,
+    pub graph_overhead_s: f64,
+    pub device_s: f64,
+    pub host_s: f64,
+    pub exposed_host_s: f64,
+    pub time_s: f64,
+}
+
+impl From<&StepPrediction> for StepTotals {
+    fn from(p: &StepPrediction) -> Self {
+        StepTotals {
+            launch_gaps_s: p.launch_gaps_s,
+            work_s: p.work_s,
+            graph_overhead_s: p.graph_overhead_s,
+            device_s: p.device_s,
+            host_s: p.host_s,
+            exposed_host_s: p.exposed_host_s,
+            time_s: p.time_s,
+        }
+    }
+}
+
 /// One measured step and its predictions.
 #[derive(Debug, Clone, Serialize)]
 pub struct SweepRow {
@@ -46,13 +73,14 @@ pub struct SweepRow {
     /// The composition (computed before the measurement).
     pub predicted_s: f64,
     pub ratio: f64,
-    pub prediction: StepPrediction,
+    pub prediction: StepTotals,
     /// Seed 003's compositions with the session's seed ceilings (the same for both modes).
     pub seed_per_kernel_s: f64,
     pub seed_per_kernel_ratio: f64,
     pub seed_max_of_totals_s: f64,
     pub seed_max_of_totals_ratio: f64,
-    /// Stream rows only.
+    /// By kernel kind: the composition's time and bounds; the measured event times are those of
+    /// the eager step (the same in both rows of a batch).
     pub attribution: Vec<KindRow>,
 }
 
@@ -169,7 +197,7 @@ fn sweep_model(
         {
             let pred = pred.clone()?;
             let t = measured.per_call_s;
-            let attribution = if mode == LaunchMode::Stream { attribution(&pred, &kinds, &events) } else { Vec::new() };
+            let attribution = attribution(&pred, &kinds, &events);
             progress.message(&format!(
                 "{} {} T={context} b={b} {:?}: measured {:.3} ms, composition {:.3} ms ({:.2}x), seed per-kernel {:.3} ms ({:.2}x), max of totals {:.3} ms ({:.2}x)",
                 shape.name,
@@ -197,7 +225,7 @@ fn sweep_model(
                 seed_per_kernel_ratio: t / seed_pk,
                 seed_max_of_totals_s: seed_tot,
                 seed_max_of_totals_ratio: t / seed_tot,
-                prediction: pred,
+                prediction: StepTotals::from(&pred),
                 measured,
                 attribution,
             });
