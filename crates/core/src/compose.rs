@@ -7,8 +7,10 @@
 //! sweep that must not contain a predicted shape. Pure: no I/O, no CUDA (docs/MODEL.md,
 //! "A composition that holds").
 //!
-//!     T_step = sum_i [ g_mode + max(work terms of kernel i) ] + o_mode
-//!              + max(0, H_mode - (sum_i [ ... ] + o_mode))
+//! ```text
+//! T_step = sum_i [ g_mode + max(work terms of kernel i) ] + o_mode
+//!          + max(0, H_mode - (sum_i [ ... ] + o_mode))
+//! ```
 //!
 //! g_mode: device time per back-to-back kernel on a stream or in a graph; o_mode: device overhead
 //! of one graph replay (0 on a stream); H_mode: host issue time of the step (sum of per-launch

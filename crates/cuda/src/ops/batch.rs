@@ -4,6 +4,8 @@
 //! layer norm and the LM head; 122 launches, cuBLAS for the products), fp32, batch 1..512. The
 //! measured step is set against the seed's two compositions (max of totals; sum of per-kernel
 //! bounds) and a third: the sum of every kernel's own three-ceiling bound.
+//! The model's buffers and step (`Gpt2`) take any GPT-2 shape, precision and context (issue 22's
+//! sweep, ops/compose.rs, runs GPT-2 small and a GPT-2-medium shape through them).
 //! Biases, the embedding lookup and the KV-cache append are left out (each is a small kernel; the
 //! seed's weights figure includes the biases).
 
