@@ -5,7 +5,7 @@
 
 use crate::cmd_predict::fmt_s;
 use crate::error::{CliError, CliResult};
-use memscope_cuda::ops::{batch, ceilings, check, fusion, gpu::OpsGpu, model_set};
+use memscope_cuda::ops::{batch, ceilings, check, compose, fusion, gpu::OpsGpu, model_set};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 
@@ -50,6 +50,12 @@ pub struct FusionArgs {
 pub struct BatchArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// The composition sweep of issue 22 instead of the seed's: its ceilings (launch throughput on a
+    /// stream and in a graph, bandwidth by bytes in flight, matrix-product calibration on other
+    /// shapes), GPT-2 small at contexts 128 and 1,024, fp32 and fp16, eager and graph, and the
+    /// out-of-sample GPT-2-medium shape; the seed's two compositions beside it.
+    #[arg(long)]
+    pub compose: bool,
     #[arg(long, default_value_t = 0)]
     pub device: usize,
     #[arg(long)]
@@ -370,8 +376,14 @@ pub fn fusion(a: FusionArgs) -> CliResult {
 pub fn batch(a: BatchArgs) -> CliResult {
     check_out(&a.out)?;
     let (g, checks, before, c) = session(a.device, a.quiet)?;
-    let mut m = envelope("batch", &g, before, &checks);
+    let mut m = envelope(if a.compose { "batch --compose" } else { "batch" }, &g, before, &checks);
     m.insert("ceilings".into(), serde_json::to_value(&c).expect("serialisable"));
+    if a.compose {
+        let r = compose::run(&g, &c, &Log(a.quiet)).map_err(fail)?;
+        crate::cmd_compose::print(&r);
+        m.insert("compose".into(), serde_json::to_value(&r).expect("serialisable"));
+        return write(&a.out, m, a.device);
+    }
     let b = batch::run(&g, &c, &Log(a.quiet)).map_err(fail)?;
     print_batch(&b);
     m.insert("batch".into(), serde_json::to_value(&b).expect("serialisable"));

@@ -3,6 +3,7 @@
 //! crates.
 
 mod cmd_compare;
+mod cmd_compose;
 mod cmd_docs;
 mod cmd_export;
 mod cmd_gpu;

@@ -311,6 +311,7 @@ fn bad_arguments_of_every_subcommand() {
         vec!["model", "--all", "--efficiency-only"],
         vec!["fusion", "--out", &missing],
         vec!["batch", "--out", &missing],
+        vec!["batch", "--compose", "--out", &missing],
         vec!["nosuchcommand"],
         vec!["\u{1b}[2J"],
     ];

@@ -2,6 +2,8 @@
 //! and `Probe` traits every backend and discovery algorithm meets at, statistics, GF(2) algebra,
 //! the simulated-hierarchy description and the bottleneck model of seed 003.
 
+pub mod compose;
+pub mod compose_step;
 pub mod finding;
 pub mod gf2;
 pub mod hierarchy;

@@ -4,21 +4,24 @@
 //! layer norm and the LM head; 122 launches, cuBLAS for the products), fp32, batch 1..512. The
 //! measured step is set against the seed's two compositions (max of totals; sum of per-kernel
 //! bounds) and a third: the sum of every kernel's own three-ceiling bound.
+//! The model's buffers and step (`Gpt2`) take any GPT-2 shape, precision and context (issue 22's
+//! sweep, ops/compose.rs, runs GPT-2 small and a GPT-2-medium shape through them).
 //! Biases, the embedding lookup and the KV-cache append are left out (each is a small kernel; the
 //! seed's weights figure includes the biases).
 
 use super::ceilings::CeilingsReport;
 use super::gpu::{DevBuf, OpsGpu, Timing, R};
 use super::model_set::{attention, launch_rows, Op};
+use memscope_core::compose_step::{DecodeShape, GPT2_SMALL_SHAPE, HEAD_DIM};
 use memscope_core::model::{self as m, Dtype, OpCost, Prediction, GPT2_SMALL, GPT2_SMALL_STEP_KERNELS};
 use memscope_core::Progress;
 use serde::Serialize;
 
-const D: u64 = 768;
-const H: u64 = 12;
-const FF: u64 = 3072;
-const VOCAB: u64 = 50257;
-const LAYERS: usize = 12;
+// GPT-2 small's widths for the seed's per-kernel sum (`step_ops`).
+const D: u64 = GPT2_SMALL_SHAPE.width;
+const H: u64 = GPT2_SMALL_SHAPE.heads;
+const FF: u64 = GPT2_SMALL_SHAPE.ff;
+const VOCAB: u64 = GPT2_SMALL_SHAPE.vocab;
 pub const CONTEXT: u64 = 128;
 pub const BATCHES: [u64; 8] = [1, 8, 32, 64, 128, 192, 256, 512];
 
@@ -33,8 +36,12 @@ struct Layer {
     v: DevBuf,
 }
 
-/// The model's buffers, sized for the largest batch.
-struct Gpt2 {
+/// A GPT-2-shaped model's buffers in one precision, sized for the largest batch and a context
+/// (issue 22: any width and depth, fp32 or fp16, any context; seed 003: GPT-2 small, fp32, 128).
+pub struct Gpt2 {
+    pub shape: DecodeShape,
+    pub dtype: Dtype,
+    pub context: u64,
     layers: Vec<Layer>,
     lnf: [DevBuf; 2],
     wlm: DevBuf,
@@ -45,91 +52,123 @@ struct Gpt2 {
     proj: DevBuf,
     ff: [DevBuf; 2],
     logits: DevBuf,
-    weights_bytes: u64,
+    pub weights_bytes: u64,
 }
 
 impl Gpt2 {
-    fn new(g: &OpsGpu, max_b: u64) -> R<Self> {
-        let f = Dtype::Fp32;
-        let w = |rows: u64, cols: u64, seed: u32| g.alloc_random(rows * cols, f, seed, 0.02);
+    pub fn new(g: &OpsGpu, shape: &DecodeShape, dtype: Dtype, max_b: u64, context: u64) -> R<Self> {
+        let (d, ff) = (shape.width, shape.ff);
+        let w = |rows: u64, cols: u64, seed: u32| g.alloc_random(rows * cols, dtype, seed, 0.02);
+        // Layer-norm gamma and beta are fp32 in both precisions (rows.cu).
         let ln = |seed: u32| -> R<[DevBuf; 2]> {
-            Ok([g.alloc_random(D, f, seed, 1.0)?, g.alloc_random(D, f, seed + 1, 0.1)?])
+            Ok([g.alloc_random(d, Dtype::Fp32, seed, 1.0)?, g.alloc_random(d, Dtype::Fp32, seed + 1, 0.1)?])
         };
         let mut layers = Vec::new();
-        for l in 0..LAYERS as u32 {
+        for l in 0..shape.layers as u32 {
             let s = 500 + 20 * l;
-            let kv = max_b * H * CONTEXT * 64;
+            let kv = max_b * shape.heads * context * HEAD_DIM;
             layers.push(Layer {
                 ln1: ln(s)?,
                 ln2: ln(s + 2)?,
-                wqkv: w(D, 3 * D, s + 4)?,
-                wo: w(D, D, s + 5)?,
-                w1: w(D, FF, s + 6)?,
-                w2: w(FF, D, s + 7)?,
-                k: g.alloc_random(kv, f, s + 8, 1.0)?,
-                v: g.alloc_random(kv, f, s + 9, 1.0)?,
+                wqkv: w(d, 3 * d, s + 4)?,
+                wo: w(d, d, s + 5)?,
+                w1: w(d, ff, s + 6)?,
+                w2: w(ff, d, s + 7)?,
+                k: g.alloc_random(kv, dtype, s + 8, 1.0)?,
+                v: g.alloc_random(kv, dtype, s + 9, 1.0)?,
             });
         }
-        let act = |cols: u64, seed: u32| g.alloc_random(max_b * cols, f, seed, 1.0);
-        let weights_bytes = 4 * (LAYERS as u64 * (D * 3 * D + D * D + D * FF + FF * D + 4 * D) + D * VOCAB + 2 * D);
+        let act = |cols: u64, seed: u32| g.alloc_random(max_b * cols, dtype, seed, 1.0);
         Ok(Gpt2 {
+            shape: *shape,
+            dtype,
+            context,
             layers,
             lnf: ln(900)?,
-            wlm: w(D, VOCAB, 902)?,
-            x: [act(D, 903)?, act(D, 904)?],
-            h: act(D, 905)?,
-            qkv: act(3 * D, 906)?,
-            att: act(D, 907)?,
-            proj: act(D, 908)?,
-            ff: [act(FF, 909)?, act(FF, 910)?],
-            logits: act(VOCAB, 911)?,
-            weights_bytes,
+            wlm: w(d, shape.vocab, 902)?,
+            x: [act(d, 903)?, act(d, 904)?],
+            h: act(d, 905)?,
+            qkv: act(3 * d, 906)?,
+            att: act(d, 907)?,
+            proj: act(d, 908)?,
+            ff: [act(ff, 909)?, act(ff, 910)?],
+            logits: act(shape.vocab, 911)?,
+            weights_bytes: shape.weights_bytes(dtype) as u64,
         })
     }
 
-    /// Issue one decode step for batch `b` (122 launches). The residual stream ping-pongs between
-    /// x[0] and x[1] so no kernel reads and writes the same buffer.
-    fn step(&self, g: &OpsGpu, b: u64) -> R<()> {
-        let f = Dtype::Fp32;
+    /// Issue one decode step for batch `b`.
+    pub fn step(&self, g: &OpsGpu, b: u64) -> R<()> {
+        self.step_with(g, b, &mut |_| Ok(()))
+    }
+
+    /// Issue one decode step for batch `b` (10 launches per layer + 2), calling `after(kind)`
+    /// after each launch (the kinds of `compose_step::step_kernels`). The residual stream
+    /// ping-pongs between x[0] and x[1] so no kernel reads and writes the same buffer.
+    pub fn step_with(&self, g: &OpsGpu, b: u64, after: &mut dyn FnMut(&'static str) -> R<()>) -> R<()> {
+        let (f, d, ff, t) = (self.dtype, self.shape.width, self.shape.ff, self.context);
         let mut cur = 0usize;
         for l in &self.layers {
-            layernorm(g, self.x[cur].ptr, self.h.ptr, &l.ln1, b)?;
-            g.gemm(f, b, D, 3 * D, self.h.ptr, l.wqkv.ptr, self.qkv.ptr)?;
-            attention(g, self.qkv.ptr, (3 * D) as i32, l.k.ptr, l.v.ptr, self.att.ptr, b, H, CONTEXT, CONTEXT)?;
-            g.gemm(f, b, D, D, self.att.ptr, l.wo.ptr, self.proj.ptr)?;
-            add(g, self.x[cur].ptr, self.proj.ptr, self.x[1 - cur].ptr, b * D)?;
+            layernorm(g, f, self.x[cur].ptr, self.h.ptr, &l.ln1, b, d)?;
+            after("layernorm")?;
+            g.gemm(f, b, d, 3 * d, self.h.ptr, l.wqkv.ptr, self.qkv.ptr)?;
+            after("matmul.qkv")?;
+            let (q, h) = (self.qkv.ptr, self.shape.heads);
+            attention(g, f, q, (3 * d) as i32, l.k.ptr, l.v.ptr, self.att.ptr, b, h, t, t)?;
+            after("attention")?;
+            g.gemm(f, b, d, d, self.att.ptr, l.wo.ptr, self.proj.ptr)?;
+            after("matmul.out")?;
+            add(g, f, self.x[cur].ptr, self.proj.ptr, self.x[1 - cur].ptr, b * d)?;
+            after("add")?;
             cur = 1 - cur;
-            layernorm(g, self.x[cur].ptr, self.h.ptr, &l.ln2, b)?;
-            g.gemm(f, b, D, FF, self.h.ptr, l.w1.ptr, self.ff[0].ptr)?;
-            gelu(g, self.ff[0].ptr, self.ff[1].ptr, b * FF)?;
-            g.gemm(f, b, FF, D, self.ff[1].ptr, l.w2.ptr, self.proj.ptr)?;
-            add(g, self.x[cur].ptr, self.proj.ptr, self.x[1 - cur].ptr, b * D)?;
+            layernorm(g, f, self.x[cur].ptr, self.h.ptr, &l.ln2, b, d)?;
+            after("layernorm")?;
+            g.gemm(f, b, d, ff, self.h.ptr, l.w1.ptr, self.ff[0].ptr)?;
+            after("matmul.up")?;
+            gelu(g, f, self.ff[0].ptr, self.ff[1].ptr, b * ff)?;
+            after("gelu")?;
+            g.gemm(f, b, ff, d, self.ff[1].ptr, l.w2.ptr, self.proj.ptr)?;
+            after("matmul.down")?;
+            add(g, f, self.x[cur].ptr, self.proj.ptr, self.x[1 - cur].ptr, b * d)?;
+            after("add")?;
             cur = 1 - cur;
         }
-        layernorm(g, self.x[cur].ptr, self.h.ptr, &self.lnf, b)?;
-        g.gemm(f, b, D, VOCAB, self.h.ptr, self.wlm.ptr, self.logits.ptr)
+        layernorm(g, f, self.x[cur].ptr, self.h.ptr, &self.lnf, b, d)?;
+        after("layernorm")?;
+        g.gemm(f, b, d, self.shape.vocab, self.h.ptr, self.wlm.ptr, self.logits.ptr)?;
+        after("matmul.lm_head")
     }
 }
 
-fn layernorm(g: &OpsGpu, x: u64, y: u64, p: &[DevBuf; 2], rows: u64) -> R<()> {
-    launch_rows(g, "layernorm", Dtype::Fp32, x, y, Some((p[0].ptr, p[1].ptr)), rows, D)
+fn sfx(f: Dtype) -> &'static str {
+    if f == Dtype::Fp32 {
+        "f32"
+    } else {
+        "f16"
+    }
 }
 
-fn add(g: &OpsGpu, a: u64, b: u64, o: u64, n: u64) -> R<()> {
-    use super::gpu::Arg::*;
-    g.launch("add_f32", OpsGpu::blocks(n / 4), 256, 0, &[Ptr(a), Ptr(b), Ptr(b), Ptr(o), U64(n)])
+fn layernorm(g: &OpsGpu, f: Dtype, x: u64, y: u64, p: &[DevBuf; 2], rows: u64, cols: u64) -> R<()> {
+    launch_rows(g, "layernorm", f, x, y, Some((p[0].ptr, p[1].ptr)), rows, cols)
 }
 
-fn gelu(g: &OpsGpu, a: u64, o: u64, n: u64) -> R<()> {
+fn add(g: &OpsGpu, f: Dtype, a: u64, b: u64, o: u64, n: u64) -> R<()> {
     use super::gpu::Arg::*;
-    g.launch("gelu_f32", OpsGpu::blocks(n / 4), 256, 0, &[Ptr(a), Ptr(a), Ptr(a), Ptr(o), U64(n)])
+    let v = 16 / f.size_bytes() as u64;
+    g.launch(&format!("add_{}", sfx(f)), OpsGpu::blocks(n / v), 256, 0, &[Ptr(a), Ptr(b), Ptr(b), Ptr(o), U64(n)])
+}
+
+fn gelu(g: &OpsGpu, f: Dtype, a: u64, o: u64, n: u64) -> R<()> {
+    use super::gpu::Arg::*;
+    let v = 16 / f.size_bytes() as u64;
+    g.launch(&format!("gelu_{}", sfx(f)), OpsGpu::blocks(n / v), 256, 0, &[Ptr(a), Ptr(a), Ptr(a), Ptr(o), U64(n)])
 }
 
 /// The step's kernels as operations of the model (for the sum of each kernel's own bound).
 pub fn step_ops(b: u64) -> Vec<Op> {
     let f = Dtype::Fp32;
     let mut ops = Vec::new();
-    for _ in 0..LAYERS {
+    for _ in 0..GPT2_SMALL_SHAPE.layers {
         ops.push(Op::LayerNorm { rows: b, cols: D, dtype: f });
         ops.push(Op::Matmul { m: b, k: D, n: 3 * D, dtype: f });
         ops.push(Op::Attention { batch: b, heads: H, tokens: CONTEXT, dtype: f });
@@ -195,17 +234,7 @@ fn sum_of_kernel_bounds(ceil: &CeilingsReport, b: u64) -> R<f64> {
 }
 
 fn time_graph(g: &OpsGpu, model: &Gpt2, b: u64) -> R<f64> {
-    use cudarc::driver::sys;
-    let st = &g.stream;
-    st.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-        .map_err(|e| format!("capture: {e:?}"))?;
-    let issued = model.step(g, b);
-    let graph = st.end_capture(sys::CUgraphInstantiate_flags(0)).map_err(|e| format!("end capture: {e:?}"))?;
-    issued?;
-    let graph = graph.ok_or("capture produced no graph")?;
-    graph.upload().map_err(|e| format!("graph upload: {e:?}"))?;
-    let t = g.time_calls(20e-3, 3, |_| graph.launch().map_err(|e| format!("graph launch: {e:?}")))?;
-    Ok(t.per_call_s)
+    Ok(g.time_graph(1, 20e-3, 3, |_| model.step(g, b))?.per_call_s)
 }
 
 pub fn run(g: &OpsGpu, ceil: &CeilingsReport, progress: &dyn Progress) -> R<BatchRun> {
@@ -214,7 +243,7 @@ pub fn run(g: &OpsGpu, ceil: &CeilingsReport, progress: &dyn Progress) -> R<Batc
     let bw = *c.bandwidth_bytes_per_s.get("read").ok_or("no read bandwidth")?;
     let peak = *c.peak_flops_per_s.get("fp32").ok_or("no fp32 peak")?;
     let max_b = *BATCHES.iter().max().expect("batches");
-    let model = Gpt2::new(g, max_b)?;
+    let model = Gpt2::new(g, &GPT2_SMALL_SHAPE, Dtype::Fp32, max_b, CONTEXT)?;
     // The kernel sequence must match the class counts the launch floor is summed over.
     let ops = step_ops(1);
     for (class, count) in GPT2_SMALL_STEP_KERNELS {

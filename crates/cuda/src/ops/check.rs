@@ -153,7 +153,8 @@ pub fn run_all(g: &OpsGpu) -> R<Vec<Check>> {
     let got = u32::from_le_bytes(g.dtoh_bytes(&acc, 4)?[..4].try_into().expect("4 bytes"));
     let want = sum_u32_host(&words, 4 * 256);
     push("sum_u32".into(), if got == want { 0.0 } else { 1.0 }, 0.0);
-    out.push(check_attention(g)?);
+    out.push(check_attention(g, Dtype::Fp32)?);
+    out.push(check_attention(g, Dtype::Fp16)?);
     Ok(out)
 }
 
@@ -183,17 +184,18 @@ fn sum_u32_host(words: &[u32], threads: usize) -> u32 {
     total
 }
 
-fn check_attention(g: &OpsGpu) -> R<Check> {
+fn check_attention(g: &OpsGpu, dtype: Dtype) -> R<Check> {
     let (b, h, t, tmax, d) = (2u64, 3u64, 37u64, 40u64, 64u64);
     let qs = 3 * h * d; // q rows strided like the decode step's QKV output
-    let q = g.alloc_random(b * qs, Dtype::Fp32, 10, 1.0)?;
-    let k = g.alloc_random(b * h * tmax * d, Dtype::Fp32, 11, 1.0)?;
-    let v = g.alloc_random(b * h * tmax * d, Dtype::Fp32, 12, 1.0)?;
-    let o = g.alloc(b * h * d * 4)?;
+    let q = g.alloc_random(b * qs, dtype, 10, 1.0)?;
+    let k = g.alloc_random(b * h * tmax * d, dtype, 11, 1.0)?;
+    let v = g.alloc_random(b * h * tmax * d, dtype, 12, 1.0)?;
+    let o = g.alloc(b * h * d * dtype.size_bytes() as u64)?;
+    let name = if dtype == Dtype::Fp32 { "decode_attention_f32" } else { "decode_attention_f16" };
     let scale = 1.0 / (d as f32).sqrt();
     let smem = (t.next_multiple_of(4) * 4 + 8 * 16 * 16) as u32;
     g.launch(
-        "decode_attention_f32",
+        name,
         (b * h) as u32,
         128,
         smem,
@@ -210,11 +212,11 @@ fn check_attention(g: &OpsGpu) -> R<Check> {
         ],
     )?;
     let (hq, hk, hv) = (
-        read(g, &q, (b * qs) as usize, Dtype::Fp32)?,
-        read(g, &k, (b * h * tmax * d) as usize, Dtype::Fp32)?,
-        read(g, &v, (b * h * tmax * d) as usize, Dtype::Fp32)?,
+        read(g, &q, (b * qs) as usize, dtype)?,
+        read(g, &k, (b * h * tmax * d) as usize, dtype)?,
+        read(g, &v, (b * h * tmax * d) as usize, dtype)?,
     );
-    let got = read(g, &o, (b * h * d) as usize, Dtype::Fp32)?;
+    let got = read(g, &o, (b * h * d) as usize, dtype)?;
     let (h_, d_, tm) = (h as usize, d as usize, tmax as usize);
     let mut want = Vec::new();
     for bi in 0..b as usize {
@@ -231,5 +233,5 @@ fn check_attention(g: &OpsGpu) -> R<Check> {
         }
     }
     let err = rel_err(&got, &want);
-    Ok(Check { kernel: "decode_attention_f32".into(), rel_err: err, tolerance: 1e-5, ok: err <= 1e-5 })
+    Ok(Check { kernel: name.into(), rel_err: err, tolerance: tol(dtype), ok: err <= tol(dtype) })
 }

@@ -5,7 +5,9 @@
 
 use super::kernels;
 use cudarc::cublas::{result as blas, sys as bsys};
-use cudarc::driver::{sys, CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    sys, CudaContext, CudaEvent, CudaFunction, CudaGraph, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
+};
 use memscope_core::model::Dtype;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -271,6 +273,53 @@ impl OpsGpu {
             max_per_call_s: per[per.len() - 1],
             calls_per_rep: calls,
             reps,
+        })
+    }
+
+    /// A timing event on this context.
+    pub fn event(&self) -> R<CudaEvent> {
+        self.ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(e("event"))
+    }
+
+    pub fn record(&self, ev: &CudaEvent) -> R<()> {
+        ev.record(&self.stream).map_err(e("record"))
+    }
+
+    /// Seconds between two recorded events (waits for the second).
+    pub fn elapsed_s(&self, a: &CudaEvent, b: &CudaEvent) -> R<f64> {
+        b.synchronize().map_err(e("event sync"))?;
+        Ok(a.elapsed_ms(b).map_err(e("elapsed"))? as f64 * 1e-3)
+    }
+
+    /// Capture what `f` issues on the stream into a CUDA graph (instantiated and uploaded).
+    pub fn capture(&self, f: impl FnOnce() -> R<()>) -> R<CudaGraph> {
+        self.stream
+            .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            .map_err(e("begin capture"))?;
+        let issued = f();
+        let graph = self.stream.end_capture(sys::CUgraphInstantiate_flags(0)).map_err(e("end capture"))?;
+        issued?;
+        let graph = graph.ok_or("capture produced no graph")?;
+        graph.upload().map_err(e("graph upload"))?;
+        Ok(graph)
+    }
+
+    /// `calls` calls of `f(i)` captured once into a graph, replayed back to back with the timing
+    /// rule of `time_calls`; the timing is per call (replay time / calls).
+    pub fn time_graph(&self, calls: usize, target_s: f64, reps: usize, mut f: impl FnMut(usize) -> R<()>) -> R<Timing> {
+        let calls = calls.max(1);
+        // One eager call first: cuBLAS picks its kernel and modules load outside the capture.
+        f(0)?;
+        self.sync()?;
+        let graph = self.capture(|| (0..calls).try_for_each(&mut f))?;
+        let t = self.time_calls(target_s, reps, |_| graph.launch().map_err(e("graph launch")))?;
+        let n = calls as f64;
+        Ok(Timing {
+            per_call_s: t.per_call_s / n,
+            min_per_call_s: t.min_per_call_s / n,
+            max_per_call_s: t.max_per_call_s / n,
+            calls_per_rep: t.calls_per_rep * calls,
+            reps: t.reps,
         })
     }
 

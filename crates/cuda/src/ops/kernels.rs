@@ -13,7 +13,7 @@ pub struct OpsModule {
 
 const COMMON: &str = include_str!("../../kernels/ops/common.cuh");
 
-pub const MODULES: [OpsModule; 3] = [
+pub const MODULES: [OpsModule; 4] = [
     OpsModule {
         file: "ops/elementwise.cu",
         source: include_str!("../../kernels/ops/elementwise.cu"),
@@ -71,7 +71,12 @@ pub const MODULES: [OpsModule; 3] = [
     OpsModule {
         file: "ops/attention.cu",
         source: include_str!("../../kernels/ops/attention.cu"),
-        functions: &["decode_attention_f32"],
+        functions: &["decode_attention_f32", "decode_attention_f16"],
+    },
+    OpsModule {
+        file: "ops/compose.cu",
+        source: include_str!("../../kernels/ops/compose.cu"),
+        functions: &["empty_kernel", "spin_ns", "read_curve_u32"],
     },
 ];
 
@@ -101,7 +106,7 @@ mod tests {
                 assert!(ptx.contains(&format!(".entry {f}(")), "{}: no entry {f}", m.file);
             }
             // 16-byte vector accesses where the kernels promise them.
-            if m.file != "ops/attention.cu" {
+            if m.file != "ops/attention.cu" && m.file != "ops/compose.cu" {
                 assert!(ptx.contains("ld.global.nc.v4") || ptx.contains("ld.global.v4"), "{}", m.file);
             }
             assert!(!ptx.contains(".local"), "{}: local-memory spill", m.file);

@@ -1,10 +1,13 @@
 //! GPU operations of the bottleneck-model experiments (seed 003): the ops kernels and their
 //! correctness checks, the ceilings (bandwidth by pattern and size, launch floor per class, peak
-//! per precision), the 58-operation evaluation, fusion and the batched GPT-2-small decode step.
+//! per precision), the 58-operation evaluation, fusion and the batched GPT-2-small decode step;
+//! and issue 22's composition: its ceilings (compose_ceilings) and its decode-step sweep (compose).
 
 pub mod batch;
 pub mod ceilings;
 pub mod check;
+pub mod compose;
+pub mod compose_ceilings;
 pub mod fusion;
 pub mod gpu;
 pub mod kernels;

@@ -235,7 +235,8 @@ impl OpRunner {
             }
             Op::Softmax { rows, cols, dtype } => launch_rows(g, "softmax", dtype, b[0].ptr, b[1].ptr, None, rows, cols),
             Op::Attention { batch, heads, tokens, .. } => {
-                attention(g, b[0].ptr, (heads * 64) as i32, b[1].ptr, b[2].ptr, b[3].ptr, batch, heads, tokens, tokens)
+                let (q, k, v, o) = (b[0].ptr, b[1].ptr, b[2].ptr, b[3].ptr);
+                attention(g, self.op.dtype(), q, (heads * 64) as i32, k, v, o, batch, heads, tokens, tokens)
             }
         }
     }
@@ -340,10 +341,11 @@ pub fn launch_rows(
     g.launch(&format!("{kind}_{sfx}"), rows.div_ceil(8) as u32, 256, 0, &args)
 }
 
-/// Launch decode attention (head dim 64) over `tokens` of a cache with room for `t_max`.
+/// Launch decode attention (head dim 64, fp32 or fp16) over `tokens` of a cache with room for `t_max`.
 #[allow(clippy::too_many_arguments)]
 pub fn attention(
     g: &OpsGpu,
+    dtype: Dtype,
     q: u64,
     q_stride: i32,
     k: u64,
@@ -366,7 +368,8 @@ pub fn attention(
         Arg::I32(t_max as i32),
         Arg::F32(0.125),
     ];
-    g.launch("decode_attention_f32", (batch * heads) as u32, 128, smem, &args)
+    let name = if dtype == Dtype::Fp32 { "decode_attention_f32" } else { "decode_attention_f16" };
+    g.launch(name, (batch * heads) as u32, 128, smem, &args)
 }
 
 /// One scored operation.

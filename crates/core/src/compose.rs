@@ -1,0 +1,405 @@
+//! The composition model of issue 22 (beyond seed 003's two compositions): a sequence of kernels
+//! takes the sum over its kernels of (the device's per-kernel launch gap + the largest of the
+//! kernel's work terms), plus whatever host launch cost the pipelined stream cannot hide. The work
+//! terms come from ceilings measured on *other* operations: bandwidth reached with a given number
+//! of bytes in flight (DRAM and L2), the peak per precision, the minimum work of a kernel that
+//! touches memory, and the matrix-product efficiency by shape interpolated from a calibration
+//! sweep that must not contain a predicted shape. Pure: no I/O, no CUDA (docs/MODEL.md,
+//! "A composition that holds").
+//!
+//! ```text
+//! T_step = sum_i [ g_mode + max(work terms of kernel i) ] + o_mode
+//!          + max(0, H_mode - (sum_i [ ... ] + o_mode))
+//! ```
+//!
+//! g_mode: device time per back-to-back kernel on a stream or in a graph; o_mode: device overhead
+//! of one graph replay (0 on a stream); H_mode: host issue time of the step (sum of per-launch
+//! issue times on a stream, one graph launch in a graph).
+
+use crate::model::Dtype;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// How the step's kernels are issued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LaunchMode {
+    Stream,
+    Graph,
+}
+
+/// Which host path issues a kernel (its host issue time is a ceiling of its own).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LaunchPath {
+    /// One of our kernels, launched directly.
+    Kernel,
+    /// A cuBLAS call.
+    Blas,
+}
+
+/// A matrix product's shape: (M x K) @ (K x N).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct MatmulShape {
+    pub m: u64,
+    pub k: u64,
+    pub n: u64,
+    pub dtype: Dtype,
+}
+
+impl MatmulShape {
+    pub fn flops(&self) -> f64 {
+        2.0 * (self.m * self.k * self.n) as f64
+    }
+    /// The seed's minimum bytes: (MK + KN + MN) s.
+    pub fn bytes(&self) -> f64 {
+        ((self.m * self.k + self.k * self.n + self.m * self.n) as f64) * self.dtype.size_bytes()
+    }
+    pub fn label(&self) -> String {
+        format!("{}x{} @ {}x{} {}", self.m, self.k, self.k, self.n, self.dtype.name())
+    }
+}
+
+/// The operation counts of one kernel of a step: everything the composition knows about it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelCount {
+    /// Which kernel of the sequence ("layernorm", "matmul.qkv", "attention", ...).
+    pub kind: String,
+    pub path: LaunchPath,
+    pub dtype: Dtype,
+    pub flops: f64,
+    /// Bytes that come from device memory (weights, KV cache: read once per step, larger than L2).
+    pub dram_bytes: f64,
+    /// Bytes that stay in L2 (activations written by the previous kernel and read by the next).
+    pub l2_bytes: f64,
+    /// Bytes the whole grid has in flight at once (threads x independent loads x load width).
+    pub bytes_in_flight: f64,
+    /// Set for matrix products: their work comes from the calibration curve.
+    pub matmul: Option<MatmulShape>,
+}
+
+/// One point of a bandwidth curve: the rate a read kernel reaches with this many bytes in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CurvePoint {
+    pub bytes_in_flight: f64,
+    pub bytes_per_s: f64,
+}
+
+/// One calibration product: its device work per call (graph time per call minus the graph gap).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MatmulSample {
+    pub shape: MatmulShape,
+    pub work_s: f64,
+}
+
+/// The ceilings of the composition, all measured in the session on operations other than the
+/// predicted ones. No field holds a time of a predicted kernel or step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComposeCeilings {
+    /// One launch followed by a synchronisation, seconds (reported beside the others; not used).
+    pub isolated_launch_s: f64,
+    /// Host time to enqueue one launch, by path: "kernel", "blas.fp32", "blas.fp16".
+    pub host_issue_s: BTreeMap<String, f64>,
+    /// Host time to enqueue one graph launch.
+    pub host_issue_graph_s: f64,
+    /// Device time per back-to-back empty kernel on a stream (the host kept ahead).
+    pub gap_stream_s: f64,
+    /// Device time per empty kernel inside a graph.
+    pub gap_graph_s: f64,
+    /// Device time of one graph replay beyond its kernels.
+    pub graph_overhead_s: f64,
+    /// Minimum work of a kernel that reads device memory (one block, one dependent load), seconds.
+    pub min_work_s: f64,
+    /// The same from an L2-resident buffer (kernels that touch only activations).
+    pub min_work_l2_s: f64,
+    /// Read bandwidth from device memory by bytes in flight (ascending).
+    pub dram_curve: Vec<CurvePoint>,
+    /// Read bandwidth from L2 by bytes in flight (ascending).
+    pub l2_curve: Vec<CurvePoint>,
+    /// Sustained read bandwidth (the matrix products' roofline), bytes/s.
+    pub dram_bytes_per_s: f64,
+    /// Peak arithmetic per precision ("fp32", "fp16"), FLOP/s.
+    pub peak_flops_per_s: BTreeMap<String, f64>,
+    /// The matrix-product calibration sweep (shapes other than the predicted ones).
+    pub matmul: Vec<MatmulSample>,
+}
+
+/// The composition's inputs (the fields of `ComposeCeilings`), each with what it is and how it is
+/// measured; written into the results so every prediction lists its inputs.
+pub const PREDICTION_INPUTS: [(&str, &str); 14] = [
+    ("isolated_launch_s", "one empty-kernel launch then a synchronisation (reported, not used)"),
+    ("host_issue_s", "host time to enqueue one launch (our kernel; a cuBLAS call per precision), device blocked"),
+    ("host_issue_graph_s", "host time to enqueue one graph launch, device blocked"),
+    ("gap_stream_s", "device time per empty kernel queued back to back on a stream behind a spin kernel"),
+    ("gap_graph_s", "device time per empty kernel in a graph (slope over 1 and 256 kernels)"),
+    ("graph_overhead_s", "device time of one graph replay beyond its kernels (intercept)"),
+    (
+        "min_work_s",
+        "work of a one-block kernel doing one dependent 16-byte load per thread from DRAM, beyond the graph gap",
+    ),
+    ("min_work_l2_s", "the same from an L2-resident buffer"),
+    ("dram_curve", "read bandwidth from device memory by bytes in flight (a read kernel, grids 1..4,224 blocks)"),
+    ("l2_curve", "read bandwidth from L2 by bytes in flight (same kernel, an L2-resident buffer)"),
+    ("dram_bytes_per_s", "sustained read bandwidth of the seed-003 ceilings (buffers >= 4 x L2)"),
+    ("peak_flops_per_s", "best cuBLAS product at 4,096..8,192 per precision (seed-003 ceilings)"),
+    ("matmul", "work per call of the calibration products (shapes none of the step's), graph-timed"),
+    (
+        "(operation counts)",
+        "FLOPs, DRAM and L2 bytes, bytes in flight and shapes of each kernel: counted, not measured",
+    ),
+];
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ComposeError {
+    #[error("the calibration sweep contains the predicted shape {0}: calibrate on other shapes")]
+    CalibrationIncludesPredictedShape(String),
+    #[error("no calibration product in {0}")]
+    NoCalibration(&'static str),
+    #[error("the ceilings have no {what} for '{key}'")]
+    Missing { what: &'static str, key: String },
+    #[error("the {0} bandwidth curve is empty or not positive")]
+    BadCurve(&'static str),
+    #[error("a ceiling or count is not finite and non-negative: {0}")]
+    NotFinite(String),
+}
+
+/// One kernel's prediction and what bounds it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelPrediction {
+    pub kind: String,
+    /// The device's per-kernel gap in this mode.
+    pub launch_s: f64,
+    /// The work terms (only those that apply), seconds.
+    pub terms: BTreeMap<String, f64>,
+    /// The largest work term and its name.
+    pub work_s: f64,
+    pub work_term: String,
+    /// "launch" when the gap exceeds the work, else the work term's name.
+    pub bound: String,
+    /// launch_s + work_s.
+    pub time_s: f64,
+    /// Matrix products: the interpolated efficiency (roofline / work).
+    pub efficiency: Option<f64>,
+}
+
+/// The composition's prediction of one step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepPrediction {
+    pub mode: LaunchMode,
+    pub kernels: Vec<KernelPrediction>,
+    /// Sum of launch gaps, of work, the graph overhead, the device total.
+    pub launch_gaps_s: f64,
+    pub work_s: f64,
+    pub graph_overhead_s: f64,
+    pub device_s: f64,
+    /// Host issue time of the step, and the part the pipeline cannot hide.
+    pub host_s: f64,
+    pub exposed_host_s: f64,
+    pub time_s: f64,
+}
+
+fn finite(x: f64, what: &str) -> Result<f64, ComposeError> {
+    if x.is_finite() && x >= 0.0 {
+        Ok(x)
+    } else {
+        Err(ComposeError::NotFinite(format!("{what} = {x}")))
+    }
+}
+
+/// Bandwidth reached with `bytes_in_flight`: piecewise linear in log-log between the points,
+/// proportional to the bytes in flight below the first (Little's law) and flat above the last.
+pub fn curve_bandwidth(curve: &[CurvePoint], bytes_in_flight: f64, name: &'static str) -> Result<f64, ComposeError> {
+    if curve.is_empty() || curve.iter().any(|p| !(p.bytes_in_flight > 0.0 && p.bytes_per_s > 0.0)) {
+        return Err(ComposeError::BadCurve(name));
+    }
+    let x = bytes_in_flight.max(1.0);
+    let first = curve[0];
+    if x <= first.bytes_in_flight {
+        return Ok(first.bytes_per_s * x / first.bytes_in_flight);
+    }
+    for w in curve.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        if x <= b.bytes_in_flight {
+            let t = (x / a.bytes_in_flight).ln() / (b.bytes_in_flight / a.bytes_in_flight).ln();
+            return Ok((a.bytes_per_s.ln() + t * (b.bytes_per_s / a.bytes_per_s).ln()).exp());
+        }
+    }
+    Ok(curve[curve.len() - 1].bytes_per_s)
+}
+
+/// The roofline time of a matrix product with these ceilings (no launch term).
+pub fn matmul_roofline_s(shape: &MatmulShape, dram_bytes_per_s: f64, peak_flops_per_s: f64) -> f64 {
+    (shape.bytes() / dram_bytes_per_s).max(shape.flops() / peak_flops_per_s)
+}
+
+/// Coordinates of a shape in the calibration space: log2 FLOPs and log2 arithmetic intensity.
+fn coords(s: &MatmulShape) -> (f64, f64) {
+    (s.flops().log2(), (s.flops() / s.bytes()).log2())
+}
+
+/// Number of nearest calibration products the efficiency is interpolated from.
+pub const NEIGHBOURS: usize = 4;
+
+/// The efficiency (roofline / work) of `shape`, interpolated from the calibration products of its
+/// precision: inverse-square-distance weighted geometric mean of the `NEIGHBOURS` nearest in
+/// (log2 FLOPs, log2 intensity). Refuses a calibration that contains `shape` itself.
+pub fn matmul_efficiency(c: &ComposeCeilings, shape: &MatmulShape) -> Result<f64, ComposeError> {
+    let peak = peak(c, shape.dtype)?;
+    let (x, y) = coords(shape);
+    let mut near: Vec<(f64, f64)> = Vec::new();
+    for s in c.matmul.iter().filter(|s| s.shape.dtype == shape.dtype) {
+        if s.shape == *shape {
+            return Err(ComposeError::CalibrationIncludesPredictedShape(shape.label()));
+        }
+        let e =
+            matmul_roofline_s(&s.shape, c.dram_bytes_per_s, peak) / finite(s.work_s, "calibration work")?.max(1e-12);
+        let (sx, sy) = coords(&s.shape);
+        near.push(((sx - x).powi(2) + (sy - y).powi(2), e));
+    }
+    if near.is_empty() {
+        return Err(ComposeError::NoCalibration(shape.dtype.name()));
+    }
+    near.sort_by(|a, b| a.0.total_cmp(&b.0));
+    near.truncate(NEIGHBOURS);
+    if near[0].0 < 1e-12 {
+        return Ok(near[0].1);
+    }
+    let (mut num, mut den) = (0.0, 0.0);
+    for (d2, e) in near {
+        let w = 1.0 / d2;
+        num += w * e.ln();
+        den += w;
+    }
+    Ok((num / den).exp())
+}
+
+fn peak(c: &ComposeCeilings, dtype: Dtype) -> Result<f64, ComposeError> {
+    c.peak_flops_per_s
+        .get(dtype.name())
+        .copied()
+        .ok_or_else(|| ComposeError::Missing { what: "peak", key: dtype.name().into() })
+}
+
+fn host_issue(c: &ComposeCeilings, k: &KernelCount) -> Result<f64, ComposeError> {
+    let key = match k.path {
+        LaunchPath::Kernel => "kernel".to_string(),
+        LaunchPath::Blas => format!("blas.{}", k.dtype.name()),
+    };
+    c.host_issue_s.get(&key).copied().ok_or(ComposeError::Missing { what: "host issue time", key })
+}
+
+/// One kernel: the mode's launch gap plus the largest of its work terms.
+pub fn predict_kernel(
+    c: &ComposeCeilings,
+    k: &KernelCount,
+    mode: LaunchMode,
+) -> Result<KernelPrediction, ComposeError> {
+    let launch_s = finite(if mode == LaunchMode::Stream { c.gap_stream_s } else { c.gap_graph_s }, "gap")?;
+    let mut terms = BTreeMap::new();
+    let mut efficiency = None;
+    let p = peak(c, k.dtype)?;
+    terms.insert("compute".to_string(), finite(k.flops, "flops")? / p);
+    if let Some(shape) = &k.matmul {
+        let e = matmul_efficiency(c, shape)?;
+        terms.insert("matmul".to_string(), matmul_roofline_s(shape, c.dram_bytes_per_s, p) / e);
+        efficiency = Some(e);
+    } else {
+        let bif = finite(k.bytes_in_flight, "bytes in flight")?;
+        if k.dram_bytes > 0.0 {
+            terms.insert("memory.dram".to_string(), k.dram_bytes / curve_bandwidth(&c.dram_curve, bif, "dram")?);
+        }
+        if k.l2_bytes > 0.0 {
+            terms.insert("memory.l2".to_string(), k.l2_bytes / curve_bandwidth(&c.l2_curve, bif, "l2")?);
+        }
+        if k.dram_bytes > 0.0 {
+            terms.insert("latency".to_string(), finite(c.min_work_s, "min work")?);
+        } else if k.l2_bytes > 0.0 {
+            terms.insert("latency".to_string(), finite(c.min_work_l2_s, "min work l2")?);
+        }
+    }
+    let (work_term, work_s) =
+        terms.iter().max_by(|a, b| a.1.total_cmp(b.1)).map(|(n, v)| (n.clone(), *v)).unwrap_or(("none".into(), 0.0));
+    let bound = if launch_s >= work_s { "launch".to_string() } else { work_term.clone() };
+    Ok(KernelPrediction {
+        kind: k.kind.clone(),
+        launch_s,
+        terms,
+        work_s,
+        work_term,
+        bound,
+        time_s: launch_s + work_s,
+        efficiency,
+    })
+}
+
+/// The composition: takes only the ceilings and the operation counts (no measured time of the
+/// predicted kernels can reach it: `ComposeCeilings` holds none, and a calibration containing a
+/// predicted shape is refused).
+pub fn predict_step(
+    c: &ComposeCeilings,
+    kernels: &[KernelCount],
+    mode: LaunchMode,
+) -> Result<StepPrediction, ComposeError> {
+    let preds = kernels.iter().map(|k| predict_kernel(c, k, mode)).collect::<Result<Vec<_>, _>>()?;
+    let launch_gaps_s: f64 = preds.iter().map(|p| p.launch_s).sum();
+    let work_s: f64 = preds.iter().map(|p| p.work_s).sum();
+    let graph_overhead_s = if mode == LaunchMode::Graph { finite(c.graph_overhead_s, "graph overhead")? } else { 0.0 };
+    let device_s = launch_gaps_s + work_s + graph_overhead_s;
+    let host_s = match mode {
+        LaunchMode::Stream => kernels.iter().map(|k| host_issue(c, k)).sum::<Result<f64, _>>()?,
+        LaunchMode::Graph => finite(c.host_issue_graph_s, "graph issue")?,
+    };
+    let exposed_host_s = (host_s - device_s).max(0.0);
+    Ok(StepPrediction {
+        mode,
+        kernels: preds,
+        launch_gaps_s,
+        work_s,
+        graph_overhead_s,
+        device_s,
+        host_s,
+        exposed_host_s,
+        time_s: device_s + exposed_host_s,
+    })
+}
+
+/// Where a step's predicted time goes, by kernel kind: count, summed time, and how many of them
+/// each bound names.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KindShare {
+    pub kind: String,
+    pub count: usize,
+    pub time_s: f64,
+    pub launch_s: f64,
+    pub bounds: BTreeMap<String, usize>,
+}
+
+/// Group a step prediction by kernel kind (in order of first appearance).
+pub fn attribution(p: &StepPrediction) -> Vec<KindShare> {
+    let mut out: Vec<KindShare> = Vec::new();
+    for k in &p.kernels {
+        let i = match out.iter().position(|s| s.kind == k.kind) {
+            Some(i) => i,
+            None => {
+                out.push(KindShare {
+                    kind: k.kind.clone(),
+                    count: 0,
+                    time_s: 0.0,
+                    launch_s: 0.0,
+                    bounds: BTreeMap::new(),
+                });
+                out.len() - 1
+            }
+        };
+        let s = &mut out[i];
+        s.count += 1;
+        s.time_s += k.time_s;
+        s.launch_s += k.launch_s;
+        *s.bounds.entry(k.bound.clone()).or_insert(0) += 1;
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "compose_tests.rs"]
+mod tests;

@@ -1,0 +1,284 @@
+//! The ceilings the composition of issue 22 needs, measured in the session that uses them, all on
+//! operations other than the predicted step: the isolated launch (launch + synchronise), the host
+//! issue time per launch path (our kernel, a cuBLAS call, a graph) with the device held by a spin
+//! kernel, the device gap of back-to-back empty kernels on a stream and in a graph, the read
+//! bandwidth by bytes in flight from DRAM and from L2 (grids of 1.. blocks of a one-load-per-thread
+//! read kernel), the minimum work of a kernel that touches memory, and the matrix-product
+//! calibration sweep (`compose_step::calibration_shapes`, none a step's shape), graph-timed.
+
+use super::ceilings::CeilingsReport;
+use super::gpu::{Arg, DevBuf, OpsGpu, Timing, R};
+use memscope_core::compose::{ComposeCeilings, CurvePoint, MatmulSample};
+use memscope_core::compose_step::calibration_shapes;
+use memscope_core::model::Dtype;
+use memscope_core::Progress;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+/// Launches queued behind the spin kernel per measurement (well under the driver's queue depth).
+const QUEUED: usize = 256;
+/// How long the spin kernel holds the device, ns (longer than the host needs to queue `QUEUED`).
+const SPIN_NS: u64 = 20_000_000;
+const REPS: usize = 5;
+/// The pool the DRAM curve and the calibration products rotate through.
+const POOL_BYTES: u64 = 1 << 30;
+/// The L2-resident region of the L2 curve.
+const L2_REGION_BYTES: u64 = 8 << 20;
+
+/// Medians of repeated host-side and device-side measurements of the launch paths.
+#[derive(Debug, Clone, Serialize)]
+pub struct LaunchMeasurements {
+    pub isolated_launch_s: Vec<f64>,
+    pub host_issue_s: BTreeMap<String, Vec<f64>>,
+    pub host_issue_graph_s: Vec<f64>,
+    /// Device time per queued launch behind the spin kernel, by path.
+    pub device_queued_s: BTreeMap<String, Vec<f64>>,
+    /// Device time per replay of a graph of 1 and of `QUEUED` empty kernels.
+    pub graph_replay_1_s: Vec<f64>,
+    pub graph_replay_many_s: Vec<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CurveMeasurement {
+    pub region: String,
+    pub blocks: u32,
+    pub bytes_in_flight: f64,
+    pub bytes_per_call: u64,
+    pub timing: Timing,
+    pub work_s: f64,
+    pub bytes_per_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CalibrationPoint {
+    pub shape: String,
+    pub timing: Timing,
+    pub work_s: f64,
+    pub efficiency: f64,
+}
+
+/// What the composition's ceilings were built from (the raw points) and the ceilings.
+#[derive(Debug, Clone, Serialize)]
+pub struct ComposeCeilingsReport {
+    pub ceilings: ComposeCeilings,
+    pub launch: LaunchMeasurements,
+    pub curves: Vec<CurveMeasurement>,
+    pub calibration: Vec<CalibrationPoint>,
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    s[s.len() / 2]
+}
+
+fn empty(g: &OpsGpu) -> R<()> {
+    g.launch("empty_kernel", 1, 32, 0, &[])
+}
+
+fn spin(g: &OpsGpu) -> R<()> {
+    g.launch("spin_ns", 1, 32, 0, &[Arg::U64(SPIN_NS)])
+}
+
+/// Hold the device, queue `QUEUED` calls of `f` between two events: (host s per call, device s per call).
+fn queued(g: &OpsGpu, mut f: impl FnMut() -> R<()>) -> R<(f64, f64)> {
+    let (e0, e1) = (g.event()?, g.event()?);
+    spin(g)?;
+    g.record(&e0)?;
+    let t = Instant::now();
+    for _ in 0..QUEUED {
+        f()?;
+    }
+    let host = t.elapsed().as_secs_f64() / QUEUED as f64;
+    g.record(&e1)?;
+    let dev = g.elapsed_s(&e0, &e1)? / QUEUED as f64;
+    g.sync()?;
+    Ok((host, dev))
+}
+
+fn measure_launch(g: &OpsGpu) -> R<LaunchMeasurements> {
+    let mut isolated = Vec::new();
+    for i in 0..110 {
+        let t = Instant::now();
+        empty(g)?;
+        g.sync()?;
+        if i >= 10 {
+            isolated.push(t.elapsed().as_secs_f64());
+        }
+    }
+    let (a, b, c) = (g.alloc_random(64, Dtype::Fp32, 1, 1.0)?, g.alloc_random(64, Dtype::Fp32, 2, 1.0)?, g.alloc(256)?);
+    let (ah, bh, ch) =
+        (g.alloc_random(64, Dtype::Fp16, 3, 1.0)?, g.alloc_random(64, Dtype::Fp16, 4, 1.0)?, g.alloc(128)?);
+    let mut host: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut dev: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let one = g.capture(|| empty(g))?;
+    let many = g.capture(|| (0..QUEUED).try_for_each(|_| empty(g)))?;
+    let (mut hg, mut r1, mut rn) = (Vec::new(), Vec::new(), Vec::new());
+    queued(g, || empty(g))?; // warm-up
+    for _ in 0..REPS {
+        for (key, f) in [
+            ("kernel", &mut (|| empty(g)) as &mut dyn FnMut() -> R<()>),
+            ("blas.fp32", &mut || g.gemm(Dtype::Fp32, 8, 8, 8, a.ptr, b.ptr, c.ptr)),
+            ("blas.fp16", &mut || g.gemm(Dtype::Fp16, 8, 8, 8, ah.ptr, bh.ptr, ch.ptr)),
+        ] {
+            let (h, d) = queued(g, f)?;
+            host.entry(key.into()).or_default().push(h);
+            dev.entry(key.into()).or_default().push(d);
+        }
+        let (h, d) = queued(g, || one.launch().map_err(|e| format!("graph launch: {e:?}")))?;
+        hg.push(h);
+        r1.push(d);
+        let (_, d) = {
+            let (e0, e1) = (g.event()?, g.event()?);
+            spin(g)?;
+            g.record(&e0)?;
+            for _ in 0..8 {
+                many.launch().map_err(|e| format!("graph launch: {e:?}"))?;
+            }
+            g.record(&e1)?;
+            (0.0, g.elapsed_s(&e0, &e1)? / 8.0)
+        };
+        rn.push(d);
+    }
+    Ok(LaunchMeasurements {
+        isolated_launch_s: isolated,
+        host_issue_s: host,
+        host_issue_graph_s: hg,
+        device_queued_s: dev,
+        graph_replay_1_s: r1,
+        graph_replay_many_s: rn,
+    })
+}
+
+/// Device time per call of the read kernel with `blocks` blocks reading `reads` vectors, graph-timed.
+#[allow(clippy::too_many_arguments)]
+fn read_point(g: &OpsGpu, pool: &DevBuf, sink: &DevBuf, blocks: u32, reads: u64, dram: bool) -> R<Timing> {
+    let bytes = reads * 16;
+    let span = (pool.bytes - bytes) / 16;
+    let mask = if dram { u64::MAX } else { L2_REGION_BYTES / 16 - 1 };
+    g.time_graph(32, 3e-3, REPS, |i| {
+        // DRAM: each call reads a fresh part of the 1 GiB pool (> 4 x L2); L2: the same region.
+        let off = if dram { (i as u64 * reads) % span.max(1) } else { 0 };
+        let src = pool.ptr + 16 * off;
+        g.launch(
+            "read_curve_u32",
+            blocks,
+            256,
+            0,
+            &[Arg::Ptr(src), Arg::U64(reads), Arg::U64(mask), Arg::Ptr(sink.ptr)],
+        )
+    })
+}
+
+/// Measure every ceiling of the composition. `seed` is the seed-003 ceilings of the same session
+/// (sustained read bandwidth and peaks).
+pub fn measure(g: &OpsGpu, seed: &CeilingsReport, progress: &dyn Progress) -> R<ComposeCeilingsReport> {
+    let launch = measure_launch(g)?;
+    let gap_stream = median(&launch.device_queued_s["kernel"]);
+    let (r1, rn) = (median(&launch.graph_replay_1_s), median(&launch.graph_replay_many_s));
+    let gap_graph = ((rn - r1) / (QUEUED - 1) as f64).max(0.0);
+    let graph_overhead = (r1 - gap_graph).max(0.0);
+    progress.message(&format!(
+        "launch: isolated {:.2} us, host issue kernel {:.2} / cuBLAS fp32 {:.2} / fp16 {:.2} / graph {:.2} us; device gap stream {:.2} us, graph {:.2} us, graph overhead {:.2} us",
+        median(&launch.isolated_launch_s) * 1e6,
+        median(&launch.host_issue_s["kernel"]) * 1e6,
+        median(&launch.host_issue_s["blas.fp32"]) * 1e6,
+        median(&launch.host_issue_s["blas.fp16"]) * 1e6,
+        median(&launch.host_issue_graph_s) * 1e6,
+        gap_stream * 1e6,
+        gap_graph * 1e6,
+        graph_overhead * 1e6
+    ));
+    let pool = g.alloc_random(POOL_BYTES / 4, Dtype::Fp32, 77, 1.0)?;
+    let sink = g.alloc(16)?;
+    // Minimum work: one block, one load per thread.
+    let work = |t: &Timing| (t.per_call_s - gap_graph).max(0.05 * t.per_call_s);
+    let min_dram = work(&read_point(g, &pool, &sink, 1, 256, true)?);
+    let min_l2 = work(&read_point(g, &pool, &sink, 1, 256, false)?);
+    progress.message(&format!("minimum work: DRAM {:.2} us, L2 {:.2} us", min_dram * 1e6, min_l2 * 1e6));
+    let cap = g.sm_count * g.resident_blocks("read_curve_u32");
+    let mut blocks: Vec<u32> = vec![1, 2, 4, 8, 16, 33, 66];
+    blocks.extend([1u32, 2, 4, 8].iter().map(|m| m * g.sm_count).filter(|&b| b <= cap));
+    let mut curves = Vec::new();
+    let (mut dram_curve, mut l2_curve) = (Vec::new(), Vec::new());
+    for dram in [true, false] {
+        for &b in &blocks {
+            let reads = b as u64 * 256 * 32;
+            let t = read_point(g, &pool, &sink, b, reads, dram)?;
+            let w = work(&t);
+            let bif = (b.min(cap) as f64) * 256.0 * 16.0;
+            let bps = (reads * 16) as f64 / w;
+            let region = if dram { "dram" } else { "l2" };
+            progress.message(&format!(
+                "read curve {region}: {b} blocks, {:.0} KiB in flight: {:.1} GB/s",
+                bif / 1024.0,
+                bps / 1e9
+            ));
+            let p = CurvePoint { bytes_in_flight: bif, bytes_per_s: bps };
+            if dram {
+                dram_curve.push(p)
+            } else {
+                l2_curve.push(p)
+            };
+            curves.push(CurveMeasurement {
+                region: region.into(),
+                blocks: b,
+                bytes_in_flight: bif,
+                bytes_per_call: reads * 16,
+                timing: t,
+                work_s: w,
+                bytes_per_s: bps,
+            });
+        }
+    }
+    let dram_bw = *seed.ceilings.bandwidth_bytes_per_s.get("read").ok_or("no read bandwidth")?;
+    let peaks = seed.ceilings.peak_flops_per_s.clone();
+    let (mut matmul, mut calibration) = (Vec::new(), Vec::new());
+    for dtype in [Dtype::Fp32, Dtype::Fp16] {
+        let peak = *peaks.get(dtype.name()).ok_or("no peak")?;
+        g.init(pool.ptr, POOL_BYTES / dtype.size_bytes() as u64, dtype, 78, 1.0)?;
+        let shapes = calibration_shapes(dtype);
+        let s = dtype.size_bytes() as u64;
+        let a_max = shapes.iter().map(|x| x.m * x.k).max().unwrap_or(1);
+        let c_max = shapes.iter().map(|x| x.m * x.n).max().unwrap_or(1);
+        let a = g.alloc_random(a_max, dtype, 79, 1.0)?;
+        let c = g.alloc(c_max * s)?;
+        for shape in shapes {
+            let wbytes = (shape.k * shape.n * s).next_multiple_of(256);
+            let slots = (POOL_BYTES / wbytes).max(1);
+            let t = g.time_graph(32, 3e-3, 3, |i| {
+                let w = pool.ptr + (i as u64 % slots) * wbytes;
+                g.gemm(dtype, shape.m, shape.k, shape.n, a.ptr, w, c.ptr)
+            })?;
+            let w = work(&t);
+            let e = memscope_core::compose::matmul_roofline_s(&shape, dram_bw, peak) / w;
+            progress.message(&format!(
+                "calibration {}: {:.2} us per call, work {:.2} us, efficiency {:.1}%",
+                shape.label(),
+                t.per_call_s * 1e6,
+                w * 1e6,
+                100.0 * e
+            ));
+            calibration.push(CalibrationPoint { shape: shape.label(), timing: t, work_s: w, efficiency: e });
+            matmul.push(MatmulSample { shape, work_s: w });
+        }
+    }
+    let host_issue_s = launch.host_issue_s.iter().map(|(k, v)| (k.clone(), median(v))).collect();
+    let ceilings = ComposeCeilings {
+        isolated_launch_s: median(&launch.isolated_launch_s),
+        host_issue_s,
+        host_issue_graph_s: median(&launch.host_issue_graph_s),
+        gap_stream_s: gap_stream,
+        gap_graph_s: gap_graph,
+        graph_overhead_s: graph_overhead,
+        min_work_s: min_dram,
+        min_work_l2_s: min_l2,
+        dram_curve,
+        l2_curve,
+        dram_bytes_per_s: dram_bw,
+        peak_flops_per_s: peaks,
+        matmul,
+    };
+    Ok(ComposeCeilingsReport { ceilings, launch, curves, calibration })
+}

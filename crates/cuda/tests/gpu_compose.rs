@@ -1,0 +1,50 @@
+//! GPU tests of the composition's ceilings (issue 22), `#[ignore]`d like tests/gpu.rs (run by
+//! scripts/gpu-test.sh): every kernel check passes (the fp16 decode attention included), the spin
+//! kernel holds the device for its time, and the composition's ceilings are positive, the DRAM
+//! curve rises with bytes in flight, the calibration covers every calibration shape, and a graph
+//! step is predicted no slower than the same step on a stream.
+
+use memscope_core::compose::{predict_step, LaunchMode};
+use memscope_core::compose_step::{step_kernels, GPT2_SMALL_SHAPE};
+use memscope_core::model::Dtype;
+use memscope_core::NoProgress;
+use memscope_cuda::ops::{ceilings, check, compose_ceilings, gpu::Arg, gpu::OpsGpu};
+
+fn gpu() -> Option<OpsGpu> {
+    match memscope_cuda::device_count() {
+        Ok(n) if n > 0 => Some(OpsGpu::open(0).expect("open")),
+        _ => {
+            eprintln!("skipped: no CUDA GPU");
+            None
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run scripts/gpu-test.sh"]
+fn compose_ceilings_are_sound() {
+    let Some(g) = gpu() else { return };
+    for c in check::run_all(&g).expect("checks") {
+        assert!(c.ok, "{} rel err {}", c.kernel, c.rel_err);
+    }
+    let (e0, e1) = (g.event().unwrap(), g.event().unwrap());
+    g.record(&e0).unwrap();
+    g.launch("spin_ns", 1, 32, 0, &[Arg::U64(1_000_000)]).unwrap();
+    g.record(&e1).unwrap();
+    let spun = g.elapsed_s(&e0, &e1).unwrap();
+    assert!((0.9e-3..5e-3).contains(&spun), "spin 1 ms took {spun}");
+    let seed = ceilings::measure(&g, &NoProgress).expect("seed ceilings");
+    let r = compose_ceilings::measure(&g, &seed, &NoProgress).expect("compose ceilings");
+    let c = &r.ceilings;
+    for x in [c.isolated_launch_s, c.gap_stream_s, c.host_issue_graph_s, c.min_work_s, c.min_work_l2_s] {
+        assert!(x > 0.0 && x < 1e-3, "{x}");
+    }
+    assert!(c.host_issue_s.values().all(|&h| h > 0.0 && h < 1e-3));
+    let (first, last) = (c.dram_curve[0], c.dram_curve[c.dram_curve.len() - 1]);
+    assert!(last.bytes_per_s > 10.0 * first.bytes_per_s, "{first:?} {last:?}");
+    assert_eq!(c.matmul.len(), 140);
+    let ks = step_kernels(&GPT2_SMALL_SHAPE, 1, 128, Dtype::Fp32);
+    let s = predict_step(c, &ks, LaunchMode::Stream).unwrap();
+    let gr = predict_step(c, &ks, LaunchMode::Graph).unwrap();
+    assert!(gr.time_s <= s.time_s * 1.05, "{} {}", gr.time_s, s.time_s);
+}
