@@ -1,7 +1,7 @@
 //! `l1share`: which of the SM's read paths share storage (issue 25; mt4g's "sharedWith"), found by
 //! interference in one launch on SM 0 (kernels/constmem.cu `smc_interfere`): a victim chase (16 KiB
 //! through ld.global.ca, ld.global.nc or texture fetches; 1 KiB of the constant bank) is timed while
-//! resident, an aggressor warp chases a footprint that overfills its own cache (2 MiB at 128 B for
+//! resident (one lap, clock64 cycles), an aggressor warp chases a footprint that overfills its own cache (2 MiB at 128 B for
 //! the global paths, the other 63 KiB of the bank for the constant one), and the victim is timed
 //! again. The aggressor of the victim's own kind is the positive control (what a full eviction
 //! costs); a cross-kind aggressor's share of that is `sm_fit::share_fraction`. A run without an
@@ -40,7 +40,7 @@ fn label(p: Path) -> &'static str {
     }
 }
 
-/// Median (before, after) ns per hop of `reps` interference runs.
+/// Median (before, after) cycles per hop of `reps` interference runs.
 fn runs(
     t: &mut CudaTarget,
     b: &Bench,
@@ -102,14 +102,14 @@ fn run(t: &mut CudaTarget, b: &mut Bench, reps: u32) -> Result<ProbeOutput, Prob
         self_runs.push((v, bs, as_));
         let mut shared = Vec::new();
         let mut row = vec![format!(
-            "resident {b0:.1} ns/hop, {a0:.1} after no aggressor; {as_:.1} after its own kind (the full eviction)"
+            "cycles per hop over one lap: resident {b0:.1}, {a0:.1} after no aggressor, {as_:.1} after its own kind (the full eviction)"
         )];
         let mut undecided = false;
         for a in Path::ALL.into_iter().filter(|&a| a != v) {
             let (ba, aa) = runs(t, b, victim(v), Some(aggressor(a)), AGG_WARP, reps)?;
             match share_fraction(ba, aa, bs, as_) {
                 Some(f) => {
-                    row.push(format!("{}: {:.0}% ({aa:.1} ns/hop after)", label(a), 100.0 * f));
+                    row.push(format!("{}: {:.0}% ({aa:.1} after)", label(a), 100.0 * f));
                     match classify(f) {
                         Share::Yes => shared.push(label(a).to_string()),
                         Share::Partial => shared.push(format!("{} (partial)", label(a))),
@@ -126,7 +126,7 @@ fn run(t: &mut CudaTarget, b: &mut Bench, reps: u32) -> Result<ProbeOutput, Prob
                 "",
                 &method,
                 &format!(
-                    "the victim's own kind did not evict it ({bs:.1} -> {as_:.1} ns/hop): no scale to judge the others by"
+                    "the victim's own kind did not evict it ({bs:.1} -> {as_:.1} cycles/hop): no scale to judge the others by"
                 ),
             )
         } else {

@@ -217,8 +217,10 @@ impl Bench {
         Ok((ns, cyc))
     }
 
-    /// One sharing run on SM 0 (kernels/constmem.cu `smc_interfere`): the victim's ns per hop
-    /// before and after the aggressor (`None`: the control, no aggressor) ran on warp `warp`.
+    /// One sharing run on SM 0 (kernels/constmem.cu `smc_interfere`): the victim's cycles per hop
+    /// over one lap before and one lap after the aggressor (`None`: the control, no aggressor) ran
+    /// on warp `warp` (so every hop after is a first touch since the aggressor; clock64, since a lap
+    /// of a small victim is shorter than %globaltimer's resolution on some GPUs).
     pub fn interfere(
         &self,
         t: &mut CudaTarget,
@@ -228,8 +230,8 @@ impl Bench {
     ) -> Result<(f64, f64), ProbeError> {
         let (claim, out) = (self.scratch, self.scratch + 256);
         let vn = victim.values.len() as u64;
-        let vwarm = 2 * vn.max(512);
-        let vhops = timed_hops(victim.values.len()).min(4 * vn.max(512));
+        let vwarm = (2 * vn).max(1024);
+        let vhops = vn;
         let (akind, astart, ahops) = match aggressor {
             Some(a) => (a.path.kind(), a.values[0], a.values.len() as u64),
             None => (0, 0, 0),
@@ -267,7 +269,7 @@ impl Bench {
                 )));
             }
         }
-        Ok((o[0] as f64 / vhops as f64, o[1] as f64 / vhops as f64))
+        Ok((o[2] as f64 / vhops as f64, o[3] as f64 / vhops as f64))
     }
 
     fn launch_placed(

@@ -79,7 +79,8 @@ pub enum Share {
 /// positive control). None when the control shows no eviction (less than 10 % slower).
 pub fn share_fraction(before: f64, after: f64, self_before: f64, self_after: f64) -> Option<f64> {
     let gap = self_after - self_before;
-    if !(gap > 0.1 * self_before.abs()) || !before.is_finite() || !after.is_finite() {
+    let separable = gap.is_finite() && gap > 0.1 * self_before.abs();
+    if !separable || !before.is_finite() || !after.is_finite() {
         return None;
     }
     Some((after - before) / gap)
@@ -162,7 +163,7 @@ mod tests {
         let y: Vec<f64> = x.iter().map(|&f| if f <= cap { 20.0 } else { 20.0 + (1.0 - cap / f) * 110.0 }).collect();
         let l = two_levels(&x, &noisy(&y, 0.01, 3)).unwrap();
         let c = l.capacity.unwrap();
-        assert!(c >= 240.0 * 1024.0 && c <= 256.0 * 1024.0, "{l:?}");
+        assert!((240.0 * 1024.0..=256.0 * 1024.0).contains(&c), "{l:?}");
     }
 
     #[test]
