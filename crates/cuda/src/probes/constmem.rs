@@ -167,7 +167,11 @@ fn run(t: &mut CudaTarget, b: &mut Bench, reps: u32, clock: Option<f64>) -> Resu
                     out.finding(keys::CONST_L1_5_CAPACITY_BYTES, f);
                 }
                 _ => {
-                    for (k, u) in [(keys::CONST_L1_5_HIT_LATENCY_NS, "ns"), (keys::CONST_L1_MISS_PENALTY_NS, "ns")] {
+                    for (k, u) in [
+                        (keys::CONST_L1_5_HIT_LATENCY_NS, "ns"),
+                        (keys::CONST_L1_MISS_PENALTY_NS, "ns"),
+                        (keys::CONST_L1_5_CAPACITY_BYTES, "bytes"),
+                    ] {
                         out.finding(
                             k,
                             Finding::undetermined(u, &smethod, "no second plateau after the constant L1's knee"),
@@ -176,10 +180,17 @@ fn run(t: &mut CudaTarget, b: &mut Bench, reps: u32, clock: Option<f64>) -> Resu
                 }
             }
         }
-        None => out.finding(
-            keys::CONST_L1_HIT_LATENCY_NS,
-            Finding::undetermined("ns", &smethod, &format!("no plateau in the curve {y:?}")),
-        ),
+        None => {
+            let why = format!("no plateau in the curve {y:?}");
+            for (k, u) in [
+                (keys::CONST_L1_HIT_LATENCY_NS, "ns"),
+                (keys::CONST_L1_CAPACITY_BYTES, "bytes"),
+                (keys::CONST_L1_5_HIT_LATENCY_NS, "ns"),
+                (keys::CONST_L1_MISS_PENALTY_NS, "ns"),
+            ] {
+                out.finding(k, Finding::undetermined(u, &smethod, &why));
+            }
+        }
     }
     let cap = out.findings.get(keys::CONST_L1_CAPACITY_BYTES).and_then(|f| f.value.as_u64());
     let f = match unit {
@@ -223,5 +234,28 @@ impl Probe for ConstMemProbe {
     }
     fn run(&self, ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError> {
         run_gpu(ctx, measure)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels_pool_their_points_and_penalties_subtract() {
+        let a = Point { x: 256.0, ns: vec![9.0, 9.2, 8.9], cycles: vec![17.8, 18.2, 17.6] };
+        let b = Point { x: 512.0, ns: vec![9.1, 30.0, 9.0], cycles: vec![18.0, 59.4, 17.8] };
+        let hit = level_finding(&[&a, &b], "m", None).unwrap();
+        assert_eq!(hit.as_f64(), Some(9.05));
+        assert_eq!(hit.cycles, Some(17.9));
+        assert_eq!(hit.spread.as_ref().unwrap().n, 6);
+        let c = Point { x: 8192.0, ns: vec![53.0, 53.4, 53.2], cycles: vec![105.0, 105.8, 105.4] };
+        let next = level_finding(&[&c], "m", None).unwrap();
+        let p = penalty_finding(&hit, &next, "d").unwrap();
+        assert!((p.as_f64().unwrap() - (53.2 - 9.05)).abs() < 1e-9);
+        assert!((p.cycles.unwrap() - (105.4 - 17.9)).abs() < 1e-9);
+        assert!(level_finding(&[], "m", None).is_none());
+        let s = series(&[a, c], "d", "footprint", vec![2048.0]);
+        assert_eq!((s.x.len(), s.y[1], s.marks.len()), (2, 53.2, 1));
     }
 }

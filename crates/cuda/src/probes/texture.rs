@@ -165,9 +165,20 @@ fn run(t: &mut CudaTarget, b: &mut Bench, reps: u32, clock: Option<f64>) -> Resu
                         }
                     }
                 }
+                if let Some(k) = pk.penalty.filter(|k| !out.findings.contains_key(*k)) {
+                    out.finding(
+                        k,
+                        Finding::undetermined("ns", &smethod, "no second plateau after the knee up to 2 MiB"),
+                    );
+                }
             }
             None => {
-                out.finding(pk.hit, Finding::undetermined("ns", &smethod, &format!("no plateau in the curve {y:?}")))
+                let why = format!("no plateau in the curve {y:?}");
+                out.finding(pk.hit, Finding::undetermined("ns", &smethod, &why));
+                out.finding(pk.capacity, Finding::undetermined("bytes", &smethod, &why));
+                if let Some(k) = pk.penalty {
+                    out.finding(k, Finding::undetermined("ns", &smethod, &why));
+                }
             }
         }
         out.series(
