@@ -78,7 +78,8 @@ pub fn quantity(key: &str) -> String {
             break;
         }
     }
-    name.replace('_', " ")
+    // The constant cache's second level reads as mt4g names it ("l1_5" -> "l1.5").
+    name.replace("l1_5", "l1.5").replace('_', " ")
 }
 
 /// The value of a finding, human-readable with unit.
@@ -334,6 +335,7 @@ mod tests {
         assert!(s.contains("texture") && s.contains("ld.global.nc"), "{s}");
         assert!(!s.contains("\nOther\n"), "{s}");
         assert_eq!(quantity("const.l1.hit_latency_ns"), "l1 hit latency");
+        assert_eq!(quantity("const.l1_5.hit_latency_ns"), "l1.5 hit latency");
     }
 
     #[test]
