@@ -64,13 +64,25 @@ fn strides(path: Path) -> Vec<u64> {
     std::iter::successors(Some(first), |s| Some(s * 2)).take_while(|&s| s <= 512).collect()
 }
 
-fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
+fn measure(t: &mut CudaTarget, quick: bool, l1_earlier: Option<f64>) -> Result<ProbeOutput, ProbeError> {
     let reps = if quick { 3 } else { 5 };
     let clock = t.clock_hz();
     let mut b = Bench::new(t, 4 << 20)?;
     let res = run(t, &mut b, reps, clock);
     b.free(t);
-    res
+    let mut out = res?;
+    // The same level by the latency probe's chase (when it ran before): the two instruments agree.
+    if let (Some(v), Some(f)) = (l1_earlier, out.findings.remove(keys::TEX_L1_CA_HIT_LATENCY_NS)) {
+        out.finding(
+            keys::TEX_L1_CA_HIT_LATENCY_NS,
+            f.with_check(
+                v,
+                "l1.hit_latency_ns of the latency probe (crates/cuda/kernels/chase.cu)",
+                memscope_core::CHECK_TOLERANCE,
+            ),
+        );
+    }
+    Ok(out)
 }
 
 fn run(t: &mut CudaTarget, b: &mut Bench, reps: u32, clock: Option<f64>) -> Result<ProbeOutput, ProbeError> {
@@ -238,6 +250,7 @@ impl Probe for TextureProbe {
         }
     }
     fn run(&self, ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError> {
-        run_gpu(ctx, measure)
+        let l1 = ctx.earlier.get(keys::L1_HIT_LATENCY_NS).and_then(|f| f.as_f64());
+        run_gpu(ctx, |t, quick| measure(t, quick, l1))
     }
 }
