@@ -127,6 +127,59 @@ pub const STORE_L1_WRITE_THROUGH: &str = "store.l1_write_through";
 /// Exposed cost of a dirty L2 line's write-back.
 pub const STORE_L2_WRITEBACK_EXPOSED_NS_PER_LINE: &str = "store.l2_writeback_exposed_ns_per_line";
 
+// The SM's other memories (issue 25, CUDA only): the constant caches, the read-only (ld.global.nc)
+// and texture paths, what shares storage with L1, and miss penalties per level.
+/// Constant-cache L1 hit latency (indexed constant loads).
+pub const CONST_L1_HIT_LATENCY_NS: &str = "const.l1.hit_latency_ns";
+/// Constant-cache L1 capacity (the knee of the constant chase).
+pub const CONST_L1_CAPACITY_BYTES: &str = "const.l1.capacity_bytes";
+/// What a constant-cache L1 miss fetches (stride experiment).
+pub const CONST_L1_FETCH_BYTES: &str = "const.l1.fetch_bytes";
+/// Constant L1 miss penalty (L1.5 hit less L1 hit, same instrument).
+pub const CONST_L1_MISS_PENALTY_NS: &str = "const.l1.miss_penalty_ns";
+/// Constant-cache L1 instances per SM.
+pub const CONST_L1_INSTANCES_PER_SM: &str = "const.l1.instances_per_sm";
+/// Paths whose fill evicts the constant L1.
+pub const CONST_L1_SHARED_WITH: &str = "const.l1.shared_with";
+/// Constant-cache L1.5 hit latency.
+pub const CONST_L1_5_HIT_LATENCY_NS: &str = "const.l1_5.hit_latency_ns";
+/// Constant-cache L1.5 capacity.
+pub const CONST_L1_5_CAPACITY_BYTES: &str = "const.l1_5.capacity_bytes";
+/// Read-only path (ld.global.nc) hit latency.
+pub const TEX_NC_HIT_LATENCY_NS: &str = "tex.nc.hit_latency_ns";
+/// Read-only path capacity.
+pub const TEX_NC_CAPACITY_BYTES: &str = "tex.nc.capacity_bytes";
+/// What a read-only-path miss fetches.
+pub const TEX_NC_FETCH_BYTES: &str = "tex.nc.fetch_bytes";
+/// Read-only path miss penalty (its L2 level less its hit, same instrument).
+pub const TEX_NC_MISS_PENALTY_NS: &str = "tex.nc.miss_penalty_ns";
+/// Paths whose fill evicts the read-only path's lines.
+pub const TEX_NC_SHARED_WITH: &str = "tex.nc.shared_with";
+/// Texture fetch hit latency (tex.1d over a linear buffer).
+pub const TEX_TEXTURE_HIT_LATENCY_NS: &str = "tex.texture.hit_latency_ns";
+/// Texture path capacity.
+pub const TEX_TEXTURE_CAPACITY_BYTES: &str = "tex.texture.capacity_bytes";
+/// What a texture miss fetches.
+pub const TEX_TEXTURE_FETCH_BYTES: &str = "tex.texture.fetch_bytes";
+/// Texture miss penalty.
+pub const TEX_TEXTURE_MISS_PENALTY_NS: &str = "tex.texture.miss_penalty_ns";
+/// Paths whose fill evicts the texture path's lines.
+pub const TEX_TEXTURE_SHARED_WITH: &str = "tex.texture.shared_with";
+/// L1 (ld.global.ca) hit latency in the texture probe's own instrument, for comparison.
+pub const TEX_L1_CA_HIT_LATENCY_NS: &str = "tex.l1_ca.hit_latency_ns";
+/// L1 (ld.global.ca) capacity in the texture probe's own sweep, for comparison.
+pub const TEX_L1_CA_CAPACITY_BYTES: &str = "tex.l1_ca.capacity_bytes";
+/// Paths whose fill evicts L1 (ld.global.ca) lines.
+pub const L1_SHARED_WITH: &str = "l1.shared_with";
+/// L1 instances per SM.
+pub const L1_INSTANCES_PER_SM: &str = "l1.instances_per_sm";
+/// L1 miss penalty: the L2 hit through the L1 path less the L1 hit.
+pub const L1_MISS_PENALTY_NS: &str = "l1.miss_penalty_ns";
+/// L2 miss penalty: DRAM latency less the near-L2 hit.
+pub const L2_MISS_PENALTY_NS: &str = "l2.miss_penalty_ns";
+/// Far-partition penalty: the far-L2 hit less the near-L2 hit.
+pub const L2_FAR_PENALTY_NS: &str = "l2.far_penalty_ns";
+
 // The host CPU (fixed keys; the per-level ones come from `cpu_capacity_bytes` and friends).
 /// Cache line size (stride probe).
 pub const CPU_LINE_BYTES: &str = "cpu.line_bytes";
@@ -219,6 +272,31 @@ pub const ALL: &[&str] = &[
     STORE_EGRESS_BYTES_PER_CYCLE,
     STORE_L1_WRITE_THROUGH,
     STORE_L2_WRITEBACK_EXPOSED_NS_PER_LINE,
+    CONST_L1_HIT_LATENCY_NS,
+    CONST_L1_CAPACITY_BYTES,
+    CONST_L1_FETCH_BYTES,
+    CONST_L1_MISS_PENALTY_NS,
+    CONST_L1_INSTANCES_PER_SM,
+    CONST_L1_SHARED_WITH,
+    CONST_L1_5_HIT_LATENCY_NS,
+    CONST_L1_5_CAPACITY_BYTES,
+    TEX_NC_HIT_LATENCY_NS,
+    TEX_NC_CAPACITY_BYTES,
+    TEX_NC_FETCH_BYTES,
+    TEX_NC_MISS_PENALTY_NS,
+    TEX_NC_SHARED_WITH,
+    TEX_TEXTURE_HIT_LATENCY_NS,
+    TEX_TEXTURE_CAPACITY_BYTES,
+    TEX_TEXTURE_FETCH_BYTES,
+    TEX_TEXTURE_MISS_PENALTY_NS,
+    TEX_TEXTURE_SHARED_WITH,
+    TEX_L1_CA_HIT_LATENCY_NS,
+    TEX_L1_CA_CAPACITY_BYTES,
+    L1_SHARED_WITH,
+    L1_INSTANCES_PER_SM,
+    L1_MISS_PENALTY_NS,
+    L2_MISS_PENALTY_NS,
+    L2_FAR_PENALTY_NS,
     CPU_LINE_BYTES,
     CPU_DRAM_LATENCY_NS,
 ];
@@ -249,6 +327,25 @@ pub const MEASURED: &[&str] = &[
     STORE_ISSUE_CYCLES,
     STORE_EGRESS_BYTES_PER_CYCLE,
     STORE_L2_WRITEBACK_EXPOSED_NS_PER_LINE,
+    CONST_L1_HIT_LATENCY_NS,
+    CONST_L1_CAPACITY_BYTES,
+    CONST_L1_FETCH_BYTES,
+    CONST_L1_MISS_PENALTY_NS,
+    CONST_L1_5_HIT_LATENCY_NS,
+    CONST_L1_5_CAPACITY_BYTES,
+    TEX_NC_HIT_LATENCY_NS,
+    TEX_NC_CAPACITY_BYTES,
+    TEX_NC_FETCH_BYTES,
+    TEX_NC_MISS_PENALTY_NS,
+    TEX_TEXTURE_HIT_LATENCY_NS,
+    TEX_TEXTURE_CAPACITY_BYTES,
+    TEX_TEXTURE_FETCH_BYTES,
+    TEX_TEXTURE_MISS_PENALTY_NS,
+    TEX_L1_CA_HIT_LATENCY_NS,
+    TEX_L1_CA_CAPACITY_BYTES,
+    L1_MISS_PENALTY_NS,
+    L2_MISS_PENALTY_NS,
+    L2_FAR_PENALTY_NS,
     CPU_LINE_BYTES,
     CPU_DRAM_LATENCY_NS,
 ];

@@ -282,7 +282,7 @@ impl Gpu {
         unsafe {
             ck(sys::cuModuleGetFunction(&mut f, self.modules[&m], cname.as_ptr()), &format!("kernel {name}"))?;
         }
-        if m == Module::Chase {
+        if m == Module::Chase || m == Module::ConstMem {
             // The chase kernels need at most a few hundred bytes of shared memory (47 KB with per-hop
             // records): ask for the smallest shared-memory carveout, so the unified L1/shared array
             // gives L1 all it can (left to itself the driver picked a split with a 64 KiB L1 on the H200).
@@ -306,6 +306,21 @@ impl Gpu {
         }
         self.funcs.insert((m, name), f);
         Ok(f)
+    }
+
+    /// The device address and size of a module's global variable (a `__constant__` bank, say),
+    /// loading the module on first use.
+    pub fn module_global(&mut self, m: Module, kernel: &'static str, var: &str) -> Result<(u64, u64), TargetError> {
+        self.func(m, kernel)?;
+        let cname = CString::new(var).map_err(|e| TargetError::Device(e.to_string()))?;
+        let (mut ptr, mut bytes) = (0u64, 0usize);
+        unsafe {
+            ck(
+                sys::cuModuleGetGlobal_v2(&mut ptr, &mut bytes, self.modules[&m], cname.as_ptr()),
+                &format!("cuModuleGetGlobal({var})"),
+            )?;
+        }
+        Ok((ptr, bytes as u64))
     }
 
     /// Launch a kernel whose parameters are all 64-bit (pointers or u64) on `stream` (null: the

@@ -14,11 +14,13 @@ pub enum Module {
     BwTma,
     /// Store issue, SM egress, fences, coalescing.
     Store,
+    /// Chases through the constant bank, ld.global.nc, texture fetches and L1; their interference.
+    ConstMem,
 }
 
 impl Module {
     /// Every module, for the compile-all test.
-    pub const ALL: [Module; 4] = [Module::Chase, Module::Bw, Module::BwTma, Module::Store];
+    pub const ALL: [Module; 5] = [Module::Chase, Module::Bw, Module::BwTma, Module::Store, Module::ConstMem];
 
     /// File name under kernels/.
     pub fn file(self) -> &'static str {
@@ -27,6 +29,7 @@ impl Module {
             Module::Bw => "bw.cu",
             Module::BwTma => "bw_tma.cu",
             Module::Store => "store.cu",
+            Module::ConstMem => "constmem.cu",
         }
     }
 
@@ -37,6 +40,7 @@ impl Module {
             Module::Bw => include_str!("../kernels/bw.cu"),
             Module::BwTma => include_str!("../kernels/bw_tma.cu"),
             Module::Store => include_str!("../kernels/store.cu"),
+            Module::ConstMem => include_str!("../kernels/constmem.cu"),
         }
     }
 }

@@ -217,3 +217,79 @@ fn a_kernel_fault_is_reported_and_handled() {
     eprintln!("{text}");
     assert!(out.status.success() && text.contains("fault: "), "child failed:\n{text}");
 }
+
+/// Run one GPU-only probe by key on a fresh context, no earlier findings.
+fn run_probe(t: &mut CudaTarget, key: &str) -> memscope_core::ProbeOutput {
+    let p = memscope_cuda::probes().into_iter().find(|p| p.key() == key).expect("probe registered");
+    let earlier = std::collections::BTreeMap::new();
+    let mut ctx =
+        memscope_core::ProbeContext { target: t, quick: true, progress: &memscope_core::NoProgress, earlier: &earlier };
+    let out = p.run(&mut ctx).unwrap_or_else(|e| panic!("probe {key}: {e}"));
+    for (k, f) in &out.findings {
+        eprintln!("{k} = {} {} ({:?}) {}", f.value, f.unit, f.cycles, f.note.clone().unwrap_or_default());
+    }
+    out
+}
+
+fn value(out: &memscope_core::ProbeOutput, k: &str) -> f64 {
+    out.findings.get(k).and_then(|f| f.as_f64()).unwrap_or_else(|| panic!("{k}: {:?}", out.findings.get(k)))
+}
+
+/// The constant caches: an L1 hit of a few ns, a slower L1.5, an L1 of 1..16 KiB, a fetch unit
+/// of 16..256 B (plausible ranges for NVIDIA GPUs since Volta, not the answer).
+#[test]
+#[ignore = "needs a CUDA GPU; run scripts/gpu-test.sh"]
+fn constmem_probe_finds_two_constant_levels() {
+    let Some(mut t) = gpu() else { return };
+    let out = run_probe(&mut t, "constmem");
+    let l1 = value(&out, "const.l1.hit_latency_ns");
+    let l15 = value(&out, "const.l1_5.hit_latency_ns");
+    assert!(l1 > 1.0 && l1 < 40.0, "const L1 {l1}");
+    assert!(l15 > 1.2 * l1 && l15 < 200.0, "const L1.5 {l15}");
+    let cap = value(&out, "const.l1.capacity_bytes");
+    assert!((1024.0..=16384.0).contains(&cap), "const L1 capacity {cap}");
+    let unit = value(&out, "const.l1.fetch_bytes");
+    assert!((16.0..=256.0).contains(&unit), "fetch {unit}");
+    assert!((value(&out, "const.l1.miss_penalty_ns") - (l15 - l1)).abs() < 1e-9);
+}
+
+/// The read-only and texture paths: hits within L1's range, capacities of 16 KiB .. 1 MiB, a
+/// slower L2 level behind them.
+#[test]
+#[ignore = "needs a CUDA GPU; run scripts/gpu-test.sh"]
+fn texture_probe_finds_the_read_only_and_texture_caches() {
+    let Some(mut t) = gpu() else { return };
+    let out = run_probe(&mut t, "texture");
+    for k in ["tex.nc.hit_latency_ns", "tex.texture.hit_latency_ns", "tex.l1_ca.hit_latency_ns"] {
+        let v = value(&out, k);
+        assert!(v > 3.0 && v < 100.0, "{k} {v}");
+    }
+    for k in ["tex.nc.capacity_bytes", "tex.texture.capacity_bytes", "tex.l1_ca.capacity_bytes"] {
+        let v = value(&out, k);
+        assert!((16384.0..=1048576.0).contains(&v), "{k} {v}");
+    }
+    for k in ["tex.nc.miss_penalty_ns", "tex.texture.miss_penalty_ns"] {
+        let v = value(&out, k);
+        assert!(v > 20.0 && v < 1000.0, "{k} {v}");
+    }
+}
+
+/// Sharing by interference: every path's own kind evicts it (else the finding is undetermined),
+/// and the verdicts are lists; instances are 1..4 or undetermined with a reason.
+#[test]
+#[ignore = "needs a CUDA GPU; run scripts/gpu-test.sh"]
+fn l1share_probe_reports_what_shares_storage() {
+    let Some(mut t) = gpu() else { return };
+    let out = run_probe(&mut t, "l1share");
+    for k in ["l1.shared_with", "tex.nc.shared_with", "tex.texture.shared_with", "const.l1.shared_with"] {
+        let f = &out.findings[k];
+        assert!(f.value.is_array(), "{k}: {f:?}");
+    }
+    for k in ["l1.instances_per_sm", "const.l1.instances_per_sm"] {
+        let f = &out.findings[k];
+        match f.value.as_u64() {
+            Some(n) => assert!((1..=4).contains(&n), "{k}: {f:?}"),
+            None => assert!(f.note.is_some(), "{k}: {f:?}"),
+        }
+    }
+}

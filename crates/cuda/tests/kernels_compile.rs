@@ -80,3 +80,23 @@ fn a_broken_kernel_reports_the_nvrtc_log() {
     let e = compile_ptx("extern \"C\" __global__ void k() { undefined_thing(); }", "bad.cu", "sm_90").unwrap_err();
     assert!(e.contains("undefined_thing"), "{e}");
 }
+
+#[test]
+fn constmem_ptx_chases_each_read_path() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let ptx = compile_ptx(Module::ConstMem.source(), "constmem.cu", "sm_90").unwrap();
+    assert!(ptx.contains(".const .align 4 .b8 cbank[65536]"), "the 64 KiB constant bank");
+    assert!(entry(&ptx, "smc_chase_const").matches("ld.const.u32").count() >= 16, "unrolled constant loads");
+    assert!(entry(&ptx, "smc_chase_nc").matches("ld.global.nc.u64").count() >= 16);
+    assert!(entry(&ptx, "smc_chase_ca").matches("ld.global.ca.u64").count() >= 16);
+    assert!(entry(&ptx, "smc_chase_tex").matches("tex.1d.v4.u32.s32").count() >= 16);
+    let i = entry(&ptx, "smc_interfere");
+    for op in ["ld.const.u32", "ld.global.nc.u64", "ld.global.ca.u64", "tex.1d.v4.u32.s32", "bar.sync"] {
+        assert!(i.contains(op), "smc_interfere lacks {op}");
+    }
+    for body in [entry(&ptx, "smc_chase_const"), i] {
+        assert!(body.contains("%globaltimer") && body.contains("%clock64") && body.contains("%smid"));
+    }
+}

@@ -16,6 +16,7 @@ pub mod latency;
 pub mod latency_parts;
 pub mod line;
 pub mod measure;
+pub mod penalty;
 pub mod policy;
 pub mod segment;
 #[cfg(test)]
@@ -29,6 +30,7 @@ pub fn probes() -> Vec<Box<dyn Probe>> {
     vec![
         Box::new(line::LineProbe),
         Box::new(latency::LatencyProbe),
+        Box::new(penalty::PenaltyProbe),
         Box::new(geometry::EvsetProbe),
         Box::new(geometry::WaysProbe),
         Box::new(tlb::TlbProbe),

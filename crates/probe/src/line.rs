@@ -116,10 +116,12 @@ impl Probe for LineProbe {
         match (analyze_sector(&fractions), line) {
             (Some(sec), Some(_)) => out.finding(
                 keys::L1_SECTOR_BYTES,
-                Finding::integer(sec, "bytes", smethod, Confidence::High).with_note(if sec == line_b {
-                    "a miss fetches the whole line"
+                Finding::integer(sec, "bytes", smethod, Confidence::High).with_note(&if sec == line_b {
+                    format!("the fetch granularity is the line: a miss fetches the whole {line_b}-byte line")
                 } else {
-                    "a miss fetches only the sector asked for"
+                    format!(
+                        "the fetch granularity is the sector: a miss fetches only the {sec}-byte sector asked for of the {line_b}-byte line"
+                    )
                 }),
             ),
             _ => out.finding(

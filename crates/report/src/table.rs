@@ -1,5 +1,5 @@
 //! The terminal summary of a results file, laid out like a device datasheet: findings grouped by
-//! level (L1, TLB, L2, DRAM, bandwidth, launch, peak, store, fence, CPU), each value with a
+//! level (L1, TLB, constant cache, texture / read-only, L2, DRAM, bandwidth, launch, peak, store, fence, CPU), each value with a
 //! human-readable unit, its cycles, spread and confidence; then waived and failed probes with
 //! their reasons. The grouping is shared by the Markdown and HTML writers.
 
@@ -13,6 +13,8 @@ use serde_json::Value;
 pub const SECTIONS: &[(&str, &str)] = &[
     ("l1", "L1 cache"),
     ("tlb", "TLB"),
+    ("const", "Constant cache"),
+    ("tex", "Texture / read-only"),
     ("l2", "L2 cache"),
     ("dram", "DRAM"),
     ("bw", "Bandwidth"),
@@ -76,7 +78,8 @@ pub fn quantity(key: &str) -> String {
             break;
         }
     }
-    name.replace('_', " ")
+    // The constant cache's second level reads as mt4g names it ("l1_5" -> "l1.5").
+    name.replace("l1_5", "l1.5").replace('_', " ")
 }
 
 /// The value of a finding, human-readable with unit.
@@ -309,6 +312,30 @@ mod tests {
         assert!(s.contains("waived"), "{s}");
         assert_eq!(quantity("l1.hit_latency_ns"), "hit latency");
         assert_eq!(quantity("cpu.l1d.capacity_bytes"), "l1d capacity");
+    }
+
+    #[test]
+    fn constant_and_texture_findings_have_their_sections() {
+        let mut r = sample::results();
+        let base = r.findings["l1.hit_latency_ns"].clone();
+        r.findings.insert("const.l1.hit_latency_ns".into(), base.clone());
+        r.findings.insert("tex.nc.hit_latency_ns".into(), base.clone());
+        let mut list = base.clone();
+        list.value = serde_json::json!(["read-only (ld.global.nc)", "texture"]);
+        list.unit = String::new();
+        r.findings.insert("l1.shared_with".into(), list);
+        let s = summary(&r);
+        let (l1, c, t, l2) = (
+            s.find("L1 cache").unwrap(),
+            s.find("Constant cache").expect("constant section"),
+            s.find("Texture / read-only").expect("texture section"),
+            s.find("L2 cache").unwrap(),
+        );
+        assert!(l1 < c && c < t && t < l2, "sections out of order:\n{s}");
+        assert!(s.contains("texture") && s.contains("ld.global.nc"), "{s}");
+        assert!(!s.contains("\nOther\n"), "{s}");
+        assert_eq!(quantity("const.l1.hit_latency_ns"), "l1 hit latency");
+        assert_eq!(quantity("const.l1_5.hit_latency_ns"), "l1.5 hit latency");
     }
 
     #[test]

@@ -1,15 +1,21 @@
 //! The GPU-only probes (DESIGN.md: throughput experiments are backend-specific probes beside the
 //! generic discovery probes): bw, launch, peak (seed 003's ceilings), coalesce (seed 000 footnote 1),
-//! store and fence (seed 004), l2.slices (seed 000 appendix; waived here). Each is waived on
+//! store and fence (seed 004), l2.slices (seed 000 appendix; waived here), constmem, texture and
+//! l1share (issue 25: the constant caches, the read-only and texture paths, what shares L1). Each is waived on
 //! non-CUDA targets and wraps its run in NVML readings so clock moves become warnings.
 
 mod bw;
 mod coalesce;
+mod constmem;
+mod l1share;
 mod l2bw;
 mod launch;
 mod peak;
 mod slices;
+mod sm_chase;
+mod sm_fit;
 mod store;
+mod texture;
 
 use crate::CudaTarget;
 use memscope_core::stats::Sample;
@@ -17,12 +23,15 @@ use memscope_core::{Applicability, Probe, ProbeContext, ProbeError, ProbeOutput,
 
 pub use bw::BwProbe;
 pub use coalesce::CoalesceProbe;
+pub use constmem::ConstMemProbe;
+pub use l1share::L1ShareProbe;
 pub use l2bw::L2BwProbe;
 pub use launch::LaunchProbe;
 pub use peak::PeakProbe;
 pub use slices::hammer as slices_hammer;
 pub use slices::SlicesProbe;
 pub use store::{FenceProbe, StoreProbe};
+pub use texture::TextureProbe;
 
 /// Every GPU-only probe, in run order.
 pub fn all() -> Vec<Box<dyn Probe>> {
@@ -35,6 +44,9 @@ pub fn all() -> Vec<Box<dyn Probe>> {
         Box::new(CoalesceProbe),
         Box::new(PeakProbe),
         Box::new(SlicesProbe),
+        Box::new(ConstMemProbe),
+        Box::new(TextureProbe),
+        Box::new(L1ShareProbe),
     ]
 }
 
