@@ -191,8 +191,10 @@ __device__ __forceinline__ void ld_v2(const void* p, unsigned long long& a, unsi
     else asm volatile("ld.global.cg.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(p));
 }
 __device__ __forceinline__ unsigned long long wrap16(unsigned long long w, unsigned long long n) { return w >= n ? w - n : w; }
-extern "C" __global__ void l2_read(const unsigned long long* buf, unsigned long long bytes, unsigned long long reps,
-                                   unsigned long long* sink, unsigned long long ca) {
+// U loads of 16 bytes in flight per thread (l2_read: 4, l2_read8: 8, l2_read16: 16).
+template <int U>
+__device__ __forceinline__ void l2_read_u(const unsigned long long* buf, unsigned long long bytes, unsigned long long reps,
+                                          unsigned long long* sink, unsigned long long ca) {
     const unsigned long long n16 = bytes / 16;
     const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
     const unsigned long long t = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -202,13 +204,12 @@ extern "C" __global__ void l2_read(const unsigned long long* buf, unsigned long 
 #define AT(k) (buf + 2 * wrap16((k) + off, n16))
     for (unsigned long long r = 0; r < reps; r++) {
         unsigned long long i = t;
-        for (; i + 3 * stride < n16; i += 4 * stride) {
-            unsigned long long a0, b0, a1, b1, a2, b2, a3, b3;
-            ld_v2(AT(i), a0, b0, use_ca);
-            ld_v2(AT(i + stride), a1, b1, use_ca);
-            ld_v2(AT(i + 2 * stride), a2, b2, use_ca);
-            ld_v2(AT(i + 3 * stride), a3, b3, use_ca);
-            acc ^= a0 ^ b0 ^ a1 ^ b1 ^ a2 ^ b2 ^ a3 ^ b3;
+        for (; i + (U - 1) * stride < n16; i += U * stride) {
+            unsigned long long a[U], b[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) ld_v2(AT(i + u * stride), a[u], b[u], use_ca);
+#pragma unroll
+            for (int u = 0; u < U; u++) acc ^= a[u] ^ b[u];
         }
         for (; i < n16; i += stride) {
             unsigned long long a, b;
@@ -220,4 +221,16 @@ extern "C" __global__ void l2_read(const unsigned long long* buf, unsigned long 
     }
 #undef AT
     if (acc == 0x5eed5eed5eed5eedull) sink[0] = acc;
+}
+extern "C" __global__ void l2_read(const unsigned long long* buf, unsigned long long bytes, unsigned long long reps,
+                                   unsigned long long* sink, unsigned long long ca) {
+    l2_read_u<4>(buf, bytes, reps, sink, ca);
+}
+extern "C" __global__ void l2_read8(const unsigned long long* buf, unsigned long long bytes, unsigned long long reps,
+                                    unsigned long long* sink, unsigned long long ca) {
+    l2_read_u<8>(buf, bytes, reps, sink, ca);
+}
+extern "C" __global__ void l2_read16(const unsigned long long* buf, unsigned long long bytes, unsigned long long reps,
+                                     unsigned long long* sink, unsigned long long ca) {
+    l2_read_u<16>(buf, bytes, reps, sink, ca);
 }
