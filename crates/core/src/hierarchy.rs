@@ -207,7 +207,8 @@ pub struct L2Spec {
     /// Extension: with partitions, the copies of far-homed lines live in a structure of their
     /// own with this many ways per set (same sets as a slice), instead of sharing the near
     /// slice's ways. An unusual hierarchy for tests: an eviction set of far copies then has
-    /// `far_copy_ways + 1` lines, as one seen on the H200 had 8 where the near lines' had 17.
+    /// `far_copy_ways + 1` lines (one search on the H200 once settled on 8 lines where the near
+    /// lines' sets take 17; the H200's own `l2.far_copy_ways` finding later read 16).
     /// Default: none (copies share the ways).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub far_copy_ways: Option<u32>,

@@ -29,9 +29,10 @@ pub fn always_slow(levels: &Levels, set: &[u64], per_hop_ns: &[f64]) -> Vec<(u64
 /// The lines of a pool that missed the near L2 on every lap, split by where their misses were
 /// served: from DRAM (their home is the near partition, or there is one partition) or from a far
 /// partition (copies of far-homed lines evicted from the near partition, served at about
-/// `l2.far_hit_latency_ns`). On the H200 the copies of far lines behave as a smaller structure
-/// than the near lines' sets (an eviction set of far copies had 8 lines where the near lines'
-/// had 17), so the associativity search reduces the DRAM-served lines only.
+/// `l2.far_hit_latency_ns`). The associativity search reduces the DRAM-served lines only: on the
+/// H200, before this split, one search in three settled on an 8-line set where the near lines'
+/// sets take 17 (a set that involved far-served lines; its cause is not established), and four
+/// searches in four found 17 lines with it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MissingLines {
     pub dram: Vec<u64>,
