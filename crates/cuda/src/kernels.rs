@@ -14,11 +14,18 @@ pub enum Module {
     BwTma,
     /// Store issue, SM egress, fences, coalescing.
     Store,
+    /// Shared memory: chase, bandwidth, bank conflicts, residency (carveout steps).
+    Smem,
+    /// Global and shared atomics: dependent chains and throughput.
+    Atomics,
+    /// Bandwidth by level (L1 reads, L2 writes, one line's slice) and by parallelism.
+    Levels,
 }
 
 impl Module {
     /// Every module, for the compile-all test.
-    pub const ALL: [Module; 4] = [Module::Chase, Module::Bw, Module::BwTma, Module::Store];
+    pub const ALL: [Module; 7] =
+        [Module::Chase, Module::Bw, Module::BwTma, Module::Store, Module::Smem, Module::Atomics, Module::Levels];
 
     /// File name under kernels/.
     pub fn file(self) -> &'static str {
@@ -27,6 +34,9 @@ impl Module {
             Module::Bw => "bw.cu",
             Module::BwTma => "bw_tma.cu",
             Module::Store => "store.cu",
+            Module::Smem => "smem.cu",
+            Module::Atomics => "atomics.cu",
+            Module::Levels => "levels.cu",
         }
     }
 
@@ -37,6 +47,9 @@ impl Module {
             Module::Bw => include_str!("../kernels/bw.cu"),
             Module::BwTma => include_str!("../kernels/bw_tma.cu"),
             Module::Store => include_str!("../kernels/store.cu"),
+            Module::Smem => include_str!("../kernels/smem.cu"),
+            Module::Atomics => include_str!("../kernels/atomics.cu"),
+            Module::Levels => include_str!("../kernels/levels.cu"),
         }
     }
 }

@@ -80,3 +80,33 @@ fn a_broken_kernel_reports_the_nvrtc_log() {
     let e = compile_ptx("extern \"C\" __global__ void k() { undefined_thing(); }", "bad.cu", "sm_90").unwrap_err();
     assert!(e.contains("undefined_thing"), "{e}");
 }
+
+#[test]
+fn shared_memory_atomics_and_level_ptx_have_the_intended_instructions() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let sm = compile_ptx(Module::Smem.source(), "smem.cu", "sm_90").unwrap();
+    let chase = entry(&sm, "smem_chase");
+    assert!(chase.matches("ld.shared.u32").count() >= 16, "smem_chase: the unrolled chase must emit ld.shared.u32");
+    assert!(!chase.contains("ld.global"), "smem_chase must not touch global memory while chasing");
+    assert!(entry(&sm, "smem_bw").matches("ld.shared.v4.u32").count() >= 8, "smem_bw: 16-byte shared loads");
+    assert!(entry(&sm, "smem_conflict").matches("ld.shared.u32").count() >= 16);
+    assert!(entry(&sm, "smem_resident").contains("%globaltimer"));
+    let at = compile_ptx(Module::Atomics.source(), "atomics.cu", "sm_90").unwrap();
+    assert!(entry(&at, "atom_chain_global").matches("atom.global.add.u32").count() >= 8);
+    assert!(entry(&at, "atom_chain_shared").matches("atom.shared.add.u32").count() >= 8);
+    for k in ["atom_tp_global", "atom_tp_shared"] {
+        let body = entry(&at, k);
+        assert!(!body.contains("red.global") && !body.contains("red.shared"), "{k}: fetch-and-add, not a reduction");
+        assert!(body.matches("atom.").count() >= 4, "{k}: four atomics a round");
+    }
+    let lv = compile_ptx(Module::Levels.source(), "levels.cu", "sm_90").unwrap();
+    assert!(entry(&lv, "l1_read").matches("ld.global.ca.v4.u32").count() >= 8);
+    assert!(entry(&lv, "l2_write").contains("st.global.v4.u32"));
+    assert!(entry(&lv, "line_read").matches("ld.global.cg.u32").count() >= 8);
+    for u in [1, 2, 4, 8] {
+        let body = entry(&lv, &format!("par_read_u{u}"));
+        assert!(body.matches("ld.global.cg.v4.u32").count() > u, "par_read_u{u}: {u} loads in flight and the tail");
+    }
+}

@@ -1,27 +1,37 @@
 //! The GPU-only probes (DESIGN.md: throughput experiments are backend-specific probes beside the
 //! generic discovery probes): bw, launch, peak (seed 003's ceilings), coalesce (seed 000 footnote 1),
-//! store and fence (seed 004), l2.slices (seed 000 appendix; waived here). Each is waived on
+//! store and fence (seed 004), l2.slices (seed 000 appendix; waived here), and issue 25's smem,
+//! atomics, levelbw (bandwidth by level) and inflight (bandwidth by parallelism). Each is waived on
 //! non-CUDA targets and wraps its run in NVML readings so clock moves become warnings.
 
+mod atomics;
 mod bw;
 mod coalesce;
+mod inflight;
 mod l2bw;
 mod launch;
+mod levelbw;
 mod peak;
 mod slices;
+mod smem;
+mod smem_fit;
 mod store;
 
 use crate::CudaTarget;
 use memscope_core::stats::Sample;
 use memscope_core::{Applicability, Probe, ProbeContext, ProbeError, ProbeOutput, Spread, TargetInfo};
 
+pub use atomics::AtomicsProbe;
 pub use bw::BwProbe;
 pub use coalesce::CoalesceProbe;
+pub use inflight::InflightProbe;
 pub use l2bw::L2BwProbe;
 pub use launch::LaunchProbe;
+pub use levelbw::LevelBwProbe;
 pub use peak::PeakProbe;
 pub use slices::hammer as slices_hammer;
 pub use slices::SlicesProbe;
+pub use smem::SmemProbe;
 pub use store::{FenceProbe, StoreProbe};
 
 /// Every GPU-only probe, in run order.
@@ -35,6 +45,10 @@ pub fn all() -> Vec<Box<dyn Probe>> {
         Box::new(CoalesceProbe),
         Box::new(PeakProbe),
         Box::new(SlicesProbe),
+        Box::new(SmemProbe),
+        Box::new(AtomicsProbe),
+        Box::new(LevelBwProbe),
+        Box::new(InflightProbe),
     ]
 }
 
