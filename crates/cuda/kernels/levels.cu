@@ -2,8 +2,8 @@
 // L1-resident footprint (ld.global.ca.v4, eight fixed 16-byte words per thread per round) with
 // clock64 between barriers; l2_write: every thread stores 16-byte words over an L2-resident
 // footprint, pass after pass; line_read: every warp reads the same 128-byte line past L1 (one L2
-// slice serves every request); par_read<U>: grid-stride 16-byte reads past L1 with U loads in
-// flight per thread, the launch shape choosing the warps per SM, so the bytes in flight per SM are
+// slice serves every request); par_read<U>: grid-stride 16-byte reads past L1 with U = 1, 2, 4 loads
+// in flight per thread, the launch shape choosing the warps per SM, so the bytes in flight per SM are
 // warps x 32 x 16 x U. Every block records its %smid so the host can check the blocks' spread.
 // `zero` is a kernel parameter the host sets to 0: addresses that add (round & zero) cannot be
 // proven equal across rounds, so ptxas cannot hoist a repeated load out of its loop (it did).
@@ -82,46 +82,36 @@ extern "C" __global__ void line_read(u64 line, u64 n, u64 zero, u64* sink) {
     if (acc == 0x5eed5eedu) sink[0] = acc;
 }
 
-// `passes` passes over `bytes`, grid-stride, U independent 16-byte loads in flight per thread; the
-// start rotates each pass (so an SM does not meet its own lines of the pass before in L2's path).
-// seen[blockIdx] = the block's %smid.
+// `passes` passes over `bytes` (below 64 GiB), grid-stride, U independent 16-byte loads in flight
+// per thread (32-bit indices keep the address arithmetic to one register pair per load, so all U
+// loads issue before the first is consumed). seen[blockIdx] = the block's %smid. Launch bounds
+// (1024, 2): two blocks of 1024 threads fit an SM (at most 32 registers), so the 64-warp point
+// really holds 64 warps.
 template <int U> __device__ void par_read_impl(u64 buf, u64 bytes, u64 passes, u32* seen, u64* sink) {
-    const u64 n16 = bytes / 16;
-    const u64 stride = (u64)gridDim.x * blockDim.x;
-    const u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    const u32 n16 = (u32)(bytes / 16);
+    const u32 stride = gridDim.x * blockDim.x;
+    const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
     if (threadIdx.x == 0) seen[blockIdx.x] = smid();
     u32 acc = 0;
-    u64 off = 0;
-    const u64 rot = n16 ? (4099ull * 32) % n16 : 0;
     for (u64 p = 0; p < passes; p++) {
-        u64 i = t;
+        u32 i = t;
         for (; i + (U - 1) * stride < n16; i += U * stride) {
             u32 v[U];
 #pragma unroll
-            for (int k = 0; k < U; k++) {
-                u64 j = i + k * stride + off;
-                if (j >= n16) j -= n16;
-                v[k] = ldcg128(buf + 16 * j);
-            }
+            for (int k = 0; k < U; k++) v[k] = ldcg128(buf + 16ull * (i + k * stride));
 #pragma unroll
             for (int k = 0; k < U; k++) acc ^= v[k];
         }
-        for (; i < n16; i += stride) {
-            u64 j = i + off;
-            if (j >= n16) j -= n16;
-            acc ^= ldcg128(buf + 16 * j);
-        }
-        off += rot;
-        if (off >= n16) off -= n16;
+        for (; i < n16; i += stride) acc ^= ldcg128(buf + 16ull * i);
     }
     if (acc == 0x5eed5eedu) sink[0] = acc;
 }
 
 #define PAR(U)                                                                                          \
-    extern "C" __global__ void par_read_u##U(u64 buf, u64 bytes, u64 passes, u32* seen, u64* sink) { \
+    extern "C" __global__ void __launch_bounds__(1024, 2)                                             \
+        par_read_u##U(u64 buf, u64 bytes, u64 passes, u32* seen, u64* sink) {                       \
         par_read_impl<U>(buf, bytes, passes, seen, sink);                                               \
     }
 PAR(1)
 PAR(2)
 PAR(4)
-PAR(8)

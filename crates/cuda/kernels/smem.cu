@@ -60,8 +60,8 @@ extern "C" __global__ void smem_chase(u64 hops, u64 n, u64 step, u64* out) {
 
 // Every thread reads 8 fixed 16-byte words per round (thread t, slot k: word (t + k * blockDim) %
 // 2048, so a warp reads 512 contiguous bytes: conflict-free), `rounds` rounds. Thread 0 reads the
-// clocks between barriers. out per block (6 words at blockIdx * 6): [c0, c1, t0, t1, smid, sink].
-extern "C" __global__ void smem_bw(u64 rounds, u64* out) {
+// clocks between barriers; two blocks of 1024 threads fit an SM. out per block (6 words at blockIdx * 6): [c0, c1, t0, t1, smid, sink].
+extern "C" __global__ void __launch_bounds__(1024, 2) smem_bw(u64 rounds, u64* out) {
     __shared__ __align__(16) uint4 buf[BW_VECS];
     for (u32 i = threadIdx.x; i < BW_VECS; i += blockDim.x) buf[i] = make_uint4(i, i * 3, i * 5, i * 7);
     u32 a[8];

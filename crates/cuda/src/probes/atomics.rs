@@ -8,8 +8,8 @@
 //! 1024 threads on one SM, one word or a word per thread, clock64 slope over two round counts.
 
 use super::bw::timed;
-use super::smem::{run_read, WAIVER};
-use super::{run_gpu, summarize};
+use super::smem::{run_read, SIM_LACKS};
+use super::{cuda_only_sim_lacks, run_gpu, summarize};
 use crate::kernels::Module;
 use crate::CudaTarget;
 use memscope_core::keys;
@@ -246,7 +246,7 @@ impl Probe for AtomicsProbe {
         "32-bit atomics: global (L2) latency near and far, same-address and distinct throughput; shared latency and throughput"
     }
     fn applicability(&self, info: &TargetInfo) -> Applicability {
-        Applicability::only_for_kind(info, "cuda", WAIVER)
+        cuda_only_sim_lacks(info, SIM_LACKS)
     }
     fn run(&self, ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError> {
         run_gpu(ctx, measure)

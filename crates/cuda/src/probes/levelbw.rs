@@ -12,7 +12,7 @@
 
 use super::bw::timed;
 use super::smem::run_read;
-use super::{cuda_only, run_gpu, summarize};
+use super::{cuda_only_sim_lacks, run_gpu, summarize};
 use crate::driver::ck;
 use crate::kernels::Module;
 use crate::CudaTarget;
@@ -272,7 +272,10 @@ impl Probe for LevelBwProbe {
         "bandwidth by level: L1-resident reads per SM, the L2-resident write plateau, one slice against the L2 plateau"
     }
     fn applicability(&self, info: &TargetInfo) -> Applicability {
-        cuda_only(info)
+        cuda_only_sim_lacks(
+            info,
+            "the simulated target runs pointer chases only, not the bandwidth kernels this probe times",
+        )
     }
     fn run(&self, ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError> {
         let earlier = ctx.earlier.clone();

@@ -57,6 +57,16 @@ pub(crate) fn cuda_only(info: &TargetInfo) -> Applicability {
     Applicability::only_for_kind(info, "cuda", "needs a real CUDA GPU")
 }
 
+/// Applies to CUDA targets only; on the simulator the waiver says what the simulator lacks.
+pub(crate) fn cuda_only_sim_lacks(info: &TargetInfo, lacks: &str) -> Applicability {
+    let why = if info.kind == "sim" {
+        format!("needs a real CUDA GPU: {lacks}")
+    } else {
+        "needs a real CUDA GPU".to_string()
+    };
+    Applicability::only_for_kind(info, "cuda", &why)
+}
+
 /// The CUDA target behind a probe context.
 pub(crate) fn cuda<'a>(ctx: &'a mut ProbeContext<'_>) -> Result<&'a mut CudaTarget, ProbeError> {
     ctx.target

@@ -12,8 +12,8 @@
 //! are reported beside them.
 
 use super::bw::timed;
-use super::run_gpu;
 use super::smem_fit::{distinct_steps, fit_banks, largest_true};
+use super::{cuda_only_sim_lacks, run_gpu};
 use crate::driver::ck;
 use crate::kernels::Module;
 use crate::CudaTarget;
@@ -26,8 +26,9 @@ use memscope_core::{
 
 pub struct SmemProbe;
 
-/// Why the shared-memory and atomics probes are CUDA only.
-pub(crate) const WAIVER: &str = "needs a real CUDA GPU: the simulator models no shared memory, banks or atomics";
+/// What the simulator lacks for the shared-memory and atomics probes.
+pub(crate) const SIM_LACKS: &str =
+    "the simulated target runs pointer chases only and models no shared memory, banks or atomics";
 
 /// Launch on the default stream, wait, and read `n` words of `out`.
 #[allow(clippy::too_many_arguments)]
@@ -398,7 +399,7 @@ impl Probe for SmemProbe {
         "shared memory: load latency, bandwidth per SM, bank count and width by conflict cost, carveout steps"
     }
     fn applicability(&self, info: &TargetInfo) -> Applicability {
-        Applicability::only_for_kind(info, "cuda", WAIVER)
+        cuda_only_sim_lacks(info, SIM_LACKS)
     }
     fn run(&self, ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError> {
         run_gpu(ctx, measure)
