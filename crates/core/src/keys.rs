@@ -179,6 +179,59 @@ pub const L1_MISS_PENALTY_NS: &str = "l1.miss_penalty_ns";
 pub const L2_MISS_PENALTY_NS: &str = "l2.miss_penalty_ns";
 /// Far-partition penalty: the far-L2 hit less the near-L2 hit.
 pub const L2_FAR_PENALTY_NS: &str = "l2.far_penalty_ns";
+// Shared memory (per SM, CUDA only; the smem probe).
+/// Shared-memory load latency (dependent chase).
+pub const SMEM_LOAD_LATENCY_NS: &str = "smem.load_latency_ns";
+/// Shared-memory read bandwidth of one SM.
+pub const SMEM_BANDWIDTH_BYTES_PER_CYCLE_PER_SM: &str = "smem.bandwidth_bytes_per_cycle_per_sm";
+/// Shared-memory read bandwidth of all SMs.
+pub const SMEM_BANDWIDTH_BYTES_PER_S: &str = "smem.bandwidth_bytes_per_s";
+/// Number of shared-memory banks.
+pub const SMEM_BANKS: &str = "smem.banks";
+/// Width of a shared-memory bank.
+pub const SMEM_BANK_WIDTH_BYTES: &str = "smem.bank_width_bytes";
+/// Extra cycles per warp access for each further way of bank conflict.
+pub const SMEM_CONFLICT_WAY_CYCLES: &str = "smem.conflict_way_cycles";
+/// The shared-memory carveouts the driver configures (measured by residency).
+pub const SMEM_CARVEOUT_STEPS_BYTES: &str = "smem.carveout_steps_bytes";
+/// Shared memory per SM (driver attribute).
+pub const SMEM_CAPACITY_PER_SM_BYTES: &str = "smem.capacity_per_sm_bytes";
+/// Shared memory one block may opt in to (driver attribute).
+pub const SMEM_BLOCK_OPTIN_BYTES: &str = "smem.block_optin_bytes";
+/// Shared memory the system reserves per block (driver attribute).
+pub const SMEM_BLOCK_RESERVED_BYTES: &str = "smem.block_reserved_bytes";
+
+// Atomics (CUDA only; the atomics probe).
+/// Latency of a dependent 32-bit global fetch-and-add (near L2 partition).
+pub const ATOMICS_GLOBAL_LATENCY_NS: &str = "atomics.global_latency_ns";
+/// The same for words whose slice is in the far L2 partition.
+pub const ATOMICS_GLOBAL_FAR_LATENCY_NS: &str = "atomics.global_far_latency_ns";
+/// All-SM rate of global fetch-and-adds to one word.
+pub const ATOMICS_GLOBAL_SAME_ADDRESS_OPS_PER_S: &str = "atomics.global_same_address_ops_per_s";
+/// All-SM rate of global fetch-and-adds, each thread its own word.
+pub const ATOMICS_GLOBAL_DISTINCT_OPS_PER_S: &str = "atomics.global_distinct_ops_per_s";
+/// Latency of a dependent 32-bit shared fetch-and-add.
+pub const ATOMICS_SHARED_LATENCY_NS: &str = "atomics.shared_latency_ns";
+/// One SM's rate of shared fetch-and-adds to one word.
+pub const ATOMICS_SHARED_SAME_ADDRESS_OPS_PER_CYCLE_PER_SM: &str = "atomics.shared_same_address_ops_per_cycle_per_sm";
+/// One SM's rate of shared fetch-and-adds, each thread its own word.
+pub const ATOMICS_SHARED_DISTINCT_OPS_PER_CYCLE_PER_SM: &str = "atomics.shared_distinct_ops_per_cycle_per_sm";
+
+// Bandwidth by level and by parallelism (CUDA only; the levelbw and inflight probes).
+/// L1-resident read bandwidth of one SM.
+pub const L1_BANDWIDTH_BYTES_PER_CYCLE_PER_SM: &str = "l1.bandwidth_bytes_per_cycle_per_sm";
+/// L1-resident read bandwidth of all SMs.
+pub const L1_BANDWIDTH_BYTES_PER_S: &str = "l1.bandwidth_bytes_per_s";
+/// All-SM write rate over an L2-resident footprint.
+pub const L2_WRITE_BANDWIDTH_BYTES_PER_S: &str = "l2.write_bandwidth_bytes_per_s";
+/// All-SM read rate of one 128-byte line (one slice serves it).
+pub const L2_SLICE_BANDWIDTH_BYTES_PER_S: &str = "l2.slice_bandwidth_bytes_per_s";
+/// The L2 read plateau over the one-line (one-slice) rate, against the slice count.
+pub const L2_BANDWIDTH_OVER_SLICE_RATIO: &str = "l2.bandwidth_over_slice_ratio";
+/// Bytes in flight per SM that reach 90 % of the L2 read plateau.
+pub const L2_INFLIGHT_90PCT_PER_SM_BYTES: &str = "l2.inflight_90pct_per_sm_bytes";
+/// Bytes in flight per SM that reach 90 % of the DRAM read plateau.
+pub const DRAM_INFLIGHT_90PCT_PER_SM_BYTES: &str = "dram.inflight_90pct_per_sm_bytes";
 
 // The host CPU (fixed keys; the per-level ones come from `cpu_capacity_bytes` and friends).
 /// Cache line size (stride probe).
@@ -297,6 +350,30 @@ pub const ALL: &[&str] = &[
     L1_MISS_PENALTY_NS,
     L2_MISS_PENALTY_NS,
     L2_FAR_PENALTY_NS,
+    SMEM_LOAD_LATENCY_NS,
+    SMEM_BANDWIDTH_BYTES_PER_CYCLE_PER_SM,
+    SMEM_BANDWIDTH_BYTES_PER_S,
+    SMEM_BANKS,
+    SMEM_BANK_WIDTH_BYTES,
+    SMEM_CONFLICT_WAY_CYCLES,
+    SMEM_CARVEOUT_STEPS_BYTES,
+    SMEM_CAPACITY_PER_SM_BYTES,
+    SMEM_BLOCK_OPTIN_BYTES,
+    SMEM_BLOCK_RESERVED_BYTES,
+    ATOMICS_GLOBAL_LATENCY_NS,
+    ATOMICS_GLOBAL_FAR_LATENCY_NS,
+    ATOMICS_GLOBAL_SAME_ADDRESS_OPS_PER_S,
+    ATOMICS_GLOBAL_DISTINCT_OPS_PER_S,
+    ATOMICS_SHARED_LATENCY_NS,
+    ATOMICS_SHARED_SAME_ADDRESS_OPS_PER_CYCLE_PER_SM,
+    ATOMICS_SHARED_DISTINCT_OPS_PER_CYCLE_PER_SM,
+    L1_BANDWIDTH_BYTES_PER_CYCLE_PER_SM,
+    L1_BANDWIDTH_BYTES_PER_S,
+    L2_WRITE_BANDWIDTH_BYTES_PER_S,
+    L2_SLICE_BANDWIDTH_BYTES_PER_S,
+    L2_BANDWIDTH_OVER_SLICE_RATIO,
+    L2_INFLIGHT_90PCT_PER_SM_BYTES,
+    DRAM_INFLIGHT_90PCT_PER_SM_BYTES,
     CPU_LINE_BYTES,
     CPU_DRAM_LATENCY_NS,
 ];
@@ -346,6 +423,27 @@ pub const MEASURED: &[&str] = &[
     L1_MISS_PENALTY_NS,
     L2_MISS_PENALTY_NS,
     L2_FAR_PENALTY_NS,
+    SMEM_LOAD_LATENCY_NS,
+    SMEM_BANDWIDTH_BYTES_PER_CYCLE_PER_SM,
+    SMEM_BANDWIDTH_BYTES_PER_S,
+    SMEM_BANK_WIDTH_BYTES,
+    SMEM_CONFLICT_WAY_CYCLES,
+    SMEM_CAPACITY_PER_SM_BYTES,
+    SMEM_BLOCK_OPTIN_BYTES,
+    SMEM_BLOCK_RESERVED_BYTES,
+    ATOMICS_GLOBAL_LATENCY_NS,
+    ATOMICS_GLOBAL_FAR_LATENCY_NS,
+    ATOMICS_GLOBAL_SAME_ADDRESS_OPS_PER_S,
+    ATOMICS_GLOBAL_DISTINCT_OPS_PER_S,
+    ATOMICS_SHARED_LATENCY_NS,
+    ATOMICS_SHARED_SAME_ADDRESS_OPS_PER_CYCLE_PER_SM,
+    ATOMICS_SHARED_DISTINCT_OPS_PER_CYCLE_PER_SM,
+    L1_BANDWIDTH_BYTES_PER_CYCLE_PER_SM,
+    L1_BANDWIDTH_BYTES_PER_S,
+    L2_WRITE_BANDWIDTH_BYTES_PER_S,
+    L2_SLICE_BANDWIDTH_BYTES_PER_S,
+    L2_INFLIGHT_90PCT_PER_SM_BYTES,
+    DRAM_INFLIGHT_90PCT_PER_SM_BYTES,
     CPU_LINE_BYTES,
     CPU_DRAM_LATENCY_NS,
 ];
@@ -364,6 +462,9 @@ mod tests {
         "_bytes_per_cycle",
         "_ns_per_line",
         "_flops_per_s",
+        "_bytes_per_cycle_per_sm",
+        "_ops_per_s",
+        "_ops_per_cycle_per_sm",
     ];
 
     fn dotted_lowercase(k: &str) -> bool {

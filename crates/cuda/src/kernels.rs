@@ -16,11 +16,26 @@ pub enum Module {
     Store,
     /// Chases through the constant bank, ld.global.nc, texture fetches and L1; their interference.
     ConstMem,
+    /// Shared memory: chase, bandwidth, bank conflicts, residency (carveout steps).
+    Smem,
+    /// Global and shared atomics: dependent chains and throughput.
+    Atomics,
+    /// Bandwidth by level (L1 reads, L2 writes, one line's slice) and by parallelism.
+    Levels,
 }
 
 impl Module {
     /// Every module, for the compile-all test.
-    pub const ALL: [Module; 5] = [Module::Chase, Module::Bw, Module::BwTma, Module::Store, Module::ConstMem];
+    pub const ALL: [Module; 8] = [
+        Module::Chase,
+        Module::Bw,
+        Module::BwTma,
+        Module::Store,
+        Module::ConstMem,
+        Module::Smem,
+        Module::Atomics,
+        Module::Levels,
+    ];
 
     /// File name under kernels/.
     pub fn file(self) -> &'static str {
@@ -30,6 +45,9 @@ impl Module {
             Module::BwTma => "bw_tma.cu",
             Module::Store => "store.cu",
             Module::ConstMem => "constmem.cu",
+            Module::Smem => "smem.cu",
+            Module::Atomics => "atomics.cu",
+            Module::Levels => "levels.cu",
         }
     }
 
@@ -41,6 +59,9 @@ impl Module {
             Module::BwTma => include_str!("../kernels/bw_tma.cu"),
             Module::Store => include_str!("../kernels/store.cu"),
             Module::ConstMem => include_str!("../kernels/constmem.cu"),
+            Module::Smem => include_str!("../kernels/smem.cu"),
+            Module::Atomics => include_str!("../kernels/atomics.cu"),
+            Module::Levels => include_str!("../kernels/levels.cu"),
         }
     }
 }

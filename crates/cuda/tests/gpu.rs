@@ -3,7 +3,8 @@
 //! device machine with `--include-ignored` (and a run with --include-ignored but no GPU still
 //! prints "skipped: no CUDA GPU" and returns). They check the target against known
 //! answers: a chase reads back the cycle that was written, L1 hits are faster than L2 hits which are
-//! faster than DRAM, aliased views share their bytes, a fault is reported and the context recovers.
+//! faster than DRAM, aliased views share their bytes, a fault is reported and the context recovers;
+//! and issue 25's probes give sane findings (32 banks of 4 bytes, plausible latencies and rates).
 
 use memscope_core::{CachePath, ChaseSpec, Target};
 use memscope_cuda::CudaTarget;
@@ -218,8 +219,134 @@ fn a_kernel_fault_is_reported_and_handled() {
     assert!(out.status.success() && text.contains("fault: "), "child failed:\n{text}");
 }
 
+/// Run one GPU-only probe on cuda:0 (quick mode) with `earlier` findings; its findings by key.
+fn run_probe(
+    t: &mut CudaTarget,
+    p: &dyn memscope_core::Probe,
+    earlier: &std::collections::BTreeMap<String, memscope_core::Finding>,
+) -> memscope_core::ProbeOutput {
+    use memscope_core::{NoProgress, ProbeContext};
+    let started = std::time::Instant::now();
+    let mut ctx = ProbeContext { target: t, quick: true, progress: &NoProgress, earlier };
+    let out = p.run(&mut ctx).unwrap_or_else(|e| panic!("probe {} failed: {e}", p.key()));
+    eprintln!("probe {} took {:.2} s", p.key(), started.elapsed().as_secs_f64());
+    for (k, f) in &out.findings {
+        eprintln!(
+            "  {k} = {} {} (cycles {:?}, {:?}) {}",
+            f.value,
+            f.unit,
+            f.cycles,
+            f.confidence,
+            f.note.clone().unwrap_or_default()
+        );
+    }
+    out
+}
+
+fn num(out: &memscope_core::ProbeOutput, key: &str) -> f64 {
+    out.findings.get(key).and_then(|f| f.as_f64()).unwrap_or_else(|| panic!("{key} missing or undetermined"))
+}
+
+fn cycles(out: &memscope_core::ProbeOutput, key: &str) -> f64 {
+    out.findings.get(key).and_then(|f| f.cycles).unwrap_or_else(|| panic!("{key} has no cycles"))
+}
+
+/// Shared memory: 32 banks of 4 bytes (every NVIDIA GPU since Maxwell), a load latency of a few
+/// tens of cycles, 32..256 bytes/cycle per SM, carveout steps up to the driver's per-SM size.
+#[test]
+#[ignore = "needs a CUDA GPU; run scripts/gpu-test.sh"]
+fn smem_probe_finds_32_banks_of_4_bytes() {
+    use memscope_core::keys;
+    let Some(mut t) = gpu() else { return };
+    let out = run_probe(&mut t, &memscope_cuda::probes::SmemProbe, &Default::default());
+    assert_eq!(num(&out, keys::SMEM_BANKS), 32.0);
+    assert_eq!(num(&out, keys::SMEM_BANK_WIDTH_BYTES), 4.0);
+    let lat = cycles(&out, keys::SMEM_LOAD_LATENCY_NS);
+    assert!((15.0..80.0).contains(&lat), "shared load latency {lat} cycles");
+    let bpc = num(&out, keys::SMEM_BANDWIDTH_BYTES_PER_CYCLE_PER_SM);
+    assert!((32.0..=256.0).contains(&bpc), "{bpc} B/cycle/SM");
+    let way = num(&out, keys::SMEM_CONFLICT_WAY_CYCLES);
+    assert!(way > 0.3 && way < 8.0, "{way} cycles per way");
+    let per_sm = num(&out, keys::SMEM_CAPACITY_PER_SM_BYTES);
+    let steps = out.findings[keys::SMEM_CARVEOUT_STEPS_BYTES].value.as_array().expect("steps").clone();
+    let steps: Vec<f64> = steps.iter().filter_map(|v| v.as_f64()).collect();
+    assert!(!steps.is_empty() && steps.windows(2).all(|w| w[0] < w[1]), "{steps:?}");
+    assert!(*steps.last().unwrap() <= per_sm + 256.0, "{steps:?} vs {per_sm}");
+    assert_eq!(out.series["smem.conflict_by_stride"].x.len(), 64);
+}
+
+/// Atomics: a shared fetch-and-add within tens to a few hundred cycles, a global one at L2 distance
+/// (hundreds of cycles), positive rates.
+#[test]
+#[ignore = "needs a CUDA GPU; run scripts/gpu-test.sh"]
+fn atomics_probe_latencies_are_plausible() {
+    use memscope_core::keys;
+    let Some(mut t) = gpu() else { return };
+    let out = run_probe(&mut t, &memscope_cuda::probes::AtomicsProbe, &Default::default());
+    let s = cycles(&out, keys::ATOMICS_SHARED_LATENCY_NS);
+    assert!((8.0..300.0).contains(&s), "shared atomic {s} cycles");
+    let g = cycles(&out, keys::ATOMICS_GLOBAL_LATENCY_NS);
+    assert!((100.0..4000.0).contains(&g) && g > s, "global atomic {g} cycles");
+    for k in [keys::ATOMICS_GLOBAL_SAME_ADDRESS_OPS_PER_S, keys::ATOMICS_GLOBAL_DISTINCT_OPS_PER_S] {
+        assert!(num(&out, k) > 1e7, "{k}");
+    }
+    for k in
+        [keys::ATOMICS_SHARED_SAME_ADDRESS_OPS_PER_CYCLE_PER_SM, keys::ATOMICS_SHARED_DISTINCT_OPS_PER_CYCLE_PER_SM]
+    {
+        let v = num(&out, k);
+        assert!(v > 0.01 && v <= 128.0, "{k} = {v}");
+    }
+}
+
+/// Bandwidth by level: L1 above the L2 write plateau per SM, the one-line rate below the L2 read
+/// plateau of l2bw (run first, as in the registry), the ratio then determined.
+#[test]
+#[ignore = "needs a CUDA GPU; run scripts/gpu-test.sh"]
+fn levelbw_probe_orders_the_levels() {
+    use memscope_core::keys;
+    let Some(mut t) = gpu() else { return };
+    let alone = run_probe(&mut t, &memscope_cuda::probes::LevelBwProbe, &Default::default());
+    assert!(alone.findings[keys::L2_BANDWIDTH_OVER_SLICE_RATIO].value.is_null(), "no l2bw ran: undetermined");
+    let l2 = run_probe(&mut t, &memscope_cuda::probes::L2BwProbe, &Default::default());
+    let out = run_probe(&mut t, &memscope_cuda::probes::LevelBwProbe, &l2.findings);
+    let l1 = num(&out, keys::L1_BANDWIDTH_BYTES_PER_CYCLE_PER_SM);
+    assert!((32.0..=512.0).contains(&l1), "L1 {l1} B/cycle/SM");
+    let l1_all = num(&out, keys::L1_BANDWIDTH_BYTES_PER_S);
+    let w = num(&out, keys::L2_WRITE_BANDWIDTH_BYTES_PER_S);
+    let r = num(&l2, keys::L2_BANDWIDTH_BYTES_PER_S);
+    assert!(w > 5e11 && w < 5e13, "L2 write plateau {w}");
+    assert!(l1_all > r, "L1 {l1_all} must beat the L2 read plateau {r}");
+    let ratio = num(&out, keys::L2_BANDWIDTH_OVER_SLICE_RATIO);
+    assert!(ratio > 1.0, "{ratio}");
+}
+
+/// Bandwidth by parallelism: the rate grows with the bytes in flight and saturates; the 90 % point
+/// lies inside the ladder; with chased latencies as earlier findings the notes compare Little's law.
+#[test]
+#[ignore = "needs a CUDA GPU; run scripts/gpu-test.sh"]
+fn inflight_probe_saturates_inside_the_ladder() {
+    use memscope_core::{keys, Confidence, Finding};
+    let Some(mut t) = gpu() else { return };
+    let (l2_ns, _) = chase_ns(&mut t, 256, 128, CachePath::L1Bypass, 2);
+    let (dram_ns, _) = chase_ns(&mut t, 1 << 20, 256, CachePath::L1Bypass, 0);
+    let mut earlier = std::collections::BTreeMap::new();
+    earlier.insert(keys::L2_HIT_LATENCY_NS.to_string(), Finding::number(l2_ns, "ns", "chase", Confidence::High));
+    earlier.insert(keys::DRAM_LATENCY_NS.to_string(), Finding::number(dram_ns, "ns", "chase", Confidence::High));
+    let out = run_probe(&mut t, &memscope_cuda::probes::InflightProbe, &earlier);
+    for (key, series) in [
+        (keys::DRAM_INFLIGHT_90PCT_PER_SM_BYTES, "inflight.dram_read"),
+        (keys::L2_INFLIGHT_90PCT_PER_SM_BYTES, "inflight.l2_read"),
+    ] {
+        let b = num(&out, key);
+        let s = &out.series[series];
+        assert!(b >= s.x[0] && b <= *s.x.last().unwrap(), "{key} = {b}");
+        assert!(s.y.last().unwrap() > &(4.0 * s.y[0]), "{series}: no rise with parallelism: {:?}", s.y);
+        assert!(out.findings[key].note.as_deref().unwrap_or("").contains("Little's law with"), "{key}");
+    }
+}
+
 /// Run one GPU-only probe by key on a fresh context, no earlier findings.
-fn run_probe(t: &mut CudaTarget, key: &str) -> memscope_core::ProbeOutput {
+fn run_probe_by_key(t: &mut CudaTarget, key: &str) -> memscope_core::ProbeOutput {
     let p = memscope_cuda::probes().into_iter().find(|p| p.key() == key).expect("probe registered");
     let earlier = std::collections::BTreeMap::new();
     let mut ctx =
@@ -241,7 +368,7 @@ fn value(out: &memscope_core::ProbeOutput, k: &str) -> f64 {
 #[ignore = "needs a CUDA GPU; run scripts/gpu-test.sh"]
 fn constmem_probe_finds_two_constant_levels() {
     let Some(mut t) = gpu() else { return };
-    let out = run_probe(&mut t, "constmem");
+    let out = run_probe_by_key(&mut t, "constmem");
     let l1 = value(&out, "const.l1.hit_latency_ns");
     let l15 = value(&out, "const.l1_5.hit_latency_ns");
     assert!(l1 > 1.0 && l1 < 40.0, "const L1 {l1}");
@@ -259,7 +386,7 @@ fn constmem_probe_finds_two_constant_levels() {
 #[ignore = "needs a CUDA GPU; run scripts/gpu-test.sh"]
 fn texture_probe_finds_the_read_only_and_texture_caches() {
     let Some(mut t) = gpu() else { return };
-    let out = run_probe(&mut t, "texture");
+    let out = run_probe_by_key(&mut t, "texture");
     for k in ["tex.nc.hit_latency_ns", "tex.texture.hit_latency_ns", "tex.l1_ca.hit_latency_ns"] {
         let v = value(&out, k);
         assert!(v > 3.0 && v < 100.0, "{k} {v}");
@@ -280,7 +407,7 @@ fn texture_probe_finds_the_read_only_and_texture_caches() {
 #[ignore = "needs a CUDA GPU; run scripts/gpu-test.sh"]
 fn l1share_probe_reports_what_shares_storage() {
     let Some(mut t) = gpu() else { return };
-    let out = run_probe(&mut t, "l1share");
+    let out = run_probe_by_key(&mut t, "l1share");
     for k in ["l1.shared_with", "tex.nc.shared_with", "tex.texture.shared_with", "const.l1.shared_with"] {
         let f = &out.findings[k];
         assert!(f.value.is_array(), "{k}: {f:?}");

@@ -1,6 +1,7 @@
 //! Compiles every kernel under kernels/ with NVRTC for sm_90 (the H200) and checks the PTX: the
 //! chases really use ld.global.ca / ld.global.cg, the clocks are read, the bandwidth kernels use
-//! 16-byte accesses, the fences are there. Runs when MEMSCOPE_NVRTC_AVAILABLE=1 (scripts/test.sh
+//! 16-byte accesses, the fences are there, the shared loads are volatile and the atomics are
+//! fetch-and-adds. Runs when MEMSCOPE_NVRTC_AVAILABLE=1 (scripts/test.sh
 //! puts PyPI's libnvrtc.so.13 on LD_LIBRARY_PATH); otherwise skips with a message.
 
 use memscope_cuda::kernels::{compile_ptx, nvrtc_available, Module};
@@ -98,5 +99,38 @@ fn constmem_ptx_chases_each_read_path() {
     }
     for body in [entry(&ptx, "smc_chase_const"), i] {
         assert!(body.contains("%globaltimer") && body.contains("%clock64") && body.contains("%smid"));
+    }
+}
+
+#[test]
+fn shared_memory_atomics_and_level_ptx_have_the_intended_instructions() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let sm = compile_ptx(Module::Smem.source(), "smem.cu", "sm_90").unwrap();
+    let chase = entry(&sm, "smem_chase");
+    assert!(
+        chase.matches("ld.volatile.shared.u32").count() >= 16,
+        "smem_chase: the unrolled chase must emit ld.volatile.shared.u32"
+    );
+    assert!(!chase.contains("ld.global"), "smem_chase must not touch global memory while chasing");
+    assert!(entry(&sm, "smem_bw").matches("ld.volatile.shared.v4.u32").count() >= 8, "smem_bw: 16-byte shared loads");
+    assert!(entry(&sm, "smem_conflict").matches("ld.volatile.shared.u32").count() >= 16);
+    assert!(entry(&sm, "smem_resident").contains("%globaltimer"));
+    let at = compile_ptx(Module::Atomics.source(), "atomics.cu", "sm_90").unwrap();
+    assert!(entry(&at, "atom_chain_global").matches("atom.global.add.u32").count() >= 8);
+    assert!(entry(&at, "atom_chain_shared").matches("atom.shared.add.u32").count() >= 8);
+    for k in ["atom_tp_global", "atom_tp_shared"] {
+        let body = entry(&at, k);
+        assert!(!body.contains("red.global") && !body.contains("red.shared"), "{k}: fetch-and-add, not a reduction");
+        assert!(body.matches("atom.").count() >= 4, "{k}: four atomics a round");
+    }
+    let lv = compile_ptx(Module::Levels.source(), "levels.cu", "sm_90").unwrap();
+    assert!(entry(&lv, "l1_read").matches("ld.global.ca.v4.u32").count() >= 8);
+    assert!(entry(&lv, "l2_write").contains("st.global.v4.u32"));
+    assert!(entry(&lv, "line_read").matches("ld.global.cg.u32").count() >= 8);
+    for u in [1, 2, 4] {
+        let body = entry(&lv, &format!("par_read_u{u}"));
+        assert!(body.matches("ld.global.cg.v4.u32").count() > u, "par_read_u{u}: {u} loads in flight and the tail");
     }
 }

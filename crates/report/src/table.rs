@@ -1,6 +1,7 @@
 //! The terminal summary of a results file, laid out like a device datasheet: findings grouped by
-//! level (L1, TLB, constant cache, texture / read-only, L2, DRAM, bandwidth, launch, peak, store, fence, CPU), each value with a
-//! human-readable unit, its cycles, spread and confidence; then waived and failed probes with
+//! level (L1, shared memory, TLB, constant cache, texture / read-only, L2, DRAM, atomics,
+//! bandwidth, launch, peak, store, fence, CPU), each value with a human-readable unit, its
+//! cycles, spread and confidence; then waived and failed probes with
 //! their reasons. The grouping is shared by the Markdown and HTML writers.
 
 use crate::results::{ProbeStatus, Results};
@@ -12,11 +13,13 @@ use serde_json::Value;
 /// own last section; anything else lands in "Other".
 pub const SECTIONS: &[(&str, &str)] = &[
     ("l1", "L1 cache"),
+    ("smem", "Shared memory"),
     ("tlb", "TLB"),
     ("const", "Constant cache"),
     ("tex", "Texture / read-only"),
     ("l2", "L2 cache"),
     ("dram", "DRAM"),
+    ("atomics", "Atomics"),
     ("bw", "Bandwidth"),
     ("launch", "Launch"),
     ("peak", "Peak arithmetic"),
@@ -336,6 +339,22 @@ mod tests {
         assert!(!s.contains("\nOther\n"), "{s}");
         assert_eq!(quantity("const.l1.hit_latency_ns"), "l1 hit latency");
         assert_eq!(quantity("const.l1_5.hit_latency_ns"), "l1.5 hit latency");
+    }
+
+    #[test]
+    fn shared_memory_and_atomics_have_their_sections() {
+        let mut r = sample::results();
+        let f = |v: f64, unit: &str| Finding::number(v, unit, "m", Confidence::High);
+        r.findings.insert("smem.load_latency_ns".into(), f(15.2, "ns").with_cycles(30.0));
+        r.findings.insert("smem.banks".into(), Finding::integer(32, "banks", "m", Confidence::High));
+        r.findings.insert("atomics.global_same_address_ops_per_s".into(), f(2.5e9, "ops/s"));
+        let s = summary(&r);
+        let (l1, sm, l2) = (s.find("L1 cache").unwrap(), s.find("Shared memory").unwrap(), s.find("L2 cache").unwrap());
+        let (dram, at) = (s.find("\nDRAM").unwrap(), s.find("Atomics").unwrap());
+        assert!(l1 < sm && sm < l2 && dram < at, "sections out of order:\n{s}");
+        assert!(s.contains("32 banks") && s.contains("2.5 Gop/s") && s.contains("30 cyc"), "{s}");
+        assert!(!s.contains("\nOther"), "{s}");
+        assert_eq!(quantity("smem.load_latency_ns"), "load latency");
     }
 
     #[test]

@@ -112,6 +112,8 @@ pub fn number(x: f64, unit: &str) -> String {
         "flops" => si(x, "FLOP"),
         "Hz" | "hz" => si(x, "Hz"),
         "bytes/cycle" => format!("{} B/cycle", sig(x, 4)),
+        "ops/s" => si(x, "op/s"),
+        "ops/cycle" => format!("{} op/cycle", sig(x, 4)),
         "cycles" => format!("{} cycles", sig(x, 4)),
         "ratio" | "fraction" => {
             if (0.0..=1.0).contains(&x) {
@@ -193,6 +195,8 @@ mod tests {
         assert_eq!(number(1.008e12, "bytes/s"), "1.008 TB/s");
         assert_eq!(number(8.26e13, "flops/s"), "82.6 TFLOP/s");
         assert_eq!(number(0.02, "ratio"), "2 %");
+        assert_eq!(number(2.5e9, "ops/s"), "2.5 Gop/s");
+        assert_eq!(number(32.0, "ops/cycle"), "32 op/cycle");
         assert_eq!(number(4194304.0, "count"), "4,194,304");
         assert_eq!(number(4.0, "ways"), "4 ways");
         assert_eq!(value(&serde_json::json!(["0x1", "0x2"]), ""), "0x1, 0x2");

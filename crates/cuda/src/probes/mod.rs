@@ -1,19 +1,26 @@
 //! The GPU-only probes (DESIGN.md: throughput experiments are backend-specific probes beside the
 //! generic discovery probes): bw, launch, peak (seed 003's ceilings), coalesce (seed 000 footnote 1),
-//! store and fence (seed 004), l2.slices (seed 000 appendix; waived here), constmem, texture and
-//! l1share (issue 25: the constant caches, the read-only and texture paths, what shares L1). Each is waived on
+//! store and fence (seed 004), l2.slices (seed 000 appendix; waived here), and issue 25's
+//! constmem, texture and l1share (the constant caches, the read-only and texture paths, what
+//! shares L1), smem, atomics, levelbw (bandwidth by level) and inflight (bandwidth by
+//! parallelism). Each is waived on
 //! non-CUDA targets and wraps its run in NVML readings so clock moves become warnings.
 
+mod atomics;
 mod bw;
 mod coalesce;
 mod constmem;
+mod inflight;
 mod l1share;
 mod l2bw;
 mod launch;
+mod levelbw;
 mod peak;
 mod slices;
 mod sm_chase;
 mod sm_fit;
+mod smem;
+mod smem_fit;
 mod store;
 mod texture;
 
@@ -21,15 +28,19 @@ use crate::CudaTarget;
 use memscope_core::stats::Sample;
 use memscope_core::{Applicability, Probe, ProbeContext, ProbeError, ProbeOutput, Spread, TargetInfo};
 
+pub use atomics::AtomicsProbe;
 pub use bw::BwProbe;
 pub use coalesce::CoalesceProbe;
 pub use constmem::ConstMemProbe;
+pub use inflight::InflightProbe;
 pub use l1share::L1ShareProbe;
 pub use l2bw::L2BwProbe;
 pub use launch::LaunchProbe;
+pub use levelbw::LevelBwProbe;
 pub use peak::PeakProbe;
 pub use slices::hammer as slices_hammer;
 pub use slices::SlicesProbe;
+pub use smem::SmemProbe;
 pub use store::{FenceProbe, StoreProbe};
 pub use texture::TextureProbe;
 
@@ -47,12 +58,26 @@ pub fn all() -> Vec<Box<dyn Probe>> {
         Box::new(ConstMemProbe),
         Box::new(TextureProbe),
         Box::new(L1ShareProbe),
+        Box::new(SmemProbe),
+        Box::new(AtomicsProbe),
+        Box::new(LevelBwProbe),
+        Box::new(InflightProbe),
     ]
 }
 
 /// Applies to CUDA targets only.
 pub(crate) fn cuda_only(info: &TargetInfo) -> Applicability {
     Applicability::only_for_kind(info, "cuda", "needs a real CUDA GPU")
+}
+
+/// Applies to CUDA targets only; on the simulator the waiver says what the simulator lacks.
+pub(crate) fn cuda_only_sim_lacks(info: &TargetInfo, lacks: &str) -> Applicability {
+    let why = if info.kind == "sim" {
+        format!("needs a real CUDA GPU: {lacks}")
+    } else {
+        "needs a real CUDA GPU".to_string()
+    };
+    Applicability::only_for_kind(info, "cuda", &why)
 }
 
 /// The CUDA target behind a probe context.
