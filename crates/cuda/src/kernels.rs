@@ -14,11 +14,13 @@ pub enum Module {
     BwTma,
     /// Store issue, SM egress, fences, coalescing.
     Store,
+    /// Host <-> device and peer copies through the SMs, the stream gate, the link chase.
+    Link,
 }
 
 impl Module {
     /// Every module, for the compile-all test.
-    pub const ALL: [Module; 4] = [Module::Chase, Module::Bw, Module::BwTma, Module::Store];
+    pub const ALL: [Module; 5] = [Module::Chase, Module::Bw, Module::BwTma, Module::Store, Module::Link];
 
     /// File name under kernels/.
     pub fn file(self) -> &'static str {
@@ -27,6 +29,7 @@ impl Module {
             Module::Bw => "bw.cu",
             Module::BwTma => "bw_tma.cu",
             Module::Store => "store.cu",
+            Module::Link => "link.cu",
         }
     }
 
@@ -37,6 +40,7 @@ impl Module {
             Module::Bw => include_str!("../kernels/bw.cu"),
             Module::BwTma => include_str!("../kernels/bw_tma.cu"),
             Module::Store => include_str!("../kernels/store.cu"),
+            Module::Link => include_str!("../kernels/link.cu"),
         }
     }
 }

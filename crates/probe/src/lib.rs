@@ -14,6 +14,7 @@ pub mod latency;
 pub mod latency_parts;
 pub mod line;
 pub mod measure;
+pub mod peer;
 pub mod policy;
 pub mod segment;
 #[cfg(test)]
@@ -36,5 +37,6 @@ pub fn probes() -> Vec<Box<dyn Probe>> {
         Box::new(l2ways::L2WaysProbe),
         Box::new(policy::L2PolicyProbe),
         Box::new(dram::DramProbe),
+        Box::new(peer::PeerProbe),
     ]
 }

@@ -32,6 +32,7 @@ pub mod dram;
 pub mod evqueue;
 pub mod fastindex;
 pub mod hash;
+pub mod links;
 mod hostcpu;
 pub mod machine;
 pub mod presets;

@@ -8,7 +8,10 @@
 //! is then measured afresh with it (7 samples), so the pick's luck does not inflate the figure. Each
 //! sample times a batch of launches with events (>= ~2 ms); the value is the median of the samples.
 //! Every copy candidate is checked (destination poisoned, copied, compared) before it is timed, and
-//! each size's winner again after it. A copy counts the bytes read plus the bytes written.
+//! each size's winner again after it. A copy counts the bytes read plus the bytes written. The
+//! device-local copy through the copy engines (cuMemcpyDtoDAsync, nvbandwidth's device_local_copy)
+//! is measured at every size on its own as well (`bw.copy_ce_bytes_per_s`, issue 16): the one
+//! place for device-local copies.
 
 use super::{cuda_only, run_gpu, summarize};
 use crate::kernels::Module;
@@ -474,6 +477,12 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
             if !dropped.is_empty() {
                 note.push_str(&format!("; dropped as wrong: {}", dropped.join(", ")));
             }
+            if k == Kind::Copy {
+                // The copy engine's device-local copy beside the SMs' (nvbandwidth's device_local_copy).
+                let (f, sr) = copy_engine_curve(t, &bufs, &all_sizes, reps)?;
+                out.finding(keys::BW_COPY_CE_BYTES_PER_S, f);
+                out.series("bw.copy_ce", sr);
+            }
             out.finding(
                 &keys::bw_bytes_per_s(k.name()),
                 Finding::number(m, "bytes/s", &method, Confidence::High).with_spread(spread).with_note(&note),
@@ -501,6 +510,42 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
     t.gpu.free(a);
     t.gpu.free(b);
     res
+}
+
+/// The driver's cuMemcpyDtoDAsync (the copy engines) at every size, `reps` samples each, measured
+/// apart from the tuning so the copy engine's own figure stands beside the SMs' best.
+fn copy_engine_curve(t: &mut CudaTarget, bufs: &Bufs, sizes: &[u64], reps: usize) -> Result<(Finding, Series), ProbeError> {
+    let (mut xs, mut ys, mut mads) = (vec![], vec![], vec![]);
+    let mut last = None;
+    for &size in sizes {
+        let secs = time_per_launch(t, Kind::Copy, bufs, size, Config::Driver, reps)?;
+        let rates: Vec<f64> = secs.iter().map(|s| 2.0 * size as f64 / s).collect();
+        let (m, spread) = summarize(&rates, "copy-engine bandwidth")?;
+        xs.push(size as f64);
+        ys.push(m);
+        mads.push(spread.mad);
+        last = Some((size, m, spread));
+    }
+    let (size, m, spread) = last.ok_or_else(|| ProbeError::Failed("no sizes".into()))?;
+    let method = format!(
+        "device_local_copy: the driver's cuMemcpyDtoDAsync on the legacy stream (the copy engines), buffer {}, events \
+         over batches of copies (>= ~2 ms), median of {reps}; bytes read + bytes written (checked against its source \
+         with the copy candidates)",
+        size_label(size)
+    );
+    let f = Finding::number(m, "bytes/s", &method, Confidence::High).with_spread(spread);
+    let s = Series {
+        description: format!("device-local copy through the copy engine (cuMemcpyDtoDAsync) versus size, median of {reps}"),
+        x_name: "size".into(),
+        x_unit: "bytes".into(),
+        y_name: "bandwidth".into(),
+        y_unit: "bytes/s".into(),
+        x: xs,
+        y: ys,
+        y_spread: Some(mads),
+        marks: vec![t.l2_bytes as f64],
+    };
+    Ok((f, s))
 }
 
 impl Probe for BwProbe {

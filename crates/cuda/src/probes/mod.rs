@@ -7,6 +7,9 @@ mod bw;
 mod coalesce;
 mod l2bw;
 mod launch;
+mod link;
+mod link_fit;
+mod link_time;
 mod peak;
 mod slices;
 mod store;
@@ -19,6 +22,7 @@ pub use bw::BwProbe;
 pub use coalesce::CoalesceProbe;
 pub use l2bw::L2BwProbe;
 pub use launch::LaunchProbe;
+pub use link::{LinkProbe, TEST_NAMES as LINK_TEST_NAMES};
 pub use peak::PeakProbe;
 pub use slices::hammer as slices_hammer;
 pub use slices::SlicesProbe;
@@ -35,6 +39,7 @@ pub fn all() -> Vec<Box<dyn Probe>> {
         Box::new(CoalesceProbe),
         Box::new(PeakProbe),
         Box::new(SlicesProbe),
+        Box::new(LinkProbe),
     ]
 }
 
