@@ -12,6 +12,23 @@ pub fn all() -> Vec<Box<dyn Probe>> {
     v
 }
 
+/// The probes `memscope run` runs one GPU at a time when it measures several GPUs in parallel
+/// (issue 16), and why: they share what the GPUs of a host share.
+pub const ONE_GPU_AT_A_TIME: &[(&str, &str)] = &[
+    (
+        "link",
+        "host <-> device copies share the host's PCIe root complex, its memory bandwidth and its copy threads: beside \
+         another GPU's they would measure each other",
+    ),
+    ("peer", "the peer matrix drives every GPU of the host"),
+    ("l2.slices", "it runs ncu, which serializes the kernels it profiles and reads device-wide counters"),
+];
+
+/// Whether probe `key` runs one GPU at a time.
+pub fn one_gpu_at_a_time(key: &str) -> bool {
+    ONE_GPU_AT_A_TIME.iter().any(|(k, _)| *k == key)
+}
+
 /// The asked probe keys and, transitively, the probes they declare in `Probe::needs`.
 pub fn with_needs(all: &[Box<dyn Probe>], asked: &[String]) -> Vec<String> {
     let mut wanted: Vec<String> = asked.to_vec();

@@ -12,6 +12,7 @@ pub mod html;
 pub mod hygiene;
 pub mod json;
 pub mod markdown;
+pub mod nvbandwidth;
 pub mod results;
 mod results_locate;
 pub mod roofline;
