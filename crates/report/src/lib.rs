@@ -11,6 +11,7 @@ pub mod fleet_view;
 pub mod html;
 pub mod hygiene;
 pub mod json;
+pub mod links_view;
 pub mod markdown;
 pub mod nvbandwidth;
 pub mod results;

@@ -26,6 +26,14 @@ const HOST: [(&str, &str, &str); 10] = [
     ("device_to_host_memcpy_ce_pageable", "CE", "<-"),
 ];
 
+/// The host test names, in print order.
+pub const HOST_TESTS: [&str; 10] = [
+    HOST[0].0, HOST[1].0, HOST[2].0, HOST[3].0, HOST[4].0, HOST[5].0, HOST[6].0, HOST[7].0, HOST[8].0, HOST[9].0,
+];
+
+/// The peer bandwidth test names.
+pub const PEER_TESTS: [&str; 4] = [PEER[0].0, PEER[1].0, PEER[2].0, PEER[3].0];
+
 const PEER: [(&str, &str, &str); 4] = [
     ("device_to_device_memcpy_write_ce", "CE", "->"),
     ("device_to_device_bidirectional_memcpy_write_ce", "CE", "<->"),
