@@ -20,8 +20,11 @@ type Opened = Result<Box<dyn Target>, CliError>;
 /// What one target's thread hands back: its document, failures and seconds.
 type Lane = (PathBuf, Results, Vec<String>, f64);
 
+/// A list of probes.
+type Probes = Vec<Box<dyn Probe>>;
+
 /// The run's probes split: those run in parallel and those run one GPU at a time.
-fn split(probes: &[Box<dyn Probe>]) -> (Vec<Box<dyn Probe>>, Vec<Box<dyn Probe>>) {
+fn split(probes: &[Box<dyn Probe>]) -> (Probes, Probes) {
     let keys: Vec<&str> = probes.iter().map(|p| p.key()).collect();
     let mine = || crate::registry::all().into_iter().filter(|p| keys.contains(&p.key()));
     let parallel = mine().filter(|p| !crate::registry::one_gpu_at_a_time(p.key())).collect();

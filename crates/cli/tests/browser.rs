@@ -358,7 +358,17 @@ fn peer_matrix_report_renders_in_headless_chromium() {
     let out = d.join("out");
     // (latency too: the layout check measures the page's plots)
     let t = targets.join(",");
-    memscope(&["run", "--target", &t, "--quick", "--quiet", "--probes", "latency,peer", "--out", out.to_str().unwrap()]);
+    memscope(&[
+        "run",
+        "--target",
+        &t,
+        "--quick",
+        "--quiet",
+        "--probes",
+        "latency,peer",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     let page = d.join("peer.html");
     memscope(&["report", out.join("results.json").to_str().unwrap(), "--html", page.to_str().unwrap()]);
     let (dom, console) = load(&bin, &page, "", 1000);

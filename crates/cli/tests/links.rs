@@ -37,7 +37,11 @@ fn host(d: &Path, gpus: u32) -> Vec<String> {
         .map(|i| {
             let mut h = base.clone();
             h["name"] = json!(format!("host-gpu{i}"));
-            let pairs = if gpus > 2 { json!([{"from": 2, "to": 1, "bytes_per_s": 2.8e11, "latency_ns": 1250.0}]) } else { json!([]) };
+            let pairs = if gpus > 2 {
+                json!([{"from": 2, "to": 1, "bytes_per_s": 2.8e11, "latency_ns": 1250.0}])
+            } else {
+                json!([])
+            };
             h["links"] = json!({"gpus": gpus, "index": i, "noise_fraction": 0.01, "pairs": pairs});
             let f = d.join(format!("gpu{i}.json"));
             std::fs::write(&f, serde_json::to_vec(&h).unwrap()).unwrap();
@@ -77,7 +81,10 @@ fn four_simulated_gpus_in_one_run_find_the_slow_link() {
         let id = doc["target"]["id"].as_str().unwrap().to_string();
         assert_eq!(doc["probes"][format!("peer@{id}")]["status"], json!("waived"), "{f:?}");
         assert!(doc["probes"][format!("peer@{id}")]["reason"].as_str().unwrap().contains("GPU 0"));
-        assert!(doc["findings"]["line.bytes"].is_object() || doc["findings"].as_object().unwrap().keys().any(|k| k.starts_with("l1.")));
+        assert!(
+            doc["findings"]["line.bytes"].is_object()
+                || doc["findings"].as_object().unwrap().keys().any(|k| k.starts_with("l1."))
+        );
     }
     // One file for the host.
     let all = json_of(&out.join("results-all.json"));
@@ -111,7 +118,16 @@ fn a_bad_links_section_is_refused_naming_the_field() {
     let mut h: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
     h["links"]["index"] = json!(5);
     std::fs::write(path, serde_json::to_vec(&h).unwrap()).unwrap();
-    let out = memscope(&["run", "--target", &f, "--quick", "--probes", "peer", "--out", d.path().join("o").to_str().unwrap()]);
+    let out = memscope(&[
+        "run",
+        "--target",
+        &f,
+        "--quick",
+        "--probes",
+        "peer",
+        "--out",
+        d.path().join("o").to_str().unwrap(),
+    ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("links.index"), "{}", String::from_utf8_lossy(&out.stderr));
 }

@@ -156,7 +156,10 @@ impl LinksSpec {
         for (i, p) in self.pairs.iter().enumerate() {
             for (f, v) in [("from", p.from), ("to", p.to)] {
                 if v >= self.gpus {
-                    return bad(&format!("pairs[{i}].{f}"), format!("must be below links.gpus = {} (got {v})", self.gpus));
+                    return bad(
+                        &format!("pairs[{i}].{f}"),
+                        format!("must be below links.gpus = {} (got {v})", self.gpus),
+                    );
                 }
             }
             if p.from == p.to {

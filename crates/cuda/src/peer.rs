@@ -57,7 +57,9 @@ impl CudaPeers {
         let g = &mut self.gpus[src];
         g.bind()?;
         match engine {
-            Engine::Ce => unsafe { ck(sys::cuMemcpyDtoDAsync_v2(to, from, bytes as usize, s), "cuMemcpyDtoDAsync (peer)") },
+            Engine::Ce => unsafe {
+                ck(sys::cuMemcpyDtoDAsync_v2(to, from, bytes as usize, s), "cuMemcpyDtoDAsync (peer)")
+            },
             Engine::Sm => {
                 let sms = g.attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u64;
                 let n16 = bytes / 16;

@@ -80,3 +80,17 @@ fn a_broken_kernel_reports_the_nvrtc_log() {
     let e = compile_ptx("extern \"C\" __global__ void k() { undefined_thing(); }", "bad.cu", "sm_90").unwrap_err();
     assert!(e.contains("undefined_thing"), "{e}");
 }
+
+#[test]
+fn link_ptx_chases_uncached_and_copies_16_bytes() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let ptx = compile_ptx(Module::Link.source(), "link.cu", "sm_90").unwrap();
+    let chase = entry(&ptx, "link_chase");
+    assert!(chase.contains("ld.global.cv.u64"), "link_chase must load with .cv (no cached copy)");
+    assert!(chase.contains("%globaltimer") && chase.contains("%clock64"));
+    let copy = entry(&ptx, "link_copy");
+    assert!(copy.contains(".v4.u32") || copy.contains(".v4.b32"), "link_copy must move 16-byte words");
+    assert!(entry(&ptx, "link_spin").contains("ld.volatile"), "the gate must re-read its flag");
+}

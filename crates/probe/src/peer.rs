@@ -82,7 +82,10 @@ pub fn analyse(m: &Matrix, tol: f64) -> Vec<Outlier> {
 }
 
 fn to_json(cells: &[Vec<Option<f64>>]) -> Value {
-    json!(cells.iter().map(|r| r.iter().map(|c| c.map(|v| json!(v)).unwrap_or(Value::Null)).collect::<Vec<_>>()).collect::<Vec<_>>())
+    json!(cells
+        .iter()
+        .map(|r| r.iter().map(|c| c.map(|v| json!(v)).unwrap_or(Value::Null)).collect::<Vec<_>>())
+        .collect::<Vec<_>>())
 }
 
 fn matrix_finding(m: &Matrix, method: &str) -> Finding {
@@ -112,19 +115,33 @@ fn measure(l: &mut dyn PeerLinks, quick: bool) -> Result<ProbeOutput, ProbeError
         .map(|(i, r)| r
             .iter()
             .enumerate()
-            .map(|(j, a)| if i == j { Value::Null } else { a.as_ref().map(|_| json!(true)).unwrap_or_else(|e| json!(e)) })
+            .map(|(j, a)| if i == j {
+                Value::Null
+            } else {
+                a.as_ref().map(|_| json!(true)).unwrap_or_else(|e| json!(e))
+            })
             .collect::<Vec<_>>())
         .collect::<Vec<_>>());
     let how = l.describe();
     out.finding(keys::PEER_GPUS, Finding::integer(n as u64, "", &how, Confidence::High));
     out.finding(
         keys::PEER_ACCESS,
-        Finding::json(access_json, "", &format!("peer access per ordered pair (row -> column): {how}"), Confidence::High),
+        Finding::json(
+            access_json,
+            "",
+            &format!("peer access per ordered pair (row -> column): {how}"),
+            Confidence::High,
+        ),
     );
     let ok = |i: usize, j: usize| i != j && access[i][j].is_ok();
     let mut matrices = vec![];
     for (test, engine, bidir) in BANDWIDTH_TESTS {
-        let mut m = Matrix { test: test.into(), unit: "bytes/s", cells: vec![vec![None; n]; n], rel_mad: vec![vec![None; n]; n] };
+        let mut m = Matrix {
+            test: test.into(),
+            unit: "bytes/s",
+            cells: vec![vec![None; n]; n],
+            rel_mad: vec![vec![None; n]; n],
+        };
         for i in 0..n {
             for j in 0..n {
                 if !ok(i, j) || (bidir && !ok(j, i)) {
@@ -148,7 +165,12 @@ fn measure(l: &mut dyn PeerLinks, quick: bool) -> Result<ProbeOutput, ProbeError
         out.finding(&keys::peer_bytes_per_s(test), matrix_finding(&m, &method));
         matrices.push(m);
     }
-    let mut lat = Matrix { test: LATENCY_TEST.into(), unit: "ns", cells: vec![vec![None; n]; n], rel_mad: vec![vec![None; n]; n] };
+    let mut lat = Matrix {
+        test: LATENCY_TEST.into(),
+        unit: "ns",
+        cells: vec![vec![None; n]; n],
+        rel_mad: vec![vec![None; n]; n],
+    };
     for i in 0..n {
         for j in 0..n {
             if ok(i, j) {
@@ -278,10 +300,19 @@ mod tests {
 
     #[test]
     fn no_access_pairs_say_why_and_are_left_out() {
-        let no = PairSpec { from: 0, to: 3, bytes_per_s: None, latency_ns: None, no_access: Some("no P2P over this bridge".into()) };
+        let no = PairSpec {
+            from: 0,
+            to: 3,
+            bytes_per_s: None,
+            latency_ns: None,
+            no_access: Some("no P2P over this bridge".into()),
+        };
         let mut l = host(0.0, vec![no]);
         let out = measure(&mut l, true).unwrap();
-        assert_eq!(out.findings[keys::PEER_ACCESS].value[0][3], json!("GPU 0 cannot access GPU 3: no P2P over this bridge"));
+        assert_eq!(
+            out.findings[keys::PEER_ACCESS].value[0][3],
+            json!("GPU 0 cannot access GPU 3: no P2P over this bridge")
+        );
         assert_eq!(out.findings[keys::PEER_ACCESS].value[3][0], json!(true));
         let m = &out.findings[&keys::peer_bytes_per_s("device_to_device_memcpy_write_ce")].value;
         assert!(m[0][3].is_null() && !m[3][0].is_null());
@@ -296,7 +327,11 @@ mod tests {
         let m = Matrix {
             test: "t".into(),
             unit: "bytes/s",
-            cells: vec![vec![None, Some(100.0), Some(99.0)], vec![Some(101.0), None, Some(90.0)], vec![Some(100.0), Some(80.0), None]],
+            cells: vec![
+                vec![None, Some(100.0), Some(99.0)],
+                vec![Some(101.0), None, Some(90.0)],
+                vec![Some(100.0), Some(80.0), None],
+            ],
             rel_mad: vec![vec![None; 3]; 3],
         };
         let o = analyse(&m, 0.05);

@@ -29,7 +29,11 @@ fn matrix_table(title: &str, m: &[Value], scale: f64, unit: &str, flagged: &[(u6
                     let _ = write!(
                         h,
                         "<td{}>{:.2}{}</td>",
-                        if bad { " class=\"outlier\" title=\"more than 5 % worse than this matrix's median\"" } else { "" },
+                        if bad {
+                            " class=\"outlier\" title=\"more than 5 % worse than this matrix's median\""
+                        } else {
+                            ""
+                        },
                         v / scale,
                         if bad { " !" } else { "" }
                     );
@@ -45,7 +49,10 @@ fn matrix_table(title: &str, m: &[Value], scale: f64, unit: &str, flagged: &[(u6
 
 /// The section, when the file holds interconnect findings.
 pub fn section(r: &Results) -> Option<String> {
-    let has = r.findings.keys().any(|k| k.starts_with("link.") || k.starts_with("peer.") || k == keys::BW_COPY_CE_BYTES_PER_S);
+    let has = r
+        .findings
+        .keys()
+        .any(|k| k.starts_with("link.") || k.starts_with("peer.") || k == keys::BW_COPY_CE_BYTES_PER_S);
     let waived_peer = r.probes.iter().find(|(k, p)| k.starts_with("peer@") && p.reason.is_some());
     if !has && waived_peer.is_none() {
         return None;
@@ -58,7 +65,9 @@ pub fn section(r: &Results) -> Option<String> {
         let _ = write!(
             h,
             "<p>Host link: PCIe gen {g} x{w}{}.</p>",
-            nominal.map(|n| format!(", nominal {:.2} GB/s per direction after line encoding", n / 1e9)).unwrap_or_default()
+            nominal
+                .map(|n| format!(", nominal {:.2} GB/s per direction after line encoding", n / 1e9))
+                .unwrap_or_default()
         );
     }
     let mut rows = String::new();
@@ -69,7 +78,11 @@ pub fn section(r: &Results) -> Option<String> {
         }
     }
     if let Some(v) = num(r, keys::BW_COPY_CE_BYTES_PER_S) {
-        let _ = write!(rows, "<tr><td><code>device_local_copy</code> (bw.copy_ce)</td><td>{:.2}</td><td>-</td></tr>", v / 1e9);
+        let _ = write!(
+            rows,
+            "<tr><td><code>device_local_copy</code> (bw.copy_ce)</td><td>{:.2}</td><td>-</td></tr>",
+            v / 1e9
+        );
     }
     if !rows.is_empty() {
         let _ = write!(
@@ -77,7 +90,10 @@ pub fn section(r: &Results) -> Option<String> {
             "<table class=\"links\"><tr><th>test (nvbandwidth's name)</th><th>plateau GB/s</th><th>of nominal</th></tr>{rows}</table>"
         );
     }
-    for (key, label) in [(keys::LINK_HOST_DEVICE_LATENCY_NS, "host_device_latency_sm"), (keys::LINK_HOST_ROUND_TRIP_NS, "8-byte host round trip")] {
+    for (key, label) in [
+        (keys::LINK_HOST_DEVICE_LATENCY_NS, "host_device_latency_sm"),
+        (keys::LINK_HOST_ROUND_TRIP_NS, "8-byte host round trip"),
+    ] {
         if let Some(v) = num(r, key) {
             let _ = write!(h, "<p>{}: {:.0} ns</p>", esc(label), v);
         }
@@ -93,11 +109,23 @@ pub fn section(r: &Results) -> Option<String> {
     let pick = |test: &str| flagged.iter().filter(|f| f.0 == test).map(|f| (f.1, f.2)).collect::<Vec<_>>();
     for test in crate::nvbandwidth::PEER_TESTS {
         if let Some(m) = r.findings.get(&keys::peer_bytes_per_s(test)).and_then(|f| f.value.as_array()) {
-            h.push_str(&matrix_table(test, m, 1e9, "GB/s, the row -> column copy (N/A: the diagonal or no peer access)", &pick(test)));
+            h.push_str(&matrix_table(
+                test,
+                m,
+                1e9,
+                "GB/s, the row -> column copy (N/A: the diagonal or no peer access)",
+                &pick(test),
+            ));
         }
     }
     if let Some(m) = r.findings.get(keys::PEER_LATENCY_NS).and_then(|f| f.value.as_array()) {
-        h.push_str(&matrix_table("device_to_device_latency_sm", m, 1.0, "ns per dependent load, row GPU over column GPU's memory", &pick("device_to_device_latency_sm")));
+        h.push_str(&matrix_table(
+            "device_to_device_latency_sm",
+            m,
+            1.0,
+            "ns per dependent load, row GPU over column GPU's memory",
+            &pick("device_to_device_latency_sm"),
+        ));
     }
     if let Some((_, p)) = waived_peer {
         let _ = write!(h, "<p class=\"note\">Peer matrix: {}</p>", esc(p.reason.as_deref().unwrap_or("")));

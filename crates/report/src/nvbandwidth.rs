@@ -27,9 +27,8 @@ const HOST: [(&str, &str, &str); 10] = [
 ];
 
 /// The host test names, in print order.
-pub const HOST_TESTS: [&str; 10] = [
-    HOST[0].0, HOST[1].0, HOST[2].0, HOST[3].0, HOST[4].0, HOST[5].0, HOST[6].0, HOST[7].0, HOST[8].0, HOST[9].0,
-];
+pub const HOST_TESTS: [&str; 10] =
+    [HOST[0].0, HOST[1].0, HOST[2].0, HOST[3].0, HOST[4].0, HOST[5].0, HOST[6].0, HOST[7].0, HOST[8].0, HOST[9].0];
 
 /// The peer bandwidth test names.
 pub const PEER_TESTS: [&str; 4] = [PEER[0].0, PEER[1].0, PEER[2].0, PEER[3].0];
@@ -78,7 +77,9 @@ fn table(out: &mut String, rows: &[(String, Vec<Option<f64>>)], ncols: usize) {
 }
 
 fn matrix(v: &Value) -> Option<Vec<Vec<Option<f64>>>> {
-    v.as_array().map(|rows| rows.iter().map(|r| r.as_array().map(|c| c.iter().map(Value::as_f64).collect()).unwrap_or_default()).collect())
+    v.as_array().map(|rows| {
+        rows.iter().map(|r| r.as_array().map(|c| c.iter().map(Value::as_f64).collect()).unwrap_or_default()).collect()
+    })
 }
 
 /// The text; empty input (no interconnect findings) says so.
@@ -118,7 +119,9 @@ pub fn export(r: &Results) -> String {
     // The peer matrices: from the document (or member) that measured them.
     for (_, d) in &cols {
         for (name, engine, arrow) in PEER {
-            let Some(m) = d.findings.get(&keys::peer_bytes_per_s(name)).and_then(|f| matrix(&f.value)) else { continue };
+            let Some(m) = d.findings.get(&keys::peer_bytes_per_s(name)).and_then(|f| matrix(&f.value)) else {
+                continue;
+            };
             let n = m.len();
             let summed = name.ends_with("_sm") && name.contains("bidirectional");
             let rows: Vec<(String, Vec<Option<f64>>)> = (0..n)
@@ -147,7 +150,8 @@ pub fn export(r: &Results) -> String {
             let _ = writeln!(out, "Running device_to_device_latency_sm.");
             let _ = writeln!(out, "Device to Device Latency SM GPU(row) <-> GPU(column) (ns)");
             let n = m.len();
-            let rows: Vec<(String, Vec<Option<f64>>)> = m.iter().enumerate().map(|(i, r)| (i.to_string(), r.clone())).collect();
+            let rows: Vec<(String, Vec<Option<f64>>)> =
+                m.iter().enumerate().map(|(i, r)| (i.to_string(), r.clone())).collect();
             table(&mut out, &rows, n);
         }
         if let Some(f) = d.findings.get(keys::PEER_ACCESS) {
@@ -192,7 +196,10 @@ mod tests {
         };
         let tool: crate::ToolInfo = serde_json::from_value(json!({"name": "memscope", "version": "0"})).unwrap();
         let mut r = Results::new(tool, target, serde_json::Map::new());
-        r.findings.insert(keys::link_bytes_per_s("host_to_device_memcpy_ce"), Finding::number(55.214e9, "bytes/s", "m", Confidence::High));
+        r.findings.insert(
+            keys::link_bytes_per_s("host_to_device_memcpy_ce"),
+            Finding::number(55.214e9, "bytes/s", "m", Confidence::High),
+        );
         r.findings.insert(
             keys::peer_bytes_per_s("device_to_device_bidirectional_memcpy_write_sm"),
             Finding::json(json!([[null, 1.0e11], [2.0e11, null]]), "bytes/s", "m", Confidence::High),

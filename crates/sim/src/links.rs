@@ -96,8 +96,20 @@ mod tests {
     #[test]
     fn copies_follow_the_description() {
         let mut spec = LinksSpec { gpus: 3, noise_fraction: 0.0, copy_setup_ns: 0.0, ..Default::default() };
-        spec.pairs.push(PairSpec { from: 0, to: 2, bytes_per_s: Some(1e11), latency_ns: Some(2000.0), no_access: None });
-        spec.pairs.push(PairSpec { from: 1, to: 2, bytes_per_s: None, latency_ns: None, no_access: Some("no P2P".into()) });
+        spec.pairs.push(PairSpec {
+            from: 0,
+            to: 2,
+            bytes_per_s: Some(1e11),
+            latency_ns: Some(2000.0),
+            no_access: None,
+        });
+        spec.pairs.push(PairSpec {
+            from: 1,
+            to: 2,
+            bytes_per_s: None,
+            latency_ns: None,
+            no_access: Some("no P2P".into()),
+        });
         let mut l = SimLinks::new(spec, 1);
         let c = PeerCopy { src: 0, dst: 2, engine: Engine::Ce, bidirectional: false, bytes: 1 << 30 };
         let s = l.copy_seconds(&c, 3).unwrap();

@@ -514,7 +514,12 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
 
 /// The driver's cuMemcpyDtoDAsync (the copy engines) at every size, `reps` samples each, measured
 /// apart from the tuning so the copy engine's own figure stands beside the SMs' best.
-fn copy_engine_curve(t: &mut CudaTarget, bufs: &Bufs, sizes: &[u64], reps: usize) -> Result<(Finding, Series), ProbeError> {
+fn copy_engine_curve(
+    t: &mut CudaTarget,
+    bufs: &Bufs,
+    sizes: &[u64],
+    reps: usize,
+) -> Result<(Finding, Series), ProbeError> {
     let (mut xs, mut ys, mut mads) = (vec![], vec![], vec![]);
     let mut last = None;
     for &size in sizes {
@@ -535,7 +540,9 @@ fn copy_engine_curve(t: &mut CudaTarget, bufs: &Bufs, sizes: &[u64], reps: usize
     );
     let f = Finding::number(m, "bytes/s", &method, Confidence::High).with_spread(spread);
     let s = Series {
-        description: format!("device-local copy through the copy engine (cuMemcpyDtoDAsync) versus size, median of {reps}"),
+        description: format!(
+            "device-local copy through the copy engine (cuMemcpyDtoDAsync) versus size, median of {reps}"
+        ),
         x_name: "size".into(),
         x_unit: "bytes".into(),
         y_name: "bandwidth".into(),

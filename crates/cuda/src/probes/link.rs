@@ -9,13 +9,13 @@
 //! bidirectional: both directions at once on two streams, each timed by its own events. Pinned
 //! copies are timed behind a gate (link_time.rs); pageable copies block the host, so they are
 //! timed by events around a batch without it. Each size: a warm-up copy, a batch of copies lasting
-//! >= ~2 ms, 5 samples (3 with --quick), the median and its spread. Every path's copy is checked
+//! at least ~2 ms, 5 samples (3 with --quick), the median and its spread. Every path's copy is checked
 //! against its source at the largest size. Latency: one GPU thread chases a random cycle over
 //! 1 MiB of mapped pinned host memory with ld.global.cv (the whole chase's time over its hops,
 //! event time as second opinion), and an 8-byte host -> device -> host round trip timed on the
 //! host. The link is named from NVML (PCIe generation and width) and each direction's best
 //! plateau is given as a fraction of its nominal rate (link_fit.rs says what encoding is assumed).
-//! The host's memory is not flushed: the plateau sizes (>= 16 MiB) exceed the GPU's L2.
+//! The host's memory is not flushed: the plateau sizes (16 MiB and up) exceed the GPU's L2.
 
 use super::link_fit::{pcie_nominal, plateau};
 use super::link_time::{gated_ms, Op, Pinned};
@@ -55,8 +55,11 @@ struct Test {
     lanes: &'static [(Path, Dir)],
 }
 
+/// One run: its curves' names and the (path, direction) of each lane run at once.
+type Run = (&'static [&'static str], &'static [(Path, Dir)]);
+
 /// The tests; a bidirectional run yields both directions' curves (lane 0 and lane 1).
-const RUNS: [(&[&str], &[(Path, Dir)]); 7] = [
+const RUNS: [Run; 7] = [
     (&["host_to_device_memcpy_ce"], &[(Path::Ce, Dir::H2d)]),
     (&["device_to_host_memcpy_ce"], &[(Path::Ce, Dir::D2h)]),
     (
@@ -70,10 +73,8 @@ const RUNS: [(&[&str], &[(Path, Dir)]); 7] = [
 ];
 
 /// The SM bidirectional run (its two kernels share the GPU: half the grid each).
-const SM_BIDIR: Test = Test {
-    name: "host_to_device_bidirectional_memcpy_sm",
-    lanes: &[(Path::Sm, Dir::H2d), (Path::Sm, Dir::D2h)],
-};
+const SM_BIDIR: Test =
+    Test { name: "host_to_device_bidirectional_memcpy_sm", lanes: &[(Path::Sm, Dir::H2d), (Path::Sm, Dir::D2h)] };
 
 /// Every curve's name, for docs and the export.
 pub const TEST_NAMES: [&str; 10] = [
@@ -210,7 +211,12 @@ fn check(t: &mut CudaTarget, b: &mut Bufs, path: Path, dir: Dir, bytes: u64) -> 
             }
         };
         if let Some(k) = (0..win).find(|&k| got[k] != pattern(s0 + k)) {
-            return Ok(Some(format!("{path:?} {dir:?} at {bytes} bytes: word {} is {:#x}, not {:#x}", s0 + k, got[k], pattern(s0 + k))));
+            return Ok(Some(format!(
+                "{path:?} {dir:?} at {bytes} bytes: word {} is {:#x}, not {:#x}",
+                s0 + k,
+                got[k],
+                pattern(s0 + k)
+            )));
         }
     }
     Ok(None)
@@ -347,14 +353,20 @@ fn body(t: &mut CudaTarget, b: &mut Bufs, max: u64, reps: usize, quick: bool) ->
     let tune_bytes = max.min(256 << 20);
     let (_, tune_h2d) = tune_sm(t, b, Dir::H2d, tune_bytes)?;
     let (_, tune_d2h) = tune_sm(t, b, Dir::D2h, tune_bytes)?;
-    for (path, dir) in [(Path::Ce, Dir::H2d), (Path::Ce, Dir::D2h), (Path::Pageable, Dir::H2d), (Path::Pageable, Dir::D2h), (Path::Sm, Dir::H2d), (Path::Sm, Dir::D2h)] {
+    for (path, dir) in [
+        (Path::Ce, Dir::H2d),
+        (Path::Ce, Dir::D2h),
+        (Path::Pageable, Dir::H2d),
+        (Path::Pageable, Dir::D2h),
+        (Path::Sm, Dir::H2d),
+        (Path::Sm, Dir::D2h),
+    ] {
         if let Some(bad) = check(t, b, path, dir, max)? {
             return Err(ProbeError::Failed(format!("a copy did not reproduce its source: {bad}")));
         }
     }
     let mut curves: Vec<(String, Curve, String)> = Vec::new();
-    let sm_bidir: (&[&str], &[(Path, Dir)]) =
-        (&[SM_BIDIR.name, "device_to_host_bidirectional_memcpy_sm"], SM_BIDIR.lanes);
+    let sm_bidir: Run = (&[SM_BIDIR.name, "device_to_host_bidirectional_memcpy_sm"], SM_BIDIR.lanes);
     for (names, lanes) in RUNS.iter().copied().chain(std::iter::once(sm_bidir)) {
         let mut cs: Vec<Curve> = (0..lanes.len()).map(|_| Curve::default()).collect();
         for &size in &sizes(max) {
@@ -386,7 +398,8 @@ fn body(t: &mut CudaTarget, b: &mut Bufs, max: u64, reps: usize, quick: bool) ->
             );
             out.finding(
                 keys::LINK_PCIE_GEN,
-                Finding::integer(l.current_gen.unwrap_or(0) as u64, "", link_method, Confidence::High).with_note(&maxes),
+                Finding::integer(l.current_gen.unwrap_or(0) as u64, "", link_method, Confidence::High)
+                    .with_note(&maxes),
             );
             out.finding(
                 keys::LINK_PCIE_WIDTH,
@@ -417,7 +430,11 @@ fn body(t: &mut CudaTarget, b: &mut Bufs, max: u64, reps: usize, quick: bool) ->
         ),
         None => out.finding(
             keys::LINK_NOMINAL_BYTES_PER_S,
-            Finding::undetermined("bytes/s", "from the PCIe generation and width", "the link's generation or width is unknown"),
+            Finding::undetermined(
+                "bytes/s",
+                "from the PCIe generation and width",
+                "the link's generation or width is unknown",
+            ),
         ),
     }
     let enc = nominal.as_ref().map(|n| n.encoded_bytes_per_s);
@@ -447,7 +464,11 @@ fn body(t: &mut CudaTarget, b: &mut Bufs, max: u64, reps: usize, quick: bool) ->
                 &format!("the best unidirectional pinned plateau ({}) over link.nominal_bytes_per_s", best[d].1),
                 Confidence::High,
             )
-            .with_note(&format!("{:.1} % of the raw {:.2} GB/s", 100.0 * best[d].0 / n.raw_bytes_per_s, n.raw_bytes_per_s / 1e9)),
+            .with_note(&format!(
+                "{:.1} % of the raw {:.2} GB/s",
+                100.0 * best[d].0 / n.raw_bytes_per_s,
+                n.raw_bytes_per_s / 1e9
+            )),
             _ => Finding::undetermined("", "plateau over nominal rate", "the link's nominal rate is unknown"),
         };
         out.finding(key, f);
@@ -514,7 +535,10 @@ fn latency(t: &mut CudaTarget, b: &mut Bufs, out: &mut ProbeOutput, quick: bool)
         let t0 = std::time::Instant::now();
         unsafe {
             ck(sys::cuMemcpyHtoDAsync_v2(res, small.ptr, 8, s), "cuMemcpyHtoDAsync (8 bytes)")?;
-            ck(sys::cuMemcpyDtoHAsync_v2((small.ptr as *mut u8).add(8) as *mut c_void, res, 8, s), "cuMemcpyDtoHAsync (8 bytes)")?;
+            ck(
+                sys::cuMemcpyDtoHAsync_v2((small.ptr as *mut u8).add(8) as *mut c_void, res, 8, s),
+                "cuMemcpyDtoHAsync (8 bytes)",
+            )?;
             ck(sys::cuStreamSynchronize(s), "cuStreamSynchronize")?;
         }
         if i >= 20 {
