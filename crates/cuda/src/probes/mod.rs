@@ -9,6 +9,7 @@ mod l2bw;
 mod launch;
 mod link;
 mod link_fit;
+mod link_latency;
 mod link_time;
 mod peak;
 mod slices;
