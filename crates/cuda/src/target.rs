@@ -424,6 +424,8 @@ impl Drop for EventPair {
 impl Target for CudaTarget {
     fn info(&self) -> TargetInfo {
         use sys::CUdevice_attribute as A;
+        // (a run of several GPUs asks from each GPU's own thread: make this one's context current)
+        let _ = self.gpu.bind();
         let mut d = serde_json::Map::new();
         let a = |x| self.gpu.attr(x).ok();
         d.insert("compute_capability".into(), format!("{}.{}", self.gpu.cc.0, self.gpu.cc.1).into());

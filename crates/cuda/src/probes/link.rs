@@ -190,7 +190,11 @@ fn check(t: &mut CudaTarget, b: &mut Bufs, path: Path, dir: Dir, bytes: u64) -> 
     let win = 512usize.min(words);
     let starts = [0, (words / 2).saturating_sub(win / 2), words - win];
     match dir {
-        Dir::H2d => t.gpu.memset(b.dev_a, bytes)?,
+        Dir::H2d => {
+            // (the memset runs on the legacy stream, which does not order the non-blocking ones)
+            t.gpu.memset(b.dev_a, bytes)?;
+            t.gpu.sync()?;
+        }
         Dir::D2h => {
             let dst: &mut [u64] = if path == Path::Pageable { &mut b.pageable } else { b.host_b.words() };
             for &s in &starts {
