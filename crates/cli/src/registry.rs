@@ -6,6 +6,7 @@ use memscope_core::Probe;
 /// Every probe memscope knows, in run order.
 pub fn all() -> Vec<Box<dyn Probe>> {
     let mut v = memscope_probe::probes();
+    v.extend(memscope_probe::host_probes());
     v.extend(memscope_cpu::probes());
     v.extend(memscope_cuda::probes());
     v.extend(memscope_sim::probes());

@@ -37,6 +37,11 @@ pub fn probes() -> Vec<Box<dyn Probe>> {
         Box::new(l2ways::L2WaysProbe),
         Box::new(policy::L2PolicyProbe),
         Box::new(dram::DramProbe),
-        Box::new(peer::PeerProbe),
     ]
+}
+
+/// The probes of a whole host rather than one memory hierarchy (issue 16: the peer matrix), kept
+/// apart from `probes()` because they apply only where the target describes its peers.
+pub fn host_probes() -> Vec<Box<dyn Probe>> {
+    vec![Box::new(peer::PeerProbe)]
 }
