@@ -1,5 +1,6 @@
 //! `memscope export accel-sim RESULTS.json --out DIR`: a GPGPU-Sim / Accel-Sim configuration
-//! from a GPU run's results (memscope-export); wiring only.
+//! from a GPU run's results (memscope-export); `memscope export nvbandwidth RESULTS.json`: the
+//! interconnect findings in nvbandwidth's layout (memscope-report's nvbandwidth.rs); wiring only.
 
 use crate::error::{CliError, CliResult};
 use std::path::PathBuf;
@@ -21,10 +22,23 @@ pub enum ExportCommand {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
+    /// The interconnect findings (link and peer probes) in nvbandwidth's matrix layout, on stdout
+    /// (docs/INTERCONNECT.md).
+    Nvbandwidth {
+        /// A results file (memscope/1), or a merged one (`memscope merge`, results-all.json).
+        results: PathBuf,
+    },
 }
 
 pub fn run(args: Args) -> CliResult {
-    let ExportCommand::AccelSim { results, out } = args.command;
+    let (results, out) = match args.command {
+        ExportCommand::AccelSim { results, out } => (results, out),
+        ExportCommand::Nvbandwidth { results } => {
+            let (res, _) = crate::cmd_report::load_results(&results)?;
+            print!("{}", memscope_report::nvbandwidth::export(&res));
+            return Ok(());
+        }
+    };
     let (res, _) = crate::cmd_report::load_results(&results)?;
     let label = results.display().to_string();
     let e = memscope_export::accel_sim::export(&res.target, &res.findings, &label)

@@ -130,10 +130,22 @@ pub fn run(mut args: Args) -> CliResult {
     }
     let tool = crate::provenance::tool();
     let mut nth_non_cpu = 0usize;
+    // Several GPUs (or simulated GPUs): one thread each (crates/cli/src/run_gpus.rs).
+    let non_cpu = opened.iter().filter(|(s, _)| *s != TargetSpec::Cpu).count();
+    let parallel = non_cpu >= 2 && args.continue_from.is_none();
+    if parallel {
+        let new_doc = |info: &memscope_core::TargetInfo| Results::new(tool.clone(), info.clone(), env.clone());
+        let out = args.out.clone();
+        let path_for = |k: usize, id: &str| file_for(&out, k, id);
+        docs = crate::run_gpus::run_all(&mut opened, &probes, &args, &new_doc, &path_for, &mut failures)?;
+    }
 
     for (spec, target) in opened.iter_mut() {
         let id = spec.id();
         let is_cpu = *spec == TargetSpec::Cpu;
+        if parallel && !is_cpu {
+            continue;
+        }
         let path = match &args.continue_from {
             Some(p) => p.clone(),
             None => file_for(&args.out, if is_cpu { 0 } else { nth_non_cpu }, &id),
@@ -195,6 +207,14 @@ pub fn run(mut args: Args) -> CliResult {
         doc.environment.insert("finished_at".into(), serde_json::json!(crate::provenance::now()));
         crate::run_guard::write(path, doc, memscope_report::RunPhase::Finished)?;
     }
+    // Several documents: also all of them in one file (the `memscope merge` format).
+    if docs.len() > 1 && args.continue_from.is_none() {
+        let inputs = docs.iter().map(|(p, d)| (p.display().to_string(), d.clone())).collect();
+        let merged = memscope_report::fleet::merge(inputs, tool.clone(), &crate::provenance::now());
+        let all = args.out.join("results-all.json");
+        memscope_report::json::write_atomic(&all, &memscope_report::json::to_bytes(&merged))
+            .map_err(|e| CliError::failure(format!("cannot write {}: {e}", all.display())))?;
+    }
     // Outputs: --json, then the summary.
     if let Some(j) = &args.json {
         let bytes = docs.first().map(|(_, d)| memscope_report::json::to_bytes(d)).unwrap_or_default();
@@ -210,6 +230,9 @@ pub fn run(mut args: Args) -> CliResult {
         for (path, doc) in &docs {
             println!("{}", memscope_report::table::summary(doc));
             println!("results: {}", path.display());
+        }
+        if docs.len() > 1 {
+            println!("all targets in one file: {}", args.out.join("results-all.json").display());
         }
         println!("total time: {:.1} s", run_started.elapsed().as_secs_f64());
     }

@@ -20,6 +20,7 @@ mod progress;
 mod provenance;
 mod quantity;
 mod registry;
+mod run_gpus;
 mod run_guard;
 mod run_parallel;
 mod scheduler;

@@ -6,10 +6,28 @@ use memscope_core::Probe;
 /// Every probe memscope knows, in run order.
 pub fn all() -> Vec<Box<dyn Probe>> {
     let mut v = memscope_probe::probes();
+    v.extend(memscope_probe::host_probes());
     v.extend(memscope_cpu::probes());
     v.extend(memscope_cuda::probes());
     v.extend(memscope_sim::probes());
     v
+}
+
+/// The probes `memscope run` runs one GPU at a time when it measures several GPUs in parallel
+/// (issue 16), and why: they share what the GPUs of a host share.
+pub const ONE_GPU_AT_A_TIME: &[(&str, &str)] = &[
+    (
+        "link",
+        "host <-> device copies share the host's PCIe root complex, its memory bandwidth and its copy threads: beside \
+         another GPU's they would measure each other",
+    ),
+    ("peer", "the peer matrix drives every GPU of the host"),
+    ("l2.slices", "it runs ncu, which serializes the kernels it profiles and reads device-wide counters"),
+];
+
+/// Whether probe `key` runs one GPU at a time.
+pub fn one_gpu_at_a_time(key: &str) -> bool {
+    ONE_GPU_AT_A_TIME.iter().any(|(k, _)| *k == key)
 }
 
 /// The asked probe keys and, transitively, the probes they declare in `Probe::needs`.

@@ -335,6 +335,52 @@ fn fleet_compare_page_renders_in_headless_chromium() {
     screenshot(&bin, &page, "", &artefact_dir().join("compare-fleet.png"), "1400,1400");
 }
 
+/// The interconnect section (issue 16): four simulated GPUs of one host with one slowed link, run
+/// together; the report of GPU 0 shows the five peer matrices (four bandwidth, one latency).
+#[test]
+fn peer_matrix_report_renders_in_headless_chromium() {
+    let Some(bin) = chromium() else {
+        eprintln!("SKIPPED: no chromium in PATH (install Debian's `chromium`, or set MEMSCOPE_CHROMIUM)");
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let dump = Command::new(BIN).args(["sim", "dump", "--target", "sim:rtx4090"]).output().expect("sim dump");
+    let base: serde_json::Value = serde_json::from_slice(&dump.stdout).expect("hierarchy JSON");
+    let mut targets = vec![];
+    for i in 0..4 {
+        let mut h = base.clone();
+        h["name"] = serde_json::json!(format!("peer-gpu{i}"));
+        h["links"] = serde_json::json!({"gpus": 4, "index": i, "pairs": [{"from": 2, "to": 1, "bytes_per_s": 2.8e11}]});
+        let f = d.join(format!("g{i}.json"));
+        std::fs::write(&f, serde_json::to_vec(&h).unwrap()).unwrap();
+        targets.push(format!("sim:{}", f.display()));
+    }
+    let out = d.join("out");
+    // (latency too: the layout check measures the page's plots)
+    let t = targets.join(",");
+    memscope(&[
+        "run",
+        "--target",
+        &t,
+        "--quick",
+        "--quiet",
+        "--probes",
+        "latency,peer",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let page = d.join("peer.html");
+    memscope(&["report", out.join("results.json").to_str().unwrap(), "--html", page.to_str().unwrap()]);
+    let (dom, console) = load(&bin, &page, "", 1000);
+    assert!(console.is_empty(), "console output on the peer page: {console:#?}");
+    assert_eq!(body_attr(&dom, "rendered").as_deref(), Some("ok"));
+    assert_eq!(num(&dom, "peer"), 5.0, "four bandwidth matrices and the latency matrix");
+    assert!(dom.contains("class=\"outlier\""), "the slowed link is marked");
+    assert_layout(&bin, &page, "the peer matrix report");
+    screenshot(&bin, &page, "", &artefact_dir().join("report-peer.png"), "1400,1400");
+}
+
 /// The vadd page of a full wave of the 4090 (6,144 warps): from `memscope sim vadd --html` when
 /// that command writes one, else the simulator's replay rendered through the library.
 fn animation_page(d: &Path) -> Vec<u8> {

@@ -133,6 +133,10 @@ pub struct Hierarchy {
     /// ..." or "default ..."). Absent in presets built from the seeds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub provenance: Option<BTreeMap<String, String>>,
+    /// Extension (issue 16): the links of the simulated host this GPU belongs to (peer copies
+    /// and latencies for the peer probe); absent: the target has no peers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub links: Option<crate::links::LinksSpec>,
 }
 
 /// Fully associative TLB (seed 000 footnote 8: 16 entries, LRU, per SM, miss 4.4 ns).
@@ -331,6 +335,7 @@ impl Default for Hierarchy {
             noise: NoiseSpec::default(),
             sm: SmSpec::default(),
             provenance: None,
+            links: None,
         }
     }
 }
@@ -462,7 +467,7 @@ impl Hierarchy {
         };
         let mut top = Map::new();
         for (k, val) in map {
-            if !matches!(k.as_str(), "tlb" | "l1" | "l2" | "dram" | "noise" | "sm") {
+            if !matches!(k.as_str(), "tlb" | "l1" | "l2" | "dram" | "noise" | "sm" | "links") {
                 top.insert(k.clone(), val.clone());
             }
         }
@@ -481,6 +486,9 @@ impl Hierarchy {
         }
         if let Some(s) = map.get("sm") {
             h.sm = section("sm", s, &[])?;
+        }
+        if let Some(l) = map.get("links") {
+            h.links = Some(section("links", l, &["gpus", "index"])?);
         }
         h.validate()?;
         Ok(h)

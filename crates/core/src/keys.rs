@@ -254,6 +254,42 @@ pub fn cpu_os_capacity_bytes(level: &str) -> String {
     format!("cpu.{level}.os_capacity_bytes")
 }
 
+// The interconnect (issue 16): host <-> device and peer <-> peer, test names after nvbandwidth's.
+/// PCIe generation of the GPU's link (NVML, read after the copies).
+pub const LINK_PCIE_GEN: &str = "link.pcie_gen";
+/// PCIe lanes of the GPU's link (NVML).
+pub const LINK_PCIE_WIDTH: &str = "link.pcie_width";
+/// Nominal rate of one direction of that link after line encoding, bytes/s.
+pub const LINK_NOMINAL_BYTES_PER_S: &str = "link.nominal_bytes_per_s";
+/// Host <-> device latency: a pointer chase by one GPU thread over mapped pinned host memory.
+pub const LINK_HOST_DEVICE_LATENCY_NS: &str = "link.host_device_latency_sm_ns";
+/// A small (8-byte) host -> device -> host copy round trip timed on the host.
+pub const LINK_HOST_ROUND_TRIP_NS: &str = "link.host_round_trip_ns";
+/// The best host -> device plateau over the link's nominal rate.
+pub const LINK_H2D_FRACTION_OF_NOMINAL: &str = "link.host_to_device_fraction_of_nominal";
+/// The best device -> host plateau over the link's nominal rate.
+pub const LINK_D2H_FRACTION_OF_NOMINAL: &str = "link.device_to_host_fraction_of_nominal";
+/// Device-local copy through the copy engine (cuMemcpyDtoDAsync), bytes read + written per second.
+pub const BW_COPY_CE_BYTES_PER_S: &str = "bw.copy_ce_bytes_per_s";
+/// GPUs of the host the peer matrix spans.
+pub const PEER_GPUS: &str = "peer.gpus";
+/// Peer access per ordered pair: true, or the reason it is not possible.
+pub const PEER_ACCESS: &str = "peer.access";
+/// Peer latency matrix (ns): GPU row chases over GPU column's memory.
+pub const PEER_LATENCY_NS: &str = "peer.device_to_device_latency_sm_ns";
+/// The links more than the tolerance below (or, for latency, above) the matrix median.
+pub const PEER_OUTLIERS: &str = "peer.outliers";
+
+/// `link.<test>_bytes_per_s`: the large-size plateau of one host <-> device test.
+pub fn link_bytes_per_s(test: &str) -> String {
+    format!("link.{test}_bytes_per_s")
+}
+
+/// `peer.<test>_bytes_per_s`: one peer bandwidth matrix (JSON rows, null where not measured).
+pub fn peer_bytes_per_s(test: &str) -> String {
+    format!("peer.{test}_bytes_per_s")
+}
+
 /// `bw.<kind>_bytes_per_s` (kind: read, write, copy, ...).
 pub fn bw_bytes_per_s(kind: &str) -> String {
     format!("bw.{kind}_bytes_per_s")
@@ -376,6 +412,18 @@ pub const ALL: &[&str] = &[
     DRAM_INFLIGHT_90PCT_PER_SM_BYTES,
     CPU_LINE_BYTES,
     CPU_DRAM_LATENCY_NS,
+    LINK_PCIE_GEN,
+    LINK_PCIE_WIDTH,
+    LINK_NOMINAL_BYTES_PER_S,
+    LINK_HOST_DEVICE_LATENCY_NS,
+    LINK_HOST_ROUND_TRIP_NS,
+    LINK_H2D_FRACTION_OF_NOMINAL,
+    LINK_D2H_FRACTION_OF_NOMINAL,
+    BW_COPY_CE_BYTES_PER_S,
+    PEER_GPUS,
+    PEER_ACCESS,
+    PEER_LATENCY_NS,
+    PEER_OUTLIERS,
 ];
 
 /// The fixed keys that are measured quantities with a unit (the rest are counts, ratios, text).
@@ -446,6 +494,11 @@ pub const MEASURED: &[&str] = &[
     DRAM_INFLIGHT_90PCT_PER_SM_BYTES,
     CPU_LINE_BYTES,
     CPU_DRAM_LATENCY_NS,
+    LINK_NOMINAL_BYTES_PER_S,
+    LINK_HOST_DEVICE_LATENCY_NS,
+    LINK_HOST_ROUND_TRIP_NS,
+    BW_COPY_CE_BYTES_PER_S,
+    PEER_LATENCY_NS,
 ];
 
 #[cfg(test)]

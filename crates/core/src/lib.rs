@@ -9,6 +9,7 @@ pub mod gf2;
 pub mod hierarchy;
 pub mod keys;
 pub mod knee;
+pub mod links;
 pub mod model;
 pub mod probe;
 pub mod stats;

@@ -163,6 +163,11 @@ pub trait Target: Send {
     fn unusable(&self) -> Option<String> {
         None
     }
+    /// The host's peer GPUs as an instrument (crate::links), when this target has peers it can
+    /// measure (issue 16). Default: none.
+    fn peer_links(&mut self) -> Option<&mut dyn crate::links::PeerLinks> {
+        None
+    }
     /// Downcast hook for backend-specific probes (the CPU strided copy, GPU bandwidth...).
     fn as_any_mut(&mut self) -> &mut dyn Any;
 }

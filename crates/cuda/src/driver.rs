@@ -121,6 +121,11 @@ impl Gpu {
         }
     }
 
+    /// The primary context (peer access is enabled between contexts).
+    pub fn context(&self) -> sys::CUcontext {
+        self.ctx
+    }
+
     /// Why the process's CUDA state is unusable, if it is.
     pub fn poisoned(&self) -> Option<String> {
         self.poisoned.clone()

@@ -22,11 +22,13 @@ pub enum Module {
     Atomics,
     /// Bandwidth by level (L1 reads, L2 writes, one line's slice) and by parallelism.
     Levels,
+    /// Host <-> device and peer copies through the SMs, the stream gate, the link chase.
+    Link,
 }
 
 impl Module {
     /// Every module, for the compile-all test.
-    pub const ALL: [Module; 8] = [
+    pub const ALL: [Module; 9] = [
         Module::Chase,
         Module::Bw,
         Module::BwTma,
@@ -35,6 +37,7 @@ impl Module {
         Module::Smem,
         Module::Atomics,
         Module::Levels,
+        Module::Link,
     ];
 
     /// File name under kernels/.
@@ -48,6 +51,7 @@ impl Module {
             Module::Smem => "smem.cu",
             Module::Atomics => "atomics.cu",
             Module::Levels => "levels.cu",
+            Module::Link => "link.cu",
         }
     }
 
@@ -62,6 +66,7 @@ impl Module {
             Module::Smem => include_str!("../kernels/smem.cu"),
             Module::Atomics => include_str!("../kernels/atomics.cu"),
             Module::Levels => include_str!("../kernels/levels.cu"),
+            Module::Link => include_str!("../kernels/link.cu"),
         }
     }
 }

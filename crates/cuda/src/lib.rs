@@ -6,6 +6,7 @@ mod driver;
 pub mod kernels;
 pub mod nvml;
 pub mod ops;
+mod peer;
 pub mod probes;
 mod target;
 

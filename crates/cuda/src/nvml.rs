@@ -57,6 +57,31 @@ pub fn read(ordinal: usize, pci_bus_id: Option<&str>) -> Option<Reading> {
     })
 }
 
+/// A GPU's PCIe link as NVML reports it (issue 16: the link the host <-> device findings name).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PcieLink {
+    pub current_gen: Option<u32>,
+    pub current_width: Option<u32>,
+    pub max_gen: Option<u32>,
+    pub max_width: Option<u32>,
+}
+
+/// The PCIe link of GPU `ordinal` (matched by PCI bus id when given). None without NVML.
+pub fn pcie_link(ordinal: usize, pci_bus_id: Option<&str>) -> Option<PcieLink> {
+    let n = nvml()?;
+    let dev = match pci_bus_id {
+        Some(id) => n.device_by_pci_bus_id(id).or_else(|_| n.device_by_index(ordinal as u32)),
+        None => n.device_by_index(ordinal as u32),
+    }
+    .ok()?;
+    Some(PcieLink {
+        current_gen: dev.current_pcie_link_gen().ok(),
+        current_width: dev.current_pcie_link_width().ok(),
+        max_gen: dev.max_pcie_link_gen().ok(),
+        max_width: dev.max_pcie_link_width().ok(),
+    })
+}
+
 /// The NVML state of GPU `ordinal` as JSON for the results' environment (null fields where NVML
 /// is missing), plus the driver version.
 pub fn nvml_snapshot(ordinal: usize) -> Value {

@@ -46,6 +46,8 @@ pub struct CudaTarget {
     clock_hz: Option<f64>,
     pub(crate) sms: u32,
     pub(crate) l2_bytes: u64,
+    /// Every GPU of the host, opened on the first peer measurement (issue 16).
+    peers: Option<crate::peer::CudaPeers>,
 }
 
 impl CudaTarget {
@@ -63,6 +65,7 @@ impl CudaTarget {
             clock_hz: None,
             sms,
             l2_bytes,
+            peers: None,
         };
         t.clock_hz = t.measure_clock_hz().ok();
         Ok(t)
@@ -421,6 +424,8 @@ impl Drop for EventPair {
 impl Target for CudaTarget {
     fn info(&self) -> TargetInfo {
         use sys::CUdevice_attribute as A;
+        // (a run of several GPUs asks from each GPU's own thread: make this one's context current)
+        let _ = self.gpu.bind();
         let mut d = serde_json::Map::new();
         let a = |x| self.gpu.attr(x).ok();
         d.insert("compute_capability".into(), format!("{}.{}", self.gpu.cc.0, self.gpu.cc.1).into());
@@ -441,6 +446,9 @@ impl Target for CudaTarget {
         );
         d.insert("memory_clock_khz_attribute".into(), serde_json::json!(a(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)));
         d.insert("pci_bus_id".into(), serde_json::json!(self.gpu.pci_bus_id()));
+        // (the peer probe's applicability: the host's GPU count and which one this is)
+        d.insert("host_gpus".into(), serde_json::json!(crate::driver::device_count().unwrap_or(1)));
+        d.insert("host_gpu_index".into(), serde_json::json!(self.gpu.ordinal));
         d.insert(
             "clock_method".into(),
             "clock64 cycles over 20 ms of %globaltimer, one thread, after a 50 ms spin".into(),
@@ -520,6 +528,19 @@ impl Target for CudaTarget {
 
     fn unusable(&self) -> Option<String> {
         self.gpu.poisoned()
+    }
+
+    fn peer_links(&mut self) -> Option<&mut dyn memscope_core::links::PeerLinks> {
+        let n = crate::driver::device_count().ok()?;
+        if n < 2 {
+            return None;
+        }
+        if self.peers.is_none() {
+            self.peers = crate::peer::CudaPeers::open(n).ok();
+            // (the target's own context stays current for its other probes)
+            let _ = self.gpu.bind();
+        }
+        self.peers.as_mut().map(|p| p as &mut dyn memscope_core::links::PeerLinks)
     }
 
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {

@@ -420,3 +420,29 @@ fn l1share_probe_reports_what_shares_storage() {
         }
     }
 }
+
+/// The link probe (issue 16) on the GPU, --quick: every test's plateau is a positive rate with a
+/// series, pinned copies beat pageable ones or match them, the chase over host memory is slower
+/// than any on-device latency (> 300 ns), and on a one-GPU host the peer matrix is waived.
+#[test]
+#[ignore = "needs a CUDA GPU; run scripts/gpu-test.sh"]
+fn link_probe_measures_the_host_link() {
+    use memscope_core::{keys, NoProgress, Probe, ProbeContext};
+    let Some(mut t) = gpu() else { return };
+    let earlier = Default::default();
+    let mut ctx = ProbeContext { target: &mut t, quick: true, progress: &NoProgress, earlier: &earlier };
+    let out = memscope_cuda::probes::LinkProbe.run(&mut ctx).expect("link probe");
+    for name in memscope_cuda::probes::LINK_TEST_NAMES {
+        let v = out.findings[&keys::link_bytes_per_s(name)].as_f64().unwrap();
+        assert!(v > 1e9 && v < 1e12, "{name}: {v}");
+        assert!(out.series.contains_key(&format!("link.{name}")), "{name}");
+    }
+    let lat = out.findings[keys::LINK_HOST_DEVICE_LATENCY_NS].as_f64().unwrap();
+    assert!(lat > 300.0 && lat < 20_000.0, "host_device_latency_sm {lat} ns");
+    let rt = out.findings[keys::LINK_HOST_ROUND_TRIP_NS].as_f64().unwrap();
+    assert!(rt > 1000.0, "round trip {rt} ns");
+    if memscope_cuda::device_count().unwrap() == 1 {
+        assert_eq!(t.info().details["host_gpus"], serde_json::json!(1));
+        assert!(t.peer_links().is_none(), "one GPU: no peer instrument");
+    }
+}

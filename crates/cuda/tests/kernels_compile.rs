@@ -134,3 +134,17 @@ fn shared_memory_atomics_and_level_ptx_have_the_intended_instructions() {
         assert!(body.matches("ld.global.cg.v4.u32").count() > u, "par_read_u{u}: {u} loads in flight and the tail");
     }
 }
+
+#[test]
+fn link_ptx_chases_uncached_and_copies_16_bytes() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let ptx = compile_ptx(Module::Link.source(), "link.cu", "sm_90").unwrap();
+    let chase = entry(&ptx, "link_chase");
+    assert!(chase.contains("ld.global.cv.u64"), "link_chase must load with .cv (no cached copy)");
+    assert!(chase.contains("%globaltimer") && chase.contains("%clock64"));
+    let copy = entry(&ptx, "link_copy");
+    assert!(copy.contains(".v4.u32") || copy.contains(".v4.b32"), "link_copy must move 16-byte words");
+    assert!(entry(&ptx, "link_spin").contains("ld.volatile"), "the gate must re-read its flag");
+}

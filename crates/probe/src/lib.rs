@@ -16,6 +16,7 @@ pub mod latency;
 pub mod latency_parts;
 pub mod line;
 pub mod measure;
+pub mod peer;
 pub mod penalty;
 pub mod policy;
 pub mod segment;
@@ -41,4 +42,10 @@ pub fn probes() -> Vec<Box<dyn Probe>> {
         Box::new(policy::L2PolicyProbe),
         Box::new(dram::DramProbe),
     ]
+}
+
+/// The probes of a whole host rather than one memory hierarchy (issue 16: the peer matrix), kept
+/// apart from `probes()` because they apply only where the target describes its peers.
+pub fn host_probes() -> Vec<Box<dyn Probe>> {
+    vec![Box::new(peer::PeerProbe)]
 }

@@ -45,6 +45,10 @@ svg.diagram .bt{font-weight:700;font-size:13px;text-anchor:middle}svg.diagram .b
 svg.diagram .lane-t{font-weight:700;font-size:12px}svg.diagram .arrow{stroke:#555;stroke-width:1.5}
 .dot{display:inline-block;width:9px;height:9px;border-radius:50%;margin-right:5px}
 .prov{max-width:900px}.prov code{overflow-wrap:anywhere}.prov td:first-child{color:#555;white-space:nowrap}code{font-size:12px}
+table.peer,table.links{border-collapse:collapse;font-size:13px;background:#fff;margin:8px 0}
+table.peer th,table.peer td,table.links th,table.links td{border:1px solid #e0e0e0;padding:3px 8px;text-align:right}
+table.peer caption{text-align:left;font-weight:600;padding:4px 0}table.peer td.outlier{background:#fde3d9;color:#b3541e;font-weight:600}
+table.peer td.na{color:#999}table.links td:first-child{text-align:left}
 details pre{max-height:320px;overflow:auto;background:#f6f6f6;padding:6px;font-size:11px}summary{cursor:pointer;color:#0072B2}
 "#;
 
@@ -362,6 +366,9 @@ pub fn report(results: &Results, model: Option<&Value>) -> String {
         h.push_str("<p class=\"note\">The results file holds no series.</p>");
     }
     let _ = write!(h, "<div class=\"plots\">{}</div></section>", figs.join(""));
+    if let Some(s) = crate::links_view::section(results) {
+        h.push_str(&s);
+    }
     match (&model_view, model) {
         (Some(m), _) => h.push_str(&roofline::section(m)),
         (None, Some(_)) => h.push_str(
@@ -380,7 +387,8 @@ pub fn report(results: &Results, model: Option<&Value>) -> String {
     h.push_str(
         "<script>(function(){var b=document.body;b.dataset.plots=document.querySelectorAll('svg.plot').length;\
          b.dataset.diagram=document.querySelectorAll('#hierarchy g.lvl').length;\
-         b.dataset.findings=Math.max(0,document.querySelectorAll('#findings tr').length-1);b.dataset.rendered='ok';})();</script>",
+         b.dataset.findings=Math.max(0,document.querySelectorAll('#findings tr').length-1);\
+         b.dataset.peer=document.querySelectorAll('#interconnect table.peer').length;b.dataset.rendered='ok';})();</script>",
     );
     h.push_str("</body></html>\n");
     h

@@ -33,6 +33,7 @@ pub mod evqueue;
 pub mod fastindex;
 pub mod hash;
 mod hostcpu;
+pub mod links;
 pub mod machine;
 pub mod presets;
 pub mod replay;

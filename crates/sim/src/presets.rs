@@ -84,6 +84,7 @@ pub fn rtx4090() -> Hierarchy {
             port_bytes_per_cycle: 32.0,
         },
         provenance: None,
+        links: None,
     }
 }
 

@@ -35,6 +35,8 @@ pub struct SimTarget {
     pre_batch: Vec<Pre>,
     pre_table: Vec<Pre>,
     staged: Staged,
+    /// The simulated host's links (issue 16), when the hierarchy has a `links` section.
+    links: Option<crate::links::SimLinks>,
 }
 
 /// What the chases on a target cost the host (the simulator's speed on a real workload, e.g. a
@@ -85,7 +87,9 @@ impl SimTarget {
         let id = format!("sim:{}", h.name);
         let next_va = 1u64 << (h.address_bits - 1);
         let noise = SplitMix(h.noise.seed);
+        let links = h.links.clone().map(|l| crate::links::SimLinks::new(l, h.noise.seed));
         Ok(SimTarget {
+            links,
             m: Machine::new(h),
             id,
             maps: Vec::new(),
@@ -343,6 +347,11 @@ impl Target for SimTarget {
         if let Some(b) = h.l2.driver_reported_bytes {
             details.insert("l2_cache_bytes_attribute".into(), b.into());
         }
+        if let Some(l) = &h.links {
+            // (the peer probe's applicability reads these; the CUDA target sets the same two)
+            details.insert("host_gpus".into(), serde_json::json!(l.gpus));
+            details.insert("host_gpu_index".into(), serde_json::json!(l.index));
+        }
         TargetInfo {
             kind: "sim".into(),
             id: self.id.clone(),
@@ -404,6 +413,10 @@ impl Target for SimTarget {
         self.work.chases += 1;
         self.work.cpu_s += thread_cpu_s() - c0;
         r
+    }
+
+    fn peer_links(&mut self) -> Option<&mut dyn memscope_core::links::PeerLinks> {
+        self.links.as_mut().map(|l| l as &mut dyn memscope_core::links::PeerLinks)
     }
 
     fn as_any_mut(&mut self) -> &mut dyn Any {

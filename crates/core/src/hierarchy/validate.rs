@@ -121,6 +121,11 @@ impl Hierarchy {
     /// Check every field; the error names the first offending one.
     pub fn validate(&self) -> Result<(), HierarchyError> {
         let h = self;
+        if let Some(l) = &h.links {
+            if let Err((field, message)) = l.validate() {
+                return err(field, message);
+            }
+        }
         if !(h.clock_hz.is_finite() && h.clock_hz > 0.0) {
             return err("clock_hz", format!("must be > 0 (got {})", h.clock_hz));
         }

@@ -8,8 +8,13 @@
 //! is then measured afresh with it (7 samples), so the pick's luck does not inflate the figure. Each
 //! sample times a batch of launches with events (>= ~2 ms); the value is the median of the samples.
 //! Every copy candidate is checked (destination poisoned, copied, compared) before it is timed, and
-//! each size's winner again after it. A copy counts the bytes read plus the bytes written.
+//! each size's winner again after it. A copy counts the bytes read plus the bytes written. The
+//! device-local copy through the copy engines (cuMemcpyDtoDAsync, nvbandwidth's device_local_copy)
+//! is measured at every size on its own as well (`bw.copy_ce_bytes_per_s`, issue 16): the one
+//! place for device-local copies.
 
+use super::bw_ce::copy_engine_curve;
+pub(crate) use super::timing::timed;
 use super::{cuda_only, run_gpu, summarize};
 use crate::kernels::Module;
 use crate::CudaTarget;
@@ -74,7 +79,7 @@ const TMA_SHAPES: [(u32, u32, u32); 8] = [
 /// One candidate: a bw.cu kernel variant with a launch shape, a TMA copy shape, or the driver's
 /// own copy (cuMemcpyDtoDAsync) or fill (cuMemsetD32Async).
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Config {
+pub(super) enum Config {
     Kernel { variant: usize, shape: (u32, u32) },
     Tma { chunk: u32, stages: u32, per_sm: u32 },
     Driver,
@@ -82,7 +87,7 @@ enum Config {
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 #[repr(usize)]
-enum Kind {
+pub(super) enum Kind {
     Read,
     Write,
     Copy,
@@ -182,7 +187,7 @@ impl Config {
     }
 }
 
-struct Bufs {
+pub(super) struct Bufs {
     a: u64,
     b: u64,
     sink: u64,
@@ -240,7 +245,7 @@ fn median_of(secs: &[f64]) -> f64 {
 }
 
 /// Seconds per launch: `reps` samples, each a batch of launches (>= ~2 ms) timed with events.
-fn time_per_launch(
+pub(super) fn time_per_launch(
     t: &mut CudaTarget,
     k: Kind,
     bufs: &Bufs,
@@ -265,41 +270,6 @@ fn time_per_launch(
         out.push(ms / 1e3 / batch as f64);
     }
     Ok(out)
-}
-
-/// Milliseconds for `n` calls of `f` between two events on `stream`.
-pub(crate) fn timed(
-    t: &mut CudaTarget,
-    stream: cudarc::driver::sys::CUstream,
-    n: usize,
-    mut f: impl FnMut(&mut CudaTarget) -> Result<(), TargetError>,
-) -> Result<f64, TargetError> {
-    use crate::driver::ck;
-    use cudarc::driver::sys;
-    let mut a = std::ptr::null_mut();
-    let mut b = std::ptr::null_mut();
-    unsafe {
-        ck(sys::cuEventCreate(&mut a, sys::CUevent_flags::CU_EVENT_DEFAULT as u32), "cuEventCreate")?;
-        ck(sys::cuEventCreate(&mut b, sys::CUevent_flags::CU_EVENT_DEFAULT as u32), "cuEventCreate")?;
-    }
-    let res = (|| {
-        unsafe { ck(sys::cuEventRecord(a, stream), "cuEventRecord")? };
-        for _ in 0..n {
-            f(t)?;
-        }
-        unsafe {
-            ck(sys::cuEventRecord(b, stream), "cuEventRecord")?;
-            ck(sys::cuEventSynchronize(b), "kernel execution (cuEventSynchronize)")?;
-            let mut ms = 0f32;
-            ck(sys::cuEventElapsedTime_v2(&mut ms, a, b), "cuEventElapsedTime")?;
-            Ok(ms as f64)
-        }
-    })();
-    unsafe {
-        let _ = sys::cuEventDestroy_v2(a);
-        let _ = sys::cuEventDestroy_v2(b);
-    }
-    res
 }
 
 /// Fill `n32` words at `p` with random bits (mask, or).
@@ -341,7 +311,7 @@ fn sizes(max: u64) -> Vec<u64> {
 }
 
 /// "4 KiB", "64 MiB", "4 GiB".
-fn size_label(b: u64) -> String {
+pub(super) fn size_label(b: u64) -> String {
     match b {
         b if b >= 1 << 30 => format!("{} GiB", b >> 30),
         b if b >= 1 << 20 => format!("{} MiB", b >> 20),
@@ -513,6 +483,12 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
                     "; the finding's batch timed {final_tries} times (a batch's range over {:.0} % of its median is timed again), the fastest median kept",
                     100.0 * FINAL_RANGE
                 ));
+            }
+            if k == Kind::Copy {
+                // The copy engine's device-local copy beside the SMs' (nvbandwidth's device_local_copy).
+                let (f, sr) = copy_engine_curve(t, &bufs, &all_sizes, reps)?;
+                out.finding(keys::BW_COPY_CE_BYTES_PER_S, f);
+                out.series("bw.copy_ce", sr);
             }
             out.finding(
                 &keys::bw_bytes_per_s(k.name()),

@@ -8,6 +8,7 @@
 
 mod atomics;
 mod bw;
+mod bw_ce;
 mod coalesce;
 mod constmem;
 mod inflight;
@@ -15,6 +16,10 @@ mod l1share;
 mod l2bw;
 mod launch;
 mod levelbw;
+mod link;
+mod link_fit;
+mod link_latency;
+mod link_time;
 mod peak;
 mod slices;
 mod sm_chase;
@@ -23,6 +28,7 @@ mod smem;
 mod smem_fit;
 mod store;
 mod texture;
+mod timing;
 
 use crate::CudaTarget;
 use memscope_core::stats::Sample;
@@ -37,6 +43,7 @@ pub use l1share::L1ShareProbe;
 pub use l2bw::L2BwProbe;
 pub use launch::LaunchProbe;
 pub use levelbw::LevelBwProbe;
+pub use link::{LinkProbe, TEST_NAMES as LINK_TEST_NAMES};
 pub use peak::PeakProbe;
 pub use slices::hammer as slices_hammer;
 pub use slices::SlicesProbe;
@@ -62,6 +69,7 @@ pub fn all() -> Vec<Box<dyn Probe>> {
         Box::new(AtomicsProbe),
         Box::new(LevelBwProbe),
         Box::new(InflightProbe),
+        Box::new(LinkProbe),
     ]
 }
 
