@@ -67,7 +67,7 @@ impl MatmulShape {
     /// the condition of cuBLAS's vectorised (tensor-core) kernels. M does not enter (row-major).
     pub fn aligned_16_bytes(&self) -> bool {
         let per = (16.0 / self.dtype.size_bytes()) as u64;
-        self.k % per == 0 && self.n % per == 0
+        self.k.is_multiple_of(per) && self.n.is_multiple_of(per)
     }
     /// The alignment class's name, for messages.
     pub fn alignment_class(&self) -> &'static str {
