@@ -7,7 +7,8 @@
 #   there: bash scripts/device/compose.sh target/gpu-run/memscope OUTDIR
 # Writes OUTDIR/compose-run1.json, compose-run2.json, compose-run{1,2}-log.txt (stderr progress and
 # the printed tables; the summary table is at the end of each) and OUTDIR/log.txt. Each run is
-# limited to 110 s (the whole script stays under 4 minutes); a failed run does not stop the next.
+# limited to 58 s (one took 17-25 s on the H200 on 2026-12-01; the whole script stays under 2
+# minutes); a failed run does not stop the next.
 # Never changes clocks, power or modes.
 set -u
 bin=${1:?usage: compose.sh MEMSCOPE_BINARY OUTDIR}
@@ -19,9 +20,9 @@ export MEMSCOPE_NO_SCHEDULER=1
   echo "== $(date -u +%FT%TZ) host $(hostname), $(nproc) CPUs"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv 2>&1 || true
   for run in 1 2; do
-    echo "== run $run: timeout 110 $bin batch --compose --out $out/compose-run$run.json"
+    echo "== run $run: timeout 58 $bin batch --compose --out $out/compose-run$run.json"
     start=$(date +%s%N)
-    timeout 110 "$bin" batch --compose --out "$out/compose-run$run.json" >"$out/compose-run$run-log.txt" 2>&1
+    timeout 58 "$bin" batch --compose --out "$out/compose-run$run.json" >"$out/compose-run$run-log.txt" 2>&1
     echo "rc=$? wall_ms=$(( ($(date +%s%N) - start) / 1000000 ))"
     # The run's summary: everything from the summary table on.
     sed -n '/^model .*ctx .*dtype/,$p' "$out/compose-run$run-log.txt"

@@ -16,6 +16,9 @@ fn print_ceilings(r: &ComposeRun) {
     for (k, v) in &c.host_issue_s {
         println!("  host issue per launch, {k:<10} {}", fmt_s(*v));
     }
+    for (k, v) in &c.host_issue_idle_s {
+        println!("  host issue, device idle, {k:<8} {}", fmt_s(*v));
+    }
     println!("  host issue per graph launch       {}", fmt_s(c.host_issue_graph_s));
     println!("  device gap per kernel, stream     {}", fmt_s(c.gap_stream_s));
     println!("  device gap per kernel, graph      {}", fmt_s(c.gap_graph_s));
@@ -30,11 +33,28 @@ fn print_ceilings(r: &ComposeRun) {
             l.bytes_per_s / 1e9
         );
     }
+    println!("  {:>16} {:>12}", "bytes in flight", "DRAM, 8-byte loads");
+    for d in &c.dram_curve_8b {
+        println!("  {:>13.0} KiB {:>9.0} GB/s", d.bytes_in_flight / 1024.0, d.bytes_per_s / 1e9);
+    }
     for dtype in ["fp32", "fp16"] {
-        let e: Vec<f64> =
-            r.compose_ceilings.calibration.iter().filter(|p| p.shape.ends_with(dtype)).map(|p| p.efficiency).collect();
-        let (lo, hi) = e.iter().fold((f64::MAX, 0.0f64), |(a, b), &x| (a.min(x), b.max(x)));
-        println!("  matmul calibration {dtype}: {} shapes, efficiency {:.1}%..{:.1}%", e.len(), 100.0 * lo, 100.0 * hi);
+        for aligned in [true, false] {
+            let e: Vec<f64> = c
+                .matmul
+                .iter()
+                .zip(&r.compose_ceilings.calibration)
+                .filter(|(s, _)| s.shape.dtype.name() == dtype && s.shape.aligned_16_bytes() == aligned)
+                .map(|(_, p)| p.efficiency)
+                .collect();
+            let (lo, hi) = e.iter().fold((f64::MAX, 0.0f64), |(a, b), &x| (a.min(x), b.max(x)));
+            let class = if aligned { "16-byte-aligned rows" } else { "unaligned rows" };
+            println!(
+                "  matmul calibration {dtype}, {class}: {} shapes, efficiency {:.1}%..{:.1}%",
+                e.len(),
+                100.0 * lo,
+                100.0 * hi
+            );
+        }
     }
 }
 

@@ -4,8 +4,13 @@
 //! terms come from ceilings measured on *other* operations: bandwidth reached with a given number
 //! of bytes in flight (DRAM and L2), the peak per precision, the minimum work of a kernel that
 //! touches memory, and the matrix-product efficiency by shape interpolated from a calibration
-//! sweep that must not contain a predicted shape. Pure: no I/O, no CUDA (docs/MODEL.md,
-//! "A composition that holds").
+//! sweep that must not contain a predicted shape, interpolated only among calibration products of
+//! the same alignment class (row lengths K and N a multiple of 16 bytes or not: cuBLAS's fast
+//! half-precision kernels need it, so an LM head of 50,257 columns runs on another curve). Kernels
+//! whose lanes load 8-byte vectors (fp16 attention) read the DRAM curve measured with 8-byte loads.
+//! On a stream, a launch's host cost is the larger of its issue time with the device blocked and
+//! with the device idle (the host-bound regime of a small step). Pure: no I/O, no CUDA
+//! (docs/MODEL.md, "A composition that holds").
 //!
 //! ```text
 //! T_step = sum_i [ g_mode + max(work terms of kernel i) ] + o_mode
@@ -58,6 +63,24 @@ impl MatmulShape {
     pub fn label(&self) -> String {
         format!("{}x{} @ {}x{} {}", self.m, self.k, self.k, self.n, self.dtype.name())
     }
+    /// Whether the rows of A (K elements) and of W and C (N elements) start on 16-byte boundaries:
+    /// the condition of cuBLAS's vectorised (tensor-core) kernels. M does not enter (row-major).
+    pub fn aligned_16_bytes(&self) -> bool {
+        let per = (16.0 / self.dtype.size_bytes()) as u64;
+        self.k.is_multiple_of(per) && self.n.is_multiple_of(per)
+    }
+    /// The alignment class's name, for messages.
+    pub fn alignment_class(&self) -> &'static str {
+        if self.aligned_16_bytes() {
+            "16-byte-aligned rows"
+        } else {
+            "unaligned rows"
+        }
+    }
+}
+
+fn sixteen() -> f64 {
+    16.0
 }
 
 /// The operation counts of one kernel of a step: everything the composition knows about it.
@@ -74,6 +97,9 @@ pub struct KernelCount {
     pub l2_bytes: f64,
     /// Bytes the whole grid has in flight at once (threads x independent loads x load width).
     pub bytes_in_flight: f64,
+    /// Width of one lane's load, bytes (16 for a float4 / uint4; 8 for fp16 attention's uint2).
+    #[serde(default = "sixteen")]
+    pub load_bytes: f64,
     /// Set for matrix products: their work comes from the calibration curve.
     pub matmul: Option<MatmulShape>,
 }
@@ -100,6 +126,9 @@ pub struct ComposeCeilings {
     pub isolated_launch_s: f64,
     /// Host time to enqueue one launch, by path: "kernel", "blas.fp32", "blas.fp16".
     pub host_issue_s: BTreeMap<String, f64>,
+    /// The same with the device idle (each launch finds the previous one finished), by path.
+    #[serde(default)]
+    pub host_issue_idle_s: BTreeMap<String, f64>,
     /// Host time to enqueue one graph launch.
     pub host_issue_graph_s: f64,
     /// Device time per back-to-back empty kernel on a stream (the host kept ahead).
@@ -112,8 +141,11 @@ pub struct ComposeCeilings {
     pub min_work_s: f64,
     /// The same from an L2-resident buffer (kernels that touch only activations).
     pub min_work_l2_s: f64,
-    /// Read bandwidth from device memory by bytes in flight (ascending).
+    /// Read bandwidth from device memory by bytes in flight (ascending), 16-byte loads.
     pub dram_curve: Vec<CurvePoint>,
+    /// The same with 8-byte loads (kernels whose lanes load 8 bytes).
+    #[serde(default)]
+    pub dram_curve_8b: Vec<CurvePoint>,
     /// Read bandwidth from L2 by bytes in flight (ascending).
     pub l2_curve: Vec<CurvePoint>,
     /// Sustained read bandwidth (the matrix products' roofline), bytes/s.
@@ -126,9 +158,13 @@ pub struct ComposeCeilings {
 
 /// The composition's inputs (the fields of `ComposeCeilings`), each with what it is and how it is
 /// measured; written into the results so every prediction lists its inputs.
-pub const PREDICTION_INPUTS: [(&str, &str); 14] = [
+pub const PREDICTION_INPUTS: [(&str, &str); 16] = [
     ("isolated_launch_s", "one empty-kernel launch then a synchronisation (reported, not used)"),
     ("host_issue_s", "host time to enqueue one launch (our kernel; a cuBLAS call per precision), device blocked"),
+    (
+        "host_issue_idle_s",
+        "the same with the device idle (launches with no spin kernel ahead, then a synchronisation)",
+    ),
     ("host_issue_graph_s", "host time to enqueue one graph launch, device blocked"),
     ("gap_stream_s", "device time per empty kernel queued back to back on a stream behind a spin kernel"),
     ("gap_graph_s", "device time per empty kernel in a graph (slope over 1 and 256 kernels)"),
@@ -139,10 +175,14 @@ pub const PREDICTION_INPUTS: [(&str, &str); 14] = [
     ),
     ("min_work_l2_s", "the same from an L2-resident buffer"),
     ("dram_curve", "read bandwidth from device memory by bytes in flight (a read kernel, grids 1..4,224 blocks)"),
+    ("dram_curve_8b", "the same with 8-byte loads per thread (the kernel's uint2 variant)"),
     ("l2_curve", "read bandwidth from L2 by bytes in flight (same kernel, an L2-resident buffer)"),
     ("dram_bytes_per_s", "sustained read bandwidth of the seed-003 ceilings (buffers >= 4 x L2)"),
     ("peak_flops_per_s", "best cuBLAS product at 4,096..8,192 per precision (seed-003 ceilings)"),
-    ("matmul", "work per call of the calibration products (shapes none of the step's), graph-timed"),
+    (
+        "matmul",
+        "work per call of the calibration products (shapes none of the step's; 16-byte-aligned and unaligned rows), graph-timed",
+    ),
     (
         "(operation counts)",
         "FLOPs, DRAM and L2 bytes, bytes in flight and shapes of each kernel: counted, not measured",
@@ -154,7 +194,7 @@ pub enum ComposeError {
     #[error("the calibration sweep contains the predicted shape {0}: calibrate on other shapes")]
     CalibrationIncludesPredictedShape(String),
     #[error("no calibration product in {0}")]
-    NoCalibration(&'static str),
+    NoCalibration(String),
     #[error("the ceilings have no {what} for '{key}'")]
     Missing { what: &'static str, key: String },
     #[error("the {0} bandwidth curve is empty or not positive")]
@@ -241,13 +281,15 @@ fn coords(s: &MatmulShape) -> (f64, f64) {
 pub const NEIGHBOURS: usize = 4;
 
 /// The efficiency (roofline / work) of `shape`, interpolated from the calibration products of its
-/// precision: inverse-square-distance weighted geometric mean of the `NEIGHBOURS` nearest in
-/// (log2 FLOPs, log2 intensity). Refuses a calibration that contains `shape` itself.
+/// precision and alignment class (`MatmulShape::aligned_16_bytes`): inverse-square-distance
+/// weighted geometric mean of the `NEIGHBOURS` nearest in (log2 FLOPs, log2 intensity). Refuses a
+/// calibration that contains `shape` itself.
 pub fn matmul_efficiency(c: &ComposeCeilings, shape: &MatmulShape) -> Result<f64, ComposeError> {
     let peak = peak(c, shape.dtype)?;
     let (x, y) = coords(shape);
     let mut near: Vec<(f64, f64)> = Vec::new();
-    for s in c.matmul.iter().filter(|s| s.shape.dtype == shape.dtype) {
+    let class = shape.aligned_16_bytes();
+    for s in c.matmul.iter().filter(|s| s.shape.dtype == shape.dtype && s.shape.aligned_16_bytes() == class) {
         if s.shape == *shape {
             return Err(ComposeError::CalibrationIncludesPredictedShape(shape.label()));
         }
@@ -257,7 +299,7 @@ pub fn matmul_efficiency(c: &ComposeCeilings, shape: &MatmulShape) -> Result<f64
         near.push(((sx - x).powi(2) + (sy - y).powi(2), e));
     }
     if near.is_empty() {
-        return Err(ComposeError::NoCalibration(shape.dtype.name()));
+        return Err(ComposeError::NoCalibration(format!("{}, {}", shape.dtype.name(), shape.alignment_class())));
     }
     near.sort_by(|a, b| a.0.total_cmp(&b.0));
     near.truncate(NEIGHBOURS);
@@ -280,12 +322,32 @@ fn peak(c: &ComposeCeilings, dtype: Dtype) -> Result<f64, ComposeError> {
         .ok_or_else(|| ComposeError::Missing { what: "peak", key: dtype.name().into() })
 }
 
+/// A launch's host cost on a stream: the larger of its issue time with the device blocked and with
+/// the device idle (absent in older ceilings: then the blocked one alone).
 fn host_issue(c: &ComposeCeilings, k: &KernelCount) -> Result<f64, ComposeError> {
     let key = match k.path {
         LaunchPath::Kernel => "kernel".to_string(),
         LaunchPath::Blas => format!("blas.{}", k.dtype.name()),
     };
-    c.host_issue_s.get(&key).copied().ok_or(ComposeError::Missing { what: "host issue time", key })
+    let blocked =
+        c.host_issue_s.get(&key).copied().ok_or(ComposeError::Missing { what: "host issue time", key: key.clone() })?;
+    let idle = finite(c.host_issue_idle_s.get(&key).copied().unwrap_or(0.0), "idle host issue")?;
+    Ok(finite(blocked, "host issue")?.max(idle))
+}
+
+/// The DRAM curve for a kernel's load width: 8-byte loads (or narrower) read the 8-byte curve.
+fn dram_curve_for<'a>(
+    c: &'a ComposeCeilings,
+    k: &KernelCount,
+) -> Result<(&'a [CurvePoint], &'static str), ComposeError> {
+    if finite(k.load_bytes, "load bytes")? <= 8.0 {
+        if c.dram_curve_8b.is_empty() {
+            return Err(ComposeError::Missing { what: "DRAM curve", key: "8-byte loads".into() });
+        }
+        Ok((&c.dram_curve_8b, "dram 8-byte"))
+    } else {
+        Ok((&c.dram_curve, "dram"))
+    }
 }
 
 /// One kernel: the mode's launch gap plus the largest of its work terms.
@@ -306,7 +368,8 @@ pub fn predict_kernel(
     } else {
         let bif = finite(k.bytes_in_flight, "bytes in flight")?;
         if k.dram_bytes > 0.0 {
-            terms.insert("memory.dram".to_string(), k.dram_bytes / curve_bandwidth(&c.dram_curve, bif, "dram")?);
+            let (curve, name) = dram_curve_for(c, k)?;
+            terms.insert("memory.dram".to_string(), k.dram_bytes / curve_bandwidth(curve, bif, name)?);
         }
         if k.l2_bytes > 0.0 {
             terms.insert("memory.l2".to_string(), k.l2_bytes / curve_bandwidth(&c.l2_curve, bif, "l2")?);

@@ -93,6 +93,7 @@ fn layernorm(rows: u64, cols: u64, dtype: Dtype) -> KernelCount {
         dram_bytes: 0.0,
         l2_bytes: 2.0 * n * dtype.size_bytes() + 8.0 * cols as f64,
         bytes_in_flight: n * dtype.size_bytes(),
+        load_bytes: 16.0,
         matmul: None,
     }
 }
@@ -108,6 +109,7 @@ fn elementwise(kind: &str, n: u64, inputs: f64, flops_per: f64, dtype: Dtype) ->
         dram_bytes: 0.0,
         l2_bytes: (inputs + 1.0) * n * dtype.size_bytes(),
         bytes_in_flight: inputs * n / vec_elems(dtype) * 16.0,
+        load_bytes: 16.0,
         matmul: None,
     }
 }
@@ -116,7 +118,7 @@ fn attention(b: u64, heads: u64, tokens: u64, dtype: Dtype) -> KernelCount {
     let x = (b * heads * tokens * HEAD_DIM) as f64;
     let s = dtype.size_bytes();
     // One block of 128 threads per (sequence, head): two tokens' rows in flight per half-warp,
-    // one vector of 4 elements per lane (attention.cu).
+    // one vector of 4 elements per lane (attention.cu): a float4 in fp32, an 8-byte uint2 in fp16.
     KernelCount {
         kind: "attention".into(),
         path: LaunchPath::Kernel,
@@ -125,6 +127,7 @@ fn attention(b: u64, heads: u64, tokens: u64, dtype: Dtype) -> KernelCount {
         dram_bytes: 2.0 * x * s,
         l2_bytes: 2.0 * (b * heads * HEAD_DIM) as f64 * s,
         bytes_in_flight: (b * heads) as f64 * 128.0 * 2.0 * 4.0 * s,
+        load_bytes: 4.0 * s,
         matmul: None,
     }
 }
@@ -139,6 +142,7 @@ fn matmul(kind: &str, shape: MatmulShape) -> KernelCount {
         dram_bytes: (shape.k * shape.n) as f64 * s,
         l2_bytes: ((shape.m * shape.k + shape.m * shape.n) as f64) * s,
         bytes_in_flight: 0.0,
+        load_bytes: 16.0,
         matmul: Some(shape),
     }
 }
@@ -165,13 +169,24 @@ pub fn step_kernels(shape: &DecodeShape, b: u64, context: u64, dtype: Dtype) -> 
     ks
 }
 
-/// The calibration sweep's products: rows 1..640 over seven (K, N) pairs chosen off GPT-2's
-/// widths (none is 768, 1,024, 2,304, 3,072, 4,096 or 50,257), one decode-sized LM-head-like.
-/// `calibration_is_disjoint` checks it against the steps it is used for.
+/// The calibration sweep's products: rows 1..640 over nine (K, N) pairs chosen off GPT-2's
+/// widths (none is 768, 1,024, 2,304, 3,072, 4,096 or 50,257), one decode-sized LM-head-like;
+/// two of them with N not a multiple of 8 (rows not 16-byte aligned in either precision), so an
+/// unaligned product (the LM head's 50,257 columns) has a calibration class of its own.
+/// `calibration_overlap` checks it against the steps it is used for.
 pub fn calibration_shapes(dtype: Dtype) -> Vec<MatmulShape> {
     const ROWS: [u64; 10] = [1, 3, 6, 12, 24, 48, 96, 160, 320, 640];
-    const KN: [(u64, u64); 7] =
-        [(640, 1920), (640, 2560), (2560, 640), (1280, 1280), (1536, 4608), (4608, 1536), (896, 32000)];
+    const KN: [(u64, u64); 9] = [
+        (640, 1920),
+        (640, 2560),
+        (2560, 640),
+        (1280, 1280),
+        (1536, 4608),
+        (4608, 1536),
+        (896, 32000),
+        (896, 32003),
+        (640, 12289),
+    ];
     let mut v = Vec::new();
     for (k, n) in KN {
         for m in ROWS {

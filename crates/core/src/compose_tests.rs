@@ -2,7 +2,9 @@
 //! interpolation, the refusal of a calibration that contains a predicted shape, the pipeline's
 //! exposed host time, and a synthetic "measured" step from a known generating process (pipelined
 //! launches, per-kernel gap plus the largest true term, noise) that the composition predicts
-//! within 1.5x at every batch while the seed's two compositions miss it by more somewhere.
+//! within 1.5x at every batch while the seed's two compositions miss it by more somewhere; the
+//! synthetic GPU has slower products with unaligned rows and needs twice the bytes in flight with
+//! 8-byte loads, so the alignment classes and the 8-byte curve are exercised (fp32 and fp16).
 
 use super::*;
 use crate::compose_step::*;
@@ -36,6 +38,9 @@ struct Truth {
     dram_peak: f64,
     l2_peak: f64,
     peak_fp32: f64,
+    peak_fp16: f64,
+    /// Efficiency factor of a product whose rows are not 16-byte aligned.
+    unaligned_factor: f64,
 }
 
 const T: Truth = Truth {
@@ -50,29 +55,46 @@ const T: Truth = Truth {
     dram_peak: 4.6e12,
     l2_peak: 9e12,
     peak_fp32: 51e12,
+    peak_fp16: 400e12,
+    unaligned_factor: 0.25,
 };
+
+fn true_peak(d: Dtype) -> f64 {
+    if d == Dtype::Fp16 {
+        T.peak_fp16
+    } else {
+        T.peak_fp32
+    }
+}
 
 fn dram_bw(x: f64) -> f64 {
     T.dram_peak * x / (x + 3e6)
+}
+/// 8-byte loads: half the bytes per request, so twice the bytes in flight for the same rate.
+fn dram_bw_8b(x: f64) -> f64 {
+    T.dram_peak * x / (x + 6e6)
 }
 fn l2_bw(x: f64) -> f64 {
     T.l2_peak * x / (x + 1e6)
 }
 
-/// The true efficiency of a product: low for small products and near the ridge point.
+/// The true efficiency of a product: low for small products and near the ridge point, and by
+/// `unaligned_factor` lower with rows that are not 16-byte aligned.
 fn true_efficiency(s: &MatmulShape) -> f64 {
-    let ridge = T.peak_fp32 / T.dram_peak;
+    let ridge = true_peak(s.dtype) / T.dram_peak;
     let a = (s.flops() / s.bytes() / ridge).log2().abs();
-    0.8 * s.flops() / (s.flops() + 3e7) * (0.3 + 0.7 * a / (1.0 + a))
+    let class = if s.aligned_16_bytes() { 1.0 } else { T.unaligned_factor };
+    class * 0.8 * s.flops() / (s.flops() + 3e7) * (0.3 + 0.7 * a / (1.0 + a))
 }
 
 fn true_work(k: &KernelCount) -> f64 {
     if let Some(s) = &k.matmul {
-        return matmul_roofline_s(s, T.dram_peak, T.peak_fp32) / true_efficiency(s);
+        return matmul_roofline_s(s, T.dram_peak, true_peak(s.dtype)) / true_efficiency(s);
     }
-    let mut w = k.flops / T.peak_fp32;
+    let mut w = k.flops / true_peak(k.dtype);
     if k.dram_bytes > 0.0 {
-        w = w.max(k.dram_bytes / dram_bw(k.bytes_in_flight));
+        let bw = if k.load_bytes <= 8.0 { dram_bw_8b(k.bytes_in_flight) } else { dram_bw(k.bytes_in_flight) };
+        w = w.max(k.dram_bytes / bw);
     }
     if k.l2_bytes > 0.0 {
         w = w.max(k.l2_bytes / l2_bw(k.bytes_in_flight));
@@ -116,20 +138,26 @@ fn synthetic_ceilings(rng: &mut Rng) -> ComposeCeilings {
             })
             .collect::<Vec<_>>()
     };
-    let matmul = calibration_shapes(Dtype::Fp32)
+    let matmul = [Dtype::Fp32, Dtype::Fp16]
         .into_iter()
+        .flat_map(calibration_shapes)
         .map(|s| MatmulSample {
-            work_s: matmul_roofline_s(&s, T.dram_peak, T.peak_fp32) / true_efficiency(&s) * rng.noise(0.05),
+            work_s: matmul_roofline_s(&s, T.dram_peak, true_peak(s.dtype)) / true_efficiency(&s) * rng.noise(0.05),
             shape: s,
         })
         .collect();
     let mut host = BTreeMap::new();
     host.insert("kernel".to_string(), T.host_kernel_s * rng.noise(0.05));
     host.insert("blas.fp32".to_string(), T.host_blas_s * rng.noise(0.05));
+    host.insert("blas.fp16".to_string(), T.host_blas_s * rng.noise(0.05));
+    // The synthetic host issues at the same cost whether the device is busy or idle.
+    let idle = host.iter().map(|(k, v)| (k.clone(), v * rng.noise(0.05))).collect();
     let mut peak = BTreeMap::new();
     peak.insert("fp32".to_string(), T.peak_fp32 * rng.noise(0.02));
+    peak.insert("fp16".to_string(), T.peak_fp16 * rng.noise(0.02));
     ComposeCeilings {
         isolated_launch_s: 9e-6,
+        host_issue_idle_s: idle,
         host_issue_s: host,
         host_issue_graph_s: T.host_graph_s * rng.noise(0.05),
         gap_stream_s: T.gap_stream_s * rng.noise(0.05),
@@ -138,6 +166,7 @@ fn synthetic_ceilings(rng: &mut Rng) -> ComposeCeilings {
         min_work_s: T.min_work_s * rng.noise(0.05),
         min_work_l2_s: T.min_work_l2_s * rng.noise(0.05),
         dram_curve: curve(dram_bw, rng),
+        dram_curve_8b: curve(dram_bw_8b, rng),
         l2_curve: curve(l2_bw, rng),
         dram_bytes_per_s: T.dram_peak * 0.98,
         peak_flops_per_s: peak,
@@ -155,7 +184,7 @@ fn seed_compositions(kernels: &[KernelCount]) -> (f64, f64) {
     };
     let bytes = |k: &KernelCount| k.dram_bytes + k.l2_bytes;
     let preds: Vec<m::Prediction> =
-        kernels.iter().map(|k| m::predict_time(k.flops, bytes(k), floor(k), T.dram_peak, T.peak_fp32)).collect();
+        kernels.iter().map(|k| m::predict_time(k.flops, bytes(k), floor(k), T.dram_peak, true_peak(k.dtype))).collect();
     let per_kernel = m::compose_per_kernel(&preds);
     let launch: f64 = kernels.iter().map(floor).sum();
     let totals = m::predict_time(
@@ -163,7 +192,7 @@ fn seed_compositions(kernels: &[KernelCount]) -> (f64, f64) {
         kernels.iter().map(bytes).sum(),
         launch,
         T.dram_peak,
-        T.peak_fp32,
+        true_peak(kernels[0].dtype),
     );
     (totals.time_s, per_kernel)
 }
@@ -173,14 +202,14 @@ fn composition_holds_on_a_synthetic_step_where_the_seeds_compositions_do_not() {
     let mut rng = Rng(0x9E3779B97F4A7C15);
     let c = synthetic_ceilings(&mut rng);
     let (mut worst_totals, mut worst_per_kernel) = (1.0f64, 1.0f64);
-    for context in SWEEP_CONTEXTS {
+    for (dtype, context) in [Dtype::Fp32, Dtype::Fp16].into_iter().flat_map(|d| SWEEP_CONTEXTS.map(|t| (d, t))) {
         for &b in &SWEEP_BATCHES {
-            let ks = step_kernels(&GPT2_SMALL_SHAPE, b, context, Dtype::Fp32);
+            let ks = step_kernels(&GPT2_SMALL_SHAPE, b, context, dtype);
             for mode in [LaunchMode::Stream, LaunchMode::Graph] {
                 let measured = measured_step(&ks, mode, &mut rng);
                 let p = predict_step(&c, &ks, mode).expect("prediction");
                 let r = measured / p.time_s;
-                assert!((1.0 / 1.5..=1.5).contains(&r), "b={b} T={context} {mode:?}: ratio {r:.3}");
+                assert!((1.0 / 1.5..=1.5).contains(&r), "{dtype:?} b={b} T={context} {mode:?}: ratio {r:.3}");
                 if mode == LaunchMode::Stream {
                     let (totals, per_kernel) = seed_compositions(&ks);
                     worst_totals = worst_totals.max(measured / totals);
@@ -199,11 +228,13 @@ fn composition_holds_on_a_synthetic_step_where_the_seeds_compositions_do_not() {
 fn composition_predicts_the_medium_shape_without_refitting() {
     let mut rng = Rng(7);
     let c = synthetic_ceilings(&mut rng);
-    for &b in &MEDIUM_BATCHES {
-        let ks = step_kernels(&GPT2_MEDIUM_SHAPE, b, MEDIUM_CONTEXT, Dtype::Fp32);
-        let measured = measured_step(&ks, LaunchMode::Graph, &mut rng);
-        let r = measured / predict_step(&c, &ks, LaunchMode::Graph).expect("prediction").time_s;
-        assert!((1.0 / 1.5..=1.5).contains(&r), "b={b}: ratio {r:.3}");
+    for dtype in [Dtype::Fp32, Dtype::Fp16] {
+        for &b in &MEDIUM_BATCHES {
+            let ks = step_kernels(&GPT2_MEDIUM_SHAPE, b, MEDIUM_CONTEXT, dtype);
+            let measured = measured_step(&ks, LaunchMode::Graph, &mut rng);
+            let r = measured / predict_step(&c, &ks, LaunchMode::Graph).expect("prediction").time_s;
+            assert!((1.0 / 1.5..=1.5).contains(&r), "{dtype:?} b={b}: ratio {r:.3}");
+        }
     }
 }
 
@@ -240,6 +271,7 @@ fn plain_ceilings(matmul: Vec<MatmulSample>) -> ComposeCeilings {
     ComposeCeilings {
         isolated_launch_s: 8e-6,
         host_issue_s: host,
+        host_issue_idle_s: BTreeMap::new(),
         host_issue_graph_s: 4e-6,
         gap_stream_s: 2e-6,
         gap_graph_s: 1e-6,
@@ -247,6 +279,7 @@ fn plain_ceilings(matmul: Vec<MatmulSample>) -> ComposeCeilings {
         min_work_s: 1e-6,
         min_work_l2_s: 0.5e-6,
         dram_curve: curve.clone(),
+        dram_curve_8b: curve.clone(),
         l2_curve: curve,
         dram_bytes_per_s: 1e12,
         peak_flops_per_s: peak,
@@ -349,4 +382,82 @@ fn step_counts_match_the_seed_launch_classes() {
     // Attention moves the seed's cache bytes.
     let att = ks.iter().find(|k| k.kind == "attention").unwrap();
     assert_eq!(att.dram_bytes * 12.0, 4.0 * 128.0 * GPT2_SMALL_SHAPE.cache_bytes_per_token(Dtype::Fp32));
+}
+
+/// Alignment classes: an unaligned product (N = 50,257 like the LM head) is interpolated from the
+/// unaligned calibration products only, an aligned one from the aligned only; with no unaligned
+/// product in the calibration the composition refuses instead of borrowing the other class.
+#[test]
+fn unaligned_products_are_interpolated_from_their_own_class() {
+    let c = plain_ceilings(vec![
+        sample(16, 896, 32000, 0.8),
+        sample(256, 896, 32000, 0.8),
+        sample(16, 896, 32003, 0.2),
+        sample(256, 896, 32003, 0.2),
+    ]);
+    let shape = |n| MatmulShape { m: 64, k: 768, n, dtype: Dtype::Fp32 };
+    assert!(!shape(50257).aligned_16_bytes() && shape(50256).aligned_16_bytes());
+    let e_un = matmul_efficiency(&c, &shape(50257)).unwrap();
+    let e_al = matmul_efficiency(&c, &shape(50256)).unwrap();
+    assert!((e_un - 0.2).abs() < 1e-9, "{e_un}");
+    assert!((e_al - 0.8).abs() < 1e-9, "{e_al}");
+    // fp16 rows are aligned at multiples of 8 elements, fp32 at multiples of 4.
+    let h = |k, n| MatmulShape { m: 1, k, n, dtype: Dtype::Fp16 }.aligned_16_bytes();
+    assert!(h(768, 2304) && !h(768, 50257) && !h(772, 2304));
+    assert!(MatmulShape { m: 1, k: 772, n: 2304, dtype: Dtype::Fp32 }.aligned_16_bytes());
+    let only_aligned = plain_ceilings(vec![sample(16, 896, 32000, 0.8), sample(256, 896, 32000, 0.8)]);
+    assert_eq!(
+        matmul_efficiency(&only_aligned, &shape(50257)),
+        Err(ComposeError::NoCalibration("fp32, unaligned rows".into()))
+    );
+    // Both classes are in the calibration sweep, in both precisions.
+    for d in [Dtype::Fp32, Dtype::Fp16] {
+        let cal = calibration_shapes(d);
+        assert!(cal.iter().any(|s| s.aligned_16_bytes()) && cal.iter().any(|s| !s.aligned_16_bytes()));
+    }
+}
+
+/// fp16 attention's lanes load 8 bytes: its DRAM term reads the 8-byte curve (and refuses
+/// ceilings without one); fp32 attention and the other kernels read the 16-byte curve.
+#[test]
+fn eight_byte_loads_read_the_eight_byte_curve() {
+    let mut c = plain_ceilings(Vec::new());
+    c.peak_flops_per_s.insert("fp16".into(), 1e14);
+    c.dram_curve = vec![CurvePoint { bytes_in_flight: 1e6, bytes_per_s: 1e12 }];
+    c.dram_curve_8b = vec![CurvePoint { bytes_in_flight: 1e6, bytes_per_s: 0.25e12 }];
+    let att = |d| step_kernels(&GPT2_SMALL_SHAPE, 1, 1024, d).into_iter().find(|k| k.kind == "attention").unwrap();
+    let (a16, a32) = (att(Dtype::Fp16), att(Dtype::Fp32));
+    assert_eq!((a16.load_bytes, a32.load_bytes), (8.0, 16.0));
+    let dram =
+        |k: &KernelCount, c: &ComposeCeilings| predict_kernel(c, k, LaunchMode::Graph).unwrap().terms["memory.dram"];
+    let expect16 = a16.dram_bytes / (0.25e12 * a16.bytes_in_flight / 1e6);
+    assert!((dram(&a16, &c) / expect16 - 1.0).abs() < 1e-9);
+    let expect32 = a32.dram_bytes / (1e12 * a32.bytes_in_flight / 1e6);
+    assert!((dram(&a32, &c) / expect32 - 1.0).abs() < 1e-9);
+    c.dram_curve_8b.clear();
+    assert!(matches!(predict_kernel(&c, &a16, LaunchMode::Graph), Err(ComposeError::Missing { .. })));
+    assert!(predict_kernel(&c, &a32, LaunchMode::Graph).is_ok());
+}
+
+/// On a stream each launch costs the host the larger of its blocked and idle issue times; a graph
+/// is not affected; ceilings without idle times use the blocked ones.
+#[test]
+fn the_idle_host_issue_time_counts_when_it_is_the_larger() {
+    let c = plain_ceilings(vec![sample(1, 640, 1920, 0.3), sample(64, 640, 1920, 0.5)]);
+    let ks: Vec<KernelCount> =
+        step_kernels(&GPT2_SMALL_SHAPE, 1, 128, Dtype::Fp32).into_iter().filter(|k| k.matmul.is_none()).collect();
+    let base = predict_step(&c, &ks, LaunchMode::Stream).unwrap();
+    assert!((base.host_s - 3e-6 * ks.len() as f64).abs() < 1e-12);
+    let mut slow_idle = c.clone();
+    slow_idle.host_issue_idle_s.insert("kernel".into(), 7e-6);
+    let p = predict_step(&slow_idle, &ks, LaunchMode::Stream).unwrap();
+    assert!((p.host_s - 7e-6 * ks.len() as f64).abs() < 1e-12);
+    assert!((p.time_s - p.host_s.max(p.device_s)).abs() < 1e-15);
+    let mut fast_idle = c.clone();
+    fast_idle.host_issue_idle_s.insert("kernel".into(), 1e-6);
+    assert_eq!(predict_step(&fast_idle, &ks, LaunchMode::Stream).unwrap().host_s, base.host_s);
+    let g = predict_step(&slow_idle, &ks, LaunchMode::Graph).unwrap();
+    assert_eq!(g.host_s, 4e-6);
+    slow_idle.host_issue_idle_s.insert("kernel".into(), f64::NAN);
+    assert!(matches!(predict_step(&slow_idle, &ks, LaunchMode::Stream), Err(ComposeError::NotFinite(_))));
 }

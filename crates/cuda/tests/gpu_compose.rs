@@ -5,7 +5,7 @@
 //! step is predicted no slower than the same step on a stream.
 
 use memscope_core::compose::{predict_step, LaunchMode};
-use memscope_core::compose_step::{step_kernels, GPT2_SMALL_SHAPE};
+use memscope_core::compose_step::{calibration_shapes, step_kernels, GPT2_SMALL_SHAPE};
 use memscope_core::model::Dtype;
 use memscope_core::NoProgress;
 use memscope_cuda::ops::{ceilings, check, compose_ceilings, gpu::Arg, gpu::OpsGpu};
@@ -40,11 +40,20 @@ fn compose_ceilings_are_sound() {
         assert!(x > 0.0 && x < 1e-3, "{x}");
     }
     assert!(c.host_issue_s.values().all(|&h| h > 0.0 && h < 1e-3));
-    let (first, last) = (c.dram_curve[0], c.dram_curve[c.dram_curve.len() - 1]);
-    assert!(last.bytes_per_s > 10.0 * first.bytes_per_s, "{first:?} {last:?}");
-    assert_eq!(c.matmul.len(), 140);
+    assert_eq!(c.host_issue_idle_s.keys().collect::<Vec<_>>(), c.host_issue_s.keys().collect::<Vec<_>>());
+    assert!(c.host_issue_idle_s.values().all(|&h| h > 0.0 && h < 1e-3));
+    for curve in [&c.dram_curve, &c.dram_curve_8b] {
+        let (first, last) = (curve[0], curve[curve.len() - 1]);
+        assert!(last.bytes_per_s > 10.0 * first.bytes_per_s, "{first:?} {last:?}");
+    }
+    assert_eq!(c.dram_curve_8b.len(), c.dram_curve.len());
+    assert_eq!(c.matmul.len(), 2 * calibration_shapes(Dtype::Fp32).len());
+    assert_eq!(c.matmul.len(), 180);
     let ks = step_kernels(&GPT2_SMALL_SHAPE, 1, 128, Dtype::Fp32);
     let s = predict_step(c, &ks, LaunchMode::Stream).unwrap();
     let gr = predict_step(c, &ks, LaunchMode::Graph).unwrap();
     assert!(gr.time_s <= s.time_s * 1.05, "{} {}", gr.time_s, s.time_s);
+    // fp16: the 8-byte curve (attention) and the unaligned class (LM head) are there to be used.
+    let h = step_kernels(&GPT2_SMALL_SHAPE, 1, 1024, Dtype::Fp16);
+    assert!(predict_step(c, &h, LaunchMode::Graph).unwrap().time_s > 0.0);
 }

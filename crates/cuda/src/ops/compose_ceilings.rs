@@ -1,10 +1,11 @@
 //! The ceilings the composition of issue 22 needs, measured in the session that uses them, all on
 //! operations other than the predicted step: the isolated launch (launch + synchronise), the host
 //! issue time per launch path (our kernel, a cuBLAS call, a graph) with the device held by a spin
-//! kernel, the device gap of back-to-back empty kernels on a stream and in a graph, the read
-//! bandwidth by bytes in flight from DRAM and from L2 (grids of 1.. blocks of a one-load-per-thread
-//! read kernel), the minimum work of a kernel that touches memory, and the matrix-product
-//! calibration sweep (`compose_step::calibration_shapes`, none a step's shape), graph-timed.
+//! kernel and with the device idle, the device gap of back-to-back empty kernels on a stream and in
+//! a graph, the read bandwidth by bytes in flight from DRAM and from L2 (grids of 1.. blocks of a
+//! one-load-per-thread read kernel; DRAM also with 8-byte loads), the minimum work of a kernel that
+//! touches memory, and the matrix-product calibration sweep (`compose_step::calibration_shapes`,
+//! none a step's shape, aligned and unaligned rows), graph-timed.
 
 use super::ceilings::CeilingsReport;
 use super::gpu::{Arg, DevBuf, OpsGpu, Timing, R};
@@ -31,6 +32,8 @@ const L2_REGION_BYTES: u64 = 8 << 20;
 pub struct LaunchMeasurements {
     pub isolated_launch_s: Vec<f64>,
     pub host_issue_s: BTreeMap<String, Vec<f64>>,
+    /// Host time per launch with no spin kernel ahead (the device finishes each before the next).
+    pub host_issue_idle_s: BTreeMap<String, Vec<f64>>,
     pub host_issue_graph_s: Vec<f64>,
     /// Device time per queued launch behind the spin kernel, by path.
     pub device_queued_s: BTreeMap<String, Vec<f64>>,
@@ -97,6 +100,18 @@ fn queued(g: &OpsGpu, mut f: impl FnMut() -> R<()>) -> R<(f64, f64)> {
     Ok((host, dev))
 }
 
+/// Queue `QUEUED` calls of `f` on an idle device (no spin kernel ahead): host s per call.
+fn idle(g: &OpsGpu, mut f: impl FnMut() -> R<()>) -> R<f64> {
+    g.sync()?;
+    let t = Instant::now();
+    for _ in 0..QUEUED {
+        f()?;
+    }
+    let host = t.elapsed().as_secs_f64() / QUEUED as f64;
+    g.sync()?;
+    Ok(host)
+}
+
 fn measure_launch(g: &OpsGpu) -> R<LaunchMeasurements> {
     let mut isolated = Vec::new();
     for i in 0..110 {
@@ -112,6 +127,7 @@ fn measure_launch(g: &OpsGpu) -> R<LaunchMeasurements> {
         (g.alloc_random(64, Dtype::Fp16, 3, 1.0)?, g.alloc_random(64, Dtype::Fp16, 4, 1.0)?, g.alloc(128)?);
     let mut host: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let mut dev: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut host_idle: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let one = g.capture(|| empty(g))?;
     let many = g.capture(|| (0..QUEUED).try_for_each(|_| empty(g)))?;
     let (mut hg, mut r1, mut rn) = (Vec::new(), Vec::new(), Vec::new());
@@ -122,9 +138,10 @@ fn measure_launch(g: &OpsGpu) -> R<LaunchMeasurements> {
             ("blas.fp32", &mut || g.gemm(Dtype::Fp32, 8, 8, 8, a.ptr, b.ptr, c.ptr)),
             ("blas.fp16", &mut || g.gemm(Dtype::Fp16, 8, 8, 8, ah.ptr, bh.ptr, ch.ptr)),
         ] {
-            let (h, d) = queued(g, f)?;
+            let (h, d) = queued(g, &mut *f)?;
             host.entry(key.into()).or_default().push(h);
             dev.entry(key.into()).or_default().push(d);
+            host_idle.entry(key.into()).or_default().push(idle(g, f)?);
         }
         let (h, d) = queued(g, || one.launch().map_err(|e| format!("graph launch: {e:?}")))?;
         hg.push(h);
@@ -144,6 +161,7 @@ fn measure_launch(g: &OpsGpu) -> R<LaunchMeasurements> {
     Ok(LaunchMeasurements {
         isolated_launch_s: isolated,
         host_issue_s: host,
+        host_issue_idle_s: host_idle,
         host_issue_graph_s: hg,
         device_queued_s: dev,
         graph_replay_1_s: r1,
@@ -151,23 +169,19 @@ fn measure_launch(g: &OpsGpu) -> R<LaunchMeasurements> {
     })
 }
 
-/// Device time per call of the read kernel with `blocks` blocks reading `reads` vectors, graph-timed.
+/// Device time per call of the read kernel with `blocks` blocks reading `reads` vectors of `width`
+/// bytes (16: `read_curve_u32`, 8: `read_curve_u2`), graph-timed.
 #[allow(clippy::too_many_arguments)]
-fn read_point(g: &OpsGpu, pool: &DevBuf, sink: &DevBuf, blocks: u32, reads: u64, dram: bool) -> R<Timing> {
-    let bytes = reads * 16;
-    let span = (pool.bytes - bytes) / 16;
-    let mask = if dram { u64::MAX } else { L2_REGION_BYTES / 16 - 1 };
+fn read_point(g: &OpsGpu, pool: &DevBuf, sink: &DevBuf, blocks: u32, reads: u64, dram: bool, width: u64) -> R<Timing> {
+    let bytes = reads * width;
+    let span = (pool.bytes - bytes) / width;
+    let mask = if dram { u64::MAX } else { L2_REGION_BYTES / width - 1 };
+    let kernel = if width == 8 { "read_curve_u2" } else { "read_curve_u32" };
     g.time_graph(32, 3e-3, REPS, |i| {
         // DRAM: each call reads a fresh part of the 1 GiB pool (> 4 x L2); L2: the same region.
         let off = if dram { (i as u64 * reads) % span.max(1) } else { 0 };
-        let src = pool.ptr + 16 * off;
-        g.launch(
-            "read_curve_u32",
-            blocks,
-            256,
-            0,
-            &[Arg::Ptr(src), Arg::U64(reads), Arg::U64(mask), Arg::Ptr(sink.ptr)],
-        )
+        let src = pool.ptr + width * off;
+        g.launch(kernel, blocks, 256, 0, &[Arg::Ptr(src), Arg::U64(reads), Arg::U64(mask), Arg::Ptr(sink.ptr)])
     })
 }
 
@@ -194,38 +208,44 @@ pub fn measure(g: &OpsGpu, seed: &CeilingsReport, progress: &dyn Progress) -> R<
     let sink = g.alloc(16)?;
     // Minimum work: one block, one load per thread.
     let work = |t: &Timing| (t.per_call_s - gap_graph).max(0.05 * t.per_call_s);
-    let min_dram = work(&read_point(g, &pool, &sink, 1, 256, true)?);
-    let min_l2 = work(&read_point(g, &pool, &sink, 1, 256, false)?);
+    let min_dram = work(&read_point(g, &pool, &sink, 1, 256, true, 16)?);
+    let min_l2 = work(&read_point(g, &pool, &sink, 1, 256, false, 16)?);
     progress.message(&format!("minimum work: DRAM {:.2} us, L2 {:.2} us", min_dram * 1e6, min_l2 * 1e6));
     let cap = g.sm_count * g.resident_blocks("read_curve_u32");
     let mut blocks: Vec<u32> = vec![1, 2, 4, 8, 16, 33, 66];
     blocks.extend([1u32, 2, 4, 8].iter().map(|m| m * g.sm_count).filter(|&b| b <= cap));
     let mut curves = Vec::new();
-    let (mut dram_curve, mut l2_curve) = (Vec::new(), Vec::new());
-    for dram in [true, false] {
+    let (mut dram_curve, mut dram_curve_8b, mut l2_curve) = (Vec::new(), Vec::new(), Vec::new());
+    // (region, width): DRAM with 16- and 8-byte loads, L2 with 16-byte loads.
+    for (dram, width) in [(true, 16u64), (true, 8), (false, 16)] {
+        let cap = if width == 8 { g.sm_count * g.resident_blocks("read_curve_u2") } else { cap };
         for &b in &blocks {
             let reads = b as u64 * 256 * 32;
-            let t = read_point(g, &pool, &sink, b, reads, dram)?;
+            let t = read_point(g, &pool, &sink, b, reads, dram, width)?;
             let w = work(&t);
-            let bif = (b.min(cap) as f64) * 256.0 * 16.0;
-            let bps = (reads * 16) as f64 / w;
-            let region = if dram { "dram" } else { "l2" };
+            let bif = (b.min(cap) as f64) * 256.0 * width as f64;
+            let bps = (reads * width) as f64 / w;
+            let region = match (dram, width) {
+                (true, 8) => "dram 8-byte",
+                (true, _) => "dram",
+                (false, _) => "l2",
+            };
             progress.message(&format!(
                 "read curve {region}: {b} blocks, {:.0} KiB in flight: {:.1} GB/s",
                 bif / 1024.0,
                 bps / 1e9
             ));
             let p = CurvePoint { bytes_in_flight: bif, bytes_per_s: bps };
-            if dram {
-                dram_curve.push(p)
-            } else {
-                l2_curve.push(p)
+            match (dram, width) {
+                (true, 8) => dram_curve_8b.push(p),
+                (true, _) => dram_curve.push(p),
+                (false, _) => l2_curve.push(p),
             };
             curves.push(CurveMeasurement {
                 region: region.into(),
                 blocks: b,
                 bytes_in_flight: bif,
-                bytes_per_call: reads * 16,
+                bytes_per_call: reads * width,
                 timing: t,
                 work_s: w,
                 bytes_per_s: bps,
@@ -265,9 +285,11 @@ pub fn measure(g: &OpsGpu, seed: &CeilingsReport, progress: &dyn Progress) -> R<
         }
     }
     let host_issue_s = launch.host_issue_s.iter().map(|(k, v)| (k.clone(), median(v))).collect();
+    let host_issue_idle_s = launch.host_issue_idle_s.iter().map(|(k, v)| (k.clone(), median(v))).collect();
     let ceilings = ComposeCeilings {
         isolated_launch_s: median(&launch.isolated_launch_s),
         host_issue_s,
+        host_issue_idle_s,
         host_issue_graph_s: median(&launch.host_issue_graph_s),
         gap_stream_s: gap_stream,
         gap_graph_s: gap_graph,
@@ -275,6 +297,7 @@ pub fn measure(g: &OpsGpu, seed: &CeilingsReport, progress: &dyn Progress) -> R<
         min_work_s: min_dram,
         min_work_l2_s: min_l2,
         dram_curve,
+        dram_curve_8b,
         l2_curve,
         dram_bytes_per_s: dram_bw,
         peak_flops_per_s: peaks,

@@ -76,7 +76,7 @@ pub const MODULES: [OpsModule; 4] = [
     OpsModule {
         file: "ops/compose.cu",
         source: include_str!("../../kernels/ops/compose.cu"),
-        functions: &["empty_kernel", "spin_ns", "read_curve_u32"],
+        functions: &["empty_kernel", "spin_ns", "read_curve_u32", "read_curve_u2"],
     },
 ];
 
