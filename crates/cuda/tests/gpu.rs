@@ -345,12 +345,18 @@ fn inflight_probe_saturates_inside_the_ladder() {
     }
 }
 
-/// Run one GPU-only probe by key on a fresh context, no earlier findings.
+/// Run one GPU-only probe by key on a fresh context, no earlier findings, in full mode (the
+/// constant and texture probes take about a second each; quick mode left the texture probe's L1
+/// level out on the H200).
 fn run_probe_by_key(t: &mut CudaTarget, key: &str) -> memscope_core::ProbeOutput {
     let p = memscope_cuda::probes().into_iter().find(|p| p.key() == key).expect("probe registered");
     let earlier = std::collections::BTreeMap::new();
-    let mut ctx =
-        memscope_core::ProbeContext { target: t, quick: true, progress: &memscope_core::NoProgress, earlier: &earlier };
+    let mut ctx = memscope_core::ProbeContext {
+        target: t,
+        quick: false,
+        progress: &memscope_core::NoProgress,
+        earlier: &earlier,
+    };
     let out = p.run(&mut ctx).unwrap_or_else(|e| panic!("probe {key}: {e}"));
     for (k, f) in &out.findings {
         eprintln!("{k} = {} {} ({:?}) {}", f.value, f.unit, f.cycles, f.note.clone().unwrap_or_default());
@@ -408,9 +414,12 @@ fn texture_probe_finds_the_read_only_and_texture_caches() {
 fn l1share_probe_reports_what_shares_storage() {
     let Some(mut t) = gpu() else { return };
     let out = run_probe_by_key(&mut t, "l1share");
-    for k in ["l1.shared_with", "tex.nc.shared_with", "tex.texture.shared_with", "const.l1.shared_with"] {
+    // The constant cache's verdict is a list; L1's and the texture paths' are lists or, where
+    // the victim's own kind did not evict it (the H200, 2026-12-01), undetermined with that reason.
+    assert!(out.findings["const.l1.shared_with"].value.is_array(), "{:?}", out.findings["const.l1.shared_with"]);
+    for k in ["l1.shared_with", "tex.nc.shared_with", "tex.texture.shared_with"] {
         let f = &out.findings[k];
-        assert!(f.value.is_array(), "{k}: {f:?}");
+        assert!(f.value.is_array() || f.note.as_deref().is_some_and(|n| n.contains("did not evict")), "{k}: {f:?}");
     }
     for k in ["l1.instances_per_sm", "const.l1.instances_per_sm"] {
         let f = &out.findings[k];
