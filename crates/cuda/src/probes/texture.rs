@@ -72,7 +72,9 @@ fn measure(t: &mut CudaTarget, quick: bool, l1_earlier: Option<f64>) -> Result<P
     b.free(t);
     let mut out = res?;
     // The same level by the latency probe's chase (when it ran before): the two instruments agree.
-    if let (Some(v), Some(f)) = (l1_earlier, out.findings.remove(keys::TEX_L1_CA_HIT_LATENCY_NS)) {
+    // (the finding is taken out only when there is a check to attach: without the latency
+    // probe's figure it stays as measured)
+    if let Some((v, f)) = l1_earlier.and_then(|v| out.findings.remove(keys::TEX_L1_CA_HIT_LATENCY_NS).map(|f| (v, f))) {
         out.finding(
             keys::TEX_L1_CA_HIT_LATENCY_NS,
             f.with_check(
