@@ -222,35 +222,6 @@ __device__ __forceinline__ void l2_read_u(const unsigned long long* buf, unsigne
 #undef AT
     if (acc == 0x5eed5eed5eed5eedull) sink[0] = acc;
 }
-// Block-contiguous variant: the footprint is cut into one chunk per block; in pass r block b
-// reads chunk (b + r * (gridDim.x / 2 + 1)) % gridDim.x front to back (8 loads of 16 bytes in
-// flight per thread), so no SM re-reads the chunk it read last.
-extern "C" __global__ void l2_read_blk(const unsigned long long* buf, unsigned long long bytes, unsigned long long reps,
-                                       unsigned long long* sink, unsigned long long ca) {
-    const unsigned long long n16 = bytes / 16;
-    const unsigned long long chunk = n16 / gridDim.x;
-    const unsigned long long step = gridDim.x / 2 + 1;
-    const bool use_ca = ca != 0;
-    unsigned long long acc = 0;
-    for (unsigned long long r = 0; r < reps; r++) {
-        const unsigned long long c = (blockIdx.x + r * step) % gridDim.x;
-        const unsigned long long* base = buf + 2 * c * chunk;
-        unsigned long long i = threadIdx.x;
-        for (; i + 7ull * blockDim.x < chunk; i += 8ull * blockDim.x) {
-            unsigned long long a[8], b[8];
-#pragma unroll
-            for (int u = 0; u < 8; u++) ld_v2(base + 2 * (i + u * blockDim.x), a[u], b[u], use_ca);
-#pragma unroll
-            for (int u = 0; u < 8; u++) acc ^= a[u] ^ b[u];
-        }
-        for (; i < chunk; i += blockDim.x) {
-            unsigned long long a, b;
-            ld_v2(base + 2 * i, a, b, use_ca);
-            acc ^= a ^ b;
-        }
-    }
-    if (acc == 0x5eed5eed5eed5eedull) sink[0] = acc;
-}
 extern "C" __global__ void l2_read(const unsigned long long* buf, unsigned long long bytes, unsigned long long reps,
                                    unsigned long long* sink, unsigned long long ca) {
     l2_read_u<4>(buf, bytes, reps, sink, ca);

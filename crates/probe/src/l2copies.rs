@@ -77,8 +77,10 @@ impl FarCopies {
         let method = "minimal eviction set of the lines that missed the near L2 partition on every lap but were served by the far one (group testing, near-L2 threshold)";
         let search = format!("search: {} far-served lines, {} chases", self.pool_lines, self.chases);
         match &self.ways {
-            Ok(w) => Finding::integer(*w, "count", method, Confidence::Medium).with_note(&format!(
-                "{search}; the sets of the near partition keep at most this many copies of far-homed lines (equal to l2.ways: no limit seen)"
+            // Low confidence: on the H200 (2026-12-01) it read 16 in three full runs and 7 when
+            // l2ways ran alone; what sets the copies' structure apart is not known.
+            Ok(w) => Finding::integer(*w, "count", method, Confidence::Low).with_note(&format!(
+                "{search}; the sets of the near partition kept at most this many copies of far-homed lines in this search (equal to l2.ways: no limit seen); on the H200 this read 16 in full runs and 7 with l2ways alone (results/h200/rep-2026-12-01T2344): state-dependent, cause unknown"
             )),
             Err(why) => Finding::undetermined("count", method, &format!("{why}; {search}")),
         }

@@ -23,9 +23,11 @@ pub struct L2BwProbe;
 /// Footprints of the sweep, MiB.
 const FOOTPRINTS_MIB: [u64; 20] = [2, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60, 64, 80, 128, 256];
 
-/// The read kernels: grid-strided with 4, 8 and 16 loads of 16 bytes in flight per thread, and
-/// block-contiguous chunks with 8 in flight.
-const KERNELS: [&str; 4] = ["l2_read", "l2_read8", "l2_read16", "l2_read_blk"];
+/// The read kernels: grid-strided with 4, 8 and 16 loads of 16 bytes in flight per thread. (A
+/// block-contiguous variant was tried on the H200 on 2026-12-01 and dropped: its rate rose to
+/// 12 TB/s at 48-60 MiB, where an independent L2 benchmark falls, and moved the half-way
+/// footprint to 79 MB; results/h200/rep-2026-12-01T2344.)
+const KERNELS: [&str; 3] = ["l2_read", "l2_read8", "l2_read16"];
 
 /// Bytes each timed launch reads (at least).
 const BYTES_PER_LAUNCH: u64 = 4 << 30;
@@ -99,7 +101,7 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
         for &mib in &FOOTPRINTS_MIB {
             let bytes = mib << 20;
             let passes = BYTES_PER_LAUNCH.div_ceil(bytes).max(1);
-            // Both load paths and the four kernels; the fastest one's samples
+            // Both load paths and the three kernels; the fastest one's samples
             // count (a footprint's best rate).
             let mut best: Option<(Sample, &str, u64)> = None;
             let mut best_cg: Option<f64> = None;
@@ -132,8 +134,8 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
         }
         let mut out = ProbeOutput::default();
         let method = format!(
-            "every SM reads a resident footprint ({grid} blocks x {block} threads, 16-byte loads, grid-strided with 4, 8 or 16 in flight or block-contiguous chunks with 8, \
-             the start rotated each pass so no SM re-reads its own lines), the fastest of ld.global.cg and ld.global.ca x the four kernels at each footprint, \
+            "every SM reads a resident footprint ({grid} blocks x {block} threads, 16-byte loads, grid-strided with 4, 8 or 16 in flight, \
+             the start rotated each pass so no SM re-reads its own lines), the fastest of ld.global.cg and ld.global.ca x the three kernels at each footprint, \
              at least 4 GiB a launch after a warm-up pass, events, median of {reps}"
         );
         let attribute = t.l2_bytes;
