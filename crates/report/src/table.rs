@@ -26,6 +26,8 @@ pub const SECTIONS: &[(&str, &str)] = &[
     ("store", "Store path"),
     ("fence", "Fences"),
     ("coalesce", "Coalescing"),
+    ("link", "Host link"),
+    ("latency", "Chase instrument"),
     ("cpu", "CPU"),
 ];
 

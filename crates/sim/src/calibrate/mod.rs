@@ -206,7 +206,19 @@ pub fn calibrate(
             h.dram.refresh_fraction = v;
             src.set("dram.refresh_fraction", v, Kind::Measured, "dram.refresh_fraction");
         }
-        Err(why) => src.set("dram.refresh_fraction", h.dram.refresh_fraction, Kind::Default, why),
+        Err(why) => {
+            // The GPU's run saw no refresh stalls it could tell from jitter: the preset models
+            // none, so its own run says undetermined as the GPU's did (not the base's stalls).
+            h.dram.refresh_fraction = 0.0;
+            h.dram.refresh_stall_ns = 0.0;
+            src.set(
+                "dram.refresh_fraction",
+                0.0,
+                Kind::Derived,
+                format!("dram.refresh_fraction undetermined on the GPU ({why}): no refresh stalls modelled"),
+            );
+            src.set("dram.refresh_stall_ns", 0.0, Kind::Derived, "no refresh stalls modelled (dram.refresh_fraction)");
+        }
     }
     match f.text(keys::TLB_L1_REPLACEMENT).map(|s| s.to_ascii_lowercase()) {
         Ok(s) if s == "lru" || s == "fifo" => {
