@@ -15,6 +15,8 @@ fn built(k: &str) -> bool {
         ["bw", rest] => rest.strip_suffix("_bytes_per_s").is_some_and(|x| keys::bw_bytes_per_s(x) == k),
         ["peak", rest] => rest.strip_suffix("_flops_per_s").is_some_and(|x| keys::peak_flops_per_s(x) == k),
         ["fence", rest] => rest.strip_suffix("_ns").is_some_and(|x| keys::fence_ns(x) == k),
+        ["link", rest] => rest.strip_suffix("_bytes_per_s").is_some_and(|x| keys::link_bytes_per_s(x) == k),
+        ["peer", rest] => rest.strip_suffix("_bytes_per_s").is_some_and(|x| keys::peer_bytes_per_s(x) == k),
         _ => false,
     }
 }
