@@ -529,8 +529,8 @@ fn dram_and_sm(h: &mut Hierarchy, t: &TargetInfo, f: &Found, src: &mut Sources) 
         Ok(v) => src.set("dram.row_bytes", h.dram.row_bytes, Kind::Default, format!("dram.row_bytes = {v}")),
         Err(why) => {
             src.set("dram.row_bytes", h.dram.row_bytes, Kind::Default, &why);
-            // The GPU showed no open-row saving the row probe could use (the H200: 396.6 vs
-            // 402.1 ns): the preset models none, so its own run says undetermined as the GPU's.
+            // The GPU showed no open-row saving the row probe could use (the H200, 2026-12-01: 383.3 vs
+            // 388.9 ns): the preset models none, so its own run says undetermined as the GPU's.
             h.dram.activate_ns = 0.0;
             src.set(
                 "dram.activate_ns",

@@ -106,3 +106,31 @@ fn without_driver_details_the_measured_capacity_and_base_slices_are_used() {
     assert_eq!(h.l2.slices as u64 * h.l2.sets_per_slice as u64, 28_549_248 / 2048);
     assert_eq!(row(&c, "dram.capacity_bytes").kind, Kind::Default);
 }
+
+#[test]
+fn what_the_gpu_did_not_see_is_not_modelled_and_the_driver_size_is_carried() {
+    let (t, mut f) = h200();
+    let undetermined = |unit: &str| Finding::undetermined(unit, "m", "not separable from jitter");
+    f.insert(keys::DRAM_ROW_BYTES.into(), undetermined("bytes"));
+    f.insert(keys::DRAM_REFRESH_FRACTION.into(), undetermined("ratio"));
+    f.insert(keys::DRAM_REFRESH_STALL_NS.into(), undetermined("ns"));
+    f.insert(keys::L2_FAR_COPY_WAYS.into(), Finding::integer(7, "count", "m", memscope_core::Confidence::Low));
+    let c = run(&t, &f).unwrap();
+    let h = &c.hierarchy;
+    assert_eq!(h.dram.activate_ns, 0.0, "no open-row saving modelled");
+    assert_eq!((h.dram.refresh_fraction, h.dram.refresh_stall_ns), (0.0, 0.0), "no refresh modelled");
+    for field in ["dram.activate_ns", "dram.refresh_fraction"] {
+        assert_eq!(row(&c, field).kind, Kind::Derived, "{field}");
+        assert!(row(&c, field).detail.contains("not separable from jitter"), "{:?}", row(&c, field));
+    }
+    assert_eq!(h.l2.driver_reported_bytes, Some(62_914_560));
+    assert_eq!(row(&c, "l2.driver_reported_bytes").kind, Kind::Driver);
+    assert_eq!(h.l2.far_copy_ways, Some(7));
+    // The simulated target reports the driver's size as a CUDA target does.
+    let sim = crate::SimTarget::new(h.clone()).unwrap();
+    use memscope_core::Target;
+    assert_eq!(sim.info().details["l2_cache_bytes_attribute"], serde_json::json!(62_914_560u64));
+    // A far-copy count equal to the ways is no separate structure.
+    f.insert(keys::L2_FAR_COPY_WAYS.into(), Finding::integer(16, "count", "m", memscope_core::Confidence::Low));
+    assert_eq!(run(&t, &f).unwrap().hierarchy.l2.far_copy_ways, None);
+}
