@@ -4,17 +4,7 @@
 // thread issues independent fetch-and-adds (four per round), all to one word or each to its own
 // word (consecutive words: a warp's 32 lanes cover one 128-byte line). Inline PTX atom (never red)
 // keeps the compiler from aggregating or dropping the returns. All parameters are 64-bit.
-typedef unsigned long long u64;
-typedef unsigned int u32;
 
-__device__ __forceinline__ u64 clk64() { u64 t; asm volatile("mov.u64 %0, %%clock64;" : "=l"(t) :: "memory"); return t; }
-__device__ __forceinline__ u64 gtimer() { u64 t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) :: "memory"); return t; }
-__device__ __forceinline__ u32 smid() { u32 r; asm volatile("mov.u32 %0, %%smid;" : "=r"(r)); return r; }
-__device__ __forceinline__ u32 saddr(const void* p) {
-    u32 r;
-    asm volatile("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p));
-    return r;
-}
 __device__ __forceinline__ u32 atom_g(u64 a, u32 v) {
     u32 r;
     asm volatile("atom.global.add.u32 %0, [%1], %2;" : "=r"(r) : "l"(a), "r"(v) : "memory");

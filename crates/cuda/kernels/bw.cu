@@ -6,8 +6,6 @@
 // (bulk copy) variant is in bw_tma.cu. Also the equality check of a copy, the random fill used
 // before timing and matrix products (seed 003: never time on zeros) and the empty kernel of the
 // `launch` probe.
-typedef unsigned long long u64;
-typedef unsigned int u32;
 
 // Load hints: 0 plain, 1 .cs (evict-first), 2 .nc.L1::no_allocate (read-only path, no L1 line),
 // 3 as 2 with .L2::256B (the L2 fetches 256-byte blocks).

@@ -4,8 +4,6 @@
 // chunks. Needs nbytes % chunk == 0, chunk % 16 == 0, stages >= 2, stages * chunk bytes of dynamic
 // shared memory. Kept apart from bw.cu so a driver that rejects these instructions leaves the
 // other bandwidth kernels usable.
-typedef unsigned long long u64;
-typedef unsigned int u32;
 
 __device__ __forceinline__ u32 smem_addr(const void* p) {
     u32 r;
@@ -18,8 +16,6 @@ __device__ __forceinline__ void bulk_load(u32 dst, const unsigned char* src, u32
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
                  :: "r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
 }
-
-__device__ __forceinline__ u64 gtimer() { u64 t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) :: "memory"); return t; }
 
 // Wait for the phase of `parity` to complete; false after 100 ms (a copy that never arrives: the
 // kernel gives up, and the probe's copy check then reports the candidate wrong instead of hanging).

@@ -6,12 +6,7 @@
 // All parameters are 64-bit so the host passes one array of u64. The host sets the preferred
 // shared-memory carveout of these kernels to 0 (driver.rs): L1 gets all of the unified array that
 // a launch's shared memory leaves (the driver's own pick gave a 64 KiB L1 knee on the H200).
-typedef unsigned long long u64;
-typedef unsigned int u32;
 
-__device__ __forceinline__ u64 gtimer() { u64 t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) :: "memory"); return t; }
-__device__ __forceinline__ u64 clk64() { u64 t; asm volatile("mov.u64 %0, %%clock64;" : "=l"(t) :: "memory"); return t; }
-__device__ __forceinline__ u32 smid() { u32 r; asm volatile("mov.u32 %0, %%smid;" : "=r"(r)); return r; }
 __device__ __forceinline__ u64 ld_ca(u64 p) { u64 v; asm volatile("ld.global.ca.u64 %0, [%1];" : "=l"(v) : "l"(p)); return v; }
 __device__ __forceinline__ u64 ld_cg(u64 p) { u64 v; asm volatile("ld.global.cg.u64 %0, [%1];" : "=l"(v) : "l"(p)); return v; }
 // Per-hop records leave through L2 only (st.global.cg), so copying them out evicts no chased line from L1.

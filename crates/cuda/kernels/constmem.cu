@@ -11,16 +11,10 @@
 // the SM are not guaranteed to keep their contents across launches).
 // Placement: only the first block that lands on the chosen SM runs (as chase.cu).
 // All parameters are 64-bit so the host passes one array of u64.
-typedef unsigned long long u64;
-typedef unsigned int u32;
 
 // The whole 64 KiB constant bank of this module, filled by the host (cuModuleGetGlobal).
 #define CONST_BYTES 65536
 __constant__ u32 cbank[CONST_BYTES / 4];
-
-__device__ __forceinline__ u64 gtimer() { u64 t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) :: "memory"); return t; }
-__device__ __forceinline__ u64 clk64() { u64 t; asm volatile("mov.u64 %0, %%clock64;" : "=l"(t) :: "memory"); return t; }
-__device__ __forceinline__ u32 smid() { u32 r; asm volatile("mov.u32 %0, %%smid;" : "=r"(r)); return r; }
 
 // Path kinds (the host's `Path` in probes/sm_chase.rs).
 #define K_CA 0

@@ -8,12 +8,7 @@
 // `zero` is a kernel parameter the host sets to 0: addresses that add (round & zero) cannot be
 // proven equal across rounds, so ptxas cannot hoist a repeated load out of its loop (it did).
 // All parameters are 64-bit.
-typedef unsigned long long u64;
-typedef unsigned int u32;
 
-__device__ __forceinline__ u64 clk64() { u64 t; asm volatile("mov.u64 %0, %%clock64;" : "=l"(t) :: "memory"); return t; }
-__device__ __forceinline__ u64 gtimer() { u64 t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) :: "memory"); return t; }
-__device__ __forceinline__ u32 smid() { u32 r; asm volatile("mov.u32 %0, %%smid;" : "=r"(r)); return r; }
 __device__ __forceinline__ u32 ldca128(u64 a) {
     u32 x, y, z, w;
     asm volatile("ld.global.ca.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(x), "=r"(y), "=r"(z), "=r"(w) : "l"(a));

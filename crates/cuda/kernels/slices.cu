@@ -8,14 +8,9 @@
 // %globaltimer for a while (so every SM gets a block) and leave.
 // plan: n pairs {offset in bytes from base, loads}; loads is a multiple of 8 x warps per block.
 // record: [smid, clock64 cycles spent, 0, 0] of the elected block.
-typedef unsigned long long u64;
-typedef unsigned int u32;
 
 #define MAX_LINES 64
 
-__device__ __forceinline__ u64 gtimer() { u64 t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) :: "memory"); return t; }
-__device__ __forceinline__ u64 clk64() { u64 t; asm volatile("mov.u64 %0, %%clock64;" : "=l"(t) :: "memory"); return t; }
-__device__ __forceinline__ u32 smid() { u32 r; asm volatile("mov.u32 %0, %%smid;" : "=r"(r)); return r; }
 __device__ __forceinline__ u32 ld_vol(u64 a) {
     u32 v;
     asm volatile("ld.volatile.global.u32 %0, [%1];" : "=r"(v) : "l"(a) : "memory");

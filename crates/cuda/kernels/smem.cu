@@ -5,17 +5,7 @@
 // residency of blocks per SM for a given shared-memory footprint (the carveout steps).
 // Shared loads are ld.volatile.shared: ptxas would otherwise merge repeated loads of one address
 // (a plain asm volatile load is still one it may combine). All parameters are 64-bit.
-typedef unsigned long long u64;
-typedef unsigned int u32;
 
-__device__ __forceinline__ u64 clk64() { u64 t; asm volatile("mov.u64 %0, %%clock64;" : "=l"(t) :: "memory"); return t; }
-__device__ __forceinline__ u64 gtimer() { u64 t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) :: "memory"); return t; }
-__device__ __forceinline__ u32 smid() { u32 r; asm volatile("mov.u32 %0, %%smid;" : "=r"(r)); return r; }
-__device__ __forceinline__ u32 saddr(const void* p) {
-    u32 r;
-    asm volatile("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p));
-    return r;
-}
 __device__ __forceinline__ u32 lds32(u32 a) { u32 v; asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(v) : "r"(a) : "memory"); return v; }
 __device__ __forceinline__ u32 lds128(u32 a) {
     u32 x, y, z, w;

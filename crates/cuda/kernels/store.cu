@@ -1,11 +1,7 @@
 // store.cu: the store path of seed 004. STG issue interval of one warp, SM egress bytes per cycle,
 // the L1 write-through check (stores to L1-resident lines versus L1-hit loads), and fences
 // (membar.cta / membar.gl / membar.sys) as N stores with versus without a fence after each.
-typedef unsigned long long u64;
-typedef unsigned int u32;
 
-__device__ __forceinline__ u64 gtimer() { u64 t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) :: "memory"); return t; }
-__device__ __forceinline__ u64 clk64() { u64 t; asm volatile("mov.u64 %0, %%clock64;" : "=l"(t) :: "memory"); return t; }
 __device__ __forceinline__ void stg32(u64 a, u32 v) { asm volatile("st.global.u32 [%0], %1;" :: "l"(a), "r"(v) : "memory"); }
 __device__ __forceinline__ void stg128(u64 a, u32 v) {
     asm volatile("st.global.v4.u32 [%0], {%1, %1, %1, %1};" :: "l"(a), "r"(v) : "memory");

@@ -55,18 +55,18 @@ impl Module {
         }
     }
 
-    /// CUDA C source.
+    /// CUDA C source: kernels/common.cuh (types, clocks, SM id) and the file.
     pub fn source(self) -> &'static str {
         match self {
-            Module::Chase => include_str!("../kernels/chase.cu"),
-            Module::Bw => include_str!("../kernels/bw.cu"),
-            Module::BwTma => include_str!("../kernels/bw_tma.cu"),
-            Module::Store => include_str!("../kernels/store.cu"),
-            Module::ConstMem => include_str!("../kernels/constmem.cu"),
-            Module::Smem => include_str!("../kernels/smem.cu"),
-            Module::Atomics => include_str!("../kernels/atomics.cu"),
-            Module::Levels => include_str!("../kernels/levels.cu"),
-            Module::Link => include_str!("../kernels/link.cu"),
+            Module::Chase => concat!(include_str!("../kernels/common.cuh"), include_str!("../kernels/chase.cu")),
+            Module::Bw => concat!(include_str!("../kernels/common.cuh"), include_str!("../kernels/bw.cu")),
+            Module::BwTma => concat!(include_str!("../kernels/common.cuh"), include_str!("../kernels/bw_tma.cu")),
+            Module::Store => concat!(include_str!("../kernels/common.cuh"), include_str!("../kernels/store.cu")),
+            Module::ConstMem => concat!(include_str!("../kernels/common.cuh"), include_str!("../kernels/constmem.cu")),
+            Module::Smem => concat!(include_str!("../kernels/common.cuh"), include_str!("../kernels/smem.cu")),
+            Module::Atomics => concat!(include_str!("../kernels/common.cuh"), include_str!("../kernels/atomics.cu")),
+            Module::Levels => concat!(include_str!("../kernels/common.cuh"), include_str!("../kernels/levels.cu")),
+            Module::Link => concat!(include_str!("../kernels/common.cuh"), include_str!("../kernels/link.cu")),
         }
     }
 }

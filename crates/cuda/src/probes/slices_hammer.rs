@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::ffi::{c_void, CString};
 
 /// CUDA C source of the hammer kernel.
-pub const SOURCE: &str = include_str!("../../kernels/slices.cu");
+pub const SOURCE: &str = concat!(include_str!("../../kernels/common.cuh"), include_str!("../../kernels/slices.cu"));
 /// File name NVRTC is told.
 pub const FILE: &str = "slices.cu";
 /// Kernel name (ncu's `-k` filter).
