@@ -82,6 +82,11 @@ enum Command {
     HammerLines(cmd_hammer::Args),
 }
 
+/// This executable, for helper processes (falls back to `memscope` on PATH).
+fn self_command() -> std::process::Command {
+    std::process::Command::new(std::env::current_exe().unwrap_or_else(|_| "memscope".into()))
+}
+
 fn main() {
     // Behave like other command-line tools when stdout is a closed pipe (`memscope ... | head`):
     // end quietly instead of panicking on the failed write.
@@ -89,6 +94,9 @@ fn main() {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    // Library code that needs a helper process of memscope (the slice probe's hammer child, a run
+    // continued in a fresh process) starts it through this hook.
+    memscope_core::helper::register_self_command(self_command);
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

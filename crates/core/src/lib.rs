@@ -6,6 +6,7 @@ pub mod compose;
 pub mod compose_step;
 pub mod finding;
 pub mod gf2;
+pub mod helper;
 pub mod hierarchy;
 pub mod keys;
 pub mod knee;
