@@ -15,6 +15,7 @@ pub mod model;
 pub mod probe;
 pub mod stats;
 pub mod target;
+pub mod timeline;
 
 pub use finding::{Check, Confidence, Finding, Series, Spread, CHECK_TOLERANCE};
 pub use probe::{Applicability, NoProgress, Probe, ProbeContext, ProbeError, ProbeOutput, Progress};

@@ -6,7 +6,7 @@
 //! columnar typed arrays in base64 and drawn incrementally, so a full wave of the 4090 (6,144
 //! warps) stays smooth.
 
-use memscope_sim::timeline::{BankSpan, BankState, Geometry, Op, Request, Served, Timeline};
+use memscope_core::timeline::{BankSpan, BankState, Geometry, Op, Request, Served, Timeline};
 use std::fmt::Write;
 
 /// Standard base64 (RFC 4648) of bytes.

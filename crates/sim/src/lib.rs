@@ -39,13 +39,14 @@ pub mod presets;
 pub mod replay;
 mod simd;
 pub mod target;
-pub mod timeline;
 pub mod tlb;
 pub mod vadd;
 pub mod wbfifo;
 
 pub use machine::{Level, Machine, Stats};
 pub use memscope_core::hierarchy::Hierarchy;
+/// The replay timeline's types (they live in `memscope_core::timeline`).
+pub use memscope_core::timeline;
 pub use target::{ChaseWork, SimTarget};
 
 use memscope_core::Probe;

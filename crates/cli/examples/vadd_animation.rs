@@ -1,5 +1,5 @@
 //! Replays vadd on a simulated preset and writes the animation page, for trying the player
-//! without the CLI: `cargo run --release -p memscope-report --example vadd_animation -- OUT.html
+//! without the CLI: `cargo run --release -p memscope --example vadd_animation -- OUT.html
 //! [PRESET] [WARPS]` (default rtx4090, 6144 warps = one full wave of the 4090).
 fn main() {
     let mut args = std::env::args().skip(1);
