@@ -1,6 +1,6 @@
 //! Micro-benchmark of the L2 slice/set functions: popcount form (`IndexFn`) against byte tables
 //! (`FastIndex`), ns per evaluation on random 35-bit addresses.
-use memscope_sim::fastindex::FastIndex;
+use memscope_sim::fast::FastIndex;
 use memscope_sim::hash::IndexFn;
 use std::time::Instant;
 fn main() {

@@ -4,7 +4,7 @@
 //! that validates but cannot fit (a 1 TiB L2, 2^31 L1 sets x 64 ways) is refused with the
 //! estimate instead of aborting on a failed allocation.
 
-use crate::cache_set::stride_words;
+use crate::cache::set::stride_words;
 use memscope_core::hierarchy::Hierarchy;
 
 /// Default budget: 1 GiB of simulator state. By this estimate the presets need 80 MiB (rtx4090)

@@ -26,18 +26,14 @@
 
 pub mod budget;
 pub mod cache;
-mod cache_set;
 pub mod calibrate;
 pub mod dram;
-pub mod evqueue;
-pub mod fastindex;
+pub mod fast;
 pub mod hash;
-mod hostcpu;
 pub mod links;
 pub mod machine;
 pub mod presets;
 pub mod replay;
-mod simd;
 pub mod target;
 pub mod tlb;
 pub mod vadd;

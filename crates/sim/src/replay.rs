@@ -7,7 +7,7 @@
 //! channels (`Dram`). Unloaded, a request costs exactly the chase latencies (15.4 / 127.4 /
 //! 255.4 ns on the 4090). Write-backs occupy DRAM channels but do not stall stores (simplified).
 
-use crate::evqueue::MonoQueue;
+use crate::fast::MonoQueue;
 use crate::machine::{Level, Machine, Pre};
 use crate::timeline::{BankSpan, BankState, Geometry, Op, Request, Served, Timeline};
 

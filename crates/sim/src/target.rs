@@ -21,20 +21,20 @@ struct Mapping {
 
 /// A simulated GPU memory hierarchy as a `Target`.
 pub struct SimTarget {
-    m: Machine,
+    pub(crate) m: Machine,
     id: String,
     maps: Vec<Mapping>,
     next_va: u64,
     next_id: u64,
     now_ns: f64,
-    noise: SplitMix,
+    pub(crate) noise: SplitMix,
     work: ChaseWork,
     /// Scratch memory of chases, kept between them (speed only): page parts, a batch of `Pre`, a
     /// chase's table of them, the staged passes' flags.
     parts: Option<PageParts>,
-    pre_batch: Vec<Pre>,
+    pub(crate) pre_batch: Vec<Pre>,
     pre_table: Vec<Pre>,
-    staged: Staged,
+    pub(crate) staged: Staged,
     /// The simulated host's links (issue 16), when the hierarchy has a `links` section.
     links: Option<crate::links::SimLinks>,
 }
@@ -264,7 +264,7 @@ impl SimTarget {
 
 /// `ns` with the noise of `n` added (drawn from `rng`), never below 0.
 #[inline]
-fn noisy(n: &NoiseSpec, rng: &mut SplitMix, mut ns: f64) -> f64 {
+pub(crate) fn noisy(n: &NoiseSpec, rng: &mut SplitMix, mut ns: f64) -> f64 {
     if n.jitter_ns > 0.0 {
         // Box-Muller normal
         let u1 = rng.unit().max(1e-300);
@@ -277,10 +277,6 @@ fn noisy(n: &NoiseSpec, rng: &mut SplitMix, mut ns: f64) -> f64 {
     ns.max(0.0)
 }
 
-/// The `Pre`s past a batch that `Machine::chase_staged` reads for its host prefetches, and the
-/// hops per batch.
-const AHEAD: usize = crate::machine::STAGED_AHEAD;
-const BATCH: usize = 512;
 /// Largest chase whose `Pre`s are tabled (40 bytes each).
 const TABLE_MAX: usize = 1 << 21;
 
@@ -520,64 +516,6 @@ impl SimTarget {
 }
 
 impl SimTarget {
-    /// `Machine::chase_staged` of `pres[..k]` with this target's noise (clock `t`, running sum `sum`).
-    #[allow(clippy::too_many_arguments)]
-    fn run_staged(
-        &mut self,
-        sm: u32,
-        bypass: bool,
-        pres: &[Pre],
-        k: usize,
-        t: &mut f64,
-        sum: &mut f64,
-        noise: bool,
-        rec: Option<&mut Vec<f64>>,
-    ) {
-        let mut st = std::mem::take(&mut self.staged);
-        if noise {
-            let (spec, mut rng) = (self.m.h.noise.clone(), self.noise.clone());
-            self.m.chase_staged(sm, pres, k, bypass, t, sum, &mut st, &mut |ns| noisy(&spec, &mut rng, ns), rec);
-            self.noise = rng;
-        } else {
-            self.m.chase_staged(sm, pres, k, bypass, t, sum, &mut st, &mut |ns: f64| ns.max(0.0), rec);
-        }
-        self.staged = st;
-    }
-
-    /// `hops` hops of one chain from position `p` at time `t` with its `Pre`s tabled: (time,
-    /// sum of the hops' latencies, position) after them.
-    #[allow(clippy::too_many_arguments)]
-    fn run_table(
-        &mut self,
-        sm: u32,
-        bypass: bool,
-        table: &[Pre],
-        mut p: usize,
-        mut t: f64,
-        hops: u64,
-        noise: bool,
-        mut rec: Option<&mut Vec<f64>>,
-    ) -> (f64, f64, usize) {
-        let n = table.len();
-        let (mut sum, mut left) = (0.0, hops);
-        while left > 0 {
-            let k = (n - p).min(BATCH).min(left as usize);
-            self.run_staged(
-                sm,
-                bypass,
-                &table[p..(p + k + AHEAD).min(n)],
-                k,
-                &mut t,
-                &mut sum,
-                noise,
-                rec.as_deref_mut(),
-            );
-            p = if p + k == n { 0 } else { p + k };
-            left -= k as u64;
-        }
-        (t, sum, p)
-    }
-
     /// Advance chains: chain j does `hops[j]` dependent loads; with several chains the next hop
     /// is always the one of the chain whose clock is earliest (they run concurrently).
     #[allow(clippy::too_many_arguments)]
@@ -592,54 +530,13 @@ impl SimTarget {
         clock: &mut [f64],
         sums: &mut [f64],
         hops: &[u64],
-        mut rec: Option<&mut Vec<f64>>,
+        rec: Option<&mut Vec<f64>>,
     ) {
         self.work.hops += hops.iter().sum::<u64>();
         if chains.len() == 1 {
-            let c = chains[0];
-            let n = c.len();
-            let mut t = clock[0];
-            let mut p = pos[0];
-            let mut sum = 0.0;
-            // The path is known: the state-independent part of each load (`Pre`) is computed
-            // ahead: once per address when the chase laps (`table`, from `chase_timed`), else a
-            // batch at a time in a loop of its own (by page halves where the hierarchy allows:
-            // `Machine::pre_split_into`; their tables stay in the host's L1 that way); then the
-            // hops go through `Machine::chase_staged` a batch at a time, which prefetches on the
-            // host the simulated sets of the hops ahead (speed only).
-            let noise = self.m.h.noise.jitter_ns > 0.0 || self.m.h.noise.outlier_fraction > 0.0;
-            if !table.is_empty() {
-                let (t, sum, p) = self.run_table(sm, bypass, table, p, t, hops[0], noise, rec);
-                (clock[0], pos[0]) = (t, p);
-                sums[0] += sum;
-                return;
-            }
-            let mut batch = std::mem::take(&mut self.pre_batch);
-            batch.resize(BATCH + AHEAD, Pre::default());
-            let mut left = hops[0] as usize;
-            while left > 0 {
-                // the next k hops' `Pre` and AHEAD more (for the prefetch), from `p` on, wrapping
-                let k = left.min(BATCH);
-                let (mut q, mut out) = (p, &mut batch[..k + AHEAD]);
-                while !out.is_empty() {
-                    let run = (n - q).min(out.len());
-                    let (now, rest) = out.split_at_mut(run);
-                    match parts {
-                        Some(pp) => self.m.pre_split_into(pp, &c[q..q + run], now, 8, !bypass),
-                        None => {
-                            now.iter_mut().zip(&c[q..q + run]).for_each(|(o, &a)| *o = self.m.pre_with(a, 8, !bypass))
-                        }
-                    }
-                    (q, out) = (if q + run == n { 0 } else { q + run }, rest);
-                }
-                self.run_staged(sm, bypass, &batch[..k + AHEAD], k, &mut t, &mut sum, noise, rec.as_deref_mut());
-                p = (p + k) % n;
-                left -= k;
-            }
-            self.pre_batch = batch;
-            clock[0] = t;
-            sums[0] += sum;
-            pos[0] = p;
+            // (the accelerated route: the same hops as the loop below, batched; `fast::chase_chain`)
+            let (pos, clock, sum) = (&mut pos[0], &mut clock[0], &mut sums[0]);
+            crate::fast::chase_chain(self, sm, bypass, chains[0], table, parts, pos, clock, sum, hops[0], rec);
             return;
         }
         let noise = self.m.h.noise.jitter_ns > 0.0 || self.m.h.noise.outlier_fraction > 0.0;

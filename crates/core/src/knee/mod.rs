@@ -269,5 +269,4 @@ fn is_flat(z: &[f64], zf: &[f64], i: usize, j: usize, broke_at: usize) -> bool {
 }
 
 #[cfg(test)]
-#[path = "knee_tests.rs"]
 mod tests;

@@ -5,8 +5,8 @@
 //! functions (`a / 1152`, `(a >> 15) % 36`) is computed per address as `SliceAndSet::finish`
 //! does. The values are `Machine::pre_with`'s (debug-checked, and tested below).
 
-use super::{sector_mask, Machine, Pre};
-use crate::fastindex::{FastIndex, SliceAndSet};
+use crate::machine::{sector_mask, Machine, Pre};
+use super::index::{FastIndex, SliceAndSet};
 
 /// Widest in-page span of address bits the two offset tables cover (2^10 entries each at most).
 const MAX_SPLIT_BITS: u32 = 20;
@@ -29,7 +29,7 @@ impl LowTables {
     /// For a virtually indexed XOR-mask L1 and a physically indexed L2 with the seed's slice
     /// and set functions (`SliceAndSet`), pages of at most 2^20 index-relevant offset bits;
     /// `None` otherwise (chases then use `pre_with`).
-    pub(super) fn new(m: &Machine) -> Option<Self> {
+    pub(crate) fn new(m: &Machine) -> Option<Self> {
         let FastIndex::Xor(l1) = &m.l1_fn else { return None };
         let sas = m.slice_and_set.as_ref()?;
         if !m.short_path {
@@ -110,7 +110,7 @@ impl Machine {
             return;
         }
         #[cfg(target_arch = "x86_64")]
-        if crate::hostcpu::v3() {
+        if super::hostcpu::v3() {
             // SAFETY: the host has the v3 features (checked).
             unsafe { self.split_v3(pp, addrs, out, len, l1) };
             return;
@@ -221,7 +221,7 @@ mod tests {
     /// small and large pages and other L1 masks; hierarchies without a split say so.
     #[test]
     fn page_halves_give_pre_with_values() {
-        crate::hostcpu::both_ways(compare_page_halves_with_pre_with);
+        super::hostcpu::both_ways(compare_page_halves_with_pre_with);
     }
 
     fn compare_page_halves_with_pre_with() {

@@ -9,13 +9,13 @@ use memscope_core::hierarchy::Indexing;
 
 /// A chase hop's TLB lookup: (physical page, missed) of a page, the TLB filled on a miss from
 /// the page table (as `Tlb::lookup` then `Tlb::insert`).
-pub(super) trait Translate: Copy {
+pub(crate) trait Translate: Copy {
     fn translate(&mut self, m: &mut Machine, sm: u32, vpn: u64) -> (u64, bool);
 }
 
 /// The SM's own TLB, one call at a time.
 #[derive(Clone, Copy)]
-pub(super) struct InPlace;
+pub(crate) struct InPlace;
 
 impl Translate for InPlace {
     #[inline(always)]
@@ -58,7 +58,7 @@ impl Machine {
     /// answer known from `pre`), then L2, the write-back FIFO or DRAM; its latency and level, the
     /// same state changes and counters as `load_pre`'s. (`hop_pre` and the staged passes.)
     #[inline(always)]
-    pub(super) fn hop_below_l1<T: Translate>(&mut self, sm: u32, p: &Pre, tlb: &mut T, now_ns: f64) -> (f64, Level) {
+    pub(crate) fn hop_below_l1<T: Translate>(&mut self, sm: u32, p: &Pre, tlb: &mut T, now_ns: f64) -> (f64, Level) {
         let shift = self.page_shift;
         self.stats.tlb_lookups += 1;
         let (ppn, missed) = tlb.translate(self, sm, p.va >> shift);

@@ -562,5 +562,4 @@ mod affinity {
 }
 
 #[cfg(test)]
-#[path = "target_tests.rs"]
 mod tests;

@@ -577,5 +577,4 @@ unsafe fn rem_pos_fma(a: f64, p: f64) -> f64 {
 }
 
 #[cfg(test)]
-#[path = "dram_tests.rs"]
 mod tests;

@@ -464,5 +464,4 @@ pub fn attribution(p: &StepPrediction) -> Vec<KindShare> {
 }
 
 #[cfg(test)]
-#[path = "compose_tests.rs"]
 mod tests;

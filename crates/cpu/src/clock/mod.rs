@@ -317,5 +317,4 @@ pub fn measure_settled(low_hz: impl Fn(f64) -> bool, rounds: usize) -> Option<Me
 }
 
 #[cfg(test)]
-#[path = "clock_tests.rs"]
 mod tests;

@@ -335,5 +335,4 @@ fn row(key: &str, found: &[(usize, &Finding)], tolerance: f64) -> Row {
 }
 
 #[cfg(test)]
-#[path = "fleet_tests.rs"]
 mod tests;

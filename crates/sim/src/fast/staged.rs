@@ -5,10 +5,12 @@
 //! hop by hop. The second pass keeps an LRU TLB of up to 16 entries (the seed's) in SSE registers
 //! (`tlb::Lru16`): no lookup waits for the stores of the one before.
 
-use super::chase::{InPlace, Translate};
-use super::{Machine, Pre};
+use crate::machine::chase::{InPlace, Translate};
+use crate::machine::{Machine, Pre};
 #[cfg(target_arch = "x86_64")]
-use crate::tlb::{Lru16, PageTable};
+use super::lru16::Lru16;
+#[cfg(target_arch = "x86_64")]
+use crate::tlb::PageTable;
 
 /// Scratch memory of `Machine::chase_staged`, kept between batches: which hops of the batch hit
 /// L1.
@@ -72,7 +74,7 @@ impl Machine {
         st.l1_hit.clear();
         st.l1_hit.resize(k, false);
         #[cfg(target_arch = "x86_64")]
-        if crate::hostcpu::v3() {
+        if super::hostcpu::v3() {
             // a full seed TLB (the usual case past a chase's first 16 pages), else any LRU one
             // of up to 16 entries
             let tlb = &self.sms[sm as usize].as_ref().expect("made above").tlb;
@@ -226,7 +228,7 @@ mod tests {
     /// under the TLB (a page remapped without an invalidation), on each kind of hierarchy.
     #[test]
     fn staged_batches_equal_single_hops() {
-        crate::hostcpu::both_ways(compare_staged_with_single_hops);
+        super::hostcpu::both_ways(compare_staged_with_single_hops);
     }
 
     fn compare_staged_with_single_hops() {

@@ -3,7 +3,7 @@
 
 /// A vector whose element `o` starts on a 64-byte boundary (host cache line).
 #[derive(Debug, Clone)]
-pub(super) struct Aligned<T> {
+pub(crate) struct Aligned<T> {
     v: Vec<T>,
     o: usize,
     /// `o` in bytes.
@@ -11,7 +11,7 @@ pub(super) struct Aligned<T> {
 }
 
 impl<T: Copy> Aligned<T> {
-    pub(super) fn new(x: T, n: usize) -> Self {
+    pub(crate) fn new(x: T, n: usize) -> Self {
         let sz = std::mem::size_of::<T>();
         // large arrays start on a 2 MiB boundary so all of them lies in transparent huge pages
         const HUGE: usize = 2 << 20;
@@ -23,32 +23,32 @@ impl<T: Copy> Aligned<T> {
         Aligned { v, o, ob: o * sz }
     }
     #[inline(always)]
-    pub(super) fn s(&self, i: usize, n: usize) -> &[T] {
+    pub(crate) fn s(&self, i: usize, n: usize) -> &[T] {
         &self.v[self.o + i..self.o + i + n]
     }
     #[inline(always)]
-    pub(super) fn s_mut(&mut self, i: usize, n: usize) -> &mut [T] {
+    pub(crate) fn s_mut(&mut self, i: usize, n: usize) -> &mut [T] {
         &mut self.v[self.o + i..self.o + i + n]
     }
     /// Element `i` (below the `n` of `new`: the caller checks) as a pointer.
     #[inline(always)]
-    pub(super) fn block(&self, i: usize) -> *const T {
+    pub(crate) fn block(&self, i: usize) -> *const T {
         self.v.as_ptr().wrapping_add(self.o + i)
     }
     #[inline(always)]
-    pub(super) fn block_mut(&mut self, i: usize) -> *mut T {
+    pub(crate) fn block_mut(&mut self, i: usize) -> *mut T {
         self.v.as_mut_ptr().wrapping_add(self.o + i)
     }
     /// `block_mut(i)` as a byte pointer.
     #[inline(always)]
-    pub(super) fn bytes_mut(&mut self, i: usize) -> *mut u8 {
+    pub(crate) fn bytes_mut(&mut self, i: usize) -> *mut u8 {
         (self.v.as_mut_ptr() as *mut u8).wrapping_add(self.ob + i * std::mem::size_of::<T>())
     }
     #[inline(always)]
-    pub(super) fn ptr(&self, i: usize) -> *const i8 {
+    pub(crate) fn ptr(&self, i: usize) -> *const i8 {
         self.v.as_ptr().wrapping_add(self.o + i) as *const i8
     }
-    pub(super) fn fill(&mut self, x: T) {
+    pub(crate) fn fill(&mut self, x: T) {
         self.v.fill(x);
     }
 }

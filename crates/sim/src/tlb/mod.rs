@@ -5,10 +5,8 @@
 
 use std::collections::HashMap;
 
-#[path = "tlb_batch.rs"]
-mod batch;
 #[cfg(target_arch = "x86_64")]
-pub use batch::Lru16;
+pub use crate::fast::Lru16;
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// A fast hasher for page numbers (multiplicative; keys are not adversarial).
@@ -61,36 +59,36 @@ impl SplitMix {
 /// with the smallest use (fill) stamp, as the stamps of live entries all differ.
 #[derive(Debug, Clone)]
 pub struct Tlb {
-    capacity: usize,
-    lru: bool,
+    pub(crate) capacity: usize,
+    pub(crate) lru: bool,
     /// Live entries: slots 0..n (bits 0..n of `live` for a small TLB).
-    n: usize,
-    live: u64,
+    pub(crate) n: usize,
+    pub(crate) live: u64,
     /// 16-slot chunks compared: 1 (up to 16 entries) or 4 (up to `SMALL`); 0 for a large TLB.
-    chunks: usize,
-    small: Small,
+    pub(crate) chunks: usize,
+    pub(crate) small: Small,
     large: Option<Box<Large>>,
     /// One more than the page of the last lookup that missed (wrapping; 0: none), while no
     /// insert followed (an insert of it needs no check for a present entry).
-    missed: u64,
+    pub(crate) missed: u64,
 }
 
 /// Capacity kept in `Small`.
-const SMALL: usize = 64;
+pub(crate) const SMALL: usize = 64;
 /// Rank of a free slot (above every live rank).
 const FREE: u8 = 127;
 
 #[derive(Debug, Clone)]
-struct Small {
+pub(crate) struct Small {
     /// `vpns[i] as u32`.
-    lo: [u32; SMALL],
+    pub(crate) lo: [u32; SMALL],
     /// Recency (LRU) or fill (FIFO) rank of each live slot, 0 the latest; `FREE` past n.
-    rank: [u8; SMALL],
+    pub(crate) rank: [u8; SMALL],
     /// Where a page number was last found or put, by its low 6 bits: a guess checked against
     /// `vpns` before the scan (speed only; entries are unique, so a right guess is the entry).
     hint: [u8; 64],
-    vpns: [u64; SMALL],
-    ppns: [u64; SMALL],
+    pub(crate) vpns: [u64; SMALL],
+    pub(crate) ppns: [u64; SMALL],
 }
 
 /// A TLB of more than `SMALL` entries: slots, a map from page to slot and a doubly linked list
@@ -190,7 +188,7 @@ impl Tlb {
         if h < self.n && s.vpns[h % SMALL] == vpn {
             return Some(h);
         }
-        let mut m = crate::simd::eq_words16(&s.lo, C, vpn as u32) & self.live;
+        let mut m = crate::fast::simd::eq_words16(&s.lo, C, vpn as u32) & self.live;
         while m != 0 {
             let i = m.trailing_zeros() as usize;
             if s.vpns[i % SMALL] == vpn {
@@ -225,7 +223,7 @@ impl Tlb {
         if self.lru {
             // (a no-op for the latest entry, rank 0)
             let r = s.rank[i % SMALL];
-            crate::simd::promote16_loaded(&mut s.rank, C, r);
+            crate::fast::simd::promote16_loaded(&mut s.rank, C, r);
         }
         Some(s.ppns[i % SMALL])
     }
@@ -298,12 +296,12 @@ impl Tlb {
             return; // a TLB of no entries
         } else {
             let r = (n - 1) as u8;
-            ((crate::simd::eq_bytes16(&s.rank, C, r) & self.live).trailing_zeros() as usize, r)
+            ((crate::fast::simd::eq_bytes16(&s.rank, C, r) & self.live).trailing_zeros() as usize, r)
         };
-        crate::simd::promote16(&mut s.rank, C, r);
+        crate::fast::simd::promote16(&mut s.rank, C, r);
         s.hint[(vpn & 63) as usize] = i as u8;
         s.vpns[i % SMALL] = vpn;
-        crate::simd::set_word16(&mut s.lo, i, vpn as u32);
+        crate::fast::simd::set_word16(&mut s.lo, i, vpn as u32);
         s.ppns[i % SMALL] = ppn;
     }
 
@@ -497,5 +495,4 @@ impl PageTable {
 }
 
 #[cfg(test)]
-#[path = "tlb_tests.rs"]
 mod tests;

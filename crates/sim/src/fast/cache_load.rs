@@ -10,21 +10,21 @@
 //! marked by the fill of its first line). Every other load (other layouts or policies, a line
 //! without a 32-bit tag, 64-bit tags) takes `Cache::load_slow`, the general path.
 
-use super::{Cache, Outcome, WriteBack};
-use crate::cache_set::{Layout, Set, DIRTY, INVALID32, RANK, RRPV, VALID};
+use crate::cache::{Cache, Outcome, WriteBack};
+use crate::cache::set::{Layout, Set, DIRTY, INVALID32, RANK, RRPV, VALID};
 use memscope_core::hierarchy::Replacement;
 
 /// Policy codes (const parameters).
-pub(super) const P_LRU: u8 = 0;
-pub(super) const P_RRIP: u8 = 2;
+pub(crate) const P_LRU: u8 = 0;
+pub(crate) const P_RRIP: u8 = 2;
 
 /// Load paths (`Cache::kind`): 4 ways with LRU, 16 with RRIP, any other.
-pub(super) const LRU4: u8 = 0;
-pub(super) const RRIP16: u8 = 1;
-pub(super) const OTHER: u8 = 2;
+pub(crate) const LRU4: u8 = 0;
+pub(crate) const RRIP16: u8 = 1;
+pub(crate) const OTHER: u8 = 2;
 
 /// The load path of `w` ways with `policy`.
-pub(super) fn kind(w: usize, policy: Replacement) -> u8 {
+pub(crate) fn kind(w: usize, policy: Replacement) -> u8 {
     match (w, policy) {
         (4, Replacement::Lru) => LRU4,
         (16, Replacement::Rrip) => RRIP16,
@@ -45,11 +45,11 @@ const fn policy(p: u8) -> Replacement {
 /// need not go through memory): the evicted line, and the missing sectors | tag hit << 8 |
 /// evicted << 9 | the evicted line's sectors << 16.
 #[derive(Clone, Copy)]
-pub(super) struct Packed(u64, u32);
+pub(crate) struct Packed(u64, u32);
 
 impl Packed {
     #[inline(always)]
-    pub(super) fn new(tag_hit: bool, missing: u8, evicted: Option<WriteBack>) -> Self {
+    pub(crate) fn new(tag_hit: bool, missing: u8, evicted: Option<WriteBack>) -> Self {
         let (line, ev) = match evicted {
             Some(w) => (w.line, 1 << 9 | (w.sectors as u32) << 16),
             None => (0, 0),
@@ -59,12 +59,12 @@ impl Packed {
 
     /// No sector was missing.
     #[inline(always)]
-    pub(super) fn all_present(self) -> bool {
+    pub(crate) fn all_present(self) -> bool {
         self.1 as u8 == 0
     }
 
     #[inline(always)]
-    pub(super) fn outcome(self) -> Outcome {
+    pub(crate) fn outcome(self) -> Outcome {
         let Packed(line, x) = self;
         Outcome {
             tag_hit: x & 1 << 8 != 0,
@@ -79,7 +79,7 @@ impl Cache {
     /// `self.l` when it has `W` ways (4 or 16), as constants.
     #[inline(always)]
     fn lay_w<const W: usize>(&self) -> Layout {
-        let l = Layout { w: W, g: 1, tw: W, stride: crate::cache_set::stride_words(W, 1), all: (1 << W) - 1 };
+        let l = Layout { w: W, g: 1, tw: W, stride: crate::cache::set::stride_words(W, 1), all: (1 << W) - 1 };
         debug_assert!(l.w == self.l.w && l.tw == self.l.tw && l.g == self.l.g && l.stride == self.l.stride);
         l
     }
@@ -90,7 +90,7 @@ impl Cache {
     /// `W` is `self.l.w` and `P` codes `self.policy` (as `kind` dispatches).
     /// With `INLINE_MISS` the miss path is inlined too (for loops where misses are the rule).
     #[inline(always)]
-    pub(super) unsafe fn load_fast<const W: usize, const P: u8, const INLINE_MISS: bool>(
+    pub(crate) unsafe fn load_fast<const W: usize, const P: u8, const INLINE_MISS: bool>(
         &mut self,
         set: usize,
         line: u64,

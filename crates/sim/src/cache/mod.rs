@@ -16,8 +16,8 @@
 //! path of one tag compare and the rank update; a miss path without the general cases); the
 //! arrays are `cache_mem`'s.
 
-use crate::cache_set::{Layout, Set, DIRTY, INVALID32, RANK, RRPV, SRANK, VALID};
-use crate::simd::{lanes, lanes2, max_field, LaneOp};
+use set::{Layout, Set, DIRTY, INVALID32, RANK, RRPV, SRANK, VALID};
+use crate::fast::simd::{lanes, lanes2, max_field, LaneOp};
 use memscope_core::hierarchy::Replacement;
 
 const INVALID: u64 = u64::MAX;
@@ -47,29 +47,29 @@ pub struct Outcome {
 /// The cache state.
 #[derive(Debug, Clone)]
 pub struct Cache {
-    policy: Replacement,
+    pub(crate) policy: Replacement,
     /// Per set, `l.stride` words (`cache_set`): 32-bit tags, recency ranks, valid and dirty
     /// sectors, RRPVs, store ranks.
-    b: Aligned<u32>,
-    l: Layout,
-    sets: usize,
+    pub(crate) b: Aligned<u32>,
+    pub(crate) l: Layout,
+    pub(crate) sets: usize,
     /// 64-bit tags, once a line address did not fit in 32 bits (the block's tags are unused).
-    wide: Option<Aligned<u64>>,
+    pub(crate) wide: Option<Aligned<u64>>,
     /// The high 32 bits of every line address held in 32-bit tags (set by the first tag after
     /// `clear`; a line with other high bits moves the tags to `wide`).
     hi: Option<u32>,
     /// A line has a 32-bit tag when `line - nbase` (wrapping) is below `nlim`: `hi << 32` and
     /// `INVALID32` while tags are 32-bit and `hi` is set, else 0 and 0 (no line has one).
-    nbase: u64,
-    nlim: u64,
+    pub(crate) nbase: u64,
+    pub(crate) nlim: u64,
     /// The load path for the layout and policy (`fast::kind`).
-    kind: u8,
+    pub(crate) kind: u8,
     /// A prefetch has more than two host lines to fetch: over 16 ways, or wide tags.
     prefetch_more: bool,
-    dirty_threshold: u32,
+    pub(crate) dirty_threshold: u32,
     /// One bit per set loaded or stored since the last `clear` (which then resets only those;
     /// a probe's chase touches a few sets of a large L2 between flushes).
-    touched: Vec<u64>,
+    pub(crate) touched: Vec<u64>,
 }
 
 impl Cache {
@@ -114,7 +114,7 @@ impl Cache {
 
     /// Note `set` as touched since the last `clear`.
     #[inline(always)]
-    fn mark(&mut self, set: usize) {
+    pub(crate) fn mark(&mut self, set: usize) {
         if let Some(w) = self.touched.get_mut(set / 64) {
             *w |= 1 << (set % 64);
         }
@@ -132,7 +132,7 @@ impl Cache {
         let mut l = self.l;
         if TW > 0 {
             debug_assert_eq!(l.tw, TW);
-            (l.tw, l.g, l.stride) = (TW, 1, crate::cache_set::stride_words(TW, 1));
+            (l.tw, l.g, l.stride) = (TW, 1, set::stride_words(TW, 1));
         }
         l
     }
@@ -189,7 +189,7 @@ impl Cache {
     /// The empty ways of `set` (none when it is full, the usual case: the full ways are a prefix,
     /// so the last way tells).
     #[inline(always)]
-    fn empties(&self, s: Set, set: usize) -> u64 {
+    pub(crate) fn empties(&self, s: Set, set: usize) -> u64 {
         match &self.wide {
             None if s.tag(self.l.w - 1) != INVALID32 => 0,
             None => s.tags_eq(INVALID32),
@@ -205,7 +205,7 @@ impl Cache {
     }
 
     /// Whether `hit` and `empty` are what plain scans of `set` give (for debug assertions).
-    fn scans_agree(&self, set: usize, line: u64, hit: u64, empty: u64) -> bool {
+    pub(crate) fn scans_agree(&self, set: usize, line: u64, hit: u64, empty: u64) -> bool {
         let w = self.l.w;
         let (h, e) = match &self.wide {
             None => {
@@ -234,7 +234,7 @@ impl Cache {
 
     /// `tag`, given the handle on `set`.
     #[inline(always)]
-    fn tag_in(&self, s: Set, set: usize, way: usize) -> u64 {
+    pub(crate) fn tag_in(&self, s: Set, set: usize, way: usize) -> u64 {
         match &self.wide {
             None => {
                 let x = s.tag(way);
@@ -312,7 +312,7 @@ impl Cache {
 
     /// Prefetch what a load of `set` reads (tags and state) and its wide tags.
     #[inline]
-    fn prefetch_block(&self, set: usize) {
+    pub(crate) fn prefetch_block(&self, set: usize) {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
@@ -394,7 +394,7 @@ impl Cache {
 
     /// `load` for any layout, policy and tag width.
     #[inline(never)]
-    fn load_slow(&mut self, set: usize, line: u64, sectors: u8) -> Packed {
+    pub(crate) fn load_slow(&mut self, set: usize, line: u64, sectors: u8) -> Packed {
         self.mark(set);
         // (one copy per common tag count, so that the block's offsets are constants)
         // SAFETY: `TW` is `self.l.tw`, or 0.
@@ -507,7 +507,7 @@ impl Cache {
     /// dirty victim goes to the write-back FIFO (seed 004: handed to the controller, after which
     /// the scan finds it clean and takes it).
     #[inline(always)]
-    fn victim(&self, s: Set, set: usize, empty: u64, policy: Replacement) -> (usize, Option<WriteBack>) {
+    pub(crate) fn victim(&self, s: Set, set: usize, empty: u64, policy: Replacement) -> (usize, Option<WriteBack>) {
         if empty != 0 {
             return (empty.trailing_zeros() as usize, None);
         }
@@ -535,7 +535,7 @@ impl Cache {
     /// at the highest the candidates.
     #[cold]
     #[inline(never)]
-    fn age(&self, s: Set) {
+    pub(crate) fn age(&self, s: Set) {
         let k = if s.bytes_eq(RRPV, 1) != 0 { 1 } else { 2 };
         debug_assert!(self.aging_agrees(s, k));
         s.age(k);
@@ -553,7 +553,7 @@ impl Cache {
 
     /// Fill `way` (its tag set) with a new line: valid and dirty sectors, RRPV 1, most recent.
     #[inline(always)]
-    fn fill(&self, s: Set, way: usize, valid: u8, dirty: u8) {
+    pub(crate) fn fill(&self, s: Set, way: usize, valid: u8, dirty: u8) {
         s.put(VALID, way, valid);
         s.put(DIRTY, way, dirty);
         s.put(RRPV, way, 1);
@@ -564,7 +564,7 @@ impl Cache {
     /// dirty (with `mark_dirty`, the store rank refreshed), the way touched.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    fn store_hit(
+    pub(crate) fn store_hit(
         &self,
         s: Set,
         i: usize,
@@ -586,7 +586,7 @@ impl Cache {
 
     /// A hit on `way`: most recent (LRU, RRIP; FIFO keeps the fill order), RRPV 0 (RRIP).
     #[inline(always)]
-    fn touch(&self, s: Set, way: usize, policy: Replacement) {
+    pub(crate) fn touch(&self, s: Set, way: usize, policy: Replacement) {
         match policy {
             Replacement::Lru => s.touch(RANK, way),
             Replacement::Fifo => {}
@@ -614,16 +614,12 @@ fn touched_sets(bits: &[u64], sets: usize) -> impl Iterator<Item = usize> + '_ {
     })
 }
 
-#[path = "cache_fast.rs"]
-mod fast;
-#[path = "cache_mem.rs"]
 mod mem;
-#[path = "cache_store.rs"]
-mod store;
+pub(crate) mod set;
+use crate::fast::cache_load as fast;
 use fast::Packed;
 pub use mem::huge_vec;
 use mem::Aligned;
 
 #[cfg(test)]
-#[path = "cache_tests.rs"]
 mod tests;

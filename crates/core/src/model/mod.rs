@@ -469,5 +469,4 @@ pub fn ratio_summary(points: &[ScoredPoint]) -> Option<RatioSummary> {
 }
 
 #[cfg(test)]
-#[path = "model_tests.rs"]
 mod tests;

@@ -7,21 +7,16 @@
 
 use crate::cache::{Cache, WriteBack};
 use crate::dram::{Dram, DramAccess};
-use crate::fastindex::{FastIndex, SliceAndSet};
+use crate::fast::index::{FastIndex, SliceAndSet};
 use crate::hash::IndexFn;
 use crate::tlb::{PageTable, Tlb};
 use crate::wbfifo::WbFifo;
 use memscope_core::hierarchy::{Hierarchy, Indexing, Replacement, RowFunction};
 use serde::Serialize;
 
-#[path = "machine_chase.rs"]
-mod chase;
-#[path = "machine_presplit.rs"]
-mod presplit;
-#[path = "machine_staged.rs"]
-mod staged;
-pub use presplit::PageParts;
-pub use staged::{Staged, STAGED_AHEAD};
+pub(crate) mod chase;
+pub use crate::fast::{PageParts, Staged, STAGED_AHEAD};
+use crate::fast::presplit;
 
 /// Where a load was served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -72,15 +67,15 @@ pub struct StoreResult {
 pub struct Pre {
     pub va: u64,
     pub pa: u64,
-    l1_set: u32,
-    slice: u32,
-    l2_set: u32,
+    pub(crate) l1_set: u32,
+    pub(crate) slice: u32,
+    pub(crate) l2_set: u32,
     /// Bytes loaded or stored, and the sectors they cover in an L1 and an L2 line.
-    len: u32,
+    pub(crate) len: u32,
     /// `l1_set` was computed (else the access must bypass L1).
-    has_l1: bool,
-    l1_sectors: u8,
-    l2_sectors: u8,
+    pub(crate) has_l1: bool,
+    pub(crate) l1_sectors: u8,
+    pub(crate) l2_sectors: u8,
 }
 
 impl Pre {
@@ -120,37 +115,37 @@ pub struct Stats {
     pub slice_requests: Vec<u64>,
 }
 
-struct SmState {
-    l1: Cache,
-    tlb: Tlb,
+pub(crate) struct SmState {
+    pub(crate) l1: Cache,
+    pub(crate) tlb: Tlb,
 }
 
 /// The simulated machine's state.
 pub struct Machine {
     pub h: Hierarchy,
-    l1_fn: FastIndex,
-    l1_line_shift: u32,
-    l1_sector_shift: u32,
-    l2_line_shift: u32,
-    l2_sector_shift: u32,
+    pub(crate) l1_fn: FastIndex,
+    pub(crate) l1_line_shift: u32,
+    pub(crate) l1_sector_shift: u32,
+    pub(crate) l2_line_shift: u32,
+    pub(crate) l2_sector_shift: u32,
     /// `k / sectors per L2 line` for k = 0..16: the lines a read of k sectors moves (`lines_of`).
     lines_of_sectors: [f64; 16],
-    sets_per_slice: u32,
+    pub(crate) sets_per_slice: u32,
     slice_fn: FastIndex,
     set_fn: FastIndex,
     /// Both at once, for the seed's functions.
-    slice_and_set: Option<SliceAndSet>,
+    pub(crate) slice_and_set: Option<SliceAndSet>,
     /// The in-page halves of the L1 and L2 index functions (`presplit`), where they split.
-    low_tables: Option<presplit::LowTables>,
+    pub(crate) low_tables: Option<presplit::LowTables>,
     slices_per_partition: u32,
     sms_per_partition: u32,
     far: Option<f64>,
     /// Virtually indexed L1, physically indexed L2, one partition: `hop_pre`'s short path.
-    short_path: bool,
+    pub(crate) short_path: bool,
     /// L1 and L2 lines and sectors of the same sizes (one sector mask serves both).
-    same_lines: bool,
-    page_shift: u32,
-    sms: Vec<Option<Box<SmState>>>,
+    pub(crate) same_lines: bool,
+    pub(crate) page_shift: u32,
+    pub(crate) sms: Vec<Option<Box<SmState>>>,
     pub l2: Cache,
     /// The copies of far-homed lines when they have a structure of their own
     /// (`l2.far_copy_ways`); `None`: they share the near slice's ways in `l2`.
@@ -236,7 +231,7 @@ impl Machine {
     }
 
     #[cold]
-    fn make_sm(&mut self, sm: u32) {
+    pub(crate) fn make_sm(&mut self, sm: u32) {
         let h = &self.h;
         self.sms[sm as usize] = Some(Box::new(SmState {
             l1: Cache::new(h.l1.sets as usize, h.l1.ways as usize, h.l1.replacement, 0),

@@ -84,7 +84,7 @@ impl Model {
     }
 
     /// A hit on slot `i`: most recent (not FIFO), RRPV 0 (RRIP).
-    fn touch(&mut self, set: usize, i: usize) {
+    pub(crate) fn touch(&mut self, set: usize, i: usize) {
         let s = &mut self.sets[set][i];
         if self.policy != Replacement::Fifo {
             s.used = self.clock;
