@@ -65,7 +65,7 @@ pub struct Cache {
     /// The load path for the layout and policy (`fast::kind`).
     pub(crate) kind: u8,
     /// A prefetch has more than two host lines to fetch: over 16 ways, or wide tags.
-    prefetch_more: bool,
+    pub(crate) prefetch_more: bool,
     pub(crate) dirty_threshold: u32,
     /// One bit per set loaded or stored since the last `clear` (which then resets only those;
     /// a probe's chase touches a few sets of a large L2 between flushes).
@@ -303,58 +303,6 @@ impl Cache {
         self.prefetch_more = true;
     }
 
-    /// Hint the host CPU to fetch `set`'s state (the simulated L2 is far larger than host caches;
-    /// a chase knows its next addresses, so it can overlap those host misses).
-    #[inline]
-    pub fn prefetch(&self, set: usize) {
-        self.prefetch_block(set);
-    }
-
-    /// Prefetch what a load of `set` reads (tags and state) and its wide tags.
-    #[inline]
-    pub(crate) fn prefetch_block(&self, set: usize) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            if set >= self.sets {
-                return;
-            }
-            let p = self.b.ptr(set * self.l.stride);
-            // (up to 16 ways a load reads 80 to 128 bytes from a 64-byte boundary, or 80 from a 32-byte
-            // one for 4 ways: two host lines)
-            debug_assert!(self.l.g > 1 || (65..=128).contains(&self.l.load_bytes()));
-            // SAFETY: prefetch is a hint that never faults; SSE is baseline on x86_64.
-            unsafe {
-                _mm_prefetch::<_MM_HINT_T0>(p);
-                _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(64));
-            }
-            if self.prefetch_more {
-                self.prefetch_rest(set);
-            }
-        }
-    }
-
-    /// The rest of `prefetch_block` beyond two host lines (over 16 ways), and the wide tags.
-    #[cold]
-    #[inline(never)]
-    fn prefetch_rest(&self, set: usize) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let p = self.b.ptr(set * self.l.stride);
-            let mut off = 128;
-            while off < self.l.load_bytes() {
-                // SAFETY: prefetch is a hint that never faults; SSE is baseline on x86_64.
-                unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(off)) };
-                off += 64;
-            }
-            if let Some(t) = &self.wide {
-                // SAFETY: as above.
-                unsafe { _mm_prefetch::<_MM_HINT_T0>(t.ptr(set * self.l.w)) };
-            }
-        }
-    }
-
     /// Whether `line` is present in `set` with all of `sectors` valid (no state change).
     pub fn probe(&self, set: usize, line: u64, sectors: u8) -> bool {
         self.find(set, line).is_some_and(|i| self.set(set).get(VALID, i) & sectors == sectors)
@@ -456,7 +404,7 @@ impl Cache {
     /// # Safety
     /// As `set_mut`.
     #[inline(always)]
-    unsafe fn store_in<const TW: usize>(
+    pub(crate) unsafe fn store_in<const TW: usize>(
         &mut self,
         set: usize,
         line: u64,

@@ -21,6 +21,7 @@
 
 mod chain;
 pub(crate) mod cache_load;
+mod cache_prefetch;
 mod cache_store;
 mod evqueue;
 pub(crate) mod hostcpu;

@@ -221,7 +221,7 @@ mod tests {
     /// small and large pages and other L1 masks; hierarchies without a split say so.
     #[test]
     fn page_halves_give_pre_with_values() {
-        super::hostcpu::both_ways(compare_page_halves_with_pre_with);
+        crate::fast::hostcpu::both_ways(compare_page_halves_with_pre_with);
     }
 
     fn compare_page_halves_with_pre_with() {

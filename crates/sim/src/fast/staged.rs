@@ -228,7 +228,7 @@ mod tests {
     /// under the TLB (a page remapped without an invalidation), on each kind of hierarchy.
     #[test]
     fn staged_batches_equal_single_hops() {
-        super::hostcpu::both_ways(compare_staged_with_single_hops);
+        crate::fast::hostcpu::both_ways(compare_staged_with_single_hops);
     }
 
     fn compare_staged_with_single_hops() {
