@@ -5,20 +5,20 @@
 //! recently used among RRPV 2, else age every line and rescan). A fill takes the first empty way;
 //! no way is ever emptied again (until `clear`), so the full ways of a set are a prefix.
 //!
-//! Layout (speed only, `cache_set`): one block per set, aligned to 64 bytes: 32-bit tags, then
+//! Layout (speed only, `set`): one block per set, aligned to 64 bytes: 32-bit tags, then
 //! byte arrays of recency ranks (order of last use for LRU and RRIP, of fill for FIFO), valid and
 //! dirty sectors and RRPVs, then store ranks (order of the last store that dirtied a line, for
 //! the 8-dirty rule); a 16-way set is three host cache lines of one host page (a load reads two).
 //! Tags are 32-bit while every line address held since the last `clear` has the same high 32
 //! bits (those kept once), and move to a 64-bit array for good on the first one that does not.
 //!
-//! Loads of the presets' caches (4-way LRU, 16-way RRIP) take the paths of `cache_fast` (a hit
+//! Loads of the presets' caches (4-way LRU, 16-way RRIP) take the paths of `fast::cache_load` (a hit
 //! path of one tag compare and the rank update; a miss path without the general cases); the
-//! arrays are `cache_mem`'s.
+//! arrays are `mem`'s.
 
-use set::{Layout, Set, DIRTY, INVALID32, RANK, RRPV, SRANK, VALID};
 use crate::fast::simd::{lanes, lanes2, max_field, LaneOp};
 use memscope_core::hierarchy::Replacement;
+use set::{Layout, Set, DIRTY, INVALID32, RANK, RRPV, SRANK, VALID};
 
 const INVALID: u64 = u64::MAX;
 
@@ -48,7 +48,7 @@ pub struct Outcome {
 #[derive(Debug, Clone)]
 pub struct Cache {
     pub(crate) policy: Replacement,
-    /// Per set, `l.stride` words (`cache_set`): 32-bit tags, recency ranks, valid and dirty
+    /// Per set, `l.stride` words (`set`): 32-bit tags, recency ranks, valid and dirty
     /// sectors, RRPVs, store ranks.
     pub(crate) b: Aligned<u32>,
     pub(crate) l: Layout,
@@ -92,7 +92,7 @@ impl Cache {
             // (every set counts as touched until the first `clear` writes its empty block)
             touched: vec![u64::MAX; sets.div_ceil(64)],
         };
-        // (the block loads of `cache_set` rely on it)
+        // (the block loads of `set` rely on it)
         assert!((c.b.block(0) as usize).is_multiple_of(64));
         c.clear();
         c

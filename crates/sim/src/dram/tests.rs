@@ -3,6 +3,7 @@
 //! the inline common path (kept here verbatim as the reference), on random call sequences.
 
 use super::*;
+use crate::fast::refresh::QUICK_LIMIT;
 use crate::tlb::SplitMix;
 use memscope_core::hierarchy::Hierarchy;
 

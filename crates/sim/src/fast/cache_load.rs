@@ -10,8 +10,8 @@
 //! marked by the fill of its first line). Every other load (other layouts or policies, a line
 //! without a 32-bit tag, 64-bit tags) takes `Cache::load_slow`, the general path.
 
-use crate::cache::{Cache, Outcome, WriteBack};
 use crate::cache::set::{Layout, Set, DIRTY, INVALID32, RANK, RRPV, VALID};
+use crate::cache::{Cache, Outcome, WriteBack};
 use memscope_core::hierarchy::Replacement;
 
 /// Policy codes (const parameters).

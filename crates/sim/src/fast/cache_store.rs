@@ -6,8 +6,8 @@
 //! Also the host prefetch of what a store reads.
 
 use super::cache_load::{LRU4, P_LRU, P_RRIP, RRIP16};
-use crate::cache::{Cache, Outcome, WriteBack};
 use crate::cache::set::{Layout, Set, DIRTY, SRANK};
+use crate::cache::{Cache, Outcome, WriteBack};
 use memscope_core::hierarchy::Replacement;
 
 impl Cache {

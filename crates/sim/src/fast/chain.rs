@@ -3,9 +3,9 @@
 //! `Machine::hop_pre` per hop; one chain takes `chase_chain` instead, which computes the same
 //! hops a batch at a time (`Pre`s by page halves: `presplit`; the two-pass batches: `staged`).
 
+use super::PageParts;
 use crate::machine::{Pre, STAGED_AHEAD};
 use crate::target::{noisy, SimTarget};
-use super::PageParts;
 
 /// The `Pre`s past a batch that `Machine::chase_staged` reads for its host prefetches, and the
 /// hops per batch.
@@ -79,9 +79,7 @@ impl SimTarget {
                 let (now, rest) = out.split_at_mut(run);
                 match parts {
                     Some(pp) => self.m.pre_split_into(pp, &c[q..q + run], now, 8, !bypass),
-                    None => {
-                        now.iter_mut().zip(&c[q..q + run]).for_each(|(o, &a)| *o = self.m.pre_with(a, 8, !bypass))
-                    }
+                    None => now.iter_mut().zip(&c[q..q + run]).for_each(|(o, &a)| *o = self.m.pre_with(a, 8, !bypass)),
                 }
                 (q, out) = (if q + run == n { 0 } else { q + run }, rest);
             }

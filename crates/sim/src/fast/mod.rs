@@ -16,19 +16,21 @@
 //! - `index`: the seed's index functions by tables of mask parities (`hash::IndexFn` is the plain
 //!   definition).
 //! - `simd`: word-parallel scans of the cache's set blocks and the TLB (plain loops elsewhere).
+//! - `refresh`: the DRAM's refresh-window test and a quick `rem_euclid` (dram/mod.rs).
 //! - `evqueue`: the replay's radix-heap event queue (pops in a binary heap's order).
 //! - `hostcpu`: the x86-64-v3 copies of the hot loops, and `both_ways` for tests (baseline too).
 
-mod chain;
 pub(crate) mod cache_load;
 mod cache_prefetch;
 mod cache_store;
+mod chain;
 mod evqueue;
 pub(crate) mod hostcpu;
 pub(crate) mod index;
 #[cfg(target_arch = "x86_64")]
 mod lru16;
 pub(crate) mod presplit;
+pub(crate) mod refresh;
 pub(crate) mod simd;
 mod staged;
 
@@ -38,4 +40,6 @@ pub use index::{FastIndex, SliceAndSet};
 #[cfg(target_arch = "x86_64")]
 pub use lru16::Lru16;
 pub use presplit::PageParts;
+pub use refresh::rem_euclid;
+pub(crate) use refresh::Refresh;
 pub use staged::{Staged, STAGED_AHEAD};

@@ -5,8 +5,8 @@
 //! functions (`a / 1152`, `(a >> 15) % 36`) is computed per address as `SliceAndSet::finish`
 //! does. The values are `Machine::pre_with`'s (debug-checked, and tested below).
 
-use crate::machine::{sector_mask, Machine, Pre};
 use super::index::{FastIndex, SliceAndSet};
+use crate::machine::{sector_mask, Machine, Pre};
 
 /// Widest in-page span of address bits the two offset tables cover (2^10 entries each at most).
 const MAX_SPLIT_BITS: u32 = 20;

@@ -3,12 +3,12 @@
 //! that missed L1 (TLB, L2, write-back FIFO, DRAM) and the clock. L1's state depends only on
 //! the order of the L1 lookups, and nothing below L1 changes it, so the results are `hop_pre`'s
 //! hop by hop. The second pass keeps an LRU TLB of up to 16 entries (the seed's) in SSE registers
-//! (`tlb::Lru16`): no lookup waits for the stores of the one before.
+//! (`fast::Lru16`): no lookup waits for the stores of the one before.
 
-use crate::machine::chase::{InPlace, Translate};
-use crate::machine::{Machine, Pre};
 #[cfg(target_arch = "x86_64")]
 use super::lru16::Lru16;
+use crate::machine::chase::{InPlace, Translate};
+use crate::machine::{Machine, Pre};
 #[cfg(target_arch = "x86_64")]
 use crate::tlb::PageTable;
 

@@ -16,8 +16,8 @@ use serde::Serialize;
 
 pub(crate) mod chase;
 mod store;
-pub use crate::fast::{PageParts, Staged, STAGED_AHEAD};
 use crate::fast::presplit;
+pub use crate::fast::{PageParts, Staged, STAGED_AHEAD};
 
 /// Where a load was served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

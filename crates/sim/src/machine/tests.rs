@@ -29,11 +29,7 @@ fn dram_reads_move_the_missing_sectors_share_of_a_line() {
         let m = Machine::new(h);
         let per_line = (line / sector) as f64;
         for missing in 0..=u8::MAX >> (8 - line / sector) {
-            assert_eq!(
-                m.lines_of(missing),
-                missing.count_ones() as f64 / per_line,
-                "{line}/{sector}: {missing:#b}"
-            );
+            assert_eq!(m.lines_of(missing), missing.count_ones() as f64 / per_line, "{line}/{sector}: {missing:#b}");
         }
     }
 }
