@@ -256,7 +256,7 @@ impl SimTarget {
     /// A load of `p.va` (indices computed ahead: `Machine::pre`) as a chase hop: its latency
     /// with the configured noise, and its level.
     #[inline(always)]
-    fn hop_pre(&mut self, sm: u32, p: &Pre, bypass: bool, t: f64, noise: bool) -> (f64, Level) {
+    pub(crate) fn hop_pre(&mut self, sm: u32, p: &Pre, bypass: bool, t: f64, noise: bool) -> (f64, Level) {
         let (ns, level) = self.m.hop_pre(sm, p, bypass, t);
         (if noise { noisy(&self.m.h.noise, &mut self.noise, ns) } else { ns.max(0.0) }, level)
     }

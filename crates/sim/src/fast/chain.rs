@@ -151,3 +151,67 @@ impl SimTarget {
         (t, sum, p)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::target::SimTarget;
+    use crate::tlb::SplitMix;
+    use memscope_core::Target;
+
+    /// `chase_chain` against the plain route (one `pre_with` and one `hop_pre` per hop, the
+    /// several-chain loop's), on twin targets with noise: the same per-hop latencies bit for
+    /// bit, clock, sum and position, tabled and not, through L1, L2 and DRAM footprints.
+    #[test]
+    fn chase_chain_is_the_plain_route_hop_by_hop() {
+        crate::fast::hostcpu::both_ways(compare_chase_chain_with_plain_hops);
+    }
+
+    fn compare_chase_chain_with_plain_hops() {
+        let mut h = crate::presets::rtx4090();
+        (h.noise.jitter_ns, h.noise.outlier_fraction, h.noise.outlier_ns) = (3.0, 0.02, 400.0);
+        let (mut a, mut b) = (SimTarget::new(h.clone()).unwrap(), SimTarget::new(h).unwrap());
+        let buf = a.alloc(64 << 20).unwrap();
+        assert_eq!(buf, b.alloc(64 << 20).unwrap());
+        let mut rng = SplitMix(5);
+        let (mut ca, mut cb, mut sa, mut sb, mut pa, mut pb) = (0.0, 0.0, 0.0, 0.0, 0usize, 0usize);
+        for (round, lines) in [64u64, 2048, 40_000, 300_000, 500].into_iter().enumerate() {
+            let bypass = round % 2 == 1;
+            let chain: Vec<u64> = (0..lines).map(|_| buf.base + rng.below((64 << 20) / 128) * 128).collect();
+            let (lo, hi) = (*chain.iter().min().unwrap(), *chain.iter().max().unwrap());
+            let mut parts = a.m.page_parts(None, chain.len(), lo, hi);
+            let table: Vec<_> =
+                if round % 2 == 0 { chain.iter().map(|&x| a.m.pre_with(x, 8, !bypass)).collect() } else { Vec::new() };
+            let hops = 3 * lines + 7;
+            let mut rec_a = Vec::new();
+            (pa, pb) = (pa % chain.len(), pb % chain.len());
+            super::chase_chain(
+                &mut a,
+                0,
+                bypass,
+                &chain,
+                &table,
+                &mut parts,
+                &mut pa,
+                &mut ca,
+                &mut sa,
+                hops,
+                Some(&mut rec_a),
+            );
+            let mut rec_b = Vec::new();
+            let mut sum = 0.0;
+            for _ in 0..hops {
+                let p = b.m.pre_with(chain[pb], 8, !bypass);
+                let (ns, _) = b.hop_pre(0, &p, bypass, cb, true);
+                (cb, sum) = (cb + ns, sum + ns);
+                rec_b.push(ns);
+                pb = (pb + 1) % chain.len();
+            }
+            sb += sum;
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(rec_a.len() as u64, hops, "round {round}");
+            assert_eq!(bits(&rec_a), bits(&rec_b), "round {round}: per-hop latencies");
+            assert_eq!((ca.to_bits(), sa.to_bits(), pa), (cb.to_bits(), sb.to_bits(), pb), "round {round}");
+            assert_eq!(a.stats(), b.stats(), "round {round}: counters");
+        }
+    }
+}
