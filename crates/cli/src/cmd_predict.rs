@@ -231,7 +231,7 @@ fn provenance(file: Option<&CeilingsSource>, used: &[String]) -> Option<(String,
     let named: Vec<String> = inputs
         .iter()
         .map(|i| match &i.stands_in_for {
-            Some(_) => format!("{} for {}", i.key, i.ceiling),
+            Some(absent) => format!("{} in place of {}", i.key, head(absent)),
             None => i.key.clone(),
         })
         .collect();

@@ -53,7 +53,7 @@ fn run_file_feeds_the_ceilings_and_lists_its_inputs() {
     let out = predict(&["--op", "gelu", "--elems", "4096", "--ceilings", &f]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && text.contains("from the findings of cuda:0"), "{text}");
-    assert!(text.contains("launch.floor_s for launch_floor_s.gelu"), "{text}");
+    assert!(text.contains("launch.floor_s in place of launch.op.gelu_floor_s"), "{text}");
 }
 
 #[test]
