@@ -1,9 +1,12 @@
 //! `memscope predict`: the three-ceiling bottleneck model of seed 003 for one operation or one
-//! decode step, from explicit ceilings or a `memscope ceilings` JSON file. Wiring only: the model is
-//! `memscope_core::model`.
+//! decode step, from explicit ceilings, the findings of a `memscope run` results file or a
+//! `memscope ceilings` JSON file. Wiring only: the model is `memscope_core::model`, the ceilings of
+//! a file `memscope_report::model_section::read_ceilings`.
 
 use crate::error::{CliError, CliResult};
 use memscope_core::model::{self as m, DecodeModel, Dtype, OpCost, Prediction, SessionCeilings};
+use memscope_core::model_ceilings::{bandwidth_ceiling, launch_ceiling, peak_ceiling, FloorFallback};
+use memscope_report::model_section::{read_ceilings, CeilingsSource};
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
@@ -70,8 +73,10 @@ pub struct Args {
     /// decode-step, the whole step's floor).
     #[arg(long, allow_hyphen_values = true)]
     pub launch: Option<String>,
-    /// Ceilings JSON written by `memscope ceilings --out FILE` on a GPU; this repository holds the
-    /// H200's as results/h200/ceilings.json.
+    /// Ceilings from a file: the results of `memscope run` on a GPU (its bw, launch and peak
+    /// findings; a launch class without its own floor takes launch.floor_s, and the output says
+    /// so), or the JSON of `memscope ceilings|model|fusion|batch --out FILE`; this repository holds
+    /// the H200's as results/h200/ceilings.json.
     #[arg(long)]
     pub ceilings: Option<PathBuf>,
     /// Print JSON instead of text.
@@ -80,8 +85,8 @@ pub struct Args {
 }
 
 /// Where the ceilings come from, for the message when some are missing.
-const CEILINGS_HINT: &str = "or --ceilings FILE, written by `memscope ceilings --out FILE` on a GPU; \
-results/h200/ceilings.json holds the H200's";
+const CEILINGS_HINT: &str = "or --ceilings FILE: the results of `memscope run -p bw,launch,peak` on a GPU, \
+or the file of `memscope ceilings --out FILE`; results/h200/ceilings.json holds the H200's";
 
 fn need(v: Option<u64>, name: &str, op: &str) -> Result<u64, CliError> {
     match v {
@@ -211,11 +216,32 @@ fn op_cost(a: &Args, op: &str, dtype: Dtype) -> Result<(OpCost, String), CliErro
     })
 }
 
-fn load_ceilings(path: &PathBuf) -> Result<SessionCeilings, CliError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| CliError::usage(format!("--ceilings {}: cannot read: {e}", path.display())))?;
-    serde_json::from_str(&text)
-        .map_err(|e| CliError::usage(format!("--ceilings {}: not a ceilings file: {e}", path.display())))
+fn load_ceilings(path: &PathBuf) -> Result<CeilingsSource, CliError> {
+    let bytes =
+        std::fs::read(path).map_err(|e| CliError::usage(format!("--ceilings {}: cannot read: {e}", path.display())))?;
+    read_ceilings(&bytes, FloorFallback::EmptyKernel)
+        .map_err(|e| CliError::usage(format!("--ceilings {}: {e}", path.display())))
+}
+
+/// For a run file: the findings behind the ceilings used (paths into `SessionCeilings`), as a
+/// note and as JSON; nothing for a ceilings file.
+fn provenance(file: Option<&CeilingsSource>, used: &[String]) -> Option<(String, serde_json::Value)> {
+    let Some(CeilingsSource::Run { target, run }) = file else { return None };
+    let inputs: Vec<_> = used.iter().filter_map(|c| run.input(c)).collect();
+    let named: Vec<String> = inputs
+        .iter()
+        .map(|i| match &i.stands_in_for {
+            Some(absent) => format!("{} in place of {}", i.key, head(absent)),
+            None => i.key.clone(),
+        })
+        .collect();
+    let note = format!("from the findings of {target}: {}", named.join(", "));
+    Some((note, serde_json::to_value(inputs).expect("serialisable")))
+}
+
+/// The first word of a chosen class or precision ("fp16 (no bf16 peak measured)" -> "fp16").
+fn head(s: &str) -> &str {
+    s.split(' ').next().unwrap_or(s)
 }
 
 /// The three ceilings for one prediction: explicit flags win over the file.
@@ -224,19 +250,23 @@ struct Chosen {
     bandwidth: f64,
     peak: f64,
     note: String,
+    /// For a run file: the findings behind the ceilings taken from it.
+    inputs: Option<serde_json::Value>,
 }
 
 fn choose(
     g: &Given,
-    file: Option<&SessionCeilings>,
+    file: Option<&CeilingsSource>,
     cost: &OpCost,
     class: &str,
     dtype: Dtype,
 ) -> Result<Chosen, CliError> {
     let (launch, bandwidth, peak) = (g.launch, g.bandwidth, g.peak);
     let mut note = String::new();
+    let mut inputs = None;
     let from_file = match file {
-        Some(c) if launch.is_none() || bandwidth.is_none() || peak.is_none() => {
+        Some(src) if launch.is_none() || bandwidth.is_none() || peak.is_none() => {
+            let c = src.ceilings();
             let ch = c.choose(cost, class, dtype).map_err(|e| CliError::usage(format!("--ceilings: {e}")))?;
             note = format!(
                 "ceilings file: launch floor of '{}', {} bandwidth, {} peak",
@@ -244,6 +274,20 @@ fn choose(
                 ch.pattern.name(),
                 ch.precision
             );
+            let mut used = vec![];
+            for (given, ceiling) in [
+                (launch, launch_ceiling(head(&ch.launch_class))),
+                (bandwidth, bandwidth_ceiling(ch.pattern.name())),
+                (peak, peak_ceiling(head(&ch.precision))),
+            ] {
+                if given.is_none() {
+                    used.push(ceiling);
+                }
+            }
+            if let Some((n, v)) = provenance(file, &used) {
+                note = format!("{note}; {n}");
+                inputs = Some(v);
+            }
             Some(ch)
         }
         _ => None,
@@ -256,6 +300,7 @@ fn choose(
         bandwidth: pick(bandwidth, from_file.as_ref().map(|c| c.bandwidth_bytes_per_s), "bandwidth")?,
         peak: pick(peak, from_file.as_ref().map(|c| c.peak_flops_per_s), "peak")?,
         note,
+        inputs,
     })
 }
 
@@ -313,12 +358,18 @@ pub fn run(a: Args) -> CliResult {
                 other => return Err(CliError::usage(format!("--composition {other}: expected totals or per-kernel"))),
             };
             extra.insert("composition".into(), a.composition.clone().into());
+            if let Some(v) = ch.inputs {
+                extra.insert("inputs".into(), v);
+            }
             (pred, flops, bytes, ch.note)
         }
         (Some(op), None, None) => {
             let (cost, class) = op_cost(&a, op, dtype)?;
             let ch = choose(&g, file.as_ref(), &cost, &class, dtype)?;
             extra.insert("pattern".into(), cost.pattern().name().into());
+            if let Some(v) = ch.inputs {
+                extra.insert("inputs".into(), v);
+            }
             (cost.predict(ch.launch_s, ch.bandwidth, ch.peak), cost.flops, cost.bytes(), ch.note)
         }
         (None, Some(flops), Some(bytes)) => {
@@ -329,6 +380,9 @@ pub fn run(a: Args) -> CliResult {
             }
             let cost = OpCost { flops, read_bytes: bytes, write_bytes: 0.0 };
             let ch = choose(&g, file.as_ref(), &cost, "raw", dtype)?;
+            if let Some(v) = ch.inputs {
+                extra.insert("inputs".into(), v);
+            }
             (cost.predict(ch.launch_s, ch.bandwidth, ch.peak), flops, bytes, ch.note)
         }
         (Some(_), _, _) => return Err(CliError::usage("give either --op or --flops and --bytes, not both")),
@@ -340,7 +394,8 @@ pub fn run(a: Args) -> CliResult {
 
 /// A decode step's ceilings: the read bandwidth (weights and cache are read), the dtype's peak, and
 /// as launch floor the class floors summed over the step's kernels; explicit flags win.
-fn step_ceilings(g: &Given, file: Option<&SessionCeilings>, dtype: Dtype) -> Result<Chosen, CliError> {
+fn step_ceilings(g: &Given, src: Option<&CeilingsSource>, dtype: Dtype) -> Result<Chosen, CliError> {
+    let file: Option<&SessionCeilings> = src.map(CeilingsSource::ceilings);
     let (launch, bandwidth, peak) = (g.launch, g.bandwidth, g.peak);
     let missing = |name: &str| CliError::usage(format!("missing --{name} ({CEILINGS_HINT})"));
     let bad_file = |e: m::CeilingError| CliError::usage(format!("--ceilings: {e}"));
@@ -365,12 +420,27 @@ fn step_ceilings(g: &Given, file: Option<&SessionCeilings>, dtype: Dtype) -> Res
             .ok_or_else(|| bad_file(m::CeilingError::Missing { what: "peak", key: dtype.name().into() }))?,
         (None, None) => return Err(missing("peak")),
     };
-    let note = if file.is_some() {
-        "ceilings file: read bandwidth, step floor = class floors summed".into()
+    let mut note = if file.is_some() {
+        "ceilings file: read bandwidth, step floor = class floors summed".to_string()
     } else {
         String::new()
     };
-    Ok(Chosen { launch_s, bandwidth, peak, note })
+    let mut used: Vec<String> = vec![];
+    if g.launch.is_none() {
+        used.extend(m::GPT2_SMALL_STEP_KERNELS.iter().map(|(class, _)| launch_ceiling(class)));
+    }
+    if g.bandwidth.is_none() {
+        used.push(bandwidth_ceiling("read"));
+    }
+    if g.peak.is_none() {
+        used.push(peak_ceiling(dtype.name()));
+    }
+    let mut inputs = None;
+    if let Some((n, v)) = provenance(src, &used) {
+        note = format!("{note}; {n}");
+        inputs = Some(v);
+    }
+    Ok(Chosen { launch_s, bandwidth, peak, note, inputs })
 }
 
 fn print_prediction(

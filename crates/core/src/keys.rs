@@ -300,6 +300,21 @@ pub fn peak_flops_per_s(kind: &str) -> String {
     format!("peak.{kind}_flops_per_s")
 }
 
+/// The operation classes whose launch floor the bottleneck model charges (seed 003; issue 24),
+/// one per kind of kernel the model evaluates, each timed at its smallest operation. Shared by the
+/// producer (the launch probe, one `launch_class_floor_s` finding per class) and the consumer
+/// (`model_ceilings`).
+pub const LAUNCH_CLASSES: [&str; 9] =
+    ["matmul.fp32", "matmul.fp16", "add", "mul", "fma", "gelu", "layernorm", "softmax", "attention"];
+
+/// `launch.op.<class>_floor_s`: the launch floor of one operation class (`LAUNCH_CLASSES`). A dot
+/// inside the class becomes `_` (`matmul.fp32` -> `launch.op.matmul_fp32_floor_s`), so every key
+/// keeps three dotted parts and ends in its unit; the class names themselves have no `_`, so the
+/// mapping is one to one.
+pub fn launch_class_floor_s(class: &str) -> String {
+    format!("launch.op.{}_floor_s", class.replace('.', "_"))
+}
+
 /// `fence.<scope>_ns`.
 pub fn fence_ns(scope: &str) -> String {
     format!("fence.{scope}_ns")
@@ -553,6 +568,15 @@ mod tests {
         assert_eq!(bw_bytes_per_s("read"), BW_READ_BYTES_PER_S);
         assert_eq!(peak_flops_per_s("fp32"), "peak.fp32_flops_per_s");
         assert_eq!(fence_ns("gpu"), "fence.gpu_ns");
+        assert_eq!(launch_class_floor_s("matmul.fp32"), "launch.op.matmul_fp32_floor_s");
+        assert_eq!(launch_class_floor_s("add"), "launch.op.add_floor_s");
+        let class_keys: std::collections::BTreeSet<String> =
+            LAUNCH_CLASSES.iter().map(|c| launch_class_floor_s(c)).collect();
+        assert_eq!(class_keys.len(), LAUNCH_CLASSES.len(), "two classes share a key");
+        for k in &class_keys {
+            assert!(dotted_lowercase(k) && k.ends_with("_floor_s") && !ALL.contains(&k.as_str()), "{k}");
+        }
+        assert!(LAUNCH_CLASSES.iter().all(|c| !c.contains('_')), "a class with '_' would make the key ambiguous");
         for k in [cpu_capacity_bytes("l1d"), cpu_hit_latency_ns("l2"), fence_ns("sys")] {
             assert!(dotted_lowercase(&k));
         }

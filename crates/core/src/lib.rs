@@ -12,6 +12,7 @@ pub mod keys;
 pub mod knee;
 pub mod links;
 pub mod model;
+pub mod model_ceilings;
 pub mod probe;
 pub mod stats;
 pub mod target;

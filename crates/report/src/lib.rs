@@ -13,6 +13,7 @@ pub mod hygiene;
 pub mod json;
 pub mod links_view;
 pub mod markdown;
+pub mod model_section;
 pub mod nvbandwidth;
 pub mod results;
 mod results_locate;

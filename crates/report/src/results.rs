@@ -1,7 +1,8 @@
 //! The results document: `{"schema": "memscope/1", "tool", "target", "environment", "findings",
 //! "series", ...}` as DESIGN.md fixes it. Extended (never changed) with "targets", "probes" and
 //! "warnings", and "run" (whether the run that writes the file is in progress, finished or was
-//! interrupted, and which probes did not run), and "fleet" (the member documents of a merged file).
+//! interrupted, and which probes did not run), "fleet" (the member documents of a merged file) and
+//! "model" (the bottleneck model's ceilings, inputs and results, `model_section`).
 
 use memscope_core::{Finding, Series, TargetInfo};
 use serde::{Deserialize, Serialize};
@@ -105,6 +106,10 @@ pub struct Results {
     /// absent in the results of one run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fleet: Vec<crate::fleet::FleetMember>,
+    /// The bottleneck model (seed 003): the ceilings it took from the findings and its results;
+    /// absent when no model was evaluated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<crate::model_section::ModelSection>,
 }
 
 impl Results {
@@ -121,6 +126,7 @@ impl Results {
             probes: BTreeMap::new(),
             run: None,
             fleet: vec![],
+            model: None,
         }
     }
 
