@@ -84,6 +84,19 @@ pub struct ProbeRun {
     pub failures: Vec<String>,
 }
 
+impl ProbeRun {
+    /// The warnings of every probe that ran.
+    pub fn warnings(&self) -> Vec<String> {
+        self.statuses.values().flat_map(|r| r.warnings.iter().cloned()).collect()
+    }
+
+    /// Panic naming the failed probes (tests: a probe that must succeed).
+    pub fn expect_ok(self) -> Self {
+        assert!(self.failures.is_empty(), "probe(s) failed: {}", self.failures.join("; "));
+        self
+    }
+}
+
 /// The document and target back from `Session::run_into`.
 pub struct TargetRun {
     pub doc: Results,
@@ -129,14 +142,31 @@ impl Session {
 
     /// Run `probes` in order on `target` (id `target.info().id`) with nothing written: the
     /// production loop, for tests and examples.
-    pub fn run_probes_on(&self, target: &mut dyn Target, probes: &[Box<dyn Probe>]) -> ProbeRun {
+    pub fn run_probes_on<'p>(
+        &self,
+        target: &mut dyn Target,
+        probes: impl IntoIterator<Item = &'p dyn Probe>,
+    ) -> ProbeRun {
+        self.run_probes_with(target, probes, BTreeMap::new())
+    }
+
+    /// As `run_probes_on`, the probes reading `given` as earlier findings (as if probes that
+    /// found them had run first); `ProbeRun::findings` holds only what the probes produced.
+    pub fn run_probes_with<'p>(
+        &self,
+        target: &mut dyn Target,
+        probes: impl IntoIterator<Item = &'p dyn Probe>,
+        given: BTreeMap<String, Finding>,
+    ) -> ProbeRun {
         let info = target.info();
         let mut doc = Results::new(tool(), info.clone(), Default::default());
+        doc.findings = given.clone();
         let mut failures = Vec::new();
-        let refs: Vec<&dyn Probe> = probes.iter().map(|p| &**p).collect();
+        let refs: Vec<&dyn Probe> = probes.into_iter().collect();
         let lane = target_run::Lane { id: &info.id, path: None, shown: true };
         // (with no file, nothing in the loop can fail outside a probe)
         let _ = self.run_lane(target, &refs, &lane, &mut doc, &mut failures);
+        doc.findings.retain(|k, f| given.get(k) != Some(f));
         ProbeRun { findings: doc.findings, series: doc.series, statuses: doc.probes, failures }
     }
 
@@ -151,7 +181,7 @@ impl Session {
         mut doc: Results,
         path: &Path,
     ) -> Result<TargetRun, SessionError> {
-        let refs: Vec<&dyn Probe> = probes.iter().map(|p| &**p).collect();
+        let refs: Vec<&dyn Probe> = probes.iter().map(|p| p.as_ref()).collect();
         let mut failures = Vec::new();
         self.write_in_progress(Some(path), &mut doc)?;
         let lane = target_run::Lane { id, path: Some(path), shown: true };
