@@ -260,7 +260,7 @@ fn an_interruption_marks_every_file_and_no_later_write_lands() {
         .unwrap();
     assert_eq!(session.ledger().not_run(), [format!("second@{}", info.id)]);
     let done = session.ledger().interrupt("SIGINT", "now");
-    assert_eq!(done.written, [path.clone()]);
+    assert_eq!(done.written, std::slice::from_ref(&path));
     let mut doc = back.doc;
     session.write(&path, &mut doc, RunPhase::InProgress).unwrap();
     let on_disk = Results::from_json(&std::fs::read(&path).unwrap()).unwrap();
