@@ -1,5 +1,5 @@
 //! Progress on stderr: one indicatif bar per probe, hidden when stderr is not a terminal or with
-//! --quiet. Implements the library's `Progress` observer.
+//! --quiet. Implements the library's `Progress` and the session's `Observer`.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
@@ -40,5 +40,22 @@ impl memscope_core::Progress for Bar {
     }
     fn message(&self, message: &str) {
         self.bar.set_message(message.to_string());
+    }
+}
+
+/// The run's observer: a bar per probe on the lanes whose progress is shown.
+pub struct Bars {
+    pub quiet: bool,
+}
+
+impl memscope_session::ProbeProgress for Bar {
+    fn finish(&self, outcome: &str) {
+        Bar::finish(self, outcome);
+    }
+}
+
+impl memscope_session::Observer for Bars {
+    fn probe_started(&self, target: &str, probe: &str, shown: bool) -> Box<dyn memscope_session::ProbeProgress> {
+        Box::new(Bar::new(&format!("{target} {probe}"), self.quiet || !shown))
     }
 }

@@ -25,28 +25,6 @@ pub const ONE_GPU_AT_A_TIME: &[(&str, &str)] = &[
     ("l2.slices", "it runs ncu, which serializes the kernels it profiles and reads device-wide counters"),
 ];
 
-/// Whether probe `key` runs one GPU at a time.
-pub fn one_gpu_at_a_time(key: &str) -> bool {
-    ONE_GPU_AT_A_TIME.iter().any(|(k, _)| *k == key)
-}
-
-/// The asked probe keys and, transitively, the probes they declare in `Probe::needs`.
-pub fn with_needs(all: &[Box<dyn Probe>], asked: &[String]) -> Vec<String> {
-    let mut wanted: Vec<String> = asked.to_vec();
-    let mut i = 0;
-    while i < wanted.len() {
-        if let Some(p) = all.iter().find(|p| p.key() == wanted[i]) {
-            for need in p.needs() {
-                if !wanted.iter().any(|w| w == need) {
-                    wanted.push(need.to_string());
-                }
-            }
-        }
-        i += 1;
-    }
-    wanted
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
@@ -59,8 +37,22 @@ mod tests {
                 assert!(j.is_some_and(|j| j < i), "{} needs {need}, which is not an earlier probe", p.key());
             }
         }
-        let latency_alone = super::with_needs(&probes, &["latency".to_string()]);
+        let latency_alone = memscope_session::with_needs(&probes, &["latency".to_string()]);
         assert!(latency_alone.iter().any(|k| k == "line"), "{latency_alone:?}");
+    }
+
+    #[test]
+    fn the_link_probes_run_alone_and_are_known_probes() {
+        let probes = super::all();
+        let keys: Vec<&str> = probes.iter().map(|p| p.key()).collect();
+        for (k, why) in super::ONE_GPU_AT_A_TIME {
+            assert!(keys.contains(k), "{k} is not a probe");
+            assert!(!why.is_empty(), "{k}");
+        }
+        for k in ["link", "peer", "l2.slices"] {
+            assert!(super::ONE_GPU_AT_A_TIME.iter().any(|(a, _)| *a == k), "{k}");
+        }
+        assert!(!super::ONE_GPU_AT_A_TIME.iter().any(|(a, _)| *a == "latency"));
     }
 
     #[test]

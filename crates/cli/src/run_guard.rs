@@ -1,13 +1,13 @@
 //! A run owns its output (issue 21): a lock file in the `--out` folder (`.memscope.lock`, holding
 //! the pid; a second run on the same folder gets exit 2 naming that pid; a lock whose process is
-//! gone is taken over), every results-file write goes through here so the latest state of each
-//! file is known, and on SIGINT or SIGTERM a watcher thread marks every file written so far as
-//! interrupted, listing the planned probes with no record, removes the lock and ends the process
-//! with exit 1 (partial results written). A `--continue-from` child (after a GPU fault) gets the
-//! signal passed on and is waited for first, so its probes are kept.
+//! gone is taken over), and on SIGINT or SIGTERM a watcher thread marks every file the session
+//! wrote so far as interrupted (through its `Ledger`, which knows each file's latest state and
+//! the planned probes), listing the planned probes with no record, removes the lock and ends the
+//! process with exit 1 (partial results written). A `--continue-from` child (after a GPU fault)
+//! gets the signal passed on and is waited for first, so its probes are kept.
 
 use crate::error::CliError;
-use memscope_report::{Results, RunPhase, RunState};
+use memscope_session::Ledger;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -21,13 +21,9 @@ static SIGNAL: AtomicI32 = AtomicI32::new(0);
 
 #[derive(Default)]
 struct State {
-    /// Every results file written, with its latest content.
-    files: Vec<(PathBuf, Results)>,
-    /// Planned probes ("KEY@TARGET") in run order.
-    plan: Vec<String>,
+    /// The running session's files, plan and continuing child.
+    ledger: Option<Ledger>,
     lock: Option<PathBuf>,
-    /// A `--continue-from` child running now (it writes the same files).
-    child: Option<u32>,
 }
 
 fn state() -> &'static Mutex<State> {
@@ -103,9 +99,9 @@ extern "C" fn on_signal(sig: libc::c_int) {
     SIGNAL.store(sig, Ordering::SeqCst);
 }
 
-/// Install the SIGINT/SIGTERM handlers and the watcher thread, with the run's plan.
-pub fn watch(plan: Vec<String>) {
-    lock_state().plan = plan;
+/// Install the SIGINT/SIGTERM handlers and the watcher thread, for the session's `ledger`.
+pub fn watch(ledger: Ledger) {
+    lock_state().ledger = Some(ledger);
     // SAFETY: the handler only stores to an atomic (async-signal-safe).
     unsafe {
         let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
@@ -121,19 +117,10 @@ pub fn watch(plan: Vec<String>) {
     });
 }
 
-/// The planned probes with no record in any file written so far.
-fn not_run(st: &State) -> Vec<String> {
-    st.plan.iter().filter(|k| !st.files.iter().any(|(_, d)| d.probes.contains_key(*k))).cloned().collect()
-}
-
-/// A `--continue-from` child started (`Some(pid)`) or ended (`None`).
-pub fn set_child(pid: Option<u32>) {
-    lock_state().child = pid;
-}
-
 fn interrupted(sig: i32) -> ! {
     let name = if sig == libc::SIGINT { "SIGINT" } else { "SIGTERM" };
-    if let Some(pid) = lock_state().child {
+    let ledger = lock_state().ledger.clone().unwrap_or_default();
+    if let Some(pid) = ledger.child() {
         // The child writes the same files: pass the signal on, let it mark what it measured,
         // then take the files as it left them.
         // SAFETY: signalling and reaping our own child.
@@ -143,46 +130,18 @@ fn interrupted(sig: i32) -> ! {
             libc::waitpid(pid as i32, &mut status, 0);
         }
     }
-    let mut st = lock_state();
-    for (path, doc) in st.files.iter_mut() {
-        // the file on disk is the latest atomic write (ours or the child's)
-        if let Some(d) = std::fs::read(&*path).ok().and_then(|b| Results::from_json(&b).ok()) {
-            *doc = d;
-        }
-    }
-    let missing = not_run(&st);
-    let mut written = Vec::new();
-    for (path, doc) in st.files.iter_mut() {
-        doc.run =
-            Some(RunState { state: RunPhase::Interrupted, signal: Some(name.into()), probes_not_run: missing.clone() });
-        doc.environment.insert("interrupted_at".into(), serde_json::json!(crate::provenance::now()));
-        if memscope_report::json::write_atomic(path, &memscope_report::json::to_bytes(doc)).is_ok() {
-            written.push(path.display().to_string());
-        }
-    }
-    if let Some(l) = st.lock.take() {
+    // (no write of the session lands after this)
+    let done = ledger.interrupt(name, &crate::provenance::now());
+    if let Some(l) = lock_state().lock.take() {
         let _ = std::fs::remove_file(l);
     }
+    let written: Vec<String> = done.written.iter().map(|p| p.display().to_string()).collect();
     eprintln!(
         "memscope: interrupted by {name}; {} probe(s) did not run; results marked interrupted: {}",
-        missing.len(),
+        done.probes_not_run.len(),
         if written.is_empty() { "(none written yet)".to_string() } else { written.join(", ") }
     );
     std::process::exit(1);
-}
-
-/// Write `doc` to `path` atomically with its run state `phase`, and remember it (so an
-/// interruption can mark it). Writes are serialised with the watcher.
-pub fn write(path: &Path, doc: &mut Results, phase: RunPhase) -> Result<(), CliError> {
-    let mut st = lock_state();
-    doc.run = Some(RunState { state: phase, signal: None, probes_not_run: Vec::new() });
-    memscope_report::json::write_atomic(path, &memscope_report::json::to_bytes(doc))
-        .map_err(|e| CliError::failure(format!("cannot write {}: {e}", path.display())))?;
-    match st.files.iter_mut().find(|(p, _)| p == path) {
-        Some((_, d)) => *d = doc.clone(),
-        None => st.files.push((path.to_path_buf(), doc.clone())),
-    }
-    Ok(())
 }
 
 /// Check before any work that the output file `path` of option `opt` can be written: not a

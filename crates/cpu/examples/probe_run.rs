@@ -1,6 +1,7 @@
-//! Run one CPU probe without the CLI and print its findings and series as JSON.
+//! Run one CPU probe without the CLI, through the run loop of crates/session, and print its
+//! findings and series as JSON.
 //! `cargo run --release -p memscope-cpu --example probe_run -- cpu.stride [--quick]`
-use memscope_core::{NoProgress, ProbeContext};
+
 use std::collections::BTreeMap;
 
 fn main() {
@@ -9,11 +10,9 @@ fn main() {
     let quick = args.iter().any(|a| a == "--quick");
     let mut t = memscope_cpu::CpuTarget::new().expect("cpu target");
     let probe = memscope_cpu::probes().into_iter().find(|p| p.key() == key).expect("probe key");
-    let earlier = BTreeMap::new();
     let started = std::time::Instant::now();
-    let mut ctx = ProbeContext { target: &mut t, quick, progress: &NoProgress, earlier: &earlier };
-    let out = probe.run(&mut ctx).expect("probe run");
+    let out = memscope_session::Session::silent(quick).run_probes_on(&mut t, [probe.as_ref()]).expect_ok();
     let series: BTreeMap<_, _> = out.series.iter().map(|(k, s)| (k.clone(), (s.x.clone(), s.y.clone()))).collect();
-    let doc = serde_json::json!({"seconds": started.elapsed().as_secs_f64(), "findings": out.findings, "series": series, "warnings": out.warnings});
+    let doc = serde_json::json!({"seconds": started.elapsed().as_secs_f64(), "findings": out.findings, "series": series, "warnings": out.warnings()});
     println!("{}", serde_json::to_string(&doc).unwrap());
 }

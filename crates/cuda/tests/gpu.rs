@@ -225,10 +225,8 @@ fn run_probe(
     p: &dyn memscope_core::Probe,
     earlier: &std::collections::BTreeMap<String, memscope_core::Finding>,
 ) -> memscope_core::ProbeOutput {
-    use memscope_core::{NoProgress, ProbeContext};
     let started = std::time::Instant::now();
-    let mut ctx = ProbeContext { target: t, quick: true, progress: &NoProgress, earlier };
-    let out = p.run(&mut ctx).unwrap_or_else(|e| panic!("probe {} failed: {e}", p.key()));
+    let out = session_output(memscope_session::Session::silent(true).run_probes_with(t, [p], earlier.clone()));
     eprintln!("probe {} took {:.2} s", p.key(), started.elapsed().as_secs_f64());
     for (k, f) in &out.findings {
         eprintln!(
@@ -350,18 +348,18 @@ fn inflight_probe_saturates_inside_the_ladder() {
 /// level out on the H200).
 fn run_probe_by_key(t: &mut CudaTarget, key: &str) -> memscope_core::ProbeOutput {
     let p = memscope_cuda::probes().into_iter().find(|p| p.key() == key).expect("probe registered");
-    let earlier = std::collections::BTreeMap::new();
-    let mut ctx = memscope_core::ProbeContext {
-        target: t,
-        quick: false,
-        progress: &memscope_core::NoProgress,
-        earlier: &earlier,
-    };
-    let out = p.run(&mut ctx).unwrap_or_else(|e| panic!("probe {key}: {e}"));
+    let out = session_output(memscope_session::Session::silent(false).run_probes_on(t, [p.as_ref()]));
     for (k, f) in &out.findings {
         eprintln!("{k} = {} {} ({:?}) {}", f.value, f.unit, f.cycles, f.note.clone().unwrap_or_default());
     }
     out
+}
+
+/// What the run loop of crates/session produced, as one probe's output; panics naming a failed probe.
+fn session_output(run: memscope_session::ProbeRun) -> memscope_core::ProbeOutput {
+    let run = run.expect_ok();
+    let warnings = run.warnings();
+    memscope_core::ProbeOutput { findings: run.findings, series: run.series, warnings }
 }
 
 fn value(out: &memscope_core::ProbeOutput, k: &str) -> f64 {
@@ -436,11 +434,12 @@ fn l1share_probe_reports_what_shares_storage() {
 #[test]
 #[ignore = "needs a CUDA GPU; run scripts/gpu-test.sh"]
 fn link_probe_measures_the_host_link() {
-    use memscope_core::{keys, NoProgress, Probe, ProbeContext};
+    use memscope_core::keys;
     let Some(mut t) = gpu() else { return };
-    let earlier = Default::default();
-    let mut ctx = ProbeContext { target: &mut t, quick: true, progress: &NoProgress, earlier: &earlier };
-    let out = memscope_cuda::probes::LinkProbe.run(&mut ctx).expect("link probe");
+    let probe = memscope_cuda::probes::LinkProbe;
+    let out = session_output(
+        memscope_session::Session::silent(true).run_probes_on(&mut t, [&probe as &dyn memscope_core::Probe]),
+    );
     for name in memscope_cuda::probes::LINK_TEST_NAMES {
         let v = out.findings[&keys::link_bytes_per_s(name)].as_f64().unwrap();
         assert!(v > 1e9 && v < 1e12, "{name}: {v}");

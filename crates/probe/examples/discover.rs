@@ -1,9 +1,11 @@
 //! Run the discovery probes on a simulated hierarchy and print the findings with timings, then
 //! the simulator's speed over that workload (line accesses simulated per CPU second inside the
 //! chases, for each probe and in all; docs/PERFORMANCE.md):
-//! `cargo run --release -p memscope-probe --example discover -- [PRESET|FILE.json] [probe,...]`.
+//! `cargo run --release -p memscope-probe --example discover -- [PRESET|FILE.json] [probe,...]`
+//! (the probes asked for and those they need). Each probe runs through the run loop of
+//! crates/session, one at a time so its share of the simulator's work can be read.
 
-use memscope_core::{Finding, NoProgress, ProbeContext, Target};
+use memscope_core::{Finding, Target};
 use std::collections::BTreeMap;
 
 fn main() {
@@ -16,42 +18,33 @@ fn main() {
         memscope_sim::SimTarget::from_preset(&which).expect("preset")
     };
     let t: &mut dyn Target = &mut sim;
+    let probes = memscope_session::select(memscope_probe::probes(), &only, false).expect("probe keys");
+    let session = memscope_session::Session::silent(false);
     let mut earlier: BTreeMap<String, Finding> = BTreeMap::new();
     let all = std::time::Instant::now();
-    for p in memscope_probe::probes() {
-        if !only.is_empty() && !only.iter().any(|k| k == p.key()) {
-            continue;
-        }
+    for p in &probes {
         let start = std::time::Instant::now();
         let work_before = sim_work(t);
-        let snapshot = earlier.clone();
-        let mut ctx = ProbeContext { target: t, quick: false, progress: &NoProgress, earlier: &snapshot };
-        match p.run(&mut ctx) {
-            Ok(out) => {
-                // (the probe's own share of the simulator's work: where the workload's time goes)
-                let rate = match (work_before, sim_work(ctx.target)) {
-                    (Some(a), Some(b)) if b.cpu_s > a.cpu_s => format!(
-                        "; {} line accesses in {:.2} s CPU = {:.1} M/s",
-                        b.hops - a.hops,
-                        b.cpu_s - a.cpu_s,
-                        (b.hops - a.hops) as f64 / (b.cpu_s - a.cpu_s) / 1e6
-                    ),
-                    _ => String::new(),
-                };
-                println!("== {} ({:.2} s{rate})", p.key(), start.elapsed().as_secs_f64());
-                for (k, f) in &out.findings {
-                    println!(
-                        "  {k} = {} {} [{:?}] {}",
-                        f.value,
-                        f.unit,
-                        f.confidence,
-                        f.note.clone().unwrap_or_default()
-                    );
-                }
-                earlier.extend(out.findings);
-            }
-            Err(e) => println!("== {} FAILED: {e}", p.key()),
+        let out = session.run_probes_with(t, [p.as_ref()], earlier.clone());
+        if !out.failures.is_empty() {
+            println!("== {} FAILED: {}", p.key(), out.failures.join("; "));
+            continue;
         }
+        // (the probe's own share of the simulator's work: where the workload's time goes)
+        let rate = match (work_before, sim_work(t)) {
+            (Some(a), Some(b)) if b.cpu_s > a.cpu_s => format!(
+                "; {} line accesses in {:.2} s CPU = {:.1} M/s",
+                b.hops - a.hops,
+                b.cpu_s - a.cpu_s,
+                (b.hops - a.hops) as f64 / (b.cpu_s - a.cpu_s) / 1e6
+            ),
+            _ => String::new(),
+        };
+        println!("== {} ({:.2} s{rate})", p.key(), start.elapsed().as_secs_f64());
+        for (k, f) in &out.findings {
+            println!("  {k} = {} {} [{:?}] {}", f.value, f.unit, f.confidence, f.note.clone().unwrap_or_default());
+        }
+        earlier.extend(out.findings);
     }
     println!("total {:.2} s", all.elapsed().as_secs_f64());
     let w = sim.chase_work();

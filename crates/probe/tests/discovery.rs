@@ -7,27 +7,18 @@
 
 use memscope_core::gf2;
 use memscope_core::hierarchy::{Hierarchy, Indexing, Mask, Replacement};
-use memscope_core::{Confidence, Finding, NoProgress, ProbeContext, Target};
+use memscope_core::{Confidence, Finding, Target};
 use memscope_sim::SimTarget;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 
 fn discover(t: &mut dyn Target) -> (BTreeMap<String, Finding>, Vec<String>) {
-    let mut found: BTreeMap<String, Finding> = BTreeMap::new();
-    let mut errors = Vec::new();
-    for p in memscope_probe::probes() {
-        let snapshot = found.clone();
-        let mut ctx = ProbeContext { target: &mut *t, quick: false, progress: &NoProgress, earlier: &snapshot };
-        let start = std::time::Instant::now();
-        match p.run(&mut ctx) {
-            Ok(out) => found.extend(out.findings),
-            Err(e) => errors.push(format!("probe {} failed: {e}", p.key())),
-        }
-        if start.elapsed().as_secs_f64() > 2.0 {
-            eprintln!("  probe {} took {:.1} s", p.key(), start.elapsed().as_secs_f64());
-        }
+    let probes = memscope_probe::probes();
+    let run = memscope_session::Session::silent(false).run_probes_on(t, probes.iter().map(|p| p.as_ref()));
+    for (key, r) in run.statuses.iter().filter(|(_, r)| r.duration_s > 2.0) {
+        eprintln!("  probe {key} took {:.1} s", r.duration_s);
     }
-    (found, errors)
+    (run.findings, run.failures)
 }
 
 fn int(f: &BTreeMap<String, Finding>, k: &str) -> Option<u64> {
@@ -225,13 +216,10 @@ fn hashed_l2_variants() {
             Finding::integer(h.l1.line_bytes as u64, "bytes", "given", Confidence::High),
         );
         let start = std::time::Instant::now();
-        for p in
-            [&memscope_probe::l2ways::L2WaysProbe as &dyn memscope_core::Probe, &memscope_probe::policy::L2PolicyProbe]
-        {
-            let snapshot = earlier.clone();
-            let mut ctx = ProbeContext { target: &mut t, quick: false, progress: &NoProgress, earlier: &snapshot };
-            earlier.extend(p.run(&mut ctx).unwrap().findings);
-        }
+        let probes =
+            [&memscope_probe::l2ways::L2WaysProbe as &dyn memscope_core::Probe, &memscope_probe::policy::L2PolicyProbe];
+        let run = memscope_session::Session::silent(false).run_probes_with(&mut t, probes, earlier.clone());
+        earlier.extend(run.expect_ok().findings);
         let want = match l2.replacement {
             Replacement::Lru => "lru",
             Replacement::Fifo => "fifo",

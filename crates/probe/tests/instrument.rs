@@ -5,18 +5,13 @@
 //! must be measured, and the host clock's second opinion must agree. A latency path that timed its
 //! own per-hop records would be 9 ns high here and fail.
 
-use memscope_core::{Finding, NoProgress, ProbeContext, Target};
+use memscope_core::{Finding, Target};
 use memscope_sim::SimTarget;
 use std::collections::BTreeMap;
 
 fn run(t: &mut dyn Target, keys: &[&str]) -> BTreeMap<String, Finding> {
-    let mut found = BTreeMap::new();
-    for p in memscope_probe::probes().into_iter().filter(|p| keys.contains(&p.key())) {
-        let snapshot = found.clone();
-        let mut ctx = ProbeContext { target: &mut *t, quick: false, progress: &NoProgress, earlier: &snapshot };
-        found.extend(p.run(&mut ctx).unwrap_or_else(|e| panic!("{}: {e}", p.key())).findings);
-    }
-    found
+    let probes: Vec<_> = memscope_probe::probes().into_iter().filter(|p| keys.contains(&p.key())).collect();
+    memscope_session::Session::silent(false).run_probes_on(t, probes.iter().map(|p| p.as_ref())).expect_ok().findings
 }
 
 #[test]

@@ -3,20 +3,14 @@
 //! simulator's near/far partition mode, `l2.partitions` = 2 and `l2.far_hit_ns`).
 
 use memscope_core::hierarchy::{Hierarchy, Indexing, Replacement};
-use memscope_core::{Finding, NoProgress, Probe, ProbeContext, Target};
+use memscope_core::{Finding, Probe, Target};
 use memscope_probe::{latency::LatencyProbe, line::LineProbe};
 use memscope_sim::SimTarget;
 use std::collections::BTreeMap;
 
 fn latency(t: &mut dyn Target) -> BTreeMap<String, Finding> {
-    let mut found = BTreeMap::new();
     let probes: [&dyn Probe; 2] = [&LineProbe, &LatencyProbe];
-    for p in probes {
-        let snapshot = found.clone();
-        let mut ctx = ProbeContext { target: &mut *t, quick: false, progress: &NoProgress, earlier: &snapshot };
-        found.extend(p.run(&mut ctx).unwrap_or_else(|e| panic!("probe {}: {e}", p.key())).findings);
-    }
-    found
+    memscope_session::Session::silent(false).run_probes_on(t, probes).expect_ok().findings
 }
 
 fn num(f: &BTreeMap<String, Finding>, k: &str) -> Option<f64> {

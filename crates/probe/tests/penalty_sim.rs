@@ -5,7 +5,7 @@
 //! one instrument).
 
 use memscope_core::hierarchy::Hierarchy;
-use memscope_core::{keys, Finding, NoProgress, Probe, ProbeContext};
+use memscope_core::{keys, Finding, Probe};
 use memscope_probe::{latency::LatencyProbe, line::LineProbe, penalty::PenaltyProbe};
 use memscope_sim::SimTarget;
 use std::collections::BTreeMap;
@@ -28,13 +28,9 @@ fn penalties_match_the_simulated_levels() {
     h.noise.outlier_fraction = 0.01;
     h.noise.seed = 31;
     let mut t = SimTarget::new(h.clone()).unwrap();
-    let mut found: BTreeMap<String, Finding> = BTreeMap::new();
     let probes: [&dyn Probe; 3] = [&LineProbe, &LatencyProbe, &PenaltyProbe];
-    for p in probes {
-        let snapshot = found.clone();
-        let mut ctx = ProbeContext { target: &mut t, quick: false, progress: &NoProgress, earlier: &snapshot };
-        found.extend(p.run(&mut ctx).unwrap_or_else(|e| panic!("probe {}: {e}", p.key())).findings);
-    }
+    let found: BTreeMap<String, Finding> =
+        memscope_session::Session::silent(false).run_probes_on(&mut t, probes).expect_ok().findings;
     let num = |k: &str| found.get(k).and_then(|f| f.as_f64());
     let close = |k: &str, want: f64, tol: f64| {
         let got = num(k);

@@ -5,7 +5,7 @@
 //! picks other seeds.
 
 use memscope_core::hierarchy::{Hierarchy, Indexing, Replacement};
-use memscope_core::{Finding, NoProgress, Probe, ProbeContext};
+use memscope_core::{Finding, Probe};
 use memscope_probe::tlb::TlbProbe;
 use memscope_sim::SimTarget;
 use rand::{Rng, SeedableRng};
@@ -64,9 +64,8 @@ fn run(seeds: std::ops::Range<u64>) {
     for seed in seeds {
         let h = random_tlb_hierarchy(seed);
         let mut t = SimTarget::new(h.clone()).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-        let earlier = BTreeMap::new();
-        let mut ctx = ProbeContext { target: &mut t, quick: false, progress: &NoProgress, earlier: &earlier };
-        let out = TlbProbe.run(&mut ctx).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        let out = memscope_session::Session::silent(false).run_probes_on(&mut t, [&TlbProbe as &dyn Probe]);
+        assert!(out.failures.is_empty(), "seed {seed}: {:?}", out.failures);
         let bad = check(&h, &out.findings);
         if !bad.is_empty() {
             failures.push(format!(

@@ -4,7 +4,7 @@
 //! reason; never a wrong value.
 
 use memscope_core::hierarchy::{Hierarchy, RowFunction};
-use memscope_core::{Confidence, Finding, NoProgress, Probe, ProbeContext};
+use memscope_core::{Confidence, Finding, Probe};
 use memscope_probe::dram::DramProbe;
 use memscope_sim::SimTarget;
 use rand::{Rng, SeedableRng};
@@ -65,9 +65,9 @@ fn rtx4090_contiguous(row_bytes: u64, page_bytes: u64, seed: u64) -> Hierarchy {
 /// Run the probe; returns Some(row) or None (undetermined, with its reason checked).
 fn row_of(h: &Hierarchy) -> Option<u64> {
     let mut t = SimTarget::new(h.clone()).unwrap_or_else(|e| panic!("{}: {e}", h.name));
-    let earlier = given(h);
-    let mut ctx = ProbeContext { target: &mut t, quick: false, progress: &NoProgress, earlier: &earlier };
-    let out = DramProbe.run(&mut ctx).unwrap();
+    let out = memscope_session::Session::silent(false)
+        .run_probes_with(&mut t, [&DramProbe as &dyn Probe], given(h))
+        .expect_ok();
     let f = &out.findings["dram.row_bytes"];
     let d = &h.dram;
     eprintln!(
@@ -144,12 +144,11 @@ fn row_size_undetermined_when_timing_cannot_show_it() {
 fn row_size_end_to_end_on_the_4090_with_2k_rows() {
     let h = rtx4090_contiguous(2048, 2 << 20, 9);
     let mut t = SimTarget::new(h).unwrap();
-    let mut found: BTreeMap<String, Finding> = BTreeMap::new();
-    for p in memscope_probe::probes() {
-        let snapshot = found.clone();
-        let mut ctx = ProbeContext { target: &mut t, quick: false, progress: &NoProgress, earlier: &snapshot };
-        found.extend(p.run(&mut ctx).unwrap_or_else(|e| panic!("probe {}: {e}", p.key())).findings);
-    }
+    let probes = memscope_probe::probes();
+    let found: BTreeMap<String, Finding> = memscope_session::Session::silent(false)
+        .run_probes_on(&mut t, probes.iter().map(|p| p.as_ref()))
+        .expect_ok()
+        .findings;
     let f = &found["dram.row_bytes"];
     assert_eq!(f.value.as_u64(), Some(2048), "{f:?}");
 }

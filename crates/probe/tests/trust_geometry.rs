@@ -7,10 +7,7 @@
 //! runs that differ only in the noise seed give the same findings.
 
 use memscope_core::hierarchy::{HashFunction, Hierarchy, Indexing, Mask, Replacement};
-use memscope_core::{
-    Buffer, ChaseResult, ChaseSpec, Confidence, Finding, NoProgress, Probe, ProbeContext, Target, TargetError,
-    TargetInfo,
-};
+use memscope_core::{Buffer, ChaseResult, ChaseSpec, Confidence, Finding, Probe, Target, TargetError, TargetInfo};
 use memscope_probe::{l2ways::L2WaysProbe, policy::L2PolicyProbe};
 use memscope_sim::SimTarget;
 use std::collections::BTreeMap;
@@ -125,12 +122,10 @@ fn run(c: &Case, noise_seed: u64) -> (Hierarchy, BTreeMap<String, Finding>) {
     let mut t = WithDriverL2 { inner: SimTarget::new(h.clone()).unwrap(), bytes: total };
     let plain = !matches!(c.source, Source::Driver);
     let mut found = given(c, &h);
-    for p in [&L2WaysProbe as &dyn Probe, &L2PolicyProbe] {
-        let snapshot = found.clone();
-        let target: &mut dyn Target = if plain { &mut t.inner } else { &mut t };
-        let mut ctx = ProbeContext { target, quick: false, progress: &NoProgress, earlier: &snapshot };
-        found.extend(p.run(&mut ctx).unwrap_or_else(|e| panic!("{}: {e}", p.key())).findings);
-    }
+    let target: &mut dyn Target = if plain { &mut t.inner } else { &mut t };
+    let probes = [&L2WaysProbe as &dyn Probe, &L2PolicyProbe];
+    let run = memscope_session::Session::silent(false).run_probes_with(target, probes, found.clone());
+    found.extend(run.expect_ok().findings);
     (h, found)
 }
 

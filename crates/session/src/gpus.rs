@@ -1,0 +1,102 @@
+//! Several GPUs (or simulated GPUs) in one run (issue 16): one thread per target runs its probes
+//! in parallel with the others, each into its own document; then the probes that must run one
+//! GPU at a time (`RunPlan::one_at_a_time`: the host link, the peer matrix, ncu) run target after
+//! target on the calling thread. Each thread binds its own GPU's context; their progress would
+//! overwrite each other's lines, so only the first target's is shown.
+
+use crate::run::{file_for, snapshot, PlannedTarget, RunPlan};
+use crate::target_run::Lane;
+use crate::{Session, SessionError};
+use memscope_core::Probe;
+use memscope_report::Results;
+use std::path::PathBuf;
+
+/// What one target's thread hands back: its document, failures and seconds.
+type LaneResult = (PathBuf, Results, Vec<String>, f64);
+
+/// The run's probes split: those run in parallel and those run one GPU at a time.
+pub(crate) fn split<'a>(
+    probes: &'a [Box<dyn Probe>],
+    serial: &[(&str, &str)],
+) -> (Vec<&'a dyn Probe>, Vec<&'a dyn Probe>) {
+    let alone = |p: &dyn Probe| serial.iter().any(|(k, _)| *k == p.key());
+    let parallel = probes.iter().map(|p| &**p).filter(|p| !alone(*p)).collect();
+    let one_at_a_time = probes.iter().map(|p| &**p).filter(|p| alone(*p)).collect();
+    (parallel, one_at_a_time)
+}
+
+impl Session {
+    /// Run every non-CPU target (the CPU stays for the caller); returns the documents by path.
+    pub(crate) fn run_gpus(
+        &self,
+        targets: &mut [PlannedTarget],
+        plan: &RunPlan<'_>,
+        failures: &mut Vec<String>,
+    ) -> Result<Vec<(PathBuf, Results)>, SessionError> {
+        let (parallel, serial) = split(plan.probes, plan.one_at_a_time);
+        let started = std::time::Instant::now();
+        let mut lanes: Vec<LaneResult> = Vec::new();
+        std::thread::scope(|scope| -> Result<(), SessionError> {
+            let mut handles = Vec::new();
+            for (k, t) in targets.iter_mut().filter(|t| !t.cpu).enumerate() {
+                let path = file_for(&plan.out, k, &t.id);
+                let target = match &mut t.target {
+                    Ok(target) => target,
+                    Err(e) => {
+                        failures.push(e.clone());
+                        continue;
+                    }
+                };
+                let mut doc = plan.new_doc(&target.info());
+                let parallel = &parallel;
+                let (id, snap) = (&t.id, &t.snapshot);
+                handles.push(scope.spawn(move || -> Result<LaneResult, SessionError> {
+                    let t0 = std::time::Instant::now();
+                    let mut fails = Vec::new();
+                    self.write_in_progress(Some(&path), &mut doc)?;
+                    if let Some((prefix, take)) = snap {
+                        doc.environment.insert(format!("{prefix}_{id}_before"), take());
+                    }
+                    let lane = Lane { id, path: Some(&path), shown: k == 0 };
+                    self.run_lane(&mut **target, parallel, &lane, &mut doc, &mut fails)?;
+                    Ok((path.clone(), doc, fails, t0.elapsed().as_secs_f64()))
+                }));
+            }
+            for h in handles {
+                match h.join() {
+                    Ok(r) => lanes.push(r?),
+                    Err(_) => return Err(SessionError::Thread("a GPU thread panicked outside a probe".to_string())),
+                }
+            }
+            Ok(())
+        })?;
+        let parallel_s = started.elapsed().as_secs_f64();
+        // The one-at-a-time probes, target after target, into the same documents.
+        let mut docs = Vec::new();
+        let opened = targets.iter_mut().filter(|t| !t.cpu && t.target.is_ok());
+        for (t, (path, mut doc, mut fails, lane_s)) in opened.zip(lanes) {
+            let t0 = std::time::Instant::now();
+            let Ok(target) = &mut t.target else { continue };
+            let lane = Lane { id: &t.id, path: Some(&path), shown: true };
+            self.run_lane(&mut **target, &serial, &lane, &mut doc, &mut fails)?;
+            snapshot(&mut doc, &t.id, &t.snapshot, "after");
+            doc.environment.insert(
+                "gpu_lanes".into(),
+                serde_json::json!({
+                    "mode": "parallel: one thread per GPU",
+                    "parallel_wall_s": parallel_s,
+                    "this_lane_parallel_s": lane_s,
+                    "one_gpu_at_a_time_s": t0.elapsed().as_secs_f64(),
+                    "one_gpu_at_a_time": plan.one_at_a_time
+                        .iter()
+                        .map(|(k, why)| serde_json::json!({"probe": k, "why": why}))
+                        .collect::<Vec<_>>(),
+                }),
+            );
+            self.write_in_progress(Some(&path), &mut doc)?;
+            failures.append(&mut fails);
+            docs.push((path, doc));
+        }
+        Ok(docs)
+    }
+}
