@@ -6,7 +6,8 @@
 //! all are scored with `ratio_summary`.
 
 use super::ceilings::{CeilingsReport, REPS, REP_S};
-use super::gpu::{Arg, DevBuf, OpsGpu, Timing, R};
+use super::device::{Arg, DevBuf, OpsGpu, Timing};
+use crate::gpu::{GpuError, GpuResult};
 use memscope_core::model::{self as m, ChosenCeilings, Dtype, OpCost, Prediction, RatioSummary, ScoredPoint};
 use memscope_core::Progress;
 use serde::Serialize;
@@ -162,7 +163,7 @@ pub struct OpRunner {
 }
 
 impl OpRunner {
-    pub fn new(g: &OpsGpu, op: &Op) -> R<Self> {
+    pub fn new(g: &OpsGpu, op: &Op) -> GpuResult<Self> {
         let cost = op.cost();
         let nsets = g.rotation_sets(cost.bytes() as u64);
         let dt = op.dtype();
@@ -214,7 +215,7 @@ impl OpRunner {
     }
 
     /// Issue call number `i` (set i mod sets).
-    pub fn call(&mut self, g: &OpsGpu, i: usize) -> R<()> {
+    pub fn call(&mut self, g: &OpsGpu, i: usize) -> GpuResult<()> {
         let b = &self.sets[i % self.sets.len()];
         let sfx = if self.op.dtype() == Dtype::Fp32 { "f32" } else { "f16" };
         let vec = if self.op.dtype() == Dtype::Fp32 { 4 } else { 8 };
@@ -242,7 +243,7 @@ impl OpRunner {
     }
 
     /// Time per call with the harness's rule.
-    pub fn time(&mut self, g: &OpsGpu) -> R<Timing> {
+    pub fn time(&mut self, g: &OpsGpu) -> GpuResult<Timing> {
         g.time_calls(REP_S, REPS, |i| self.call(g, i))
     }
 }
@@ -294,7 +295,7 @@ pub fn launch_rows(
     params: Option<(u64, u64)>,
     rows: u64,
     cols: u64,
-) -> R<()> {
+) -> GpuResult<()> {
     let variant = rows_variant(kind);
     if let (Some((cv, rpw)), true) = (rows_tile(dtype, cols), variant != "v1") {
         let sfx = if dtype == Dtype::Fp32 { "f32" } else { "f16" };
@@ -325,10 +326,10 @@ pub fn launch_rows(
     let sfx = if dtype == Dtype::Fp32 { "f32" } else { "f16" };
     let vec = 16 / dtype.size_bytes() as u64;
     if !cols.is_multiple_of(vec) || rows == 0 {
-        return Err(format!(
+        return Err(GpuError::invalid(format!(
             "{kind}: {rows} x {cols} ({}): columns must be a positive multiple of {vec}",
             dtype.name()
-        ));
+        )));
     }
     let mut args = vec![Arg::Ptr(x), Arg::Ptr(y)];
     if let Some((gamma, beta)) = params {
@@ -355,7 +356,7 @@ pub fn attention(
     heads: u64,
     tokens: u64,
     t_max: u64,
-) -> R<()> {
+) -> GpuResult<()> {
     let smem = (tokens.next_multiple_of(4) * 4 + 8 * 16 * 16) as u32;
     let args = [
         Arg::Ptr(q),
@@ -392,9 +393,14 @@ pub struct ModelPoint {
 }
 
 /// Predict then measure one operation.
-pub fn predict_and_measure(g: &OpsGpu, ceil: &CeilingsReport, op: &Op, progress: &dyn Progress) -> R<ModelPoint> {
+pub fn predict_and_measure(
+    g: &OpsGpu,
+    ceil: &CeilingsReport,
+    op: &Op,
+    progress: &dyn Progress,
+) -> GpuResult<ModelPoint> {
     let cost = op.cost();
-    let chosen = ceil.ceilings.choose(&cost, &op.class(), op.dtype()).map_err(|e| e.to_string())?;
+    let chosen = ceil.ceilings.choose(&cost, &op.class(), op.dtype()).map_err(|e| GpuError::invalid(e.to_string()))?;
     let prediction = cost.predict(chosen.launch_s, chosen.bandwidth_bytes_per_s, chosen.peak_flops_per_s);
     progress.message(&format!(
         "predict {}: {:.2} us ({}-bound)",
@@ -476,10 +482,13 @@ pub fn large_op(kind: &str, dtype: Dtype, bytes: u64) -> Op {
 
 /// Run the large-size check for add, GELU, layer norm, softmax (fp32, fp16) and decode attention
 /// (fp32: the only attention kernel).
-pub fn large_efficiency(g: &OpsGpu, ceil: &CeilingsReport, progress: &dyn Progress) -> R<Vec<LargeEfficiency>> {
+pub fn large_efficiency(g: &OpsGpu, ceil: &CeilingsReport, progress: &dyn Progress) -> GpuResult<Vec<LargeEfficiency>> {
     let sizes: Vec<u64> = super::ceilings::SIZES.iter().copied().filter(|&b| b >= ceil.sustained_min_bytes).collect();
     if sizes.is_empty() {
-        return Err(format!("no ceilings size reaches the sustained minimum of {} bytes", ceil.sustained_min_bytes));
+        return Err(GpuError::invalid(format!(
+            "no ceilings size reaches the sustained minimum of {} bytes",
+            ceil.sustained_min_bytes
+        )));
     }
     let mut out = Vec::new();
     for dtype in [Dtype::Fp32, Dtype::Fp16] {
@@ -510,11 +519,12 @@ pub fn large_efficiency(g: &OpsGpu, ceil: &CeilingsReport, progress: &dyn Progre
                 });
             }
             let op = large_op(kind, dtype, sizes[0]);
-            let chosen = ceil.ceilings.choose(&op.cost(), &op.class(), dtype).map_err(|e| e.to_string())?;
+            let chosen =
+                ceil.ceilings.choose(&op.cost(), &op.class(), dtype).map_err(|e| GpuError::invalid(e.to_string()))?;
             let best = points
                 .iter()
                 .max_by(|a, b| a.achieved_bytes_per_s.total_cmp(&b.achieved_bytes_per_s))
-                .ok_or("no sustained buffer size")?
+                .ok_or_else(|| GpuError::invalid("no sustained buffer size"))?
                 .clone();
             out.push(LargeEfficiency {
                 kernel: kind.into(),
@@ -551,7 +561,7 @@ pub fn rows_kernel_label() -> String {
 /// The 58 points, scored; plus the efficiency of our own kernels at their largest sizes (the 58
 /// set's largest add, GELU, layer norm, softmax, and decode attention at B=512, h=12, T=128), and
 /// (unless `efficiency_only`, which skips the 58 points) the large-size check.
-pub fn run(g: &OpsGpu, ceil: &CeilingsReport, efficiency_only: bool, progress: &dyn Progress) -> R<ModelRun> {
+pub fn run(g: &OpsGpu, ceil: &CeilingsReport, efficiency_only: bool, progress: &dyn Progress) -> GpuResult<ModelRun> {
     let ops = if efficiency_only { Vec::new() } else { seed_operations() };
     progress.start(ops.len() as u64, "58 operations");
     let mut points = Vec::new();
