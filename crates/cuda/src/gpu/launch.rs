@@ -74,11 +74,6 @@ impl Gpu {
         Ok(module)
     }
 
-    /// Load every kernel of module `m` (the ops modules are loaded whole at open).
-    pub fn load_all(&self, m: Module) -> GpuResult<()> {
-        m.functions().iter().try_for_each(|f| self.func(m, f).map(|_| ()))
-    }
-
     /// Set a function attribute (a carveout, the dynamic shared-memory limit).
     pub fn set_func_attr(&self, m: Module, name: &'static str, a: FuncAttr, v: i32) -> GpuResult<()> {
         let f = self.func(m, name)?;
@@ -143,10 +138,11 @@ impl Gpu {
         stream: Stream,
     ) -> GpuResult<()> {
         let f = self.func(m, name)?;
-        launch_raw(f, name, grid, block, shmem, args, stream)
+        launch_typed(f, name, grid, block, shmem, args, stream)
     }
 
-    /// Launch a kernel whose parameters are all 64-bit (pointers or u64).
+    /// Launch a kernel whose parameters are all 64-bit (pointers or u64): the same launch, the
+    /// values passed as they are.
     #[allow(clippy::too_many_arguments)]
     pub fn launch(
         &self,
@@ -158,13 +154,16 @@ impl Gpu {
         args: &[u64],
         stream: Stream,
     ) -> GpuResult<()> {
-        let args: Vec<Arg> = args.iter().map(|a| Arg::U64(*a)).collect();
-        self.launch_args(m, name, grid, block, shmem, &args, stream)
+        let f = self.func(m, name)?;
+        let mut vals: Vec<u64> = args.to_vec();
+        let mut ptrs: Vec<*mut c_void> = vals.iter_mut().map(|v| v as *mut u64 as *mut c_void).collect();
+        launch_ptrs(f, name, grid, block, shmem, &mut ptrs, stream)
     }
 }
 
-/// One cuLaunchKernel: each argument is passed by pointer to a value of its own width.
-pub(crate) fn launch_raw(
+/// One launch of a loaded function with typed arguments: each is passed by pointer to a value of
+/// its own width.
+pub(crate) fn launch_typed(
     f: Function,
     name: &str,
     grid: u32,
@@ -183,6 +182,19 @@ pub(crate) fn launch_raw(
             Arg::F32(v) => v as *mut f32 as *mut c_void,
         })
         .collect();
+    launch_ptrs(f, name, grid, block, shmem, &mut ptrs, stream)
+}
+
+/// cuLaunchKernel with a 1-D grid and block and the parameter pointers.
+fn launch_ptrs(
+    f: Function,
+    name: &str,
+    grid: u32,
+    block: u32,
+    shmem: u32,
+    ptrs: &mut [*mut c_void],
+    stream: Stream,
+) -> GpuResult<()> {
     unsafe {
         ck(
             sys::cuLaunchKernel(f, grid, 1, 1, block, 1, 1, shmem, stream, ptrs.as_mut_ptr(), std::ptr::null_mut()),

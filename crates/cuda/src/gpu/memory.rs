@@ -89,7 +89,14 @@ impl Gpu {
     }
 
     /// Stream-ordered host -> device copy from host address `src`.
-    pub(crate) fn htod_async(&self, dst: u64, src: *const c_void, bytes: usize, s: Stream, what: &str) -> GpuResult<()> {
+    pub(crate) fn htod_async(
+        &self,
+        dst: u64,
+        src: *const c_void,
+        bytes: usize,
+        s: Stream,
+        what: &str,
+    ) -> GpuResult<()> {
         unsafe { ck(sys::cuMemcpyHtoDAsync_v2(dst, src, bytes, s), what) }
     }
 

@@ -4,7 +4,8 @@
 //! calls of its own: everything goes through crate::gpu. Timing: the layer's rule (events around a
 //! batch of back-to-back calls, median over repetitions; graphs replayed the same way).
 
-use crate::gpu::{Blas, DeviceAttr, Event, Gpu, GpuError, GpuResult, Graph, Module, OwnedStream};
+use crate::gpu::launch::launch_typed;
+use crate::gpu::{Blas, DeviceAttr, Event, Function, Gpu, GpuError, GpuResult, Graph, Module, OwnedStream};
 use memscope_core::model::Dtype;
 use std::collections::HashMap;
 
@@ -22,6 +23,8 @@ pub struct OpsGpu<'g> {
     blas: Blas,
     stream: OwnedStream,
     gpu: Held<'g>,
+    /// The ops kernels by name, loaded at open.
+    funcs: HashMap<&'static str, Function>,
     /// Blocks of 256 threads that fit on one SM at once, per kernel (occupancy API).
     resident: HashMap<&'static str, u32>,
     pub name: String,
@@ -49,10 +52,10 @@ impl<'g> OpsGpu<'g> {
         };
         g.bind()?;
         let stream = OwnedStream::new()?;
-        let mut resident = HashMap::new();
+        let (mut funcs, mut resident) = (HashMap::new(), HashMap::new());
         for m in Module::OPS {
-            g.load_all(m)?;
             for f in m.functions() {
+                funcs.insert(*f, g.func(m, f)?);
                 resident.insert(*f, g.resident_blocks(m, f, 256, 0)?);
             }
         }
@@ -64,6 +67,7 @@ impl<'g> OpsGpu<'g> {
             blas,
             stream,
             gpu,
+            funcs,
             resident,
         })
     }
@@ -101,9 +105,8 @@ impl<'g> OpsGpu<'g> {
 
     /// Launch ops kernel `name` on the stream (a grid of at least one block).
     pub fn launch(&self, name: &str, grid: u32, block: u32, smem: u32, args: &[Arg]) -> GpuResult<()> {
-        let m = Module::ops_module_of(name).ok_or_else(|| GpuError::invalid(format!("no ops kernel {name}")))?;
-        let name = m.functions().iter().find(|f| **f == name).copied().unwrap_or_default();
-        self.gpu().launch_args(m, name, grid.max(1), block, smem, args, self.stream.raw())
+        let f = *self.funcs.get(name).ok_or_else(|| GpuError::invalid(format!("no ops kernel {name}")))?;
+        launch_typed(f, name, grid.max(1), block, smem, args, self.stream.raw())
     }
 
     /// Row-major C[m x n] = A[m x k] @ B[k x n] through the layer's cuBLAS wrapper.

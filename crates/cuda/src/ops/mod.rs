@@ -11,4 +11,5 @@ pub mod compose;
 pub mod compose_ceilings;
 pub mod device;
 pub mod fusion;
+pub mod launchers;
 pub mod model_set;

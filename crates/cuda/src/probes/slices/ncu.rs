@@ -213,6 +213,16 @@ mod tests {
     const SAMPLE: &str = include_str!("slices_ncu_sample.csv");
 
     #[test]
+    fn the_child_is_the_self_command_with_its_own_arguments() {
+        let mut child = std::process::Command::new("/opt/memscope/bin/memscope");
+        child.arg("--quiet");
+        let args = ncu_args(&child, Path::new("/tmp/plan.json"), 3);
+        let at = args.iter().position(|a| a == "/opt/memscope/bin/memscope").expect("the program");
+        assert_eq!(args[at + 1..], ["--quiet", "hammer-lines", "--plan", "/tmp/plan.json", "--device", "3"]);
+        assert!(args[..at].iter().any(|a| a == "--metrics"), "ncu's options come before the child");
+    }
+
+    #[test]
     fn parses_the_real_h200_sample() {
         let k = parse_csv(SAMPLE).unwrap();
         assert_eq!(k.iter().map(|x| x.id).collect::<Vec<_>>(), vec![0, 1]);
