@@ -5,7 +5,7 @@
 
 use crate::cmd_predict::fmt_s;
 use crate::error::{CliError, CliResult};
-use memscope_cuda::ops::{batch, ceilings, check, compose, fusion, gpu::OpsGpu, model_set};
+use memscope_cuda::ops::{batch, ceilings, check, compose, device::OpsGpu, fusion, model_set};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 
@@ -78,23 +78,17 @@ impl memscope_core::Progress for Log {
     }
 }
 
-fn fail(e: String) -> CliError {
-    CliError::failure(e)
-}
-
 /// Open the GPU and run the correctness checks; any failed check ends the command.
-fn open(device: usize, log: &Log) -> Result<(OpsGpu, Vec<check::Check>), CliError> {
-    let g = OpsGpu::open(device).map_err(fail)?;
-    let checks = check::run_all(&g).map_err(fail)?;
+fn open(device: usize, log: &Log) -> Result<(OpsGpu<'static>, Vec<check::Check>), CliError> {
+    let g = OpsGpu::open(device)?;
+    let checks = check::run_all(&g)?;
     use memscope_core::Progress;
     for c in &checks {
         log.message(&format!("check {}: rel err {:.2e} ({})", c.kernel, c.rel_err, if c.ok { "ok" } else { "FAILED" }));
     }
     if let Some(bad) = checks.iter().find(|c| !c.ok) {
-        return Err(fail(format!(
-            "kernel check failed: {} (rel err {:.3e} > {:.0e})",
-            bad.kernel, bad.rel_err, bad.tolerance
-        )));
+        let (kernel, rel_err, tolerance) = (bad.kernel.clone(), bad.rel_err, bad.tolerance);
+        return Err(memscope_cuda::GpuError::Check { kernel, rel_err, tolerance }.into());
     }
     Ok((g, checks))
 }
@@ -193,11 +187,11 @@ fn human_bytes(b: u64) -> String {
 fn session(
     device: usize,
     quiet: bool,
-) -> Result<(OpsGpu, Vec<check::Check>, Value, ceilings::CeilingsReport), CliError> {
+) -> Result<(OpsGpu<'static>, Vec<check::Check>, Value, ceilings::CeilingsReport), CliError> {
     let log = Log(quiet);
     let before = clocks(device);
     let (g, checks) = open(device, &log)?;
-    let c = ceilings::measure(&g, &log).map_err(fail)?;
+    let c = ceilings::measure(&g, &log)?;
     print_ceilings(&c);
     Ok((g, checks, before, c))
 }
@@ -345,17 +339,17 @@ pub fn model(a: ModelArgs) -> CliResult {
     let log = Log(a.quiet);
     let mut m = envelope("model", &g, before, &checks);
     m.insert("ceilings".into(), serde_json::to_value(&c).expect("serialisable"));
-    let r = model_set::run(&g, &c, a.efficiency_only, &log).map_err(fail)?;
+    let r = model_set::run(&g, &c, a.efficiency_only, &log)?;
     print_model(&r);
     m.insert("model".into(), serde_json::to_value(&r).expect("serialisable"));
     if a.all {
         // Write what we have first: a failure later keeps the 58 points.
         write(&a.out, m.clone(), a.device)?;
-        let f = fusion::run(&g, &c, &log).map_err(fail)?;
+        let f = fusion::run(&g, &c, &log)?;
         print_fusion(&f);
         m.insert("fusion".into(), serde_json::to_value(&f).expect("serialisable"));
         write(&a.out, m.clone(), a.device)?;
-        let b = batch::run(&g, &c, &log).map_err(fail)?;
+        let b = batch::run(&g, &c, &log)?;
         print_batch(&b);
         m.insert("batch".into(), serde_json::to_value(&b).expect("serialisable"));
     }
@@ -367,7 +361,7 @@ pub fn fusion(a: FusionArgs) -> CliResult {
     let (g, checks, before, c) = session(a.device, a.quiet)?;
     let mut m = envelope("fusion", &g, before, &checks);
     m.insert("ceilings".into(), serde_json::to_value(&c).expect("serialisable"));
-    let f = fusion::run(&g, &c, &Log(a.quiet)).map_err(fail)?;
+    let f = fusion::run(&g, &c, &Log(a.quiet))?;
     print_fusion(&f);
     m.insert("fusion".into(), serde_json::to_value(&f).expect("serialisable"));
     write(&a.out, m, a.device)
@@ -379,12 +373,12 @@ pub fn batch(a: BatchArgs) -> CliResult {
     let mut m = envelope(if a.compose { "batch --compose" } else { "batch" }, &g, before, &checks);
     m.insert("ceilings".into(), serde_json::to_value(&c).expect("serialisable"));
     if a.compose {
-        let r = compose::run(&g, &c, &Log(a.quiet)).map_err(fail)?;
+        let r = compose::run(&g, &c, &Log(a.quiet))?;
         crate::cmd_compose::print(&r);
         m.insert("compose".into(), serde_json::to_value(&r).expect("serialisable"));
         return write(&a.out, m, a.device);
     }
-    let b = batch::run(&g, &c, &Log(a.quiet)).map_err(fail)?;
+    let b = batch::run(&g, &c, &Log(a.quiet))?;
     print_batch(&b);
     m.insert("batch".into(), serde_json::to_value(&b).expect("serialisable"));
     write(&a.out, m, a.device)

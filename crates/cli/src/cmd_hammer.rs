@@ -23,7 +23,7 @@ pub fn run(a: Args) -> CliResult {
     let plan: HammerPlan = serde_json::from_str(&text)
         .map_err(|e| CliError::usage(format!("--plan {}: not a hammer plan: {e}", a.plan.display())))?;
     plan.validate().map_err(|e| CliError::usage(format!("--plan {}: {e}", a.plan.display())))?;
-    let report = slices_hammer::run(a.device, &plan).map_err(CliError::failure)?;
+    let report = slices_hammer::run(a.device, &plan)?;
     let json = serde_json::to_string(&report).map_err(|e| CliError::failure(e.to_string()))?;
     println!("{}\n{json}\n{}", slices_hammer::REPORT_BEGIN, slices_hammer::REPORT_END);
     Ok(())

@@ -28,3 +28,11 @@ impl CliError {
 }
 
 pub type CliResult = Result<(), CliError>;
+
+/// GPU work that failed (no GPU, a driver or NVRTC error, out of memory, a kernel check): a
+/// device failure, exit code 1. The one place GPU errors meet the exit-code contract.
+impl From<memscope_cuda::GpuError> for CliError {
+    fn from(e: memscope_cuda::GpuError) -> Self {
+        CliError::Failure(e.to_string())
+    }
+}

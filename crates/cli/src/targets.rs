@@ -36,7 +36,7 @@ pub fn parse(text: &str) -> Result<Vec<TargetSpec>, CliError> {
         if part == "cpu" {
             out.push(TargetSpec::Cpu);
         } else if part == "cuda" {
-            let n = memscope_cuda::device_count().map_err(CliError::failure)?;
+            let n = memscope_cuda::device_count()?;
             out.extend((0..n).map(TargetSpec::Cuda));
         } else if let Some(n) = part.strip_prefix("cuda:") {
             let n: usize = n
@@ -76,7 +76,7 @@ pub fn default_targets() -> (Vec<TargetSpec>, Option<String>) {
             (v, None)
         }
         Ok(_) => (fallback(), Some("no CUDA GPU found: the driver reports 0 devices".into())),
-        Err(why) => (fallback(), Some(why)),
+        Err(why) => (fallback(), Some(why.to_string())),
     }
 }
 

@@ -36,6 +36,9 @@ pub struct PeerCopy {
     pub bytes: u64,
 }
 
+/// Whether peer access works; Err: the reason it cannot, as a sentence for the results.
+pub type AccessResult = Result<(), String>;
+
 /// The peers of one host as an instrument. GPU indices are the host's (0 .. gpus()).
 pub trait PeerLinks {
     /// GPUs on this host.

@@ -6,7 +6,7 @@
 //!
 //! Run on the GPU machine: `tlb_explore [MAX_GIB]` (default 96 GiB of footprint at most).
 
-use memscope_core::{CachePath, ChaseSpec, Target};
+use memscope_core::{CachePath, ChaseSpec, Target, TargetError};
 use memscope_cuda::CudaTarget;
 
 fn pct(v: &mut [f64], p: f64) -> f64 {
@@ -19,16 +19,16 @@ fn line(base: u64, stride: u64, i: u64) -> u64 {
     base + i * stride + ((i * 2_654_435_761) % slots) * 128 % stride
 }
 
-fn chase(t: &mut CudaTarget, addrs: Vec<u64>, path: CachePath) -> Result<(f64, f64, f64, f64), String> {
+fn chase(t: &mut CudaTarget, addrs: Vec<u64>, path: CachePath) -> Result<(f64, f64, f64, f64), TargetError> {
     let n = addrs.len() as u64;
     let mut spec = ChaseSpec::new(addrs, path, (n * 4).clamp(4000, 16000));
     spec.warmup_laps = 2;
     spec.repeats = 3;
     spec.per_hop = true;
-    let r = t.chase(&spec).map_err(|e| e.to_string())?;
+    let r = t.chase(&spec)?;
     let mut ph = r.per_hop_ns.unwrap_or_default();
     if ph.is_empty() {
-        return Err("no per-hop times".into());
+        return Err(TargetError::Device("no per-hop times".into()));
     }
     let mean = r.ns_per_hop.iter().sum::<f64>() / r.ns_per_hop.len() as f64;
     Ok((mean, pct(&mut ph, 0.5), pct(&mut ph, 0.1), pct(&mut ph, 0.9)))

@@ -6,11 +6,11 @@
 //!
 //! Run on the GPU machine: `tlb_pairs` (prints CSV; results/h200/tlb-explore-*).
 
-use memscope_core::{CachePath, ChaseSpec, Target};
+use memscope_core::{CachePath, ChaseSpec, Target, TargetError};
 use memscope_cuda::CudaTarget;
 
 /// Mean per-hop ns of the q hops (odd positions of B, second half of A) and of the p hops.
-fn run(t: &mut CudaTarget, p: &[u64], q: &[u64], interleaved: bool) -> Result<(f64, f64), String> {
+fn run(t: &mut CudaTarget, p: &[u64], q: &[u64], interleaved: bool) -> Result<(f64, f64), TargetError> {
     let n = p.len();
     let addrs: Vec<u64> = if interleaved {
         p.iter().zip(q).flat_map(|(a, b)| [*a, *b]).collect()
@@ -23,8 +23,8 @@ fn run(t: &mut CudaTarget, p: &[u64], q: &[u64], interleaved: bool) -> Result<(f
     spec.warmup_laps = 2;
     spec.repeats = 1;
     spec.per_hop = true;
-    let r = t.chase(&spec).map_err(|e| e.to_string())?;
-    let ph = r.per_hop_ns.ok_or("no per-hop times")?;
+    let r = t.chase(&spec)?;
+    let ph = r.per_hop_ns.ok_or_else(|| TargetError::Device("no per-hop times".into()))?;
     let (mut sq, mut nq, mut sp, mut np) = (0.0, 0usize, 0.0, 0usize);
     for (j, x) in ph.iter().enumerate() {
         let k = j % len as usize;

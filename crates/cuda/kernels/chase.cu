@@ -4,7 +4,7 @@
 // (cycles) around the timed hops; optional per-hop clock64 deltas through shared memory (refresh
 // probe; the recorded hops are the timed hops). Placement: every block checks %smid and only the first block on the chosen SM runs.
 // All parameters are 64-bit so the host passes one array of u64. The host sets the preferred
-// shared-memory carveout of these kernels to 0 (driver.rs): L1 gets all of the unified array that
+// shared-memory carveout of these kernels to 0 (src/gpu/launch.rs): L1 gets all of the unified array that
 // a launch's shared memory leaves (the driver's own pick gave a 64 KiB L1 knee on the H200).
 
 __device__ __forceinline__ u64 ld_ca(u64 p) { u64 v; asm volatile("ld.global.ca.u64 %0, [%1];" : "=l"(v) : "l"(p)); return v; }

@@ -1,6 +1,6 @@
 // Host <-> device link kernels (issue 16; the test shapes follow nvbandwidth's host_to_device_memcpy_sm,
 // device_to_host_memcpy_sm and host_device_latency_sm, written here from their descriptions).
-// Every parameter is 64-bit (driver.rs launches with u64 arguments).
+// Every parameter is 64-bit (src/gpu/launch.rs launches with u64 arguments).
 
 __device__ __forceinline__ u64 link_globaltimer() {
     u64 t;

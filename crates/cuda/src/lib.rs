@@ -1,23 +1,24 @@
-//! memscope-cuda: the CUDA target (DESIGN.md: `cuda` implements the `Target` trait through cudarc,
-//! kernels compiled at run time by NVRTC) and the GPU-only probes (bw, launch, peak, coalesce,
-//! store, fence, l2.slices; seeds 000, 003 and 004).
+//! memscope-cuda: the CUDA target (DESIGN.md: `cuda` implements the `Target` trait on the driver
+//! API, kernels compiled at run time by NVRTC), the GPU-only probes (bw, launch, peak, coalesce,
+//! store, fence, l2.slices; seeds 000, 003 and 004) and the bottleneck-model operations (seed 003),
+//! all on the one GPU layer `gpu` (issue 24).
 
-mod driver;
-pub mod kernels;
+pub mod gpu;
 pub mod nvml;
 pub mod ops;
 mod peer;
 pub mod probes;
 mod target;
 
+pub use gpu::{GpuError, GpuResult};
 pub use nvml::nvml_snapshot;
 pub use target::CudaTarget;
 
 use memscope_core::Probe;
 
 /// Number of CUDA GPUs, or why there are none ("no CUDA GPU found: ...").
-pub fn device_count() -> Result<usize, String> {
-    driver::device_count()
+pub fn device_count() -> GpuResult<usize> {
+    gpu::device_count()
 }
 
 /// GPU-only probes (waived on other targets: "needs a real CUDA GPU").

@@ -8,20 +8,18 @@
 //! in the column GPU's memory. Never multicast objects (cuMulticastCreate): they can take shared
 //! GPUs out of service.
 
-use crate::driver::{ck, describe, Gpu};
-use crate::kernels::Module;
-use cudarc::driver::sys;
-use memscope_core::links::{Engine, PeerCopy, PeerLinks};
+use crate::gpu::{DeviceAttr, Event, Gpu, Module, OwnedStream};
+use memscope_core::links::{AccessResult, Engine, PeerCopy, PeerLinks};
 use memscope_core::TargetError;
 use std::collections::HashMap;
 
 /// Every GPU of the host, opened for the peer measurements.
 pub(crate) struct CudaPeers {
     gpus: Vec<Gpu>,
-    streams: Vec<sys::CUstream>,
+    streams: Vec<OwnedStream>,
     /// (gpu, role, bytes) -> device buffer; role 0: source, 1: destination, 2: chase cycle.
     bufs: HashMap<(usize, u8, u64), u64>,
-    enabled: HashMap<(usize, usize), Result<(), String>>,
+    enabled: HashMap<(usize, usize), AccessResult>,
 }
 
 // SAFETY: the handles are only used with the right context made current on the calling thread.
@@ -34,7 +32,7 @@ impl CudaPeers {
         for i in 0..n {
             let g = Gpu::open(i)?;
             g.bind()?;
-            streams.push(g.new_stream()?);
+            streams.push(OwnedStream::new()?);
             gpus.push(g);
         }
         Ok(CudaPeers { gpus, streams, bufs: HashMap::new(), enabled: HashMap::new() })
@@ -53,18 +51,16 @@ impl CudaPeers {
     fn enqueue(&mut self, src: usize, dst: usize, engine: Engine, bytes: u64) -> Result<(), TargetError> {
         let from = self.buf(src, 0, bytes)?;
         let to = self.buf(dst, 1, bytes)?;
-        let s = self.streams[src];
+        let s = self.streams[src].raw();
         let g = &mut self.gpus[src];
         g.bind()?;
         match engine {
-            Engine::Ce => unsafe {
-                ck(sys::cuMemcpyDtoDAsync_v2(to, from, bytes as usize, s), "cuMemcpyDtoDAsync (peer)")
-            },
+            Engine::Ce => Ok(g.dtod_async(to, from, bytes as usize, s)?),
             Engine::Sm => {
-                let sms = g.attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u64;
+                let sms = g.attr(DeviceAttr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u64;
                 let n16 = bytes / 16;
                 let grid = n16.div_ceil(512 * 4).clamp(1, sms * 4) as u32;
-                g.launch(Module::Link, "link_copy", grid, 512, 0, &[from, to, n16], s)
+                Ok(g.launch(Module::Link, "link_copy", grid, 512, 0, &[from, to, n16], s)?)
             }
         }
     }
@@ -75,17 +71,11 @@ impl Drop for CudaPeers {
         for (&(g, _, _), &p) in &self.bufs {
             self.gpus[g].free(p);
         }
-        for (g, s) in self.gpus.iter().zip(&self.streams) {
+        for (g, s) in self.gpus.iter().zip(std::mem::take(&mut self.streams)) {
             let _ = g.bind();
-            g.destroy_stream(*s);
+            drop(s);
         }
     }
-}
-
-fn event() -> Result<sys::CUevent, TargetError> {
-    let mut e = std::ptr::null_mut();
-    unsafe { ck(sys::cuEventCreate(&mut e, sys::CUevent_flags::CU_EVENT_DEFAULT as u32), "cuEventCreate")? };
-    Ok(e)
 }
 
 impl PeerLinks for CudaPeers {
@@ -93,26 +83,11 @@ impl PeerLinks for CudaPeers {
         self.gpus.len()
     }
 
-    fn access(&mut self, from: usize, to: usize) -> Result<(), String> {
+    fn access(&mut self, from: usize, to: usize) -> AccessResult {
         if let Some(r) = self.enabled.get(&(from, to)) {
             return r.clone();
         }
-        let mut can = 0;
-        let r = unsafe { sys::cuDeviceCanAccessPeer(&mut can, self.gpus[from].dev, self.gpus[to].dev) };
-        let res = if r != sys::CUresult::CUDA_SUCCESS {
-            Err(format!("cuDeviceCanAccessPeer failed: {}", describe(r)))
-        } else if can == 0 {
-            Err(format!("cuDeviceCanAccessPeer: GPU {from} cannot access GPU {to}'s memory (no P2P path between them)"))
-        } else {
-            let bound = self.gpus[from].bind().map_err(|e| e.to_string());
-            bound.and_then(|_| {
-                let r = unsafe { sys::cuCtxEnablePeerAccess(self.gpus[to].context(), 0) };
-                match r {
-                    sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => Ok(()),
-                    other => Err(format!("cuCtxEnablePeerAccess: {}", describe(other))),
-                }
-            })
-        };
+        let res = self.gpus[from].enable_peer_access(&self.gpus[to], from, to).map_err(|e| e.to_string());
         self.enabled.insert((from, to), res.clone());
         res
     }
@@ -122,36 +97,30 @@ impl PeerLinks for CudaPeers {
         let mut out = Vec::with_capacity(reps);
         for _ in 0..reps {
             self.gpus[c.src].bind()?;
-            let (a, b) = (event()?, event()?);
-            let s = self.streams[c.src];
-            let res = (|| {
+            let (a, b) = (Event::new()?, Event::new()?);
+            let s = self.streams[c.src].raw();
+            let res = (|| -> Result<f64, TargetError> {
                 if c.bidirectional {
                     for _ in 0..BATCH {
                         self.enqueue(c.dst, c.src, c.engine, c.bytes)?;
                     }
                     self.gpus[c.src].bind()?;
                 }
-                unsafe { ck(sys::cuEventRecord(a, s), "cuEventRecord")? };
+                a.record(s)?;
                 for _ in 0..BATCH {
                     self.enqueue(c.src, c.dst, c.engine, c.bytes)?;
                 }
                 self.gpus[c.src].bind()?;
-                let mut ms = 0f32;
-                unsafe {
-                    ck(sys::cuEventRecord(b, s), "cuEventRecord")?;
-                    ck(sys::cuEventSynchronize(b), "peer copy (cuEventSynchronize)")?;
-                    ck(sys::cuEventElapsedTime_v2(&mut ms, a, b), "cuEventElapsedTime")?;
-                }
+                b.record(s)?;
+                b.synchronize("peer copy (cuEventSynchronize)")?;
+                let ms = a.elapsed_ms(&b)?;
                 if c.bidirectional {
                     self.gpus[c.dst].bind()?;
-                    unsafe { ck(sys::cuStreamSynchronize(self.streams[c.dst]), "cuStreamSynchronize")? };
+                    crate::gpu::timing::stream_sync(self.streams[c.dst].raw(), "cuStreamSynchronize")?;
                 }
                 Ok(ms as f64 / 1e3 / BATCH as f64)
             })();
-            unsafe {
-                let _ = sys::cuEventDestroy_v2(a);
-                let _ = sys::cuEventDestroy_v2(b);
-            }
+            drop((a, b));
             out.push(res?);
         }
         Ok(out)

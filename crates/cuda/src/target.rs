@@ -5,11 +5,10 @@
 //! `chase` writes the cycle's next pointers on the device, flushes, then warms up as asked;
 //! repetitions continue around the cycle and per-hop times are those of the last repetition's
 //! timed hops, chain-major. The chase kernels ask for shared-memory carveout 0 (prefer L1;
-//! driver::chase_carveout_percent), recorded in the target details as `chase_shared_carveout`.
+//! gpu::chase_carveout_percent), recorded in the target details as `chase_shared_carveout`.
 
-use crate::driver::{ck, Gpu};
-use crate::kernels::Module;
-use cudarc::driver::sys;
+use crate::gpu::memory::Aliased;
+use crate::gpu::{DeviceAttr, Event, Gpu, Module, LEGACY_STREAM};
 use memscope_core::{Buffer, CachePath, ChaseResult, ChaseSpec, Target, TargetError, TargetInfo};
 use std::collections::HashMap;
 
@@ -20,11 +19,7 @@ const PER_HOP_CAP: u64 = 1536;
 enum Alloc {
     Plain,
     /// An aliased pair: the reserved range (both halves), its size, and the physical handle.
-    Aliased {
-        va: u64,
-        reserved: u64,
-        handle: sys::CUmemGenericAllocationHandle,
-    },
+    Aliased(Aliased),
     /// The second view of an aliased pair (freed with the first, id - 1).
     AliasView,
 }
@@ -54,8 +49,8 @@ impl CudaTarget {
     /// Open GPU `ordinal` (its primary context), and measure the SM clock under load.
     pub fn open(ordinal: usize) -> Result<CudaTarget, TargetError> {
         let gpu = Gpu::open(ordinal)?;
-        let sms = gpu.attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
-        let l2_bytes = gpu.attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as u64;
+        let sms = gpu.attr(DeviceAttr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
+        let l2_bytes = gpu.attr(DeviceAttr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as u64;
         let mut t = CudaTarget {
             gpu,
             allocs: HashMap::new(),
@@ -98,8 +93,19 @@ impl CudaTarget {
             let pairs = t.scratch(64)?;
             t.gpu.htod(pairs, &[0x10u64, 0])?;
             t.gpu.launch(Module::Chase, "scatter_u64", 1, 1, 0, &[pairs, 1], std::ptr::null_mut())?;
-            t.gpu.sync()
+            Ok(t.gpu.sync()?)
         })
+    }
+
+    /// The GPU layer under this target (the bottleneck-model ops can run on it after the probes:
+    /// `ops::device::OpsGpu::on(target.gpu())`).
+    pub fn gpu(&self) -> &Gpu {
+        &self.gpu
+    }
+
+    /// The GPU layer under this target, mutably (a context rebuild).
+    pub fn gpu_mut(&mut self) -> &mut Gpu {
+        &mut self.gpu
     }
 
     /// The measured SM clock (Hz) used to turn cycles into ns.
@@ -158,7 +164,7 @@ impl CudaTarget {
         self.gpu.launch(Module::Chase, "flush_write", grid, 512, 0, &[p, n8, 0x0123_4567_89ab_cdef], null)?;
         self.gpu.launch(Module::Chase, "flush_read", grid, 512, 0, &[p, n8, sink], null)?;
         self.gpu.launch(Module::Chase, "tlb_sweep", grid, 256, 0, &[p, bytes / PAGE, PAGE, sink], null)?;
-        self.gpu.sync()
+        Ok(self.gpu.sync()?)
     }
 
     /// Write each address's next pointer (a cycle per chain) on the device with one scatter kernel.
@@ -179,7 +185,7 @@ impl CudaTarget {
             self.gpu.sync()
         })();
         self.gpu.free(dev);
-        res
+        Ok(res?)
     }
 
     fn check_spec(&self, spec: &ChaseSpec) -> Result<(), TargetError> {
@@ -262,7 +268,7 @@ impl CudaTarget {
         let mut cyc = Vec::new();
         let mut host = Vec::new();
         let mut per_hop = None;
-        let events = EventPair::new()?;
+        let events = (Event::new()?, Event::new()?);
         for r in 0..reps {
             let last = r + 1 == reps;
             let warm = if r == 0 { spec.warmup_laps as u64 * min_len } else { 0 };
@@ -274,11 +280,11 @@ impl CudaTarget {
                 self.gpu.memset(claim_d, 8)?;
                 self.gpu.memset(out_d, w as u64 * 48)?;
                 let args = [starts_d, warm, spec.hops, target_sm, claim_d, out_d, ph, hops_d];
-                events.record_start()?;
+                events.0.record(LEGACY_STREAM)?;
                 self.gpu.launch(Module::Chase, name, grid, 32 * w as u32, shmem, &args, std::ptr::null_mut())?;
-                events.record_end()?;
+                events.1.record(LEGACY_STREAM)?;
                 self.gpu.sync()?;
-                let launch_ns = events.elapsed_ns()?;
+                let launch_ns = events.0.elapsed_ms(&events.1)? as f64 * 1e6;
                 let out: Vec<u64> = self.gpu.dtoh(out_d, w * 6)?;
                 if out[1] == 0 {
                     continue; // no block landed on the chosen SM: launch again
@@ -326,104 +332,21 @@ impl CudaTarget {
     }
 
     fn aliased(&mut self, bytes: u64) -> Result<(Buffer, Buffer), TargetError> {
-        let mut prop: sys::CUmemAllocationProp = unsafe { std::mem::zeroed() };
-        prop.type_ = sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED;
-        prop.location.type_ = sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
-        prop.location.id = self.gpu.ordinal as i32;
-        let mut gran = 0usize;
-        unsafe {
-            ck(
-                sys::cuMemGetAllocationGranularity(
-                    &mut gran,
-                    &prop,
-                    sys::CUmemAllocationGranularity_flags::CU_MEM_ALLOC_GRANULARITY_MINIMUM,
-                ),
-                "cuMemGetAllocationGranularity",
-            )?;
-        }
-        let gran = (gran as u64).max(1);
-        let size = bytes.max(1).div_ceil(gran) * gran;
-        let (free, _) = self.gpu.mem_info()?;
-        if size + (256 << 20) > free {
-            return Err(TargetError::OutOfMemory { asked_bytes: size, free_bytes: free.saturating_sub(256 << 20) });
-        }
-        let mut handle = 0;
-        unsafe { ck(sys::cuMemCreate(&mut handle, size as usize, &prop, 0), "cuMemCreate")? };
-        let mut va = 0;
-        let r = unsafe { sys::cuMemAddressReserve(&mut va, 2 * size as usize, gran as usize, 0, 0) };
-        if let Err(e) = ck(r, "cuMemAddressReserve") {
-            unsafe { sys::cuMemRelease(handle) };
-            return Err(e);
-        }
-        let desc = sys::CUmemAccessDesc {
-            location: prop.location,
-            flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-        };
-        let mapped = (|| unsafe {
-            ck(sys::cuMemMap(va, size as usize, 0, handle, 0), "cuMemMap")?;
-            ck(sys::cuMemMap(va + size, size as usize, 0, handle, 0), "cuMemMap (alias)")?;
-            ck(sys::cuMemSetAccess(va, 2 * size as usize, &desc, 1), "cuMemSetAccess")
-        })();
-        if let Err(e) = mapped {
-            unsafe {
-                sys::cuMemUnmap(va, 2 * size as usize);
-                sys::cuMemAddressFree(va, 2 * size as usize);
-                sys::cuMemRelease(handle);
-            }
-            return Err(e);
-        }
+        let a = self.gpu.alloc_aliased(bytes)?;
+        let (va, size) = (a.va, a.size);
         let id = self.next_id;
         self.next_id += 2;
         let gen = self.gpu.generation;
-        let kind = Alloc::Aliased { va, reserved: 2 * size, handle };
+        let kind = Alloc::Aliased(a);
         self.allocs.insert(id, Entry { base: va, bytes: size, kind, generation: gen });
         self.allocs.insert(id + 1, Entry { base: va + size, bytes: size, kind: Alloc::AliasView, generation: gen });
         Ok((Buffer { id, base: va, bytes: size }, Buffer { id: id + 1, base: va + size, bytes: size }))
     }
 }
 
-/// Two timing events on the legacy default stream around one launch: the chase's host-side clock.
-struct EventPair(sys::CUevent, sys::CUevent);
-
-impl EventPair {
-    fn new() -> Result<Self, TargetError> {
-        let (mut a, mut b) = (std::ptr::null_mut(), std::ptr::null_mut());
-        let flags = sys::CUevent_flags::CU_EVENT_DEFAULT as u32;
-        unsafe {
-            ck(sys::cuEventCreate(&mut a, flags), "cuEventCreate")?;
-            if let Err(e) = ck(sys::cuEventCreate(&mut b, flags), "cuEventCreate") {
-                let _ = sys::cuEventDestroy_v2(a);
-                return Err(e);
-            }
-        }
-        Ok(EventPair(a, b))
-    }
-    fn record_start(&self) -> Result<(), TargetError> {
-        unsafe { ck(sys::cuEventRecord(self.0, std::ptr::null_mut()), "cuEventRecord") }
-    }
-    fn record_end(&self) -> Result<(), TargetError> {
-        unsafe { ck(sys::cuEventRecord(self.1, std::ptr::null_mut()), "cuEventRecord") }
-    }
-    /// Elapsed ns between the two (after a synchronize).
-    fn elapsed_ns(&self) -> Result<f64, TargetError> {
-        let mut ms = 0f32;
-        unsafe { ck(sys::cuEventElapsedTime_v2(&mut ms, self.0, self.1), "cuEventElapsedTime")? };
-        Ok(ms as f64 * 1e6)
-    }
-}
-
-impl Drop for EventPair {
-    fn drop(&mut self) {
-        unsafe {
-            let _ = sys::cuEventDestroy_v2(self.0);
-            let _ = sys::cuEventDestroy_v2(self.1);
-        }
-    }
-}
-
 impl Target for CudaTarget {
     fn info(&self) -> TargetInfo {
-        use sys::CUdevice_attribute as A;
+        use DeviceAttr as A;
         // (a run of several GPUs asks from each GPU's own thread: make this one's context current)
         let _ = self.gpu.bind();
         let mut d = serde_json::Map::new();
@@ -447,7 +370,7 @@ impl Target for CudaTarget {
         d.insert("memory_clock_khz_attribute".into(), serde_json::json!(a(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)));
         d.insert("pci_bus_id".into(), serde_json::json!(self.gpu.pci_bus_id()));
         // (the peer probe's applicability: the host's GPU count and which one this is)
-        d.insert("host_gpus".into(), serde_json::json!(crate::driver::device_count().unwrap_or(1)));
+        d.insert("host_gpus".into(), serde_json::json!(crate::gpu::device_count().unwrap_or(1)));
         d.insert("host_gpu_index".into(), serde_json::json!(self.gpu.ordinal));
         d.insert(
             "clock_method".into(),
@@ -455,7 +378,7 @@ impl Target for CudaTarget {
         );
         d.insert(
             "chase_shared_carveout".into(),
-            match crate::driver::chase_carveout_percent() {
+            match crate::gpu::chase_carveout_percent() {
                 Some(p) => format!(
                     "CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = {p}% on the chase kernels (prefer L1: shared \
                      memory only as much as a launch needs: its static variables, plus {} B with per-hop records)",
@@ -481,7 +404,7 @@ impl Target for CudaTarget {
     }
 
     fn alloc(&mut self, bytes: u64) -> Result<Buffer, TargetError> {
-        let p = self.guarded(|t| t.gpu.malloc(bytes))?;
+        let p = self.guarded(|t| Ok(t.gpu.malloc(bytes)?))?;
         let id = self.next_id;
         self.next_id += 1;
         self.allocs.insert(id, Entry { base: p, bytes, kind: Alloc::Plain, generation: self.gpu.generation });
@@ -500,7 +423,7 @@ impl Target for CudaTarget {
             _ => buf.id,
         };
         if let Some(e) = self.allocs.remove(&id) {
-            if matches!(e.kind, Alloc::Aliased { .. }) {
+            if matches!(e.kind, Alloc::Aliased(_)) {
                 self.allocs.remove(&(id + 1));
             }
             if e.generation != self.gpu.generation {
@@ -509,11 +432,7 @@ impl Target for CudaTarget {
             match e.kind {
                 Alloc::AliasView => {}
                 Alloc::Plain => self.gpu.free(e.base),
-                Alloc::Aliased { va, reserved, handle } => unsafe {
-                    let _ = sys::cuMemUnmap(va, reserved as usize);
-                    let _ = sys::cuMemAddressFree(va, reserved as usize);
-                    let _ = sys::cuMemRelease(handle);
-                },
+                Alloc::Aliased(a) => a.release(),
             }
         }
     }
@@ -531,7 +450,7 @@ impl Target for CudaTarget {
     }
 
     fn peer_links(&mut self) -> Option<&mut dyn memscope_core::links::PeerLinks> {
-        let n = crate::driver::device_count().ok()?;
+        let n = crate::gpu::device_count().ok()?;
         if n < 2 {
             return None;
         }

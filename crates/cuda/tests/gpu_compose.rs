@@ -8,9 +8,9 @@ use memscope_core::compose::{predict_step, LaunchMode};
 use memscope_core::compose_step::{calibration_shapes, step_kernels, GPT2_SMALL_SHAPE};
 use memscope_core::model::Dtype;
 use memscope_core::NoProgress;
-use memscope_cuda::ops::{ceilings, check, compose_ceilings, gpu::Arg, gpu::OpsGpu};
+use memscope_cuda::ops::{ceilings, check, compose_ceilings, device::Arg, device::OpsGpu};
 
-fn gpu() -> Option<OpsGpu> {
+fn gpu() -> Option<OpsGpu<'static>> {
     match memscope_cuda::device_count() {
         Ok(n) if n > 0 => Some(OpsGpu::open(0).expect("open")),
         _ => {

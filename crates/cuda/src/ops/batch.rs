@@ -10,8 +10,9 @@
 //! seed's weights figure includes the biases).
 
 use super::ceilings::CeilingsReport;
-use super::gpu::{DevBuf, OpsGpu, Timing, R};
+use super::device::{DevBuf, OpsGpu, Timing};
 use super::model_set::{attention, launch_rows, Op};
+use crate::gpu::{GpuError, GpuResult};
 use memscope_core::compose_step::{DecodeShape, GPT2_SMALL_SHAPE, HEAD_DIM};
 use memscope_core::model::{self as m, Dtype, OpCost, Prediction, GPT2_SMALL, GPT2_SMALL_STEP_KERNELS};
 use memscope_core::Progress;
@@ -56,11 +57,11 @@ pub struct Gpt2 {
 }
 
 impl Gpt2 {
-    pub fn new(g: &OpsGpu, shape: &DecodeShape, dtype: Dtype, max_b: u64, context: u64) -> R<Self> {
+    pub fn new(g: &OpsGpu, shape: &DecodeShape, dtype: Dtype, max_b: u64, context: u64) -> GpuResult<Self> {
         let (d, ff) = (shape.width, shape.ff);
         let w = |rows: u64, cols: u64, seed: u32| g.alloc_random(rows * cols, dtype, seed, 0.02);
         // Layer-norm gamma and beta are fp32 in both precisions (rows.cu).
-        let ln = |seed: u32| -> R<[DevBuf; 2]> {
+        let ln = |seed: u32| -> GpuResult<[DevBuf; 2]> {
             Ok([g.alloc_random(d, Dtype::Fp32, seed, 1.0)?, g.alloc_random(d, Dtype::Fp32, seed + 1, 0.1)?])
         };
         let mut layers = Vec::new();
@@ -98,14 +99,14 @@ impl Gpt2 {
     }
 
     /// Issue one decode step for batch `b`.
-    pub fn step(&self, g: &OpsGpu, b: u64) -> R<()> {
+    pub fn step(&self, g: &OpsGpu, b: u64) -> GpuResult<()> {
         self.step_with(g, b, &mut |_| Ok(()))
     }
 
     /// Issue one decode step for batch `b` (10 launches per layer + 2), calling `after(kind)`
     /// after each launch (the kinds of `compose_step::step_kernels`). The residual stream
     /// ping-pongs between x[0] and x[1] so no kernel reads and writes the same buffer.
-    pub fn step_with(&self, g: &OpsGpu, b: u64, after: &mut dyn FnMut(&'static str) -> R<()>) -> R<()> {
+    pub fn step_with(&self, g: &OpsGpu, b: u64, after: &mut dyn FnMut(&'static str) -> GpuResult<()>) -> GpuResult<()> {
         let (f, d, ff, t) = (self.dtype, self.shape.width, self.shape.ff, self.context);
         let mut cur = 0usize;
         for l in &self.layers {
@@ -148,18 +149,18 @@ fn sfx(f: Dtype) -> &'static str {
     }
 }
 
-fn layernorm(g: &OpsGpu, f: Dtype, x: u64, y: u64, p: &[DevBuf; 2], rows: u64, cols: u64) -> R<()> {
+fn layernorm(g: &OpsGpu, f: Dtype, x: u64, y: u64, p: &[DevBuf; 2], rows: u64, cols: u64) -> GpuResult<()> {
     launch_rows(g, "layernorm", f, x, y, Some((p[0].ptr, p[1].ptr)), rows, cols)
 }
 
-fn add(g: &OpsGpu, f: Dtype, a: u64, b: u64, o: u64, n: u64) -> R<()> {
-    use super::gpu::Arg::*;
+fn add(g: &OpsGpu, f: Dtype, a: u64, b: u64, o: u64, n: u64) -> GpuResult<()> {
+    use super::device::Arg::*;
     let v = 16 / f.size_bytes() as u64;
     g.launch(&format!("add_{}", sfx(f)), OpsGpu::blocks(n / v), 256, 0, &[Ptr(a), Ptr(b), Ptr(b), Ptr(o), U64(n)])
 }
 
-fn gelu(g: &OpsGpu, f: Dtype, a: u64, o: u64, n: u64) -> R<()> {
-    use super::gpu::Arg::*;
+fn gelu(g: &OpsGpu, f: Dtype, a: u64, o: u64, n: u64) -> GpuResult<()> {
+    use super::device::Arg::*;
     let v = 16 / f.size_bytes() as u64;
     g.launch(&format!("gelu_{}", sfx(f)), OpsGpu::blocks(n / v), 256, 0, &[Ptr(a), Ptr(a), Ptr(a), Ptr(o), U64(n)])
 }
@@ -221,27 +222,27 @@ pub struct BatchRun {
     pub rows: Vec<BatchRow>,
 }
 
-fn sum_of_kernel_bounds(ceil: &CeilingsReport, b: u64) -> R<f64> {
+fn sum_of_kernel_bounds(ceil: &CeilingsReport, b: u64) -> GpuResult<f64> {
     let preds: Vec<Prediction> = step_ops(b)
         .iter()
         .map(|op| {
             let c: OpCost = op.cost();
-            let ch = ceil.ceilings.choose(&c, &op.class(), op.dtype()).map_err(|e| e.to_string())?;
+            let ch = ceil.ceilings.choose(&c, &op.class(), op.dtype()).map_err(|e| GpuError::invalid(e.to_string()))?;
             Ok(c.predict(ch.launch_s, ch.bandwidth_bytes_per_s, ch.peak_flops_per_s))
         })
-        .collect::<R<_>>()?;
+        .collect::<GpuResult<_>>()?;
     Ok(m::compose_per_kernel(&preds))
 }
 
-fn time_graph(g: &OpsGpu, model: &Gpt2, b: u64) -> R<f64> {
+fn time_graph(g: &OpsGpu, model: &Gpt2, b: u64) -> GpuResult<f64> {
     Ok(g.time_graph(1, 20e-3, 3, |_| model.step(g, b))?.per_call_s)
 }
 
-pub fn run(g: &OpsGpu, ceil: &CeilingsReport, progress: &dyn Progress) -> R<BatchRun> {
+pub fn run(g: &OpsGpu, ceil: &CeilingsReport, progress: &dyn Progress) -> GpuResult<BatchRun> {
     let c = &ceil.ceilings;
-    let floor = m::step_launch_floor(c, &GPT2_SMALL_STEP_KERNELS).map_err(|e| e.to_string())?;
-    let bw = *c.bandwidth_bytes_per_s.get("read").ok_or("no read bandwidth")?;
-    let peak = *c.peak_flops_per_s.get("fp32").ok_or("no fp32 peak")?;
+    let floor = m::step_launch_floor(c, &GPT2_SMALL_STEP_KERNELS).map_err(|e| GpuError::invalid(e.to_string()))?;
+    let bw = *c.bandwidth_bytes_per_s.get("read").ok_or_else(|| GpuError::invalid("no read bandwidth"))?;
+    let peak = *c.peak_flops_per_s.get("fp32").ok_or_else(|| GpuError::invalid("no fp32 peak"))?;
     let max_b = *BATCHES.iter().max().expect("batches");
     let model = Gpt2::new(g, &GPT2_SMALL_SHAPE, Dtype::Fp32, max_b, CONTEXT)?;
     // The kernel sequence must match the class counts the launch floor is summed over.
@@ -249,7 +250,7 @@ pub fn run(g: &OpsGpu, ceil: &CeilingsReport, progress: &dyn Progress) -> R<Batc
     for (class, count) in GPT2_SMALL_STEP_KERNELS {
         let n = ops.iter().filter(|o| o.class() == class).count() as u32;
         if n != count {
-            return Err(format!("step has {n} '{class}' kernels, the model counts {count}"));
+            return Err(GpuError::invalid(format!("step has {n} '{class}' kernels, the model counts {count}")));
         }
     }
     let mut rows = Vec::new();
@@ -261,7 +262,7 @@ pub fn run(g: &OpsGpu, ceil: &CeilingsReport, progress: &dyn Progress) -> R<Batc
             match time_graph(g, &model, b) {
                 Ok(t) => Some(t),
                 Err(e) => {
-                    graph_error = Some(e);
+                    graph_error = Some(e.to_string());
                     None
                 }
             }

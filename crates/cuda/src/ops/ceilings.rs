@@ -7,8 +7,9 @@
 //! set to cover 4x the L2, so repeated calls read device memory, as the operations do; the
 //! sustainable bandwidth of a pattern is the best over buffers of at least 4x the L2.
 
-use super::gpu::{Arg, DevBuf, OpsGpu, Timing, R};
+use super::device::{Arg, DevBuf, OpsGpu, Timing};
 use super::model_set::{Op, OpRunner};
+use crate::gpu::GpuResult;
 use memscope_core::model::{Dtype, SessionCeilings};
 use memscope_core::Progress;
 use serde::Serialize;
@@ -64,14 +65,14 @@ pub const SIZES: [u64; 10] =
 pub const REP_S: f64 = 2e-3;
 pub const REPS: usize = 5;
 
-fn pattern_point(g: &OpsGpu, pattern: &str, bytes: u64) -> R<BandwidthPoint> {
+fn pattern_point(g: &OpsGpu, pattern: &str, bytes: u64) -> GpuResult<BandwidthPoint> {
     let footprint = if pattern == "copy" { 2 * bytes } else { bytes };
     let sets = g.rotation_sets(footprint);
     let nvec = bytes / 16;
     let srcs: Vec<DevBuf> =
-        (0..sets).map(|i| g.alloc_random(bytes / 4, Dtype::Fp32, 100 + i as u32, 1.0)).collect::<R<_>>()?;
+        (0..sets).map(|i| g.alloc_random(bytes / 4, Dtype::Fp32, 100 + i as u32, 1.0)).collect::<GpuResult<_>>()?;
     let dsts: Vec<DevBuf> =
-        if pattern == "copy" { (0..sets).map(|_| g.alloc(bytes)).collect::<R<_>>()? } else { Vec::new() };
+        if pattern == "copy" { (0..sets).map(|_| g.alloc(bytes)).collect::<GpuResult<_>>()? } else { Vec::new() };
     let acc = g.alloc(16)?;
     let sum_grid = OpsGpu::blocks(nvec).min(g.sm_count * 8);
     let timing = g.time_calls(REP_S, REPS, |i| {
@@ -120,7 +121,7 @@ pub fn floor_ops() -> Vec<(&'static str, Op)> {
 }
 
 /// Measure every ceiling. `progress` gets one message per point.
-pub fn measure(g: &OpsGpu, progress: &dyn Progress) -> R<CeilingsReport> {
+pub fn measure(g: &OpsGpu, progress: &dyn Progress) -> GpuResult<CeilingsReport> {
     // Warm-up: bring the clocks up with ~0.2 s of copies before the first timed point.
     let warm = pattern_point(g, "copy", 256 << 20)?;
     progress.message(&format!("warm-up copy: {:.0} GB/s", warm.bytes_per_s / 1e9));

@@ -5,7 +5,8 @@
 //! prefetch loop of the persistent row kernels, and a token count that is not a multiple of 16 in
 //! attention.
 
-use super::gpu::{Arg, DevBuf, OpsGpu, R};
+use super::device::{Arg, DevBuf, OpsGpu};
+use crate::gpu::GpuResult;
 use memscope_core::model::Dtype;
 use serde::Serialize;
 
@@ -18,7 +19,7 @@ pub struct Check {
     pub ok: bool,
 }
 
-fn read(g: &OpsGpu, b: &DevBuf, n: usize, dtype: Dtype) -> R<Vec<f64>> {
+fn read(g: &OpsGpu, b: &DevBuf, n: usize, dtype: Dtype) -> GpuResult<Vec<f64>> {
     let bytes = g.dtoh_bytes(b, n * dtype.size_bytes() as usize)?;
     Ok(match dtype {
         Dtype::Fp32 => bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64).collect(),
@@ -48,7 +49,7 @@ fn gelu(x: f64) -> f64 {
 }
 
 /// Run every check; the caller fails the command if any is not ok.
-pub fn run_all(g: &OpsGpu) -> R<Vec<Check>> {
+pub fn run_all(g: &OpsGpu) -> GpuResult<Vec<Check>> {
     let mut out = Vec::new();
     let mut push = |kernel: String, rel_err: f64, tolerance: f64| {
         out.push(Check { kernel, rel_err, tolerance, ok: rel_err <= tolerance });
@@ -184,7 +185,7 @@ fn sum_u32_host(words: &[u32], threads: usize) -> u32 {
     total
 }
 
-fn check_attention(g: &OpsGpu, dtype: Dtype) -> R<Check> {
+fn check_attention(g: &OpsGpu, dtype: Dtype) -> GpuResult<Check> {
     let (b, h, t, tmax, d) = (2u64, 3u64, 37u64, 40u64, 64u64);
     let qs = 3 * h * d; // q rows strided like the decode step's QKV output
     let q = g.alloc_random(b * qs, dtype, 10, 1.0)?;

@@ -9,7 +9,8 @@
 use super::batch::Gpt2;
 use super::ceilings::CeilingsReport;
 use super::compose_ceilings::{self as cc, ComposeCeilingsReport};
-use super::gpu::{OpsGpu, Timing, R};
+use super::device::{OpsGpu, Timing};
+use crate::gpu::{GpuError, GpuResult};
 use memscope_core::compose::{self as cm, ComposeCeilings, LaunchMode, StepPrediction, PREDICTION_INPUTS};
 use memscope_core::compose_step::{self as cs, DecodeShape, GPT2_MEDIUM_SHAPE, GPT2_SMALL_SHAPE};
 use memscope_core::model::{self as m, Dtype};
@@ -107,13 +108,19 @@ pub struct ComposeRun {
     pub errors: Vec<String>,
 }
 
-fn seed_predictions(ceil: &CeilingsReport, shape: &DecodeShape, dtype: Dtype, b: u64, t: u64) -> R<(f64, f64, f64)> {
+fn seed_predictions(
+    ceil: &CeilingsReport,
+    shape: &DecodeShape,
+    dtype: Dtype,
+    b: u64,
+    t: u64,
+) -> GpuResult<(f64, f64, f64)> {
     let c = &ceil.ceilings;
     let classes = shape.launch_classes(dtype);
     let refs: Vec<(&str, u32)> = classes.iter().map(|(k, n)| (k.as_str(), *n)).collect();
-    let floor = m::step_launch_floor(c, &refs).map_err(|e| e.to_string())?;
-    let bw = *c.bandwidth_bytes_per_s.get("read").ok_or("no read bandwidth")?;
-    let peak = *c.peak_flops_per_s.get(dtype.name()).ok_or("no peak")?;
+    let floor = m::step_launch_floor(c, &refs).map_err(|e| GpuError::invalid(e.to_string()))?;
+    let bw = *c.bandwidth_bytes_per_s.get("read").ok_or_else(|| GpuError::invalid("no read bandwidth"))?;
+    let peak = *c.peak_flops_per_s.get(dtype.name()).ok_or_else(|| GpuError::invalid("no peak"))?;
     let model = shape.seed_model(dtype);
     let totals = m::decode_step_totals(&model, b, t, floor, bw, peak).time_s;
     let per_kernel = m::decode_step_per_kernel_prediction(&model, b, t, floor, bw, peak).1.time_s;
@@ -122,8 +129,8 @@ fn seed_predictions(ceil: &CeilingsReport, shape: &DecodeShape, dtype: Dtype, b:
 
 /// Median event time of every kernel of the eager step (3 steps after a warm-up); checks that the
 /// launches are the counted kernels, in order.
-fn kernel_events(g: &OpsGpu, model: &Gpt2, b: u64, kinds: &[String]) -> R<Vec<f64>> {
-    let events = (0..=kinds.len()).map(|_| g.event()).collect::<R<Vec<_>>>()?;
+fn kernel_events(g: &OpsGpu, model: &Gpt2, b: u64, kinds: &[String]) -> GpuResult<Vec<f64>> {
+    let events = (0..=kinds.len()).map(|_| g.event()).collect::<GpuResult<Vec<_>>>()?;
     let mut per: Vec<Vec<f64>> = vec![Vec::new(); kinds.len()];
     model.step(g, b)?;
     for _ in 0..3 {
@@ -131,13 +138,13 @@ fn kernel_events(g: &OpsGpu, model: &Gpt2, b: u64, kinds: &[String]) -> R<Vec<f6
         let mut i = 0usize;
         model.step_with(g, b, &mut |kind| {
             if kinds.get(i).map(String::as_str) != Some(kind) {
-                return Err(format!("launch {i} is {kind}, the counts say {:?}", kinds.get(i)));
+                return Err(GpuError::invalid(format!("launch {i} is {kind}, the counts say {:?}", kinds.get(i))));
             }
             i += 1;
             g.record(&events[i])
         })?;
         if i != kinds.len() {
-            return Err(format!("the step launched {i} kernels, the counts have {}", kinds.len()));
+            return Err(GpuError::invalid(format!("the step launched {i} kernels, the counts have {}", kinds.len())));
         }
         g.sync()?;
         for (k, p) in per.iter_mut().enumerate() {
@@ -178,8 +185,8 @@ fn sweep_model(
     batches: &[u64],
     out_of_sample: bool,
     progress: &dyn Progress,
-) -> R<Vec<SweepRow>> {
-    let max_b = *batches.iter().max().ok_or("no batches")?;
+) -> GpuResult<Vec<SweepRow>> {
+    let max_b = *batches.iter().max().ok_or_else(|| GpuError::invalid("no batches"))?;
     let model = Gpt2::new(g, shape, dtype, max_b, context)?;
     let mut rows = Vec::new();
     for &b in batches {
@@ -187,7 +194,7 @@ fn sweep_model(
         let kinds: Vec<String> = counts.iter().map(|k| k.kind.clone()).collect();
         // Predictions first, from the ceilings and the counts only.
         let preds = [LaunchMode::Stream, LaunchMode::Graph]
-            .map(|mode| cm::predict_step(c, &counts, mode).map_err(|e| e.to_string()));
+            .map(|mode| cm::predict_step(c, &counts, mode).map_err(|e| GpuError::invalid(e.to_string())));
         let (_, seed_pk, seed_tot) = seed_predictions(seed, shape, dtype, b, context)?;
         let eager = g.time_calls(20e-3, 3, |_| model.step(g, b))?;
         let graph = g.time_graph(1, 20e-3, 3, |_| model.step(g, b))?;
@@ -247,18 +254,18 @@ fn score(group: &str, rows: &[&SweepRow]) -> GroupScore {
 }
 
 /// The whole sweep: the composition's ceilings, then every step, predicted then measured.
-pub fn run(g: &OpsGpu, seed: &CeilingsReport, progress: &dyn Progress) -> R<ComposeRun> {
+pub fn run(g: &OpsGpu, seed: &CeilingsReport, progress: &dyn Progress) -> GpuResult<ComposeRun> {
     let steps = vec![(GPT2_SMALL_SHAPE, cs::SWEEP_BATCHES.to_vec()), (GPT2_MEDIUM_SHAPE, cs::MEDIUM_BATCHES.to_vec())];
     for dtype in [Dtype::Fp32, Dtype::Fp16] {
         if let Some(s) = cs::calibration_overlap(&cs::calibration_shapes(dtype), &steps) {
-            return Err(format!("the calibration contains the step's shape {}", s.label()));
+            return Err(GpuError::invalid(format!("the calibration contains the step's shape {}", s.label())));
         }
     }
     let report = cc::measure(g, seed, progress)?;
     let c = &report.ceilings;
     let mut rows = Vec::new();
     let mut errors = Vec::new();
-    let mut keep = |what: String, r: R<Vec<SweepRow>>, rows: &mut Vec<SweepRow>| match r {
+    let mut keep = |what: String, r: GpuResult<Vec<SweepRow>>, rows: &mut Vec<SweepRow>| match r {
         Ok(v) => rows.extend(v),
         Err(e) => {
             progress.message(&format!("{what} FAILED: {e}"));

@@ -8,7 +8,8 @@
 //! none a step's shape, aligned and unaligned rows), graph-timed.
 
 use super::ceilings::CeilingsReport;
-use super::gpu::{Arg, DevBuf, OpsGpu, Timing, R};
+use super::device::{Arg, DevBuf, OpsGpu, Timing};
+use crate::gpu::{GpuError, GpuResult};
 use memscope_core::compose::{ComposeCeilings, CurvePoint, MatmulSample};
 use memscope_core::compose_step::calibration_shapes;
 use memscope_core::model::Dtype;
@@ -76,16 +77,16 @@ fn median(v: &[f64]) -> f64 {
     s[s.len() / 2]
 }
 
-fn empty(g: &OpsGpu) -> R<()> {
+fn empty(g: &OpsGpu) -> GpuResult<()> {
     g.launch("empty_kernel", 1, 32, 0, &[])
 }
 
-fn spin(g: &OpsGpu) -> R<()> {
+fn spin(g: &OpsGpu) -> GpuResult<()> {
     g.launch("spin_ns", 1, 32, 0, &[Arg::U64(SPIN_NS)])
 }
 
 /// Hold the device, queue `QUEUED` calls of `f` between two events: (host s per call, device s per call).
-fn queued(g: &OpsGpu, mut f: impl FnMut() -> R<()>) -> R<(f64, f64)> {
+fn queued(g: &OpsGpu, mut f: impl FnMut() -> GpuResult<()>) -> GpuResult<(f64, f64)> {
     let (e0, e1) = (g.event()?, g.event()?);
     spin(g)?;
     g.record(&e0)?;
@@ -101,7 +102,7 @@ fn queued(g: &OpsGpu, mut f: impl FnMut() -> R<()>) -> R<(f64, f64)> {
 }
 
 /// Queue `QUEUED` calls of `f` on an idle device (no spin kernel ahead): host s per call.
-fn idle(g: &OpsGpu, mut f: impl FnMut() -> R<()>) -> R<f64> {
+fn idle(g: &OpsGpu, mut f: impl FnMut() -> GpuResult<()>) -> GpuResult<f64> {
     g.sync()?;
     let t = Instant::now();
     for _ in 0..QUEUED {
@@ -112,7 +113,7 @@ fn idle(g: &OpsGpu, mut f: impl FnMut() -> R<()>) -> R<f64> {
     Ok(host)
 }
 
-fn measure_launch(g: &OpsGpu) -> R<LaunchMeasurements> {
+fn measure_launch(g: &OpsGpu) -> GpuResult<LaunchMeasurements> {
     let mut isolated = Vec::new();
     for i in 0..110 {
         let t = Instant::now();
@@ -134,7 +135,7 @@ fn measure_launch(g: &OpsGpu) -> R<LaunchMeasurements> {
     queued(g, || empty(g))?; // warm-up
     for _ in 0..REPS {
         for (key, f) in [
-            ("kernel", &mut (|| empty(g)) as &mut dyn FnMut() -> R<()>),
+            ("kernel", &mut (|| empty(g)) as &mut dyn FnMut() -> GpuResult<()>),
             ("blas.fp32", &mut || g.gemm(Dtype::Fp32, 8, 8, 8, a.ptr, b.ptr, c.ptr)),
             ("blas.fp16", &mut || g.gemm(Dtype::Fp16, 8, 8, 8, ah.ptr, bh.ptr, ch.ptr)),
         ] {
@@ -143,7 +144,7 @@ fn measure_launch(g: &OpsGpu) -> R<LaunchMeasurements> {
             dev.entry(key.into()).or_default().push(d);
             host_idle.entry(key.into()).or_default().push(idle(g, f)?);
         }
-        let (h, d) = queued(g, || one.launch().map_err(|e| format!("graph launch: {e:?}")))?;
+        let (h, d) = queued(g, || one.launch())?;
         hg.push(h);
         r1.push(d);
         let (_, d) = {
@@ -151,7 +152,7 @@ fn measure_launch(g: &OpsGpu) -> R<LaunchMeasurements> {
             spin(g)?;
             g.record(&e0)?;
             for _ in 0..8 {
-                many.launch().map_err(|e| format!("graph launch: {e:?}"))?;
+                many.launch()?;
             }
             g.record(&e1)?;
             (0.0, g.elapsed_s(&e0, &e1)? / 8.0)
@@ -172,7 +173,15 @@ fn measure_launch(g: &OpsGpu) -> R<LaunchMeasurements> {
 /// Device time per call of the read kernel with `blocks` blocks reading `reads` vectors of `width`
 /// bytes (16: `read_curve_u32`, 8: `read_curve_u2`), graph-timed.
 #[allow(clippy::too_many_arguments)]
-fn read_point(g: &OpsGpu, pool: &DevBuf, sink: &DevBuf, blocks: u32, reads: u64, dram: bool, width: u64) -> R<Timing> {
+fn read_point(
+    g: &OpsGpu,
+    pool: &DevBuf,
+    sink: &DevBuf,
+    blocks: u32,
+    reads: u64,
+    dram: bool,
+    width: u64,
+) -> GpuResult<Timing> {
     let bytes = reads * width;
     let span = (pool.bytes - bytes) / width;
     let mask = if dram { u64::MAX } else { L2_REGION_BYTES / width - 1 };
@@ -187,7 +196,7 @@ fn read_point(g: &OpsGpu, pool: &DevBuf, sink: &DevBuf, blocks: u32, reads: u64,
 
 /// Measure every ceiling of the composition. `seed` is the seed-003 ceilings of the same session
 /// (sustained read bandwidth and peaks).
-pub fn measure(g: &OpsGpu, seed: &CeilingsReport, progress: &dyn Progress) -> R<ComposeCeilingsReport> {
+pub fn measure(g: &OpsGpu, seed: &CeilingsReport, progress: &dyn Progress) -> GpuResult<ComposeCeilingsReport> {
     let launch = measure_launch(g)?;
     let gap_stream = median(&launch.device_queued_s["kernel"]);
     let (r1, rn) = (median(&launch.graph_replay_1_s), median(&launch.graph_replay_many_s));
@@ -252,11 +261,12 @@ pub fn measure(g: &OpsGpu, seed: &CeilingsReport, progress: &dyn Progress) -> R<
             });
         }
     }
-    let dram_bw = *seed.ceilings.bandwidth_bytes_per_s.get("read").ok_or("no read bandwidth")?;
+    let dram_bw =
+        *seed.ceilings.bandwidth_bytes_per_s.get("read").ok_or_else(|| GpuError::invalid("no read bandwidth"))?;
     let peaks = seed.ceilings.peak_flops_per_s.clone();
     let (mut matmul, mut calibration) = (Vec::new(), Vec::new());
     for dtype in [Dtype::Fp32, Dtype::Fp16] {
-        let peak = *peaks.get(dtype.name()).ok_or("no peak")?;
+        let peak = *peaks.get(dtype.name()).ok_or_else(|| GpuError::invalid("no peak"))?;
         g.init(pool.ptr, POOL_BYTES / dtype.size_bytes() as u64, dtype, 78, 1.0)?;
         let shapes = calibration_shapes(dtype);
         let s = dtype.size_bytes() as u64;

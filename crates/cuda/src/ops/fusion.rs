@@ -3,7 +3,8 @@
 //! and the session's copy-pattern bandwidth (each kernel's bound, summed); measured with events.
 
 use super::ceilings::{CeilingsReport, REPS};
-use super::gpu::{Arg, OpsGpu, Timing, R};
+use super::device::{Arg, OpsGpu, Timing};
+use crate::gpu::{GpuError, GpuResult};
 use memscope_core::model::{self as m, Dtype};
 use memscope_core::Progress;
 use serde::Serialize;
@@ -37,14 +38,15 @@ pub struct FusionRun {
     pub fp16_speedup_fused: f64,
 }
 
-pub fn run(g: &OpsGpu, ceil: &CeilingsReport, progress: &dyn Progress) -> R<FusionRun> {
+pub fn run(g: &OpsGpu, ceil: &CeilingsReport, progress: &dyn Progress) -> GpuResult<FusionRun> {
     let mut rows = Vec::new();
     for dtype in [Dtype::Fp32, Dtype::Fp16] {
         let n = ELEMS;
         let sfx = if dtype == Dtype::Fp32 { "f32" } else { "f16" };
         let vec = if dtype == Dtype::Fp32 { 4 } else { 8 };
         let c = &ceil.ceilings;
-        let pick = |cost: &m::OpCost, class: &str| c.choose(cost, class, dtype).map_err(|e| e.to_string());
+        let pick =
+            |cost: &m::OpCost, class: &str| c.choose(cost, class, dtype).map_err(|e| GpuError::invalid(e.to_string()));
         let (mul, add, fused) = (m::add_cost(n, dtype), m::add_cost(n, dtype), m::fused_mul_add_cost(n, dtype));
         let (cm, ca, cf) = (pick(&mul, "mul")?, pick(&add, "add")?, pick(&fused, "fma")?);
         let p_two = mul.predict(cm.launch_s, cm.bandwidth_bytes_per_s, cm.peak_flops_per_s).time_s

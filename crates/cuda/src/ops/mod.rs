@@ -2,13 +2,14 @@
 //! correctness checks, the ceilings (bandwidth by pattern and size, launch floor per class, peak
 //! per precision), the 58-operation evaluation, fusion and the batched GPT-2-small decode step;
 //! and issue 22's composition: its ceilings (compose_ceilings) and its decode-step sweep (compose).
+//! All on the one GPU layer (crate::gpu) through `device::OpsGpu`.
 
 pub mod batch;
 pub mod ceilings;
 pub mod check;
 pub mod compose;
 pub mod compose_ceilings;
+pub mod device;
 pub mod fusion;
-pub mod gpu;
-pub mod kernels;
+pub mod launchers;
 pub mod model_set;

@@ -6,7 +6,9 @@
 //! all are scored with `ratio_summary`.
 
 use super::ceilings::{CeilingsReport, REPS, REP_S};
-use super::gpu::{Arg, DevBuf, OpsGpu, Timing, R};
+use super::device::{Arg, DevBuf, OpsGpu, Timing};
+pub use super::launchers::{attention, launch_rows, rows_variant};
+use crate::gpu::{GpuError, GpuResult};
 use memscope_core::model::{self as m, ChosenCeilings, Dtype, OpCost, Prediction, RatioSummary, ScoredPoint};
 use memscope_core::Progress;
 use serde::Serialize;
@@ -162,7 +164,7 @@ pub struct OpRunner {
 }
 
 impl OpRunner {
-    pub fn new(g: &OpsGpu, op: &Op) -> R<Self> {
+    pub fn new(g: &OpsGpu, op: &Op) -> GpuResult<Self> {
         let cost = op.cost();
         let nsets = g.rotation_sets(cost.bytes() as u64);
         let dt = op.dtype();
@@ -214,7 +216,7 @@ impl OpRunner {
     }
 
     /// Issue call number `i` (set i mod sets).
-    pub fn call(&mut self, g: &OpsGpu, i: usize) -> R<()> {
+    pub fn call(&mut self, g: &OpsGpu, i: usize) -> GpuResult<()> {
         let b = &self.sets[i % self.sets.len()];
         let sfx = if self.op.dtype() == Dtype::Fp32 { "f32" } else { "f16" };
         let vec = if self.op.dtype() == Dtype::Fp32 { 4 } else { 8 };
@@ -242,134 +244,9 @@ impl OpRunner {
     }
 
     /// Time per call with the harness's rule.
-    pub fn time(&mut self, g: &OpsGpu) -> R<Timing> {
+    pub fn time(&mut self, g: &OpsGpu) -> GpuResult<Timing> {
         g.time_calls(REP_S, REPS, |i| self.call(g, i))
     }
-}
-
-/// Which row kernels `kind` ("layernorm" or "softmax") uses: v1 (generic: one warp per row), v2
-/// (several rows per warp), v3 (persistent warps prefetching their next row), v4 (v3 with an L2
-/// prefetch 3 rows ahead, L1-bypassing loads, streaming and packed fp16 stores), v5 (v4 without the
-/// register prefetch, 4 rows ahead, fewer registers) or, for layer norm only, v6 (v1's one warp per
-/// row with gamma and beta staged per block in shared memory by loads issued with the row's).
-/// Defaults: v6 for layer norm, v1 for softmax (the best of each on the H200 at every measured size,
-/// docs/MODEL.md "Attempts"). `MEMSCOPE_ROWS_LAYERNORM` / `MEMSCOPE_ROWS_SOFTMAX` choose per
-/// operation and override `MEMSCOPE_ROWS`, which chooses for both (v6 asked for softmax gives v1).
-/// v2-v6 exist for the harness's shapes only; other shapes use v1.
-pub fn rows_variant(kind: &str) -> &'static str {
-    let per_op = std::env::var(format!("MEMSCOPE_ROWS_{}", kind.to_uppercase())).ok();
-    match per_op.or_else(|| std::env::var("MEMSCOPE_ROWS").ok()).as_deref() {
-        Some("v1") => "v1",
-        Some("v2") => "v2",
-        Some("v3") => "v3",
-        Some("v4") => "v4",
-        Some("v5") => "v5",
-        _ if kind == "layernorm" => "v6",
-        _ => "v1",
-    }
-}
-
-/// The instantiated register tile of a shape: (vectors per lane, v2's rows per warp).
-fn rows_tile(dtype: Dtype, cols: u64) -> Option<(u64, u64)> {
-    match (dtype, cols) {
-        (Dtype::Fp32, 768) => Some((6, 2)),
-        (Dtype::Fp32, 1024) => Some((8, 2)),
-        (Dtype::Fp16, 768) => Some((3, 4)),
-        (Dtype::Fp16, 1024) => Some((4, 4)),
-        _ => None,
-    }
-}
-
-/// Launch layer norm (`params` = gamma, beta) or softmax over rows x cols with the variant of
-/// `rows_variant` (kernels/ops/rows.cu). v3's and v4's grid is the rows' warps, capped at what fits on the
-/// GPU at once (occupancy API). A staged variant (rows copied to shared memory with cp.async) was
-/// measured slower on the H200 and removed (docs/MODEL.md).
-#[allow(clippy::too_many_arguments)]
-pub fn launch_rows(
-    g: &OpsGpu,
-    kind: &str,
-    dtype: Dtype,
-    x: u64,
-    y: u64,
-    params: Option<(u64, u64)>,
-    rows: u64,
-    cols: u64,
-) -> R<()> {
-    let variant = rows_variant(kind);
-    if let (Some((cv, rpw)), true) = (rows_tile(dtype, cols), variant != "v1") {
-        let sfx = if dtype == Dtype::Fp32 { "f32" } else { "f16" };
-        let mut args = vec![Arg::Ptr(x), Arg::Ptr(y)];
-        if let Some((gamma, beta)) = params {
-            args.extend([Arg::Ptr(gamma), Arg::Ptr(beta)]);
-        }
-        args.push(Arg::I32(rows as i32));
-        if params.is_some() {
-            args.push(Arg::F32(1e-5));
-        }
-        if variant == "v6" {
-            return g.launch(&format!("{kind}_v6_{sfx}_c{cv}"), rows.div_ceil(8) as u32, 256, 0, &args);
-        }
-        if variant == "v2" {
-            let name = format!("{kind}_v2_{sfx}_c{cv}_r{rpw}");
-            return g.launch(&name, rows.div_ceil(8 * rpw) as u32, 256, 0, &args);
-        }
-        let name = format!("{kind}_{variant}_{sfx}_c{cv}");
-        let cap = (g.sm_count * g.resident_blocks(&name)) as u64;
-        if variant == "v3" {
-            return g.launch(&name, rows.div_ceil(8).min(cap) as u32, 256, 0, &args);
-        }
-        // v4, v5: as many warps as give every warp the same number of rows, within what fits.
-        let per_warp = rows.div_ceil(8 * cap);
-        return g.launch(&name, rows.div_ceil(per_warp).div_ceil(8) as u32, 256, 0, &args);
-    }
-    let sfx = if dtype == Dtype::Fp32 { "f32" } else { "f16" };
-    let vec = 16 / dtype.size_bytes() as u64;
-    if !cols.is_multiple_of(vec) || rows == 0 {
-        return Err(format!(
-            "{kind}: {rows} x {cols} ({}): columns must be a positive multiple of {vec}",
-            dtype.name()
-        ));
-    }
-    let mut args = vec![Arg::Ptr(x), Arg::Ptr(y)];
-    if let Some((gamma, beta)) = params {
-        args.extend([Arg::Ptr(gamma), Arg::Ptr(beta)]);
-    }
-    args.extend([Arg::I32(rows as i32), Arg::I32(cols as i32)]);
-    if params.is_some() {
-        args.push(Arg::F32(1e-5));
-    }
-    g.launch(&format!("{kind}_{sfx}"), rows.div_ceil(8) as u32, 256, 0, &args)
-}
-
-/// Launch decode attention (head dim 64, fp32 or fp16) over `tokens` of a cache with room for `t_max`.
-#[allow(clippy::too_many_arguments)]
-pub fn attention(
-    g: &OpsGpu,
-    dtype: Dtype,
-    q: u64,
-    q_stride: i32,
-    k: u64,
-    v: u64,
-    out: u64,
-    batch: u64,
-    heads: u64,
-    tokens: u64,
-    t_max: u64,
-) -> R<()> {
-    let smem = (tokens.next_multiple_of(4) * 4 + 8 * 16 * 16) as u32;
-    let args = [
-        Arg::Ptr(q),
-        Arg::I32(q_stride),
-        Arg::Ptr(k),
-        Arg::Ptr(v),
-        Arg::Ptr(out),
-        Arg::I32(heads as i32),
-        Arg::I32(tokens as i32),
-        Arg::I32(t_max as i32),
-        Arg::F32(0.125),
-    ];
-    let name = if dtype == Dtype::Fp32 { "decode_attention_f32" } else { "decode_attention_f16" };
-    g.launch(name, (batch * heads) as u32, 128, smem, &args)
 }
 
 /// One scored operation.
@@ -392,9 +269,14 @@ pub struct ModelPoint {
 }
 
 /// Predict then measure one operation.
-pub fn predict_and_measure(g: &OpsGpu, ceil: &CeilingsReport, op: &Op, progress: &dyn Progress) -> R<ModelPoint> {
+pub fn predict_and_measure(
+    g: &OpsGpu,
+    ceil: &CeilingsReport,
+    op: &Op,
+    progress: &dyn Progress,
+) -> GpuResult<ModelPoint> {
     let cost = op.cost();
-    let chosen = ceil.ceilings.choose(&cost, &op.class(), op.dtype()).map_err(|e| e.to_string())?;
+    let chosen = ceil.ceilings.choose(&cost, &op.class(), op.dtype()).map_err(|e| GpuError::invalid(e.to_string()))?;
     let prediction = cost.predict(chosen.launch_s, chosen.bandwidth_bytes_per_s, chosen.peak_flops_per_s);
     progress.message(&format!(
         "predict {}: {:.2} us ({}-bound)",
@@ -476,10 +358,13 @@ pub fn large_op(kind: &str, dtype: Dtype, bytes: u64) -> Op {
 
 /// Run the large-size check for add, GELU, layer norm, softmax (fp32, fp16) and decode attention
 /// (fp32: the only attention kernel).
-pub fn large_efficiency(g: &OpsGpu, ceil: &CeilingsReport, progress: &dyn Progress) -> R<Vec<LargeEfficiency>> {
+pub fn large_efficiency(g: &OpsGpu, ceil: &CeilingsReport, progress: &dyn Progress) -> GpuResult<Vec<LargeEfficiency>> {
     let sizes: Vec<u64> = super::ceilings::SIZES.iter().copied().filter(|&b| b >= ceil.sustained_min_bytes).collect();
     if sizes.is_empty() {
-        return Err(format!("no ceilings size reaches the sustained minimum of {} bytes", ceil.sustained_min_bytes));
+        return Err(GpuError::invalid(format!(
+            "no ceilings size reaches the sustained minimum of {} bytes",
+            ceil.sustained_min_bytes
+        )));
     }
     let mut out = Vec::new();
     for dtype in [Dtype::Fp32, Dtype::Fp16] {
@@ -510,11 +395,12 @@ pub fn large_efficiency(g: &OpsGpu, ceil: &CeilingsReport, progress: &dyn Progre
                 });
             }
             let op = large_op(kind, dtype, sizes[0]);
-            let chosen = ceil.ceilings.choose(&op.cost(), &op.class(), dtype).map_err(|e| e.to_string())?;
+            let chosen =
+                ceil.ceilings.choose(&op.cost(), &op.class(), dtype).map_err(|e| GpuError::invalid(e.to_string()))?;
             let best = points
                 .iter()
                 .max_by(|a, b| a.achieved_bytes_per_s.total_cmp(&b.achieved_bytes_per_s))
-                .ok_or("no sustained buffer size")?
+                .ok_or_else(|| GpuError::invalid("no sustained buffer size"))?
                 .clone();
             out.push(LargeEfficiency {
                 kernel: kind.into(),
@@ -551,7 +437,7 @@ pub fn rows_kernel_label() -> String {
 /// The 58 points, scored; plus the efficiency of our own kernels at their largest sizes (the 58
 /// set's largest add, GELU, layer norm, softmax, and decode attention at B=512, h=12, T=128), and
 /// (unless `efficiency_only`, which skips the 58 points) the large-size check.
-pub fn run(g: &OpsGpu, ceil: &CeilingsReport, efficiency_only: bool, progress: &dyn Progress) -> R<ModelRun> {
+pub fn run(g: &OpsGpu, ceil: &CeilingsReport, efficiency_only: bool, progress: &dyn Progress) -> GpuResult<ModelRun> {
     let ops = if efficiency_only { Vec::new() } else { seed_operations() };
     progress.start(ops.len() as u64, "58 operations");
     let mut points = Vec::new();

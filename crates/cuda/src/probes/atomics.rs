@@ -10,7 +10,7 @@
 use super::bw::timed;
 use super::smem::{run_read, SIM_LACKS};
 use super::{cuda_only_sim_lacks, run_gpu, summarize};
-use crate::kernels::Module;
+use crate::gpu::Module;
 use crate::CudaTarget;
 use memscope_core::keys;
 use memscope_core::stats::{median, Sample};

@@ -16,7 +16,7 @@
 use super::bw_ce::copy_engine_curve;
 pub(crate) use super::timing::timed;
 use super::{cuda_only, run_gpu, summarize};
-use crate::kernels::Module;
+use crate::gpu::Module;
 use crate::CudaTarget;
 use memscope_core::keys;
 use memscope_core::{
@@ -194,8 +194,6 @@ pub(super) struct Bufs {
 }
 
 fn launch(t: &mut CudaTarget, k: Kind, bufs: &Bufs, bytes: u64, cfg: Config) -> Result<(), TargetError> {
-    use crate::driver::ck;
-    use cudarc::driver::sys;
     let n16 = bytes / 16;
     let null = std::ptr::null_mut();
     match cfg {
@@ -206,23 +204,20 @@ fn launch(t: &mut CudaTarget, k: Kind, bufs: &Bufs, bytes: u64, cfg: Config) -> 
             let grid = n16.div_ceil(per_block).clamp(1, cap as u64) as u32;
             let name = v.names[k as usize];
             match k {
-                Kind::Read => t.gpu.launch(Module::Bw, name, grid, shape.0, 0, &[bufs.a, n16, bufs.sink], null),
-                Kind::Write => t.gpu.launch(Module::Bw, name, grid, shape.0, 0, &[bufs.b, n16, 0x5151], null),
-                Kind::Copy => t.gpu.launch(Module::Bw, name, grid, shape.0, 0, &[bufs.a, bufs.b, n16], null),
+                Kind::Read => t.gpu.launch(Module::Bw, name, grid, shape.0, 0, &[bufs.a, n16, bufs.sink], null)?,
+                Kind::Write => t.gpu.launch(Module::Bw, name, grid, shape.0, 0, &[bufs.b, n16, 0x5151], null)?,
+                Kind::Copy => t.gpu.launch(Module::Bw, name, grid, shape.0, 0, &[bufs.a, bufs.b, n16], null)?,
             }
         }
         Config::Tma { chunk, stages, per_sm } => {
             let grid = (bytes / chunk as u64).clamp(1, (t.sms * per_sm) as u64) as u32;
             let args = [bufs.a, bufs.b, bytes, chunk as u64, stages as u64];
-            t.gpu.launch(Module::BwTma, "bw_copy_tma", grid, 32, chunk * stages, &args, null)
+            t.gpu.launch(Module::BwTma, "bw_copy_tma", grid, 32, chunk * stages, &args, null)?
         }
-        Config::Driver if k == Kind::Copy => unsafe {
-            ck(sys::cuMemcpyDtoDAsync_v2(bufs.b, bufs.a, bytes as usize, null), "cuMemcpyDtoDAsync")
-        },
-        Config::Driver => unsafe {
-            ck(sys::cuMemsetD32Async(bufs.b, 0x5151_5151, (bytes / 4) as usize, null), "cuMemsetD32Async")
-        },
+        Config::Driver if k == Kind::Copy => t.gpu.dtod_async(bufs.b, bufs.a, bytes as usize, null)?,
+        Config::Driver => t.gpu.memset_d32_async(bufs.b, 0x5151_5151, (bytes / 4) as usize, null)?,
     }
+    Ok(())
 }
 
 /// Timed batches of the finding's size at most (the first and its repeats).
@@ -284,7 +279,7 @@ pub(crate) fn fill(t: &mut CudaTarget, p: u64, n32: u64, mask: u32, bits: u32, s
         &[p, n32, mask as u64, bits as u64, seed],
         std::ptr::null_mut(),
     )?;
-    t.gpu.sync()
+    Ok(t.gpu.sync()?)
 }
 
 /// Poison the first `bytes` of the destination, copy with `cfg`, and count the 16-byte words that

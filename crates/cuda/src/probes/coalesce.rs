@@ -6,7 +6,7 @@
 
 use super::bw::timed;
 use super::{cuda_only, run_gpu};
-use crate::kernels::Module;
+use crate::gpu::Module;
 use crate::CudaTarget;
 use memscope_core::keys;
 use memscope_core::stats::median;

@@ -11,7 +11,7 @@
 
 use super::bw::timed;
 use super::{cuda_only_sim_lacks, run_gpu, summarize};
-use crate::kernels::Module;
+use crate::gpu::Module;
 use crate::CudaTarget;
 use memscope_core::keys;
 use memscope_core::{

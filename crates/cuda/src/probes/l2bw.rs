@@ -10,7 +10,7 @@
 
 use super::bw::{fill, timed};
 use super::{cuda_only, run_gpu};
-use crate::kernels::Module;
+use crate::gpu::Module;
 use crate::CudaTarget;
 use memscope_core::keys;
 use memscope_core::stats::{median, Sample};

@@ -4,10 +4,10 @@
 
 use super::bw::timed;
 use super::{cuda_only, run_gpu, summarize};
-use crate::driver::ck;
-use crate::kernels::Module;
+use crate::gpu::timing::stream_sync;
+use crate::gpu::Module;
+use crate::gpu::{Graph, OwnedStream};
 use crate::CudaTarget;
-use cudarc::driver::sys;
 use memscope_core::keys;
 use memscope_core::{
     Applicability, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, TargetError, TargetInfo,
@@ -18,50 +18,21 @@ pub struct LaunchProbe;
 const BATCH: usize = 1000;
 
 fn graph_floor(t: &mut CudaTarget, reps: usize) -> Result<Vec<f64>, TargetError> {
-    let stream = t.gpu.new_stream()?;
-    let mut graph = std::ptr::null_mut();
-    let mut exec = std::ptr::null_mut();
-    let res = (|| -> Result<Vec<f64>, TargetError> {
-        unsafe {
-            ck(
-                sys::cuStreamBeginCapture_v2(stream, sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
-                "cuStreamBeginCapture",
-            )?;
-        }
-        let mut cap = Ok(());
-        for _ in 0..BATCH {
-            cap = t.gpu.launch(Module::Bw, "empty_kernel", 1, 1, 0, &[], stream);
-            if cap.is_err() {
-                break;
-            }
-        }
-        unsafe { ck(sys::cuStreamEndCapture(stream, &mut graph), "cuStreamEndCapture")? };
-        cap?;
-        unsafe {
-            ck(sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0), "cuGraphInstantiate")?;
-            ck(sys::cuGraphUpload(exec, stream), "cuGraphUpload")?;
-            for _ in 0..3 {
-                ck(sys::cuGraphLaunch(exec, stream), "cuGraphLaunch")?;
-            }
-            ck(sys::cuStreamSynchronize(stream), "graph execution")?;
-        }
-        let mut v = Vec::new();
-        for _ in 0..reps {
-            let ms = timed(t, stream, 1, |_| unsafe { ck(sys::cuGraphLaunch(exec, stream), "cuGraphLaunch") })?;
-            v.push(ms / 1e3 / BATCH as f64);
-        }
-        Ok(v)
-    })();
-    unsafe {
-        if !exec.is_null() {
-            let _ = sys::cuGraphExecDestroy(exec);
-        }
-        if !graph.is_null() {
-            let _ = sys::cuGraphDestroy(graph);
-        }
+    let stream = OwnedStream::new()?;
+    let s = stream.raw();
+    let gpu = &t.gpu;
+    let graph =
+        Graph::capture(s, || (0..BATCH).try_for_each(|_| gpu.launch(Module::Bw, "empty_kernel", 1, 1, 0, &[], s)))?;
+    for _ in 0..3 {
+        graph.launch()?;
     }
-    t.gpu.destroy_stream(stream);
-    res
+    stream_sync(s, "graph execution")?;
+    let mut v = Vec::new();
+    for _ in 0..reps {
+        let ms = timed(t, s, 1, |_| graph.launch())?;
+        v.push(ms / 1e3 / BATCH as f64);
+    }
+    Ok(v)
 }
 
 fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {

@@ -13,10 +13,9 @@
 use super::bw::timed;
 use super::smem::run_read;
 use super::{cuda_only_sim_lacks, run_gpu, summarize};
-use crate::driver::ck;
-use crate::kernels::Module;
+use crate::gpu::FuncAttr;
+use crate::gpu::Module;
 use crate::CudaTarget;
-use cudarc::driver::sys;
 use memscope_core::keys;
 use memscope_core::stats::median;
 use memscope_core::{
@@ -62,9 +61,8 @@ pub fn plateau(x: &[f64], y: &[f64], tol: f64) -> Option<Plateau> {
 const L1_SPAN: u64 = 64 << 10;
 
 fn prefer_l1(t: &mut CudaTarget) -> Result<(), TargetError> {
-    let f = t.gpu.func(Module::Levels, "l1_read")?;
-    let a = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT;
-    unsafe { ck(sys::cuFuncSetAttribute(f, a, 0), "cuFuncSetAttribute(l1_read, carveout 0%)") }
+    let a = FuncAttr::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT;
+    Ok(t.gpu.set_func_attr(Module::Levels, "l1_read", a, 0)?)
 }
 
 /// (bytes/cycle of one SM, bytes/s of one block per SM, distinct SMs of the grid): `reps` each.

@@ -20,10 +20,10 @@
 use super::link_fit::{pcie_nominal, plateau};
 use super::link_time::{gated_ms, Op, Pinned};
 use super::{cuda_only, run_gpu, summarize};
-use crate::driver::ck;
-use crate::kernels::Module;
+use crate::gpu::timing::stream_sync;
+use crate::gpu::Module;
+use crate::gpu::{OwnedStream, Stream};
 use crate::CudaTarget;
-use cudarc::driver::sys;
 use memscope_core::keys;
 use memscope_core::{
     Applicability, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, Series, Spread, TargetError,
@@ -105,7 +105,7 @@ struct Bufs {
     /// Device source of device -> host copies (a copy of the pattern).
     dev_b: u64,
     flag: Pinned,
-    streams: [sys::CUstream; 2],
+    streams: [Stream; 2],
     /// Picked copy-kernel shape per direction (threads, blocks per SM).
     sm_shape: [(u32, u32); 2],
 }
@@ -119,27 +119,23 @@ fn op<'a>(b: &Bufs, path: Path, dir: Dir, bytes: u64, half: bool, sms: u32) -> O
     let (ha, hb, hpage) = (b.host_a.ptr as usize, b.host_b.ptr as usize, b.pageable.as_ptr() as usize);
     let (ha_dev, hb_dev, da, db) = (b.host_a.dev, b.host_b.dev, b.dev_a, b.dev_b);
     let shape = b.sm_shape[dir as usize];
-    Box::new(move |t: &mut CudaTarget, s: sys::CUstream| -> Result<(), TargetError> {
+    Box::new(move |t: &mut CudaTarget, s: Stream| -> Result<(), TargetError> {
         let n = bytes as usize;
         match (path, dir) {
-            (Path::Ce, Dir::H2d) => unsafe {
-                ck(sys::cuMemcpyHtoDAsync_v2(da, ha as *const c_void, n, s), "cuMemcpyHtoDAsync")
-            },
-            (Path::Pageable, Dir::H2d) => unsafe {
-                ck(sys::cuMemcpyHtoDAsync_v2(da, hpage as *const c_void, n, s), "cuMemcpyHtoDAsync (pageable)")
-            },
-            (Path::Ce, Dir::D2h) => unsafe {
-                ck(sys::cuMemcpyDtoHAsync_v2(hb as *mut c_void, db, n, s), "cuMemcpyDtoHAsync")
-            },
-            (Path::Pageable, Dir::D2h) => unsafe {
-                ck(sys::cuMemcpyDtoHAsync_v2(hpage as *mut c_void, db, n, s), "cuMemcpyDtoHAsync (pageable)")
-            },
+            (Path::Ce, Dir::H2d) => Ok(t.gpu.htod_async(da, ha as *const c_void, n, s, "cuMemcpyHtoDAsync")?),
+            (Path::Pageable, Dir::H2d) => {
+                Ok(t.gpu.htod_async(da, hpage as *const c_void, n, s, "cuMemcpyHtoDAsync (pageable)")?)
+            }
+            (Path::Ce, Dir::D2h) => Ok(t.gpu.dtoh_async(hb as *mut c_void, db, n, s, "cuMemcpyDtoHAsync")?),
+            (Path::Pageable, Dir::D2h) => {
+                Ok(t.gpu.dtoh_async(hpage as *mut c_void, db, n, s, "cuMemcpyDtoHAsync (pageable)")?)
+            }
             (Path::Sm, _) => {
                 let (src, dst) = if dir == Dir::H2d { (ha_dev, da) } else { (db, hb_dev) };
                 let per_sm = if half { (shape.1 / 2).max(1) } else { shape.1 };
                 let n16 = bytes / 16;
                 let grid = (n16.div_ceil(shape.0 as u64 * 4)).clamp(1, (sms * per_sm) as u64) as u32;
-                t.gpu.launch(Module::Link, "link_copy", grid, shape.0, 0, &[src, dst, n16], s)
+                Ok(t.gpu.launch(Module::Link, "link_copy", grid, shape.0, 0, &[src, dst, n16], s)?)
             }
         }
     })
@@ -156,9 +152,9 @@ fn rates(
     let sms = t.sms;
     let half = lanes.len() > 1;
     let pageable = lanes.iter().any(|l| l.0 == Path::Pageable);
-    let mut ops: Vec<(sys::CUstream, Op<'_>)> =
+    let mut ops: Vec<(Stream, Op<'_>)> =
         lanes.iter().enumerate().map(|(k, &(p, d))| (b.streams[k], op(b, p, d, bytes, half, sms))).collect();
-    let run = |t: &mut CudaTarget, ops: &mut Vec<(sys::CUstream, Op<'_>)>, n: usize, flag: &mut Pinned| {
+    let run = |t: &mut CudaTarget, ops: &mut Vec<(Stream, Op<'_>)>, n: usize, flag: &mut Pinned| {
         if pageable {
             // (a pageable copy blocks the host: a gate would never be released)
             let (s, op) = &mut ops[0];
@@ -183,9 +179,12 @@ fn rates(
     Ok(out)
 }
 
+/// What differs between a copy and its pattern, in words.
+type Mismatch = String;
+
 /// Copy once with `path`/`dir` at `bytes` after poisoning the destination, and compare three
 /// 4 KiB windows (start, middle, end) with the pattern; Some(what differs).
-fn check(t: &mut CudaTarget, b: &mut Bufs, path: Path, dir: Dir, bytes: u64) -> Result<Option<String>, TargetError> {
+fn check(t: &mut CudaTarget, b: &mut Bufs, path: Path, dir: Dir, bytes: u64) -> Result<Option<Mismatch>, TargetError> {
     let words = (bytes / 8) as usize;
     let win = 512usize.min(words);
     let starts = [0, (words / 2).saturating_sub(win / 2), words - win];
@@ -205,7 +204,7 @@ fn check(t: &mut CudaTarget, b: &mut Bufs, path: Path, dir: Dir, bytes: u64) -> 
     let mut one = op(b, path, dir, bytes, false, t.sms);
     let s = b.streams[0];
     one(t, s)?;
-    unsafe { ck(sys::cuStreamSynchronize(s), "cuStreamSynchronize")? };
+    stream_sync(s, "cuStreamSynchronize")?;
     for &s0 in &starts {
         let got: Vec<u64> = match dir {
             Dir::H2d => t.gpu.dtoh(b.dev_a + s0 as u64 * 8, win)?,
@@ -337,13 +336,12 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
             return Err(e.into());
         }
     };
-    let s0 = t.gpu.new_stream()?;
-    let s1 = t.gpu.new_stream()?;
-    let mut b = Bufs { host_a, host_b, pageable, dev_a, dev_b, flag, streams: [s0, s1], sm_shape: [SM_SHAPES[0]; 2] };
+    let (s0, s1) = (OwnedStream::new()?, OwnedStream::new()?);
+    let streams = [s0.raw(), s1.raw()];
+    let mut b = Bufs { host_a, host_b, pageable, dev_a, dev_b, flag, streams, sm_shape: [SM_SHAPES[0]; 2] };
     let res = body(t, &mut b, max, reps, quick);
     let _ = t.gpu.sync();
-    t.gpu.destroy_stream(s0);
-    t.gpu.destroy_stream(s1);
+    drop((s0, s1));
     t.gpu.free(dev_a);
     t.gpu.free(dev_b);
     res
@@ -351,9 +349,7 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
 
 fn body(t: &mut CudaTarget, b: &mut Bufs, max: u64, reps: usize, quick: bool) -> Result<ProbeOutput, ProbeError> {
     let mut out = ProbeOutput::default();
-    unsafe {
-        ck(sys::cuMemcpyHtoD_v2(b.dev_b, b.host_a.ptr, max as usize), "cuMemcpyHtoD (pattern)")?;
-    }
+    t.gpu.htod_raw(b.dev_b, b.host_a.ptr, max as usize, "cuMemcpyHtoD (pattern)")?;
     let tune_bytes = max.min(256 << 20);
     let (_, tune_h2d) = tune_sm(t, b, Dir::H2d, tune_bytes)?;
     let (_, tune_d2h) = tune_sm(t, b, Dir::D2h, tune_bytes)?;

@@ -5,21 +5,16 @@
 
 use super::link_time::Pinned;
 use super::summarize;
-use crate::driver::ck;
-use crate::kernels::Module;
+use crate::gpu::timing::stream_sync;
+use crate::gpu::Module;
+use crate::gpu::Stream;
 use crate::CudaTarget;
-use cudarc::driver::sys;
 use memscope_core::keys;
 use memscope_core::{Confidence, Finding, ProbeError, ProbeOutput};
 use std::ffi::c_void;
 
 /// host_device_latency_sm and the host's small-copy round trip.
-pub(crate) fn latency(
-    t: &mut CudaTarget,
-    s: sys::CUstream,
-    out: &mut ProbeOutput,
-    quick: bool,
-) -> Result<(), ProbeError> {
+pub(crate) fn latency(t: &mut CudaTarget, s: Stream, out: &mut ProbeOutput, quick: bool) -> Result<(), ProbeError> {
     use rand::seq::SliceRandom;
     use rand::SeedableRng;
     const NODES: usize = 4096;
@@ -73,14 +68,11 @@ pub(crate) fn latency(
     let samples = if quick { 100 } else { 400 };
     for i in 0..(samples + 20) {
         let t0 = std::time::Instant::now();
-        unsafe {
-            ck(sys::cuMemcpyHtoDAsync_v2(res, small.ptr, 8, s), "cuMemcpyHtoDAsync (8 bytes)")?;
-            ck(
-                sys::cuMemcpyDtoHAsync_v2((small.ptr as *mut u8).add(8) as *mut c_void, res, 8, s),
-                "cuMemcpyDtoHAsync (8 bytes)",
-            )?;
-            ck(sys::cuStreamSynchronize(s), "cuStreamSynchronize")?;
-        }
+        t.gpu.htod_async(res, small.ptr, 8, s, "cuMemcpyHtoDAsync (8 bytes)")?;
+        // SAFETY: the pinned buffer holds 4096 bytes.
+        let back = unsafe { (small.ptr as *mut u8).add(8) } as *mut c_void;
+        t.gpu.dtoh_async(back, res, 8, s, "cuMemcpyDtoHAsync (8 bytes)")?;
+        stream_sync(s, "cuStreamSynchronize")?;
         if i >= 20 {
             rt.push(t0.elapsed().as_secs_f64() * 1e9);
         }

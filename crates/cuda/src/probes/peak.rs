@@ -6,120 +6,45 @@
 
 use super::bw::{fill, timed};
 use super::{cuda_only, run_gpu, summarize};
+use crate::gpu::{Blas, LEGACY_STREAM};
 use crate::CudaTarget;
-use cudarc::cublas::sys as cb;
 use memscope_core::keys;
-use memscope_core::{
-    Applicability, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, TargetError, TargetInfo,
-};
-use std::ffi::c_void;
+use memscope_core::model::Dtype;
+use memscope_core::{Applicability, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, TargetInfo};
 
 pub struct PeakProbe;
 
-fn cbk(s: cb::cublasStatus_t, what: &str) -> Result<(), TargetError> {
-    if s == cb::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
-        Ok(())
-    } else {
-        Err(TargetError::Device(format!("{what}: {s:?}")))
-    }
-}
-
-#[derive(Clone, Copy)]
-enum Prec {
-    F32,
-    F16,
-    Bf16,
-}
-
-fn gemm(h: cb::cublasHandle_t, p: Prec, n: i32, a: u64, b: u64, c: u64) -> Result<(), TargetError> {
-    let alpha = 1.0f32;
-    let beta = 0.0f32;
-    let op = cb::cublasOperation_t::CUBLAS_OP_N;
-    unsafe {
-        match p {
-            Prec::F32 => cbk(
-                cb::cublasSgemm_v2(
-                    h,
-                    op,
-                    op,
-                    n,
-                    n,
-                    n,
-                    &alpha,
-                    a as *const f32,
-                    n,
-                    b as *const f32,
-                    n,
-                    &beta,
-                    c as *mut f32,
-                    n,
-                ),
-                "cublasSgemm",
-            ),
-            Prec::F16 | Prec::Bf16 => {
-                let ty =
-                    if matches!(p, Prec::F16) { cb::cudaDataType::CUDA_R_16F } else { cb::cudaDataType::CUDA_R_16BF };
-                cbk(
-                    cb::cublasGemmEx(
-                        h,
-                        op,
-                        op,
-                        n,
-                        n,
-                        n,
-                        &alpha as *const f32 as *const c_void,
-                        a as *const c_void,
-                        ty,
-                        n,
-                        b as *const c_void,
-                        ty,
-                        n,
-                        &beta as *const f32 as *const c_void,
-                        c as *mut c_void,
-                        ty,
-                        n,
-                        cb::cublasComputeType_t::CUBLAS_COMPUTE_32F,
-                        cb::cublasGemmAlgo_t::CUBLAS_GEMM_DFALT,
-                    ),
-                    "cublasGemmEx",
-                )
-            }
-        }
-    }
-}
-
 fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
-    if !unsafe { cb::is_culib_present() } {
-        return Err(ProbeError::Failed("cuBLAS (libcublas.so) cannot be loaded".into()));
-    }
+    // (the layer's wrapper: row-major products; on square matrices the same product shapes)
+    let blas = Blas::new(LEGACY_STREAM).map_err(|e| ProbeError::Failed(e.to_string()))?;
     let n: i32 = if quick { 4096 } else { 8192 };
     let reps = if quick { 3 } else { 10 };
     let bytes = (n as u64) * (n as u64) * 4;
     let bufs = [t.gpu.malloc(bytes)?, t.gpu.malloc(bytes)?, t.gpu.malloc(bytes)?];
-    let mut handle: cb::cublasHandle_t = std::ptr::null_mut();
+    let n64 = n as u64;
+    let gemm = |p: Dtype, a: u64, b: u64, c: u64| blas.gemm(p, n64, n64, n64, a, b, c);
     let res = (|| -> Result<ProbeOutput, ProbeError> {
-        unsafe { cbk(cb::cublasCreate_v2(&mut handle), "cublasCreate")? };
         let mut out = ProbeOutput::default();
         let flops = 2.0 * (n as f64).powi(3);
         for (p, key, mask, bits, desc) in [
-            (Prec::F32, "fp32", 0x807f_ffffu32, 0x3f80_0000u32, "cublasSgemm (fp32, default math mode, no TF32)"),
-            (Prec::F16, "fp16", 0x83ff_83ff, 0x3c00_3c00, "cublasGemmEx fp16 in/out, fp32 compute"),
-            (Prec::Bf16, "bf16", 0x807f_807f, 0x3f80_3f80, "cublasGemmEx bf16 in/out, fp32 compute"),
+            (Dtype::Fp32, "fp32", 0x807f_ffffu32, 0x3f80_0000u32, "cublasSgemm (fp32, default math mode, no TF32)"),
+            (Dtype::Fp16, "fp16", 0x83ff_83ff, 0x3c00_3c00, "cublasGemmEx fp16 in/out, fp32 compute"),
+            (Dtype::Bf16, "bf16", 0x807f_807f, 0x3f80_3f80, "cublasGemmEx bf16 in/out, fp32 compute"),
         ] {
             fill(t, bufs[0], bytes / 4, mask, bits, 11)?;
             fill(t, bufs[1], bytes / 4, mask, bits, 12)?;
             for _ in 0..3 {
-                gemm(handle, p, n, bufs[0], bufs[1], bufs[2])?;
+                gemm(p, bufs[0], bufs[1], bufs[2])?;
             }
             t.gpu.sync()?;
             let mut rates = Vec::new();
             for _ in 0..reps {
-                let ms = timed(t, std::ptr::null_mut(), 1, |_| gemm(handle, p, n, bufs[0], bufs[1], bufs[2]))?;
+                let ms = timed(t, std::ptr::null_mut(), 1, |_| gemm(p, bufs[0], bufs[1], bufs[2]))?;
                 rates.push(flops / (ms / 1e3));
             }
             // The clock while products run: enqueue a few more, read NVML mid-way, then wait.
             for _ in 0..6 {
-                gemm(handle, p, n, bufs[0], bufs[1], bufs[2])?;
+                gemm(p, bufs[0], bufs[1], bufs[2])?;
             }
             std::thread::sleep(std::time::Duration::from_millis(if quick { 2 } else { 10 }));
             let during = crate::nvml::read(t.gpu.ordinal, t.gpu.pci_bus_id().as_deref());
@@ -149,11 +74,7 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
         }
         Ok(out)
     })();
-    unsafe {
-        if !handle.is_null() {
-            let _ = cb::cublasDestroy_v2(handle);
-        }
-    }
+    drop(blas);
     for b in bufs {
         t.gpu.free(b);
     }

@@ -5,12 +5,10 @@
 //! %globaltimer and clock64 over the timed hops, after warm-up hops, every repetition checked to
 //! end where the cycle says), and the one-launch interference run of the sharing experiment.
 
-use crate::driver::ck;
-use crate::kernels::Module;
+use crate::gpu::Module;
 use crate::CudaTarget;
-use cudarc::driver::sys;
 use memscope_core::stats::Sample;
-use memscope_core::{ProbeError, TargetError};
+use memscope_core::ProbeError;
 
 /// A load path of the SM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,7 +115,7 @@ impl Bench {
         }
         let scratch = t.scratch(4096)?;
         let buf = t.gpu.malloc(buf_bytes)?;
-        let tex = match tex_object(buf, buf_bytes) {
+        let tex = match crate::gpu::memory::tex_object_u32(buf, buf_bytes) {
             Ok(x) => x,
             Err(e) => {
                 t.gpu.free(buf);
@@ -128,9 +126,7 @@ impl Bench {
     }
 
     pub fn free(self, t: &mut CudaTarget) {
-        unsafe {
-            let _ = sys::cuTexObjectDestroy(self.tex);
-        }
+        crate::gpu::memory::tex_object_destroy(self.tex);
         t.gpu.free(self.buf);
     }
 
@@ -305,25 +301,6 @@ impl Bench {
         }
         Err(ProbeError::Failed(format!("{name}: no block was scheduled on SM 0 in 4 launches")))
     }
-}
-
-/// A texture object over a linear buffer of 32-bit unsigned cells (point sampling, element
-/// coordinates).
-fn tex_object(buf: u64, bytes: u64) -> Result<u64, TargetError> {
-    let mut res: sys::CUDA_RESOURCE_DESC = unsafe { std::mem::zeroed() };
-    res.resType = sys::CUresourcetype::CU_RESOURCE_TYPE_LINEAR;
-    res.res.linear = sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_3 {
-        devPtr: buf,
-        format: sys::CUarray_format::CU_AD_FORMAT_UNSIGNED_INT32,
-        numChannels: 1,
-        sizeInBytes: bytes as usize,
-    };
-    let mut desc: sys::CUDA_TEXTURE_DESC = unsafe { std::mem::zeroed() };
-    // Point sampling, element coordinates, integers as they are (CU_TRSF_READ_AS_INTEGER).
-    desc.flags = 0x01;
-    let mut tex = 0;
-    unsafe { ck(sys::cuTexObjectCreate(&mut tex, &res, &desc, std::ptr::null()), "cuTexObjectCreate")? };
-    Ok(tex)
 }
 
 /// One measured point: a footprint (or stride) and its launches.

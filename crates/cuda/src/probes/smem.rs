@@ -14,10 +14,9 @@
 use super::bw::timed;
 use super::smem_fit::{distinct_steps, fit_banks, largest_true};
 use super::{cuda_only_sim_lacks, run_gpu};
-use crate::driver::ck;
-use crate::kernels::Module;
+use crate::gpu::Module;
+use crate::gpu::{DeviceAttr, FuncAttr};
 use crate::CudaTarget;
-use cudarc::driver::sys;
 use memscope_core::keys;
 use memscope_core::stats::{median, Sample};
 use memscope_core::{
@@ -45,7 +44,7 @@ pub(crate) fn run_read(
 ) -> Result<Vec<u64>, TargetError> {
     t.gpu.launch(m, name, grid, block, shmem, args, std::ptr::null_mut())?;
     t.gpu.sync()?;
-    t.gpu.dtoh(out, n)
+    Ok(t.gpu.dtoh(out, n)?)
 }
 
 fn sample(v: &[f64], what: &str) -> Result<Sample, ProbeError> {
@@ -116,14 +115,13 @@ fn conflict_table(t: &mut CudaTarget, out: u64, reps: usize) -> Result<Vec<f64>,
 }
 
 /// Set an attribute of a kernel.
-fn set_attr(t: &mut CudaTarget, name: &'static str, a: sys::CUfunction_attribute, v: i32) -> Result<(), TargetError> {
-    let f = t.gpu.func(Module::Smem, name)?;
-    unsafe { ck(sys::cuFuncSetAttribute(f, a, v), &format!("cuFuncSetAttribute({name}, {a:?} = {v})")) }
+fn set_attr(t: &mut CudaTarget, name: &'static str, a: FuncAttr, v: i32) -> Result<(), TargetError> {
+    Ok(t.gpu.set_func_attr(Module::Smem, name, a, v)?)
 }
 
 /// The driver's shared-memory attributes: (per SM, per block opt-in, reserved per block).
 fn driver_sizes(t: &CudaTarget) -> Result<(u64, u64, u64), TargetError> {
-    use sys::CUdevice_attribute as A;
+    use DeviceAttr as A;
     Ok((
         t.gpu.attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)? as u64,
         t.gpu.attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)? as u64,
@@ -160,18 +158,11 @@ fn two_fit(t: &mut CudaTarget, counters: u64, footprint: u64, reserved: u64) -> 
 /// footprint of which two blocks fit; None where even the smallest footprint does not give two).
 fn carveouts(t: &mut CudaTarget, percents: &[i32]) -> Result<Vec<(i32, Option<u64>)>, TargetError> {
     let (per_sm, optin, reserved) = driver_sizes(t)?;
-    use sys::CUfunction_attribute as F;
+    use FuncAttr as F;
     // The kernel declares no static shared memory: a block's footprint is its dynamic shared
     // memory plus the reserve (the largest step, checked against the driver's per-SM size, tests
     // this accounting to the search's 256 B).
-    let f = t.gpu.func(Module::Smem, "smem_resident")?;
-    let mut fixed = 0;
-    unsafe {
-        ck(
-            sys::cuFuncGetAttribute(&mut fixed, F::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f),
-            "cuFuncGetAttribute(shared size)",
-        )?
-    };
+    let fixed = t.gpu.func_attr(Module::Smem, "smem_resident", F::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?;
     set_attr(t, "smem_resident", F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optin as i32 - fixed)?;
     let counters = t.gpu.malloc(8192)?;
     let res = (|| {

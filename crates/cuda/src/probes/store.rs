@@ -6,7 +6,7 @@
 //! stores with versus without membar.cta / membar.gl / membar.sys after each, in a %globaltimer loop.
 
 use super::{cuda_only, run_gpu, summarize};
-use crate::kernels::Module;
+use crate::gpu::Module;
 use crate::CudaTarget;
 use memscope_core::keys;
 use memscope_core::stats::median;

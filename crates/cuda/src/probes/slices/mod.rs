@@ -2,18 +2,18 @@
 //! max-counter method (appendix, "The L2 slice function"). Nsight Compute reports the per-slice
 //! sector counter only as min/max/avg/sum over the slices, so the probe runs `ncu` on a child
 //! `memscope hammer-lines` whose kernels hammer an anchor line and up to 11 others with binary load
-//! weights from one pinned SM (slices_fit.rs: every pair of sampled lines tested once), reads each
+//! weights from one pinned SM (fit.rs: every pair of sampled lines tested once), reads each
 //! kernel's max, and fits the partition over address bits 7..20 with GF(2). Within a 2 MiB page the
 //! low 21 bits are the same virtually and physically; the page frame (bits 21 and up) stays unknown.
 
-#[path = "slices_fit.rs"]
 pub mod fit;
-#[path = "slices_hammer.rs"]
+#[cfg(test)]
+mod fit_tests;
 pub mod hammer;
-#[path = "slices_ncu.rs"]
 pub mod ncu;
 
 use super::{cuda_only, run_gpu};
+use crate::gpu::{GpuError, GpuResult};
 use crate::CudaTarget;
 use fit::{Assignment, Batch, LinearFit};
 use hammer::{HammerPlan, HammerReport};
@@ -66,8 +66,10 @@ fn measure(t: &mut CudaTarget, quick: bool, keep: Option<std::path::PathBuf>) ->
         undetermined_all(&mut out, &m, why);
         return Ok(out);
     };
-    let exe =
-        std::env::current_exe().map_err(|e| ProbeError::Failed(format!("cannot find the memscope binary: {e}")))?;
+    let Some(child) = memscope_core::helper::self_command() else {
+        undetermined_all(&mut out, &m, memscope_core::helper::NO_SELF_COMMAND);
+        return Ok(out);
+    };
     let dir = std::env::temp_dir().join(format!("memscope-slices-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| ProbeError::Failed(format!("{}: {e}", dir.display())))?;
     let plan = HammerPlan {
@@ -81,13 +83,13 @@ fn measure(t: &mut CudaTarget, quick: bool, keep: Option<std::path::PathBuf>) ->
     let plan_path = dir.join("plan.json");
     let plan_text = serde_json::to_string(&plan).map_err(|e| ProbeError::Failed(e.to_string()))?;
     std::fs::write(&plan_path, &plan_text).map_err(|e| ProbeError::Failed(format!("{}: {e}", plan_path.display())))?;
-    let args = ncu::ncu_args(&exe, &plan_path, t.gpu.ordinal);
+    let args = ncu::ncu_args(&child, &plan_path, t.gpu.ordinal);
     let run = ncu::run_ncu(&ncu_path, &args, Duration::from_secs(if quick { 120 } else { 300 }));
     let _ = std::fs::remove_dir_all(&dir);
     let run = match run {
         Ok(r) => r,
         Err(e) => {
-            undetermined_all(&mut out, &m, &e);
+            undetermined_all(&mut out, &m, &e.to_string());
             return Ok(out);
         }
     };
@@ -108,7 +110,7 @@ fn measure(t: &mut CudaTarget, quick: bool, keep: Option<std::path::PathBuf>) ->
     let counters = match per_kernel(&report, &kernels, batches.len()) {
         Ok(c) => c,
         Err(e) => {
-            undetermined_all(&mut out, &m, &e);
+            undetermined_all(&mut out, &m, &e.to_string());
             return Ok(out);
         }
     };
@@ -139,9 +141,13 @@ pub struct Counters {
 
 /// Match ncu's results (in launch order) to the plan's kernels through the child's launch records;
 /// launches that found no block on the SM are skipped.
-fn per_kernel(report: &HammerReport, kernels: &[ncu::KernelMetrics], planned: usize) -> Result<Vec<Counters>, String> {
+fn per_kernel(report: &HammerReport, kernels: &[ncu::KernelMetrics], planned: usize) -> GpuResult<Vec<Counters>> {
     if kernels.len() != report.records.len() {
-        return Err(format!("ncu profiled {} launches, the child made {}", kernels.len(), report.records.len()));
+        return Err(GpuError::invalid(format!(
+            "ncu profiled {} launches, the child made {}",
+            kernels.len(),
+            report.records.len()
+        )));
     }
     let mut out: Vec<Option<Counters>> = vec![None; planned];
     for (km, rec) in kernels.iter().zip(&report.records) {
@@ -158,7 +164,10 @@ fn per_kernel(report: &HammerReport, kernels: &[ncu::KernelMetrics], planned: us
             fab_sum: g(&format!("{f}.sum")),
         });
     }
-    out.into_iter().enumerate().map(|(k, c)| c.ok_or_else(|| format!("no counters for planned kernel {k}"))).collect()
+    out.into_iter()
+        .enumerate()
+        .map(|(k, c)| c.ok_or_else(|| GpuError::invalid(format!("no counters for planned kernel {k}"))))
+        .collect()
 }
 
 /// Sectors counted per planned load (TEX sum over planned loads), median over kernels: ~1 when every

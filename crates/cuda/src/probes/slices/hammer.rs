@@ -1,18 +1,11 @@
 //! The child side of the `l2.slices` probe (seed 000 appendix, "The L2 slice function"): the hidden
 //! `memscope hammer-lines` subcommand runs here under Nsight Compute. It allocates a buffer holding
-//! one 2 MiB-aligned page, compiles kernels/slices.cu with NVRTC and launches one `slice_hammer`
+//! one 2 MiB-aligned page, compiles kernels/slices.cu with NVRTC (the registry's `Module::Slices`) and launches one `slice_hammer`
 //! kernel per planned batch of line offsets, so ncu's per-slice L2 counters see only those loads.
 
-use crate::driver::{ck, Gpu};
-use crate::kernels;
-use cudarc::driver::sys;
+use crate::gpu::{DeviceAttr, Gpu, GpuError, GpuResult, Module, LEGACY_STREAM};
 use serde::{Deserialize, Serialize};
-use std::ffi::{c_void, CString};
 
-/// CUDA C source of the hammer kernel.
-pub const SOURCE: &str = concat!(include_str!("../../kernels/common.cuh"), include_str!("../../kernels/slices.cu"));
-/// File name NVRTC is told.
-pub const FILE: &str = "slices.cu";
 /// Kernel name (ncu's `-k` filter).
 pub const KERNEL: &str = "slice_hammer";
 /// The page whose lines are sampled.
@@ -58,21 +51,28 @@ pub const REPORT_END: &str = "MEMSCOPE-HAMMER-REPORT-END";
 
 impl HammerPlan {
     /// Check the plan against the kernel's limits.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> GpuResult<()> {
         if self.warps == 0 || self.warps > 32 {
-            return Err(format!("warps = {}: 1..=32", self.warps));
+            return Err(GpuError::invalid(format!("warps = {}: 1..=32", self.warps)));
         }
         let unit = 8 * self.warps as u64;
         for (k, batch) in self.kernels.iter().enumerate() {
             if batch.is_empty() || batch.len() > MAX_LINES_PER_KERNEL {
-                return Err(format!("kernel {k}: {} lines (1..={MAX_LINES_PER_KERNEL})", batch.len()));
+                return Err(GpuError::invalid(format!(
+                    "kernel {k}: {} lines (1..={MAX_LINES_PER_KERNEL})",
+                    batch.len()
+                )));
             }
             for &(off, loads) in batch {
                 if off >= PAGE_BYTES || !off.is_multiple_of(4) {
-                    return Err(format!("kernel {k}: offset {off:#x} outside the 2 MiB page or not 4-byte aligned"));
+                    return Err(GpuError::invalid(format!(
+                        "kernel {k}: offset {off:#x} outside the 2 MiB page or not 4-byte aligned"
+                    )));
                 }
                 if loads == 0 || !loads.is_multiple_of(unit) {
-                    return Err(format!("kernel {k}: {loads} loads is not a positive multiple of {unit}"));
+                    return Err(GpuError::invalid(format!(
+                        "kernel {k}: {loads} loads is not a positive multiple of {unit}"
+                    )));
                 }
             }
         }
@@ -81,23 +81,22 @@ impl HammerPlan {
 }
 
 /// Run the plan on GPU `ordinal` (the child process, under ncu).
-pub fn run(ordinal: usize, plan: &HammerPlan) -> Result<HammerReport, String> {
+pub fn run(ordinal: usize, plan: &HammerPlan) -> GpuResult<HammerReport> {
     plan.validate()?;
-    let gpu = Gpu::open(ordinal).map_err(|e| e.to_string())?;
-    let sms = gpu.attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(|e| e.to_string())?;
+    let gpu = Gpu::open(ordinal)?;
+    let sms = gpu.attr(DeviceAttr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
     if let Some(sm) = plan.sm {
         if sm as i32 >= sms {
-            return Err(format!("sm {sm}: this GPU has {sms} SMs"));
+            return Err(GpuError::invalid(format!("sm {sm}: this GPU has {sms} SMs")));
         }
     }
-    let ptx = kernels::compile_ptx(SOURCE, FILE, &gpu.arch())?;
-    let ptx = CString::new(ptx).map_err(|e| e.to_string())?;
+    gpu.func(Module::Slices, KERNEL)?;
     // Two pages: a 2 MiB-aligned page lies inside whatever the alignment.
     let bytes = 2 * PAGE_BYTES;
-    let alloc = gpu.malloc(bytes).map_err(|e| e.to_string())?;
-    let side = gpu.malloc(4096 + 64 * 16).map_err(|e| e.to_string());
+    let alloc = gpu.malloc(bytes)?;
+    let side = gpu.malloc(4096 + 64 * 16);
     let res = side.and_then(|side| {
-        let r = launch_all(&gpu, &ptx, alloc, side, sms as u32, plan);
+        let r = launch_all(&gpu, alloc, side, sms as u32, plan);
         gpu.free(side);
         r
     });
@@ -105,79 +104,37 @@ pub fn run(ordinal: usize, plan: &HammerPlan) -> Result<HammerReport, String> {
     res
 }
 
-fn launch_all(
-    gpu: &Gpu,
-    ptx: &CString,
-    alloc: u64,
-    side: u64,
-    sms: u32,
-    plan: &HammerPlan,
-) -> Result<HammerReport, String> {
-    let err = |e: memscope_core::TargetError| e.to_string();
+fn launch_all(gpu: &Gpu, alloc: u64, side: u64, sms: u32, plan: &HammerPlan) -> GpuResult<HammerReport> {
     let page_base = alloc.div_ceil(PAGE_BYTES) * PAGE_BYTES;
-    gpu.memset(alloc, 2 * PAGE_BYTES).map_err(err)?;
+    gpu.memset(alloc, 2 * PAGE_BYTES)?;
     let (plan_d, claim_d, record_d) = (side, side + 2048, side + 2048 + 64);
-    let mut module: sys::CUmodule = std::ptr::null_mut();
-    let name = CString::new(KERNEL).map_err(|e| e.to_string())?;
-    let mut func: sys::CUfunction = std::ptr::null_mut();
-    unsafe {
-        ck(sys::cuModuleLoadData(&mut module, ptx.as_ptr() as *const c_void), "cuModuleLoadData(slices.cu)")
-            .map_err(err)?;
-        ck(sys::cuModuleGetFunction(&mut func, module, name.as_ptr()), "kernel slice_hammer").map_err(err)?;
-    }
     let mut records = Vec::new();
     let (grid, target) = match plan.sm {
         Some(sm) => (sms, sm as u64),
         None => (1, u64::MAX),
     };
-    let result = (|| -> Result<(), String> {
-        for (k, batch) in plan.kernels.iter().enumerate() {
-            let flat: Vec<u64> = batch.iter().flat_map(|&(o, l)| [o, l]).collect();
-            gpu.htod(plan_d, &flat).map_err(err)?;
-            let mut done = false;
-            for _attempt in 0..4 {
-                gpu.memset(claim_d, 8).map_err(err)?;
-                gpu.memset(record_d, 32).map_err(err)?;
-                let mut args = [page_base, plan_d, batch.len() as u64, target, claim_d, record_d];
-                let mut ptrs: Vec<*mut c_void> = args.iter_mut().map(|v| v as *mut u64 as *mut c_void).collect();
-                unsafe {
-                    ck(
-                        sys::cuLaunchKernel(
-                            func,
-                            grid,
-                            1,
-                            1,
-                            32 * plan.warps,
-                            1,
-                            1,
-                            0,
-                            std::ptr::null_mut(),
-                            ptrs.as_mut_ptr(),
-                            std::ptr::null_mut(),
-                        ),
-                        "launch slice_hammer",
-                    )
-                    .map_err(err)?;
-                }
-                gpu.sync().map_err(err)?;
-                let rec: Vec<u64> = gpu.dtoh(record_d, 4).map_err(err)?;
-                records.push(HammerRecord { kernel: k, smid: rec[0], cycles: rec[1] });
-                if rec[1] != 0 {
-                    done = true;
-                    break;
-                }
-                // No block landed on the chosen SM (then nothing was loaded): again.
+    for (k, batch) in plan.kernels.iter().enumerate() {
+        let flat: Vec<u64> = batch.iter().flat_map(|&(o, l)| [o, l]).collect();
+        gpu.htod(plan_d, &flat)?;
+        let mut done = false;
+        for _attempt in 0..4 {
+            gpu.memset(claim_d, 8)?;
+            gpu.memset(record_d, 32)?;
+            let args = [page_base, plan_d, batch.len() as u64, target, claim_d, record_d];
+            gpu.launch(Module::Slices, KERNEL, grid, 32 * plan.warps, 0, &args, LEGACY_STREAM)?;
+            gpu.sync()?;
+            let rec: Vec<u64> = gpu.dtoh(record_d, 4)?;
+            records.push(HammerRecord { kernel: k, smid: rec[0], cycles: rec[1] });
+            if rec[1] != 0 {
+                done = true;
+                break;
             }
-            if !done {
-                return Err(format!("no block of slice_hammer ran on SM {:?} in 4 launches", plan.sm));
-            }
+            // No block landed on the chosen SM (then nothing was loaded): again.
         }
-        Ok(())
-    })();
-    unsafe {
-        let _ = sys::cuModuleUnload(module);
+        if !done {
+            return Err(GpuError::invalid(format!("no block of slice_hammer ran on SM {:?} in 4 launches", plan.sm)));
+        }
     }
-    result?;
     Ok(HammerReport { alloc_ptr: alloc, alloc_2mib_aligned: alloc.is_multiple_of(PAGE_BYTES), page_base, records })
 }
 
@@ -193,11 +150,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_hammer_kernel_is_the_registry_entry() {
+        assert_eq!(Module::Slices.functions(), &[KERNEL]);
+    }
+
+    #[test]
     fn plans_are_checked_against_the_kernel_limits() {
         let ok = HammerPlan { sm: None, warps: 4, kernels: vec![vec![(0, 32), (128, 64)]] };
         assert!(ok.validate().is_ok());
         let bad_loads = HammerPlan { kernels: vec![vec![(0, 33)]], ..ok.clone() };
-        assert!(bad_loads.validate().unwrap_err().contains("multiple of 32"));
+        assert!(bad_loads.validate().unwrap_err().to_string().contains("multiple of 32"));
         let bad_off = HammerPlan { kernels: vec![vec![(PAGE_BYTES, 32)]], ..ok.clone() };
         assert!(bad_off.validate().is_err());
         let too_many = HammerPlan { kernels: vec![vec![(0, 32); MAX_LINES_PER_KERNEL + 1]], ..ok };
@@ -212,7 +174,7 @@ mod tests {
             eprintln!("skipped: MEMSCOPE_NVRTC_AVAILABLE is not 1");
             return;
         }
-        let ptx = kernels::compile_ptx(SOURCE, FILE, "sm_90").unwrap_or_else(|e| panic!("{e}"));
+        let ptx = Module::Slices.compile("sm_90").unwrap_or_else(|e| panic!("{e}"));
         assert!(ptx.contains(&format!(".entry {KERNEL}(")));
         assert!(ptx.matches("ld.volatile.global.u32").count() >= 8, "8 chains of volatile loads per warp");
         assert!(!ptx.contains("ld.global.ca.u32"), "the hammer must not load through L1");

@@ -3,6 +3,7 @@
 //! slices, never the slice index). Finds `ncu`, runs it on the hidden `memscope hammer-lines` child
 //! and parses its CSV (`--csv --print-units base`) into per-kernel metric values.
 
+use crate::gpu::{GpuError, GpuResult};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -33,9 +34,11 @@ pub fn find_ncu() -> Option<PathBuf> {
     dirs.into_iter().map(|d| d.join("ncu")).find(|p| p.is_file())
 }
 
-/// The ncu command line (arguments after the ncu path) profiling `exe hammer-lines --plan plan`.
-pub fn ncu_args(exe: &Path, plan: &Path, device: usize) -> Vec<String> {
-    vec![
+/// The ncu command line (arguments after the ncu path) profiling `memscope hammer-lines --plan
+/// plan`: `child` is the command that starts memscope itself (its program and any arguments it
+/// already has).
+pub fn ncu_args(child: &std::process::Command, plan: &Path, device: usize) -> Vec<String> {
+    let mut args: Vec<String> = vec![
         "--csv".into(),
         "--print-units".into(),
         "base".into(),
@@ -47,13 +50,17 @@ pub fn ncu_args(exe: &Path, plan: &Path, device: usize) -> Vec<String> {
         format!("regex:{}", super::hammer::KERNEL),
         "--metrics".into(),
         metric_list(),
-        exe.display().to_string(),
+    ];
+    args.push(child.get_program().to_string_lossy().into_owned());
+    args.extend(child.get_args().map(|a| a.to_string_lossy().into_owned()));
+    args.extend([
         "hammer-lines".into(),
         "--plan".into(),
         plan.display().to_string(),
         "--device".into(),
         device.to_string(),
-    ]
+    ]);
+    args
 }
 
 /// What one ncu run gave: stdout (CSV and the child's report), stderr, success.
@@ -65,7 +72,7 @@ pub struct NcuRun {
 }
 
 /// Run ncu, killing it after `timeout`; Err when it cannot be started or ran out of time.
-pub fn run_ncu(ncu: &Path, args: &[String], timeout: std::time::Duration) -> Result<NcuRun, String> {
+pub fn run_ncu(ncu: &Path, args: &[String], timeout: std::time::Duration) -> GpuResult<NcuRun> {
     use std::io::Read;
     use std::process::Stdio;
     let command = format!("{} {}", ncu.display(), args.join(" "));
@@ -75,7 +82,7 @@ pub fn run_ncu(ncu: &Path, args: &[String], timeout: std::time::Duration) -> Res
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", ncu.display()))?;
+        .map_err(|e| GpuError::invalid(format!("cannot start {}: {e}", ncu.display())))?;
     let drain = |r: Option<Box<dyn Read + Send>>| {
         std::thread::spawn(move || {
             let mut buf = Vec::new();
@@ -94,10 +101,10 @@ pub fn run_ncu(ncu: &Path, args: &[String], timeout: std::time::Duration) -> Res
             Ok(None) if start.elapsed() > timeout => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("ncu did not finish within {} s: {command}", timeout.as_secs()));
+                return Err(GpuError::invalid(format!("ncu did not finish within {} s: {command}", timeout.as_secs())));
             }
             Ok(None) => std::thread::sleep(std::time::Duration::from_millis(50)),
-            Err(e) => return Err(format!("waiting for ncu: {e}")),
+            Err(e) => return Err(GpuError::invalid(format!("waiting for ncu: {e}"))),
         }
     };
     Ok(NcuRun {
@@ -159,7 +166,7 @@ fn number(text: &str) -> Option<f64> {
 
 /// Parse ncu's `--csv` output (lines of other text around it are skipped): one entry per result ID,
 /// sorted by ID. Errors when no header or no metric row is found.
-pub fn parse_csv(text: &str) -> Result<Vec<KernelMetrics>, String> {
+pub fn parse_csv(text: &str) -> GpuResult<Vec<KernelMetrics>> {
     let mut header: Option<Vec<String>> = None;
     let mut by_id: BTreeMap<usize, KernelMetrics> = BTreeMap::new();
     for line in text.lines() {
@@ -175,7 +182,7 @@ pub fn parse_csv(text: &str) -> Result<Vec<KernelMetrics>, String> {
         let Some(h) = &header else { continue };
         let col = |name: &str| h.iter().position(|x| x == name);
         let (Some(ci), Some(cn), Some(cv)) = (col("ID"), col("Metric Name"), col("Metric Value")) else {
-            return Err("ncu CSV header lacks ID, Metric Name or Metric Value".into());
+            return Err(GpuError::invalid("ncu CSV header lacks ID, Metric Name or Metric Value"));
         };
         if f.len() != h.len() {
             continue;
@@ -189,10 +196,10 @@ pub fn parse_csv(text: &str) -> Result<Vec<KernelMetrics>, String> {
             .insert(f[cn].clone(), v);
     }
     if header.is_none() {
-        return Err("no ncu CSV header in the output".into());
+        return Err(GpuError::invalid("no ncu CSV header in the output"));
     }
     if by_id.is_empty() {
-        return Err("ncu CSV has no metric values".into());
+        return Err(GpuError::invalid("ncu CSV has no metric values"));
     }
     Ok(by_id.into_values().collect())
 }
@@ -204,6 +211,16 @@ mod tests {
     /// Real output: ncu 2025.3.1 on the H200, the first two kernels of the committed run
     /// (results/h200/slices-2026-11-30T0118; the child's report shortened to two records).
     const SAMPLE: &str = include_str!("slices_ncu_sample.csv");
+
+    #[test]
+    fn the_child_is_the_self_command_with_its_own_arguments() {
+        let mut child = std::process::Command::new("/opt/memscope/bin/memscope");
+        child.arg("--quiet");
+        let args = ncu_args(&child, Path::new("/tmp/plan.json"), 3);
+        let at = args.iter().position(|a| a == "/opt/memscope/bin/memscope").expect("the program");
+        assert_eq!(args[at + 1..], ["--quiet", "hammer-lines", "--plan", "/tmp/plan.json", "--device", "3"]);
+        assert!(args[..at].iter().any(|a| a == "--metrics"), "ncu's options come before the child");
+    }
 
     #[test]
     fn parses_the_real_h200_sample() {

@@ -1,7 +1,9 @@
-//! Tests of the slice analysis on synthetic counters with known ground truth (slices_fit.rs).
+//! Tests of the slice analysis on synthetic counters with known ground truth (fit.rs).
 
-use super::*;
+use super::fit::*;
+use memscope_core::gf2;
 use rand::Rng;
+use rand::SeedableRng;
 
 const UNIT: u64 = 256;
 

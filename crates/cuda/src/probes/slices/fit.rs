@@ -294,7 +294,3 @@ pub fn occupancy_estimate(n: usize, d: usize) -> Option<(f64, f64, f64)> {
     }
     est.map(|e| (e, lo.min(e), hi.max(e)))
 }
-
-#[cfg(test)]
-#[path = "slices_fit_tests.rs"]
-mod tests;
