@@ -20,4 +20,4 @@ pub mod timeline;
 
 pub use finding::{Check, Confidence, Finding, Series, Spread, CHECK_TOLERANCE};
 pub use probe::{Applicability, NoProgress, Probe, ProbeContext, ProbeError, ProbeOutput, Progress};
-pub use target::{Buffer, CachePath, ChaseResult, ChaseSpec, Target, TargetError, TargetInfo};
+pub use target::{Buffer, CachePath, Capabilities, ChaseResult, ChaseSpec, Target, TargetError, TargetInfo};

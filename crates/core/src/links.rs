@@ -36,16 +36,28 @@ pub struct PeerCopy {
     pub bytes: u64,
 }
 
-/// Whether peer access works; Err: the reason it cannot, as a sentence for the results.
-pub type AccessResult = Result<(), String>;
+/// Whether GPU `from` can reach GPU `to`'s memory directly: data of the peer matrix, not an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PeerAccess {
+    /// Peer access is enabled.
+    Enabled,
+    /// It is not, and why (a sentence for the results).
+    Refused(String),
+}
+
+impl PeerAccess {
+    pub fn is_enabled(&self) -> bool {
+        matches!(self, PeerAccess::Enabled)
+    }
+}
 
 /// The peers of one host as an instrument. GPU indices are the host's (0 .. gpus()).
 pub trait PeerLinks {
     /// GPUs on this host.
     fn gpus(&self) -> usize;
     /// Whether GPU `from` can reach GPU `to`'s memory directly (peer access enabled where the
-    /// driver allows it); Err: the reason it cannot.
-    fn access(&mut self, from: usize, to: usize) -> Result<(), String>;
+    /// driver allows it), or the reason it cannot.
+    fn access(&mut self, from: usize, to: usize) -> PeerAccess;
     /// `reps` samples of the seconds one copy takes (after a warm-up).
     fn copy_seconds(&mut self, copy: &PeerCopy, reps: usize) -> Result<Vec<f64>, TargetError>;
     /// `reps` samples of the ns per hop of a dependent pointer chase run by GPU `from` over

@@ -15,10 +15,10 @@ pub enum Applicability {
 }
 
 impl Applicability {
-    /// Applicable when the target is of `kind` ("cpu", "cuda", "sim"), otherwise waived with
-    /// `reason`: the rule of every backend-specific probe.
-    pub fn only_for_kind(target: &TargetInfo, kind: &str, reason: &str) -> Self {
-        if target.kind == kind {
+    /// Applicable when the target has the capability (`TargetInfo::capabilities`), otherwise
+    /// waived with `reason`: the rule of every backend-specific probe.
+    pub fn only_if(capable: bool, reason: &str) -> Self {
+        if capable {
             Applicability::Applicable
         } else {
             Applicability::Waived(reason.to_string())

@@ -115,11 +115,70 @@ pub struct TargetInfo {
     /// target's info, never on a file's.
     #[serde(default)]
     pub gpu_hierarchy: bool,
-    /// Number of SMs (GPU) or cores (CPU).
+    /// Number of SMs (GPU) or cores (CPU): what `capabilities.unit_name` names.
     pub units: u32,
+    /// What the target can do and how the runner and the reports treat it (flags, never a test
+    /// of `kind`). Results written before this field get it from their `kind` when read
+    /// (`TargetInfo::fill_legacy_capabilities`).
+    #[serde(default)]
+    pub capabilities: Capabilities,
     /// Anything else worth recording (driver, compute capability, memory size...).
     #[serde(default)]
     pub details: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Capability flags of a target (issue 24: probes, the runner, reports and exports ask these, not
+/// the target's kind).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Capabilities {
+    /// Launches CUDA kernels on a real GPU (what the GPU-only probes need).
+    pub cuda_kernels: bool,
+    /// Runs on the host's own cores: its probes run in the CPU lane, on a core of their own
+    /// beside the GPU probes, and a document it shares with a GPU lists it second.
+    pub host_cores: bool,
+    /// Its probes measure its clock again as the run goes on (host turbo moves with load): the
+    /// runner records the target again after them, so cycles are counted in the clock they saw.
+    pub clock_remeasured: bool,
+    /// What `TargetInfo::units` counts, singular ("SM", "core"); empty in results written
+    /// before capabilities existed.
+    pub unit_name: String,
+}
+
+impl Capabilities {
+    /// A real CUDA GPU.
+    pub fn cuda_gpu() -> Self {
+        Capabilities { cuda_kernels: true, unit_name: "SM".into(), ..Default::default() }
+    }
+    /// A simulated GPU: the GPU's shape, no kernels.
+    pub fn simulated_gpu() -> Self {
+        Capabilities { unit_name: "SM".into(), ..Default::default() }
+    }
+    /// The host CPU.
+    pub fn host_cpu() -> Self {
+        Capabilities { host_cores: true, clock_remeasured: true, unit_name: "core".into(), ..Default::default() }
+    }
+}
+
+impl TargetInfo {
+    /// Results written before capabilities existed carry none (an empty unit name): derive them
+    /// from the kind those files recorded ("cuda", "cpu", "sim"). The only place a kind names a
+    /// capability, and only for old files.
+    pub fn fill_legacy_capabilities(&mut self) {
+        self.capabilities = self.effective_capabilities();
+    }
+
+    /// The capabilities, or for a file written before they existed those its kind implies.
+    pub fn effective_capabilities(&self) -> Capabilities {
+        if !self.capabilities.unit_name.is_empty() {
+            return self.capabilities.clone();
+        }
+        match self.kind.as_str() {
+            "cuda" => Capabilities::cuda_gpu(),
+            "cpu" => Capabilities::host_cpu(),
+            "fleet" => Capabilities { unit_name: "target".into(), ..Default::default() },
+            _ => Capabilities::simulated_gpu(),
+        }
+    }
 }
 
 /// Errors of a target. Messages say what to do next.
@@ -182,5 +241,45 @@ mod tests {
             "bypass_supported": true, "aliasing_supported": true, "per_hop_supported": true, "units": 132}"#;
         let info: TargetInfo = serde_json::from_str(old).unwrap();
         assert!(!info.gpu_hierarchy && info.bypass_supported);
+    }
+}
+
+#[cfg(test)]
+mod capability_tests {
+    use super::*;
+
+    fn info(kind: &str, capabilities: Capabilities) -> TargetInfo {
+        TargetInfo {
+            kind: kind.into(),
+            id: kind.into(),
+            name: kind.into(),
+            clock_hz: None,
+            bypass_supported: false,
+            aliasing_supported: false,
+            per_hop_supported: false,
+            gpu_hierarchy: false,
+            units: 1,
+            capabilities,
+            details: Default::default(),
+        }
+    }
+
+    #[test]
+    fn recorded_capabilities_win_and_old_files_get_those_of_their_kind() {
+        // a target that says what it can do is taken at its word, whatever its kind
+        let odd = Capabilities { host_cores: true, unit_name: "core".into(), ..Default::default() };
+        assert_eq!(info("sim", odd.clone()).effective_capabilities(), odd);
+        // files written before the field: derived from the kind, once
+        assert_eq!(info("cuda", Capabilities::default()).effective_capabilities(), Capabilities::cuda_gpu());
+        assert_eq!(info("cpu", Capabilities::default()).effective_capabilities(), Capabilities::host_cpu());
+        assert_eq!(info("sim", Capabilities::default()).effective_capabilities(), Capabilities::simulated_gpu());
+        let mut old: TargetInfo = serde_json::from_value(serde_json::json!({
+            "kind": "cpu", "id": "cpu", "name": "old", "clock_hz": null, "bypass_supported": false,
+            "aliasing_supported": false, "per_hop_supported": true, "units": 8
+        }))
+        .expect("an old target record parses");
+        old.fill_legacy_capabilities();
+        assert!(old.capabilities.host_cores && old.capabilities.clock_remeasured && !old.capabilities.cuda_kernels);
+        assert_eq!(old.capabilities.unit_name, "core");
     }
 }

@@ -73,7 +73,7 @@ impl Probe for CpuLatency {
         "CPU latency vs footprint (random pointer chase, adaptive footprints from 4 KiB into DRAM): L1d/L2/L3 latency and capacity beside the OS-reported sizes, DRAM latency"
     }
     fn applicability(&self, target: &TargetInfo) -> Applicability {
-        Applicability::only_for_kind(target, "cpu", "CPU-only probe")
+        Applicability::only_if(target.capabilities.host_cores, "CPU-only probe")
     }
     fn run(&self, ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError> {
         let p = plan(ctx.quick, sysinfo::os_llc_bytes(), sysinfo::os_line_bytes());

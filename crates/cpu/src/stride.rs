@@ -97,7 +97,7 @@ impl Probe for CpuStride {
         "CPU strided copy of seed 002 (one byte every N of 32 MiB, N 15..1025, and cache-resident): GB/s per stride, line size"
     }
     fn applicability(&self, target: &TargetInfo) -> Applicability {
-        Applicability::only_for_kind(target, "cpu", "CPU-only probe")
+        Applicability::only_if(target.capabilities.host_cores, "CPU-only probe")
     }
     fn run(&self, ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError> {
         let runs = if ctx.quick { 10 } else { 30 };

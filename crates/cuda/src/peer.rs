@@ -9,7 +9,7 @@
 //! GPUs out of service.
 
 use crate::gpu::{DeviceAttr, Event, Gpu, Module, OwnedStream};
-use memscope_core::links::{AccessResult, Engine, PeerCopy, PeerLinks};
+use memscope_core::links::{Engine, PeerAccess, PeerCopy, PeerLinks};
 use memscope_core::TargetError;
 use std::collections::HashMap;
 
@@ -19,7 +19,7 @@ pub(crate) struct CudaPeers {
     streams: Vec<OwnedStream>,
     /// (gpu, role, bytes) -> device buffer; role 0: source, 1: destination, 2: chase cycle.
     bufs: HashMap<(usize, u8, u64), u64>,
-    enabled: HashMap<(usize, usize), AccessResult>,
+    enabled: HashMap<(usize, usize), PeerAccess>,
 }
 
 // SAFETY: the handles are only used with the right context made current on the calling thread.
@@ -83,11 +83,14 @@ impl PeerLinks for CudaPeers {
         self.gpus.len()
     }
 
-    fn access(&mut self, from: usize, to: usize) -> AccessResult {
+    fn access(&mut self, from: usize, to: usize) -> PeerAccess {
         if let Some(r) = self.enabled.get(&(from, to)) {
             return r.clone();
         }
-        let res = self.gpus[from].enable_peer_access(&self.gpus[to], from, to).map_err(|e| e.to_string());
+        let res = match self.gpus[from].enable_peer_access(&self.gpus[to], from, to) {
+            Ok(()) => PeerAccess::Enabled,
+            Err(e) => PeerAccess::Refused(e.to_string()),
+        };
         self.enabled.insert((from, to), res.clone());
         res
     }

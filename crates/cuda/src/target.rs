@@ -399,6 +399,7 @@ impl Target for CudaTarget {
             per_hop_supported: true,
             gpu_hierarchy: true,
             units: self.sms,
+            capabilities: memscope_core::Capabilities::cuda_gpu(),
             details: d,
         }
     }

@@ -75,7 +75,7 @@ fn cache_rest(option: &str) -> String {
 
 /// The whole export of one results file. `source`: how the header names the results file.
 pub fn export(target: &TargetInfo, findings: &BTreeMap<String, Finding>, source: &str) -> Result<Export, ExportError> {
-    if target.kind == "cpu" {
+    if target.effective_capabilities().host_cores {
         return Err(ExportError(format!(
             "target {} ({}) is a CPU: export accel-sim needs the results of a GPU run",
             target.id, target.name

@@ -10,7 +10,7 @@
 //! OUTLIER_TOLERANCE worse than it. Measured once per host, from its GPU 0; waived elsewhere.
 
 use memscope_core::keys;
-use memscope_core::links::{Engine, PeerCopy, PeerLinks};
+use memscope_core::links::{Engine, PeerAccess, PeerCopy, PeerLinks};
 use memscope_core::stats::Sample;
 use memscope_core::{Applicability, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, TargetInfo};
 use serde_json::{json, Value};
@@ -105,9 +105,9 @@ fn measure(l: &mut dyn PeerLinks, quick: bool) -> Result<ProbeOutput, ProbeError
     let bytes: u64 = if quick { 32 << 20 } else { 256 << 20 };
     let reps = if quick { 3 } else { 5 };
     let mut out = ProbeOutput::default();
-    let mut access: Vec<Vec<Result<(), String>>> = vec![];
+    let mut access: Vec<Vec<PeerAccess>> = vec![];
     for i in 0..n {
-        access.push((0..n).map(|j| if i == j { Ok(()) } else { l.access(i, j) }).collect());
+        access.push((0..n).map(|j| if i == j { PeerAccess::Enabled } else { l.access(i, j) }).collect());
     }
     let access_json = json!(access
         .iter()
@@ -118,7 +118,10 @@ fn measure(l: &mut dyn PeerLinks, quick: bool) -> Result<ProbeOutput, ProbeError
             .map(|(j, a)| if i == j {
                 Value::Null
             } else {
-                a.as_ref().map(|_| json!(true)).unwrap_or_else(|e| json!(e))
+                match a {
+                    PeerAccess::Enabled => json!(true),
+                    PeerAccess::Refused(why) => json!(why),
+                }
             })
             .collect::<Vec<_>>())
         .collect::<Vec<_>>());
@@ -133,7 +136,7 @@ fn measure(l: &mut dyn PeerLinks, quick: bool) -> Result<ProbeOutput, ProbeError
             Confidence::High,
         ),
     );
-    let ok = |i: usize, j: usize| i != j && access[i][j].is_ok();
+    let ok = |i: usize, j: usize| i != j && access[i][j].is_enabled();
     let mut matrices = vec![];
     for (test, engine, bidir) in BANDWIDTH_TESTS {
         let mut m = Matrix {
@@ -354,6 +357,7 @@ mod tests {
             per_hop_supported: false,
             gpu_hierarchy: true,
             units: 1,
+            capabilities: memscope_core::Capabilities::cuda_gpu(),
             details: Default::default(),
         };
         assert!(matches!(peer_applicability(&info), Applicability::Waived(_)));

@@ -63,6 +63,7 @@ impl Target for ToyCache {
             per_hop_supported: true,
             gpu_hierarchy: true,
             units: 1,
+            capabilities: memscope_core::Capabilities::simulated_gpu(),
             details: Default::default(),
         }
     }

@@ -58,6 +58,11 @@ mod tests {
             per_hop_supported: false,
             gpu_hierarchy: id != "cpu",
             units: 1,
+            capabilities: if id == "cpu" {
+                memscope_core::Capabilities::host_cpu()
+            } else {
+                memscope_core::Capabilities::cuda_gpu()
+            },
             details: details.as_object().cloned().unwrap_or_default(),
         }
     }

@@ -68,7 +68,7 @@ pub fn levels(results: &Results) -> Vec<(String, Vec<Level>)> {
         }
         lanes.entry(top == "cpu").or_default().push(Level { prefix, fields });
     }
-    let gpu_name = if results.target.kind == "cpu" { "Target" } else { "GPU" };
+    let gpu_name = if results.target.capabilities.host_cores { "Target" } else { "GPU" };
     lanes
         .into_iter()
         .map(|(cpu, mut v)| {
@@ -181,7 +181,7 @@ pub fn render(results: &Results) -> String {
         let mut s = String::new();
         // the source of loads
         let units_n = if lane == "CPU" {
-            results.targets.iter().find(|t| t.kind == "cpu").map(|t| t.units).unwrap_or(0)
+            results.targets.iter().find(|t| t.capabilities.host_cores).map(|t| t.units).unwrap_or(0)
         } else {
             results.target.units
         };

@@ -51,7 +51,7 @@ pub fn findings_of(r: &Results, target: &str) -> BTreeMap<String, Finding> {
 pub fn ceilings_of_run(r: &Results, fallback: FloorFallback) -> Result<(String, RunCeilings), CeilingsFileError> {
     if !r.fleet.is_empty() {
         let members: Vec<String> =
-            r.targets.iter().filter(|t| t.kind != "cpu").map(|t| t.id.clone()).collect::<Vec<_>>();
+            r.targets.iter().filter(|t| !t.capabilities.host_cores).map(|t| t.id.clone()).collect::<Vec<_>>();
         return Err(CeilingsFileError::Merged { targets: members.join(", ") });
     }
     let target = r.target.id.clone();

@@ -192,6 +192,7 @@ mod tests {
             per_hop_supported: false,
             gpu_hierarchy: true,
             units: 1,
+            capabilities: memscope_core::Capabilities::cuda_gpu(),
             details,
         };
         let tool: crate::ToolInfo = serde_json::from_value(json!({"name": "memscope", "version": "0"})).unwrap();

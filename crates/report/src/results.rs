@@ -152,7 +152,12 @@ impl Results {
             None => return Err(format!("no \"schema\" field (expected {SCHEMA:?})")),
         }
         match serde_json::from_value::<Results>(v.clone()) {
-            Ok(r) => Ok(r),
+            Ok(mut r) => {
+                // (files written before targets carried capability flags)
+                r.target.fill_legacy_capabilities();
+                r.targets.iter_mut().for_each(|t| t.fill_legacy_capabilities());
+                Ok(r)
+            }
             Err(e) => {
                 Err(format!("not a memscope results file: {}", results_locate::locate(&v).unwrap_or(e.to_string())))
             }

@@ -64,6 +64,7 @@ pub fn results() -> Results {
         per_hop_supported: true,
         gpu_hierarchy: true,
         units: 128,
+        capabilities: memscope_core::Capabilities::simulated_gpu(),
         details: Map::new(),
     };
     let tool = ToolInfo {
@@ -113,12 +114,21 @@ pub fn results() -> Results {
     let s = &mut r.series;
     s.insert(
         "latency.l1_cached".into(),
-        series("chase latency, ld.global.ca", "footprint", "bytes", "latency", "ns", x, y, vec![131072.0, 75497472.0]),
+        series(
+            "chase latency, L1-cached loads",
+            "footprint",
+            "bytes",
+            "latency",
+            "ns",
+            x,
+            y,
+            vec![131072.0, 75497472.0],
+        ),
     );
     let (x, y) = latency_curve(&[(75497472.0, 127.4)], 255.4);
     s.insert(
         "latency.l1_bypass".into(),
-        series("chase latency, ld.global.cg", "footprint", "bytes", "latency", "ns", x, y, vec![75497472.0]),
+        series("chase latency, L1-bypassing loads", "footprint", "bytes", "latency", "ns", x, y, vec![75497472.0]),
     );
     let sizes: Vec<f64> = (12..31).map(|e| 2f64.powi(e)).collect();
     for (k, peak) in [("bw.read", 9.1e11), ("bw.write", 8.7e11), ("bw.copy", 8.9e11)] {

@@ -26,6 +26,11 @@ fn target(kind: &str, id: &str) -> TargetInfo {
         per_hop_supported: false,
         gpu_hierarchy: false,
         units: 1,
+        capabilities: if kind == "cpu" {
+            memscope_core::Capabilities::host_cpu()
+        } else {
+            memscope_core::Capabilities::cuda_gpu()
+        },
         details: Default::default(),
     }
 }

@@ -172,7 +172,7 @@ impl Session {
 /// Record in a document holding the CPU and another target that the CPU ran after it.
 fn note_sequential(docs: &mut [(PathBuf, Results)], cpu_sequential: bool) {
     for (_, doc) in docs.iter_mut() {
-        if doc.targets.len() > 1 && doc.targets.iter().any(|t| t.kind == "cpu") {
+        if doc.targets.len() > 1 && doc.targets.iter().any(|t| t.capabilities.host_cores) {
             let why = if cpu_sequential { "--cpu-sequential" } else { "fewer than two usable CPUs" };
             doc.environment.insert("cpu_lane".into(), serde_json::json!({"mode": "sequential", "why": why}));
         }

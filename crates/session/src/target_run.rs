@@ -106,7 +106,7 @@ impl Session {
         // The CPU's clock is measured again by its latency probe (turbo moves with the host's
         // load): record the target as it ended, so headers give the clock its cycles were
         // counted in.
-        if info.kind == "cpu" {
+        if info.capabilities.clock_remeasured {
             refresh_target(doc, target.info());
             self.write_in_progress(lane.path, doc)?;
         }

@@ -5,7 +5,7 @@
 //! latency(a, b). Every sample gets a normal relative noise of noise_fraction from the
 //! hierarchy's noise seed and the pair, so runs repeat exactly and pairs differ.
 
-use memscope_core::links::{Engine, LinksSpec, PeerCopy, PeerLinks};
+use memscope_core::links::{Engine, LinksSpec, PeerAccess, PeerCopy, PeerLinks};
 use memscope_core::TargetError;
 use rand::{Rng, SeedableRng};
 
@@ -54,11 +54,12 @@ impl PeerLinks for SimLinks {
         self.spec.gpus as usize
     }
 
-    fn access(&mut self, from: usize, to: usize) -> Result<(), String> {
-        self.check(from, to).map_err(|e| match e {
-            TargetError::Unsupported(m) => m,
-            other => other.to_string(),
-        })
+    fn access(&mut self, from: usize, to: usize) -> PeerAccess {
+        match self.check(from, to) {
+            Ok(()) => PeerAccess::Enabled,
+            Err(TargetError::Unsupported(m)) => PeerAccess::Refused(m),
+            Err(other) => PeerAccess::Refused(other.to_string()),
+        }
     }
 
     fn copy_seconds(&mut self, c: &PeerCopy, reps: usize) -> Result<Vec<f64>, TargetError> {
@@ -118,8 +119,8 @@ mod tests {
         let s = l.copy_seconds(&c, 1).unwrap()[0];
         assert!((s - (1u64 << 30) as f64 / (4e11 * 0.95 * 0.92)).abs() < 1e-12);
         assert_eq!(l.latency_ns(0, 2, 2).unwrap(), vec![2000.0, 2000.0]);
-        assert!(l.access(1, 2).unwrap_err().contains("no P2P"));
-        assert!(l.access(2, 1).is_ok());
+        assert!(matches!(l.access(1, 2), PeerAccess::Refused(why) if why.contains("no P2P")));
+        assert!(l.access(2, 1).is_enabled());
         assert!(l.copy_seconds(&PeerCopy { src: 1, dst: 2, ..c }, 1).is_err());
     }
 }

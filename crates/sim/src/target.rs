@@ -358,6 +358,7 @@ impl Target for SimTarget {
             per_hop_supported: true,
             gpu_hierarchy: true,
             units: h.sm.count,
+            capabilities: memscope_core::Capabilities::simulated_gpu(),
             details,
         }
     }

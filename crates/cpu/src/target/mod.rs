@@ -193,6 +193,7 @@ impl Target for CpuTarget {
             per_hop_supported: self.tsc_hz.is_some(),
             gpu_hierarchy: false,
             units: self.units,
+            capabilities: memscope_core::Capabilities::host_cpu(),
             details: d,
         }
     }

@@ -75,17 +75,17 @@ pub fn all() -> Vec<Box<dyn Probe>> {
 
 /// Applies to CUDA targets only.
 pub(crate) fn cuda_only(info: &TargetInfo) -> Applicability {
-    Applicability::only_for_kind(info, "cuda", "needs a real CUDA GPU")
+    Applicability::only_if(info.capabilities.cuda_kernels, "needs a real CUDA GPU")
 }
 
 /// Applies to CUDA targets only; on the simulator the waiver says what the simulator lacks.
 pub(crate) fn cuda_only_sim_lacks(info: &TargetInfo, lacks: &str) -> Applicability {
-    let why = if info.kind == "sim" {
+    let why = if info.gpu_hierarchy && !info.capabilities.cuda_kernels {
         format!("needs a real CUDA GPU: {lacks}")
     } else {
         "needs a real CUDA GPU".to_string()
     };
-    Applicability::only_for_kind(info, "cuda", &why)
+    Applicability::only_if(info.capabilities.cuda_kernels, &why)
 }
 
 /// The CUDA target behind a probe context.

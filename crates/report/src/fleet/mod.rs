@@ -107,6 +107,7 @@ pub fn merge(inputs: Vec<(String, Results)>, tool: crate::ToolInfo, merged_at: &
         per_hop_supported: false,
         gpu_hierarchy: false,
         units: targets.len() as u32,
+        capabilities: memscope_core::Capabilities { unit_name: "target".into(), ..Default::default() },
         details: Map::new(),
     };
     let mut env = Map::new();

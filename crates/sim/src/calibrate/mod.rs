@@ -132,7 +132,7 @@ fn masks(f: &Finding) -> Option<Vec<Mask>> {
 
 /// Whether the results hold anything a GPU calibration can use.
 fn check_gpu(target: &TargetInfo, findings: &BTreeMap<String, Finding>) -> Result<(), CalibrateError> {
-    if target.kind == "cpu" {
+    if target.effective_capabilities().host_cores {
         return Err(CalibrateError::NoGpuFindings(format!(
             "target {} ({}) is a CPU: sim calibrate needs the results of a GPU run (memscope run --target cuda:N)",
             target.id, target.name
