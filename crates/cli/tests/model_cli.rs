@@ -51,3 +51,38 @@ fn without_out_the_document_goes_to_memscope_out() {
     assert!(dir.path().join("memscope-out").is_dir());
     assert!(!dir.path().join("memscope-out/model.json").exists());
 }
+
+/// A `memscope model` document (memscope/1 with a model section) as `report --model` takes it:
+/// its device is its target's name, its operations those of its evaluation part.
+#[test]
+fn report_takes_a_model_document_of_the_same_gpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/run-bw-launch-peak.json");
+    let mut doc: serde_json::Value = serde_json::from_slice(&std::fs::read(fixture).unwrap()).unwrap();
+    doc["model"] = serde_json::json!({
+        "ceilings": {"bandwidth_bytes_per_s": {"copy": 4e12}, "launch_floor_s": {"add": 4e-6}, "peak_flops_per_s": {"fp32": 5e13}},
+        "inputs": [],
+        "parts": {"checks": [{"kernel": "add_f32", "rel_err": 0.0, "tolerance": 1e-5, "ok": true}],
+                  "evaluation": {"points": [{"operation": "add 134217728 fp32", "flops": 1.3e8, "bytes": 1.6e9,
+                                              "measured": {"per_call_s": 4.2e-4}, "prediction": {"time_s": 4.0e-4, "regime": "memory"}}]}}
+    });
+    let model = dir.path().join("model.json");
+    std::fs::write(&model, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let html = dir.path().join("r.html");
+    let (rc, err) = memscope(
+        &["report", fixture, "--model", model.to_str().unwrap(), "--html", html.to_str().unwrap()],
+        dir.path(),
+    );
+    assert_eq!(rc, 0, "{err}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("add 134217728 fp32"), "the evaluation's operation is drawn");
+    // Another GPU's document is refused, naming it.
+    doc["target"]["name"] = serde_json::json!("Some Other GPU");
+    std::fs::write(&model, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let (rc, err) = memscope(
+        &["report", fixture, "--model", model.to_str().unwrap(), "--html", html.to_str().unwrap()],
+        dir.path(),
+    );
+    assert_eq!(rc, 2, "{err}");
+    assert!(err.contains("Some Other GPU"), "{err}");
+}
