@@ -83,12 +83,24 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
     Ok(out)
 }
 
-/// The floor of each class of the model, as the model's operations are timed.
+/// The floor of each class of the model, as the model's operations are timed. Work that fails
+/// while the context still works (a kernel file NVRTC refuses, cuBLAS missing, memory) leaves
+/// every class undetermined with the reason, the empty kernel's findings kept; a fault fails the
+/// probe (the context is rebuilt).
 fn class_findings(t: &mut CudaTarget, out: &mut ProbeOutput) -> Result<(), ProbeError> {
     let started = Instant::now();
-    let points = {
-        let g = OpsGpu::on(t.gpu())?;
-        class_floors(&g)?
+    let measured = OpsGpu::on(t.gpu()).and_then(|g| class_floors(&g));
+    let points = match measured {
+        Ok(p) => p,
+        Err(e) if t.gpu.sync().is_ok() => {
+            let why = format!("the class floors could not be measured: {e}");
+            for class in keys::LAUNCH_CLASSES {
+                let method = "the class's smallest operation, timed as the bottleneck model times its operations";
+                out.finding(&keys::launch_class_floor_s(class), Finding::undetermined("s", method, &why));
+            }
+            return Ok(());
+        }
+        Err(e) => return Err(e.into()),
     };
     let took_s = started.elapsed().as_secs_f64();
     for (class, p) in keys::LAUNCH_CLASSES.iter().zip(&points) {
