@@ -38,20 +38,20 @@ step() { # name cap logfile command...
   local start
   start=$(date +%s%N)
   { echo "== start $(date -u +%FT%T.%NZ): $*"; } >"$file"
-  timeout "$lim" "${timer[@]}" "$@" >>"$file" 2>&1
+  timeout "$lim" ${timer[@]+"${timer[@]}"} "$@" >>"$file" 2>&1
   local rc=$?
   local ms=$((($(date +%s%N) - start) / 1000000))
   echo "== end $(date -u +%FT%T.%NZ) rc=$rc wall_ms=$ms" >>"$file"
   echo "rc=$rc wall_ms=$ms"
+  grep -Ev '^[[:space:]]' "$file" | tail -n 14
+  grep -E 'Elapsed \(wall clock\)|Maximum resident' "$file"
 }
 {
   echo "== $(date -u +%FT%TZ) host $(hostname), $(nproc) CPUs; new $("$new" --version 2>&1), old $("$old" --version 2>&1)"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv 2>&1 || true
   for i in 1 2; do
     step "old model --all ($i)" 100 "$out/old-model-$i.log" "$old" model --all --out "$out/old-model-$i.json"
-    tail -n 12 "$out/old-model-$i.log"
     step "new model --all ($i)" 130 "$out/new-model-$i.log" "$new" model --all --out "$out/new-model-$i.json"
-    tail -n 12 "$out/new-model-$i.log"
   done
   step "new run -p launch" 40 "$out/launch.log" "$new" run --target cuda:0 -p launch --out "$out/launch" --quiet
   python3 - "$out/launch/results.json" <<'PY' 2>&1
@@ -70,7 +70,6 @@ for k, p in d.get("probes", {}).items():
 PY
   # The new file is read by predict --ceilings as any memscope run results file.
   step "new predict --ceilings new-model-1.json" 10 "$out/predict.log" "$new" predict --ceilings "$out/new-model-1.json" --op matmul --m 1024 --k 1024 --n 1024
-  tail -n 8 "$out/predict.log"
   nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw,clocks_throttle_reasons.active --format=csv 2>&1 || true
   files=()
   for f in old-model-1 old-model-2 new-model-1 new-model-2; do
