@@ -54,9 +54,12 @@ fn write(path: &Path, bytes: &[u8], what: &str) -> CliResult {
     std::fs::write(path, bytes).map_err(|e| CliError::usage(format!("--{what} {}: cannot write: {e}", path.display())))
 }
 
-/// The device a model run was measured on: `device.name` (model runs) or `device` (ceilings).
+/// The device a model run was measured on: `device.name` (model runs) or `device` (ceilings) of
+/// the old layout, `target.name` of a `memscope/1` document (`memscope model` since issue 24).
 pub fn model_device(model: &Value) -> Option<&str> {
-    let d = model.get("device")?;
+    let Some(d) = model.get("device") else {
+        return model.get("target")?.get("name").and_then(Value::as_str);
+    };
     d.get("name").and_then(Value::as_str).or_else(|| d.as_str())
 }
 
@@ -102,7 +105,12 @@ pub fn run(args: Args) -> CliResult {
                 std::fs::read(p).map_err(|e| CliError::usage(format!("--model {}: cannot read: {e}", p.display())))?;
             let mut v: Value = serde_json::from_slice(&bytes)
                 .map_err(|e| CliError::usage(format!("--model {}: not JSON: {e}", p.display())))?;
-            if let Some(warning) = check_model_device(&results, &v, p, args.any_device)? {
+            let warning = check_model_device(&results, &v, p, args.any_device)?;
+            // A memscope/1 document (`memscope model --out`): its model section.
+            if v.get("schema").and_then(Value::as_str) == Some(memscope_report::SCHEMA) {
+                v = v.get("model").cloned().unwrap_or(Value::Null);
+            }
+            if let Some(warning) = warning {
                 eprintln!("memscope: warning: {warning}");
                 if let Some(o) = v.as_object_mut() {
                     o.insert("other_device_warning".into(), Value::String(warning));

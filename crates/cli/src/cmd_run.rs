@@ -52,7 +52,7 @@ pub(crate) fn select_probes(
 }
 
 /// The binary's exit-code classes for a session error.
-fn session_error(e: SessionError) -> CliError {
+pub(crate) fn session_error(e: SessionError) -> CliError {
     if e.is_usage() {
         CliError::usage(e.to_string())
     } else {
@@ -101,11 +101,7 @@ pub fn run(mut args: Args) -> CliResult {
         }
         // Clocks, temperature, power and throttle reasons around the whole run (never changed).
         let snapshot = match spec {
-            TargetSpec::Cuda(n) => {
-                let n = *n;
-                let take: memscope_session::Snapshot = Box::new(move || memscope_cuda::nvml_snapshot(n));
-                Some(("nvml".to_string(), take))
-            }
+            TargetSpec::Cuda(n) => Some(nvml_snapshot(*n)),
             _ => None,
         };
         let target = t.map_err(|e| e.to_string());
@@ -172,6 +168,12 @@ pub fn run(mut args: Args) -> CliResult {
     } else {
         Err(CliError::failure(format!("{} failure(s): {}", failures.len(), failures.join("; "))))
     }
+}
+
+/// The NVML snapshot (clocks, temperature, power, throttle reasons) taken around GPU `n`'s
+/// probes, recorded as `environment["nvml_cuda:<n>_before"/"_after"]`.
+pub(crate) fn nvml_snapshot(n: usize) -> (String, memscope_session::Snapshot) {
+    ("nvml".to_string(), Box::new(move || memscope_cuda::nvml_snapshot(n)))
 }
 
 /// Test hook for the GPU fault path (scripts/gpu-test.sh): with `MEMSCOPE_FAULT_IN_PROBE=KEY`, the

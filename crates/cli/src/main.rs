@@ -16,6 +16,8 @@ mod cmd_report;
 mod cmd_run;
 mod cmd_sim;
 mod error;
+mod gpu_tables;
+mod model_doc;
 mod progress;
 mod provenance;
 mod quantity;

@@ -95,22 +95,7 @@ pub fn open(spec: &TargetSpec) -> Result<Box<dyn Target>, CliError> {
         TargetSpec::Cpu => memscope_cpu::CpuTarget::new()
             .map(|t| Box::new(t) as Box<dyn Target>)
             .map_err(|e| CliError::failure(format!("cpu: {e}"))),
-        TargetSpec::Cuda(n) => {
-            // A GPU number past the GPUs found is bad input (exit 2), not a device failure.
-            if let Ok(count) = memscope_cuda::device_count() {
-                if *n >= count {
-                    let have = if count == 0 {
-                        "no CUDA GPU found".to_string()
-                    } else {
-                        format!("GPUs cuda:0 to cuda:{}", count - 1)
-                    };
-                    return Err(CliError::usage(format!("--target cuda:{n}: no such GPU ({have})")));
-                }
-            }
-            memscope_cuda::CudaTarget::open(*n)
-                .map(|t| Box::new(t) as Box<dyn Target>)
-                .map_err(|e| CliError::failure(format!("cuda:{n}: {e}")))
-        }
+        TargetSpec::Cuda(n) => open_cuda(*n, &format!("--target cuda:{n}")).map(|t| Box::new(t) as Box<dyn Target>),
         TargetSpec::SimPreset(p) => memscope_sim::SimTarget::from_preset(p)
             .map(|t| Box::new(t) as Box<dyn Target>)
             .map_err(|e| CliError::usage(format!("sim:{p}: {e}"))),
@@ -118,6 +103,19 @@ pub fn open(spec: &TargetSpec) -> Result<Box<dyn Target>, CliError> {
             .map(|t| Box::new(t) as Box<dyn Target>)
             .map_err(|e| CliError::usage(format!("sim:{}: {e}", f.display()))),
     }
+}
+
+/// Open GPU `n`, named on the command line as `named` ("--target cuda:1", "--device 1"). A GPU
+/// number past the GPUs found is bad input (exit 2), not a device failure.
+pub fn open_cuda(n: usize, named: &str) -> Result<memscope_cuda::CudaTarget, CliError> {
+    if let Ok(count) = memscope_cuda::device_count() {
+        if n >= count {
+            let have =
+                if count == 0 { "no CUDA GPU found".to_string() } else { format!("GPUs cuda:0 to cuda:{}", count - 1) };
+            return Err(CliError::usage(format!("{named}: no such GPU ({have})")));
+        }
+    }
+    memscope_cuda::CudaTarget::open(n).map_err(|e| CliError::failure(format!("cuda:{n}: {e}")))
 }
 
 #[cfg(test)]

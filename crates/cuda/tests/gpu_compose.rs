@@ -8,22 +8,21 @@ use memscope_core::compose::{predict_step, LaunchMode};
 use memscope_core::compose_step::{calibration_shapes, step_kernels, GPT2_SMALL_SHAPE};
 use memscope_core::model::Dtype;
 use memscope_core::NoProgress;
-use memscope_cuda::ops::{ceilings, check, compose_ceilings, device::Arg, device::OpsGpu};
+use memscope_cuda::ops::{check, compose_ceilings, device::Arg, device::OpsGpu};
+use memscope_cuda::CudaTarget;
 
-fn gpu() -> Option<OpsGpu<'static>> {
-    match memscope_cuda::device_count() {
-        Ok(n) if n > 0 => Some(OpsGpu::open(0).expect("open")),
-        _ => {
-            eprintln!("skipped: no CUDA GPU");
-            None
-        }
-    }
-}
+mod common;
 
 #[test]
 #[ignore = "needs a CUDA GPU; run scripts/gpu-test.sh"]
 fn compose_ceilings_are_sound() {
-    let Some(g) = gpu() else { return };
+    if !common::have_gpu() {
+        return;
+    }
+    // The seed's ceilings from the same session's findings, as the commands take them.
+    let mut t = CudaTarget::open(0).expect("open cuda:0");
+    let (_, seed) = common::session_ceilings(&mut t, true);
+    let g = OpsGpu::on(t.gpu()).expect("ops on the target's GPU");
     for c in check::run_all(&g).expect("checks") {
         assert!(c.ok, "{} rel err {}", c.kernel, c.rel_err);
     }
@@ -33,8 +32,7 @@ fn compose_ceilings_are_sound() {
     g.record(&e1).unwrap();
     let spun = g.elapsed_s(&e0, &e1).unwrap();
     assert!((0.9e-3..5e-3).contains(&spun), "spin 1 ms took {spun}");
-    let seed = ceilings::measure(&g, &NoProgress).expect("seed ceilings");
-    let r = compose_ceilings::measure(&g, &seed, &NoProgress).expect("compose ceilings");
+    let r = compose_ceilings::measure(&g, &seed.ceilings, &NoProgress).expect("compose ceilings");
     let c = &r.ceilings;
     for x in [c.isolated_launch_s, c.gap_stream_s, c.host_issue_graph_s, c.min_work_s, c.min_work_l2_s] {
         assert!(x > 0.0 && x < 1e-3, "{x}");

@@ -17,7 +17,7 @@ mod target_run;
 pub use cpu_lane::{allowed_cpus, pin_thread, split_cores};
 pub use ledger::{Interrupted, Ledger};
 pub use observer::{Observer, ProbeProgress, Silent};
-pub use run::{plan, PlannedTarget, RunOutcome, RunPlan, Snapshot};
+pub use run::{plan, snapshot, PlannedTarget, RunOutcome, RunPlan, Snapshot};
 pub use select::{select, with_needs, UnknownProbe};
 pub use target_run::{refresh_target, FaultHook};
 
@@ -181,12 +181,26 @@ impl Session {
         mut doc: Results,
         path: &Path,
     ) -> Result<TargetRun, SessionError> {
+        let failures = self.run_on(&mut *target, id, probes, &mut doc, path)?;
+        Ok(TargetRun { doc, target, failures })
+    }
+
+    /// As `run_into` on a target the caller keeps (a caller that needs the concrete target
+    /// afterwards); returns one line per failed probe.
+    pub fn run_on(
+        &self,
+        target: &mut dyn Target,
+        id: &str,
+        probes: &[Box<dyn Probe>],
+        doc: &mut Results,
+        path: &Path,
+    ) -> Result<Vec<String>, SessionError> {
         let refs: Vec<&dyn Probe> = probes.iter().map(|p| p.as_ref()).collect();
         let mut failures = Vec::new();
-        self.write_in_progress(Some(path), &mut doc)?;
+        self.write_in_progress(Some(path), doc)?;
         let lane = target_run::Lane { id, path: Some(path), shown: true };
-        self.run_lane(&mut *target, &refs, &lane, &mut doc, &mut failures)?;
-        Ok(TargetRun { doc, target, failures })
+        self.run_lane(target, &refs, &lane, doc, &mut failures)?;
+        Ok(failures)
     }
 }
 

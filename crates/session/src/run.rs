@@ -80,7 +80,8 @@ impl RunPlan<'_> {
     }
 }
 
-pub(crate) fn snapshot(doc: &mut Results, id: &str, snap: &Option<(String, Snapshot)>, when: &str) {
+/// Record `snap` (when there is one) in `doc` as `environment["<prefix>_<id>_<when>"]`.
+pub fn snapshot(doc: &mut Results, id: &str, snap: &Option<(String, Snapshot)>, when: &str) {
     if let Some((prefix, take)) = snap {
         doc.environment.insert(format!("{prefix}_{id}_{when}"), take());
     }

@@ -9,12 +9,13 @@
 //! Biases, the embedding lookup and the KV-cache append are left out (each is a small kernel; the
 //! seed's weights figure includes the biases).
 
-use super::ceilings::CeilingsReport;
 use super::device::{DevBuf, OpsGpu, Timing};
 use super::model_set::{attention, launch_rows, Op};
 use crate::gpu::{GpuError, GpuResult};
 use memscope_core::compose_step::{DecodeShape, GPT2_SMALL_SHAPE, HEAD_DIM};
-use memscope_core::model::{self as m, Dtype, OpCost, Prediction, GPT2_SMALL, GPT2_SMALL_STEP_KERNELS};
+use memscope_core::model::{
+    self as m, Dtype, OpCost, Prediction, SessionCeilings, GPT2_SMALL, GPT2_SMALL_STEP_KERNELS,
+};
 use memscope_core::Progress;
 use serde::Serialize;
 
@@ -222,12 +223,12 @@ pub struct BatchRun {
     pub rows: Vec<BatchRow>,
 }
 
-fn sum_of_kernel_bounds(ceil: &CeilingsReport, b: u64) -> GpuResult<f64> {
+fn sum_of_kernel_bounds(ceil: &SessionCeilings, b: u64) -> GpuResult<f64> {
     let preds: Vec<Prediction> = step_ops(b)
         .iter()
         .map(|op| {
             let c: OpCost = op.cost();
-            let ch = ceil.ceilings.choose(&c, &op.class(), op.dtype()).map_err(|e| GpuError::invalid(e.to_string()))?;
+            let ch = ceil.choose(&c, &op.class(), op.dtype()).map_err(|e| GpuError::invalid(e.to_string()))?;
             Ok(c.predict(ch.launch_s, ch.bandwidth_bytes_per_s, ch.peak_flops_per_s))
         })
         .collect::<GpuResult<_>>()?;
@@ -238,8 +239,8 @@ fn time_graph(g: &OpsGpu, model: &Gpt2, b: u64) -> GpuResult<f64> {
     Ok(g.time_graph(1, 20e-3, 3, |_| model.step(g, b))?.per_call_s)
 }
 
-pub fn run(g: &OpsGpu, ceil: &CeilingsReport, progress: &dyn Progress) -> GpuResult<BatchRun> {
-    let c = &ceil.ceilings;
+pub fn run(g: &OpsGpu, ceil: &SessionCeilings, progress: &dyn Progress) -> GpuResult<BatchRun> {
+    let c = ceil;
     let floor = m::step_launch_floor(c, &GPT2_SMALL_STEP_KERNELS).map_err(|e| GpuError::invalid(e.to_string()))?;
     let bw = *c.bandwidth_bytes_per_s.get("read").ok_or_else(|| GpuError::invalid("no read bandwidth"))?;
     let peak = *c.peak_flops_per_s.get("fp32").ok_or_else(|| GpuError::invalid("no fp32 peak"))?;

@@ -7,13 +7,12 @@
 //! ceilings and calibration, nothing re-fitted.
 
 use super::batch::Gpt2;
-use super::ceilings::CeilingsReport;
 use super::compose_ceilings::{self as cc, ComposeCeilingsReport};
 use super::device::{OpsGpu, Timing};
 use crate::gpu::{GpuError, GpuResult};
 use memscope_core::compose::{self as cm, ComposeCeilings, LaunchMode, StepPrediction, PREDICTION_INPUTS};
 use memscope_core::compose_step::{self as cs, DecodeShape, GPT2_MEDIUM_SHAPE, GPT2_SMALL_SHAPE};
-use memscope_core::model::{self as m, Dtype};
+use memscope_core::model::{self as m, Dtype, SessionCeilings};
 use memscope_core::Progress;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -109,13 +108,13 @@ pub struct ComposeRun {
 }
 
 fn seed_predictions(
-    ceil: &CeilingsReport,
+    ceil: &SessionCeilings,
     shape: &DecodeShape,
     dtype: Dtype,
     b: u64,
     t: u64,
 ) -> GpuResult<(f64, f64, f64)> {
-    let c = &ceil.ceilings;
+    let c = ceil;
     let classes = shape.launch_classes(dtype);
     let refs: Vec<(&str, u32)> = classes.iter().map(|(k, n)| (k.as_str(), *n)).collect();
     let floor = m::step_launch_floor(c, &refs).map_err(|e| GpuError::invalid(e.to_string()))?;
@@ -177,7 +176,7 @@ fn attribution(p: &StepPrediction, kinds: &[String], events: &[f64]) -> Vec<Kind
 #[allow(clippy::too_many_arguments)]
 fn sweep_model(
     g: &OpsGpu,
-    seed: &CeilingsReport,
+    seed: &SessionCeilings,
     c: &ComposeCeilings,
     shape: &DecodeShape,
     dtype: Dtype,
@@ -254,7 +253,7 @@ fn score(group: &str, rows: &[&SweepRow]) -> GroupScore {
 }
 
 /// The whole sweep: the composition's ceilings, then every step, predicted then measured.
-pub fn run(g: &OpsGpu, seed: &CeilingsReport, progress: &dyn Progress) -> GpuResult<ComposeRun> {
+pub fn run(g: &OpsGpu, seed: &SessionCeilings, progress: &dyn Progress) -> GpuResult<ComposeRun> {
     let steps = vec![(GPT2_SMALL_SHAPE, cs::SWEEP_BATCHES.to_vec()), (GPT2_MEDIUM_SHAPE, cs::MEDIUM_BATCHES.to_vec())];
     for dtype in [Dtype::Fp32, Dtype::Fp16] {
         if let Some(s) = cs::calibration_overlap(&cs::calibration_shapes(dtype), &steps) {

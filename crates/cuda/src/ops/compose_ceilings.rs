@@ -7,12 +7,11 @@
 //! touches memory, and the matrix-product calibration sweep (`compose_step::calibration_shapes`,
 //! none a step's shape, aligned and unaligned rows), graph-timed.
 
-use super::ceilings::CeilingsReport;
 use super::device::{Arg, DevBuf, OpsGpu, Timing};
 use crate::gpu::{GpuError, GpuResult};
 use memscope_core::compose::{ComposeCeilings, CurvePoint, MatmulSample};
 use memscope_core::compose_step::calibration_shapes;
-use memscope_core::model::Dtype;
+use memscope_core::model::{Dtype, SessionCeilings};
 use memscope_core::Progress;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -195,8 +194,8 @@ fn read_point(
 }
 
 /// Measure every ceiling of the composition. `seed` is the seed-003 ceilings of the same session
-/// (sustained read bandwidth and peaks).
-pub fn measure(g: &OpsGpu, seed: &CeilingsReport, progress: &dyn Progress) -> GpuResult<ComposeCeilingsReport> {
+/// (read bandwidth and peaks, from the session's findings).
+pub fn measure(g: &OpsGpu, seed: &SessionCeilings, progress: &dyn Progress) -> GpuResult<ComposeCeilingsReport> {
     let launch = measure_launch(g)?;
     let gap_stream = median(&launch.device_queued_s["kernel"]);
     let (r1, rn) = (median(&launch.graph_replay_1_s), median(&launch.graph_replay_many_s));
@@ -261,9 +260,8 @@ pub fn measure(g: &OpsGpu, seed: &CeilingsReport, progress: &dyn Progress) -> Gp
             });
         }
     }
-    let dram_bw =
-        *seed.ceilings.bandwidth_bytes_per_s.get("read").ok_or_else(|| GpuError::invalid("no read bandwidth"))?;
-    let peaks = seed.ceilings.peak_flops_per_s.clone();
+    let dram_bw = *seed.bandwidth_bytes_per_s.get("read").ok_or_else(|| GpuError::invalid("no read bandwidth"))?;
+    let peaks = seed.peak_flops_per_s.clone();
     let (mut matmul, mut calibration) = (Vec::new(), Vec::new());
     for dtype in [Dtype::Fp32, Dtype::Fp16] {
         let peak = *peaks.get(dtype.name()).ok_or_else(|| GpuError::invalid("no peak"))?;

@@ -2,10 +2,10 @@
 //! memory passes) versus one fused kernel (four passes), fp32 and fp16. Predicted from the passes
 //! and the session's copy-pattern bandwidth (each kernel's bound, summed); measured with events.
 
-use super::ceilings::{CeilingsReport, REPS};
+use super::ceilings::REPS;
 use super::device::{Arg, OpsGpu, Timing};
 use crate::gpu::{GpuError, GpuResult};
-use memscope_core::model::{self as m, Dtype};
+use memscope_core::model::{self as m, Dtype, SessionCeilings};
 use memscope_core::Progress;
 use serde::Serialize;
 
@@ -38,13 +38,13 @@ pub struct FusionRun {
     pub fp16_speedup_fused: f64,
 }
 
-pub fn run(g: &OpsGpu, ceil: &CeilingsReport, progress: &dyn Progress) -> GpuResult<FusionRun> {
+pub fn run(g: &OpsGpu, ceil: &SessionCeilings, progress: &dyn Progress) -> GpuResult<FusionRun> {
     let mut rows = Vec::new();
     for dtype in [Dtype::Fp32, Dtype::Fp16] {
         let n = ELEMS;
         let sfx = if dtype == Dtype::Fp32 { "f32" } else { "f16" };
         let vec = if dtype == Dtype::Fp32 { 4 } else { 8 };
-        let c = &ceil.ceilings;
+        let c = ceil;
         let pick =
             |cost: &m::OpCost, class: &str| c.choose(cost, class, dtype).map_err(|e| GpuError::invalid(e.to_string()));
         let (mul, add, fused) = (m::add_cost(n, dtype), m::add_cost(n, dtype), m::fused_mul_add_cost(n, dtype));

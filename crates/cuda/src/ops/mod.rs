@@ -1,6 +1,7 @@
 //! GPU operations of the bottleneck-model experiments (seed 003): the ops kernels and their
-//! correctness checks, the ceilings (bandwidth by pattern and size, launch floor per class, peak
-//! per precision), the 58-operation evaluation, fusion and the batched GPT-2-small decode step;
+//! correctness checks, the per-class launch-floor operations and the timing rule (ceilings; the
+//! ceilings themselves are the session's findings: probes bw, launch, peak), the 58-operation
+//! evaluation, fusion and the batched GPT-2-small decode step;
 //! and issue 22's composition: its ceilings (compose_ceilings) and its decode-step sweep (compose).
 //! All on the one GPU layer (crate::gpu) through `device::OpsGpu`.
 

@@ -5,11 +5,13 @@
 //! batched calls, rotating through copies of the working set so calls read device memory), then
 //! all are scored with `ratio_summary`.
 
-use super::ceilings::{CeilingsReport, REPS, REP_S};
+use super::ceilings::{sustained_min_bytes, REPS, REP_S, SIZES};
 use super::device::{Arg, DevBuf, OpsGpu, Timing};
 pub use super::launchers::{attention, launch_rows, rows_variant};
 use crate::gpu::{GpuError, GpuResult};
-use memscope_core::model::{self as m, ChosenCeilings, Dtype, OpCost, Prediction, RatioSummary, ScoredPoint};
+use memscope_core::model::{
+    self as m, ChosenCeilings, Dtype, OpCost, Prediction, RatioSummary, ScoredPoint, SessionCeilings,
+};
 use memscope_core::Progress;
 use serde::Serialize;
 
@@ -271,12 +273,12 @@ pub struct ModelPoint {
 /// Predict then measure one operation.
 pub fn predict_and_measure(
     g: &OpsGpu,
-    ceil: &CeilingsReport,
+    ceil: &SessionCeilings,
     op: &Op,
     progress: &dyn Progress,
 ) -> GpuResult<ModelPoint> {
     let cost = op.cost();
-    let chosen = ceil.ceilings.choose(&cost, &op.class(), op.dtype()).map_err(|e| GpuError::invalid(e.to_string()))?;
+    let chosen = ceil.choose(&cost, &op.class(), op.dtype()).map_err(|e| GpuError::invalid(e.to_string()))?;
     let prediction = cost.predict(chosen.launch_s, chosen.bandwidth_bytes_per_s, chosen.peak_flops_per_s);
     progress.message(&format!(
         "predict {}: {:.2} us ({}-bound)",
@@ -358,13 +360,15 @@ pub fn large_op(kind: &str, dtype: Dtype, bytes: u64) -> Op {
 
 /// Run the large-size check for add, GELU, layer norm, softmax (fp32, fp16) and decode attention
 /// (fp32: the only attention kernel).
-pub fn large_efficiency(g: &OpsGpu, ceil: &CeilingsReport, progress: &dyn Progress) -> GpuResult<Vec<LargeEfficiency>> {
-    let sizes: Vec<u64> = super::ceilings::SIZES.iter().copied().filter(|&b| b >= ceil.sustained_min_bytes).collect();
+pub fn large_efficiency(
+    g: &OpsGpu,
+    ceil: &SessionCeilings,
+    progress: &dyn Progress,
+) -> GpuResult<Vec<LargeEfficiency>> {
+    let sustained = sustained_min_bytes(g.l2_bytes);
+    let sizes: Vec<u64> = SIZES.iter().copied().filter(|&b| b >= sustained).collect();
     if sizes.is_empty() {
-        return Err(GpuError::invalid(format!(
-            "no ceilings size reaches the sustained minimum of {} bytes",
-            ceil.sustained_min_bytes
-        )));
+        return Err(GpuError::invalid(format!("no size reaches the sustained minimum of {sustained} bytes")));
     }
     let mut out = Vec::new();
     for dtype in [Dtype::Fp32, Dtype::Fp16] {
@@ -395,8 +399,7 @@ pub fn large_efficiency(g: &OpsGpu, ceil: &CeilingsReport, progress: &dyn Progre
                 });
             }
             let op = large_op(kind, dtype, sizes[0]);
-            let chosen =
-                ceil.ceilings.choose(&op.cost(), &op.class(), dtype).map_err(|e| GpuError::invalid(e.to_string()))?;
+            let chosen = ceil.choose(&op.cost(), &op.class(), dtype).map_err(|e| GpuError::invalid(e.to_string()))?;
             let best = points
                 .iter()
                 .max_by(|a, b| a.achieved_bytes_per_s.total_cmp(&b.achieved_bytes_per_s))
@@ -437,7 +440,7 @@ pub fn rows_kernel_label() -> String {
 /// The 58 points, scored; plus the efficiency of our own kernels at their largest sizes (the 58
 /// set's largest add, GELU, layer norm, softmax, and decode attention at B=512, h=12, T=128), and
 /// (unless `efficiency_only`, which skips the 58 points) the large-size check.
-pub fn run(g: &OpsGpu, ceil: &CeilingsReport, efficiency_only: bool, progress: &dyn Progress) -> GpuResult<ModelRun> {
+pub fn run(g: &OpsGpu, ceil: &SessionCeilings, efficiency_only: bool, progress: &dyn Progress) -> GpuResult<ModelRun> {
     let ops = if efficiency_only { Vec::new() } else { seed_operations() };
     progress.start(ops.len() as u64, "58 operations");
     let mut points = Vec::new();
