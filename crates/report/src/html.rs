@@ -121,8 +121,8 @@ const MAX_POINTS: usize = 2000;
 /// the L2 for the path that bypasses L1.
 fn capacity_for(series_key: &str) -> Option<&'static str> {
     match series_key {
-        "latency.l1_cached" => Some("l1.capacity_bytes"),
-        "latency.l1_bypass" => Some("l2.capacity_bytes"),
+        "latency.l1_cached" => Some(memscope_core::keys::L1_CAPACITY_BYTES),
+        "latency.l1_bypass" => Some(memscope_core::keys::L2_CAPACITY_BYTES),
         _ => None,
     }
 }
@@ -180,7 +180,7 @@ fn plots(results: &Results) -> Vec<String> {
             if s.x_name == "stride" && k.starts_with("cpu.stride") {
                 // The stride probe marks the line and twice the line (seed 002's pair); the plot
                 // marks the one line size found, from the finding.
-                if let Some(line) = results.findings.get("cpu.line_bytes").and_then(|f| f.as_f64()) {
+                if let Some(line) = results.findings.get(memscope_core::keys::CPU_LINE_BYTES).and_then(|f| f.as_f64()) {
                     p.vmarks.push((line, format!("line {} (cpu.line_bytes)", units::number(line, "bytes"))));
                 }
             } else if s.marks.is_empty() {
