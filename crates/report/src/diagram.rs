@@ -1,7 +1,9 @@
 //! The discovered hierarchy as an SVG diagram for the HTML report: one lane per device family (the
 //! GPU, the CPU), a box per level found in the findings (L1, TLB, L2, DRAM as in seed 000's path of
 //! a load; CPU levels under "cpu."), each listing capacity, line, ways and sets, latency in ns and
-//! cycles and whatever else the probes recorded for that level.
+//! cycles and whatever else the probes recorded for that level; and a lane for the SM's other
+//! memories beside L1 (shared memory, the constant caches, the read-only and texture paths: issue
+//! 25), drawn without arrows because they are not on the path of a load to L2.
 
 use crate::results::Results;
 use crate::svg::esc;
@@ -25,12 +27,17 @@ impl Level {
         self.fields.iter().find(|(k, _)| k == field).map(|(_, f)| f)
     }
     fn latency_ns(&self) -> Option<f64> {
-        ["hit_latency_ns", "latency_ns", "miss_ns"].iter().find_map(|k| self.get(k).and_then(Finding::as_f64))
+        ["hit_latency_ns", "latency_ns", "load_latency_ns", "miss_ns"]
+            .iter()
+            .find_map(|k| self.get(k).and_then(Finding::as_f64))
     }
     fn rank(&self) -> f64 {
         let name = self.prefix.rsplit('.').next().unwrap_or("");
         let p = self.prefix.as_str();
-        if p.contains("tlb") {
+        if let Some(i) = SM_MEMORIES.iter().position(|m| p == *m || p.starts_with(&format!("{m}."))) {
+            // the SM-memories lane: in the order of SM_MEMORIES, levels of one memory by latency
+            i as f64 + self.latency_ns().unwrap_or(0.0) / 1e4
+        } else if p.contains("tlb") {
             1.5
         } else if name.starts_with("l1") {
             1.0
@@ -46,8 +53,34 @@ impl Level {
     }
 }
 
-const LEVEL_FIELDS: &[&str] =
-    &["capacity_bytes", "hit_latency_ns", "latency_ns", "entries", "miss_ns", "line_bytes", "row_bytes", "ways"];
+const LEVEL_FIELDS: &[&str] = &[
+    "capacity_bytes",
+    "capacity_per_sm_bytes",
+    "hit_latency_ns",
+    "latency_ns",
+    "load_latency_ns",
+    "entries",
+    "miss_ns",
+    "line_bytes",
+    "row_bytes",
+    "ways",
+];
+
+/// Key prefixes of the SM's memories beside L1, in the order their lane lists them.
+const SM_MEMORIES: [&str; 3] = ["smem", "const", "tex"];
+
+/// The lanes of the diagram, in drawing order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Lane {
+    /// The path of a load: L1, TLB, L2, DRAM.
+    Path,
+    /// Shared memory, constant caches, read-only and texture paths (no arrows).
+    SmMemories,
+    Cpu,
+}
+
+/// The title of the SM-memories lane.
+pub const SM_MEMORIES_LANE: &str = "GPU: beside L1 in each SM";
 
 /// Levels grouped into lanes: ("GPU"/"CPU"/..., levels in path order).
 pub fn levels(results: &Results) -> Vec<(String, Vec<Level>)> {
@@ -57,23 +90,35 @@ pub fn levels(results: &Results) -> Vec<(String, Vec<Level>)> {
             by_prefix.entry(prefix.to_string()).or_default().push((field.to_string(), f.clone()));
         }
     }
-    let mut lanes: BTreeMap<bool, Vec<Level>> = BTreeMap::new();
+    let mut lanes: BTreeMap<Lane, Vec<Level>> = BTreeMap::new();
     for (prefix, fields) in by_prefix {
         if !fields.iter().any(|(f, _)| LEVEL_FIELDS.contains(&f.as_str())) {
             continue;
         }
         let top = prefix.split('.').next().unwrap_or("");
-        if !["l1", "l2", "l3", "tlb", "dram", "cpu", "llc", "mem"].contains(&top) {
+        // (tex.l1_ca is L1 again, timed by the texture probe's instrument: the L1 box has it)
+        let lane = if top == "cpu" {
+            Lane::Cpu
+        } else if SM_MEMORIES.contains(&top) && prefix != "tex.l1_ca" {
+            Lane::SmMemories
+        } else if ["l1", "l2", "l3", "tlb", "dram", "llc", "mem"].contains(&top) {
+            Lane::Path
+        } else {
             continue;
-        }
-        lanes.entry(top == "cpu").or_default().push(Level { prefix, fields });
+        };
+        lanes.entry(lane).or_default().push(Level { prefix, fields });
     }
     let gpu_name = if results.target.capabilities.host_cores { "Target" } else { "GPU" };
     lanes
         .into_iter()
-        .map(|(cpu, mut v)| {
+        .map(|(lane, mut v)| {
             v.sort_by(|a, b| a.rank().total_cmp(&b.rank()).then(a.prefix.cmp(&b.prefix)));
-            (if cpu { "CPU".to_string() } else { gpu_name.to_string() }, v)
+            let title = match lane {
+                Lane::Path => gpu_name.to_string(),
+                Lane::SmMemories => SM_MEMORIES_LANE.to_string(),
+                Lane::Cpu => "CPU".to_string(),
+            };
+            (title, v)
         })
         .collect()
 }
@@ -107,7 +152,13 @@ fn box_lines(l: &Level, clock_hz: Option<f64>) -> Vec<String> {
         (None, Some(s)) => lines.push(format!("{s} sets")),
         _ => {}
     }
-    for key in ["hit_latency_ns", "latency_ns", "miss_ns", "far_hit_latency_ns"] {
+    if let Some(c) = l.get("capacity_per_sm_bytes") {
+        lines.push(format!("{} per SM", show(c)));
+    }
+    if let (Some(b), Some(w)) = (l.get("banks"), l.get("bank_width_bytes")) {
+        lines.push(format!("{} banks × {}", units::value(&b.value, ""), show(w)));
+    }
+    for key in ["hit_latency_ns", "latency_ns", "load_latency_ns", "miss_ns", "far_hit_latency_ns"] {
         if let Some(f) = l.get(key) {
             let cyc = f.cycles.or_else(|| f.as_f64().zip(clock_hz).map(|(ns, hz)| ns * 1e-9 * hz));
             let label = match key {
@@ -125,6 +176,10 @@ fn box_lines(l: &Level, clock_hz: Option<f64>) -> Vec<String> {
     }
     let used = [
         "capacity_bytes",
+        "capacity_per_sm_bytes",
+        "banks",
+        "bank_width_bytes",
+        "load_latency_ns",
         "entries",
         "line_bytes",
         "sector_bytes",
@@ -141,6 +196,11 @@ fn box_lines(l: &Level, clock_hz: Option<f64>) -> Vec<String> {
             continue;
         }
         match &f.value {
+            // Which storage a memory shares (mt4g's "sharedWith"): the names, or none.
+            serde_json::Value::Array(a) if k == "shared_with" => {
+                let names: Vec<&str> = a.iter().filter_map(|v| v.as_str()).collect();
+                lines.push(format!("shared with {}", if names.is_empty() { "none".into() } else { names.join(", ") }))
+            }
             // A list (the XOR index masks) by its length; the masks are in the findings table.
             serde_json::Value::Array(a) => lines.push(format!("{} {}", a.len(), quantity(k))),
             _ => lines.push(format!("{} {}", quantity(k), show(f))),
@@ -208,14 +268,16 @@ pub fn render(results: &Results) -> String {
             } else {
                 "lvl"
             };
-            let _ = write!(
-                s,
-                r#"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" class="arrow" marker-end="url(#arr)"/>"#,
-                x - gap + 2.0,
-                y + 20.0 + bh / 2.0,
-                x - 4.0,
-                y + 20.0 + bh / 2.0
-            );
+            if lane != SM_MEMORIES_LANE {
+                let _ = write!(
+                    s,
+                    r#"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" class="arrow" marker-end="url(#arr)"/>"#,
+                    x - gap + 2.0,
+                    y + 20.0 + bh / 2.0,
+                    x - 4.0,
+                    y + 20.0 + bh / 2.0
+                );
+            }
             let _ = write!(
                 s,
                 r#"<g class="{class}" data-level="{}"><rect x="{x:.1}" y="{:.1}" width="{bw}" height="{bh:.1}" rx="6"/><text x="{:.1}" y="{:.1}" class="bt">{}</text>"#,
@@ -267,5 +329,44 @@ mod tests {
         let svg = render(&r);
         assert!(svg.contains("4 ways × 256 sets"), "{svg}");
         assert!(svg.contains("latency 15.4 ns (38.8 cyc)"), "{svg}");
+    }
+
+    #[test]
+    fn sm_memories_get_a_lane_of_their_own_without_arrows() {
+        use memscope_core::Confidence;
+        let mut r = crate::sample::results();
+        let n = |v: f64, unit: &str| Finding::number(v, unit, "test", Confidence::High);
+        let i = |v: u64, unit: &str| Finding::integer(v, unit, "test", Confidence::High);
+        for (k, f) in [
+            ("smem.load_latency_ns", n(11.6, "ns")),
+            ("smem.capacity_per_sm_bytes", i(233472, "bytes")),
+            ("smem.banks", i(32, "banks")),
+            ("smem.bank_width_bytes", i(4, "bytes")),
+            ("const.l1.hit_latency_ns", n(14.3, "ns")),
+            ("const.l1.capacity_bytes", i(2048, "bytes")),
+            ("const.l1_5.hit_latency_ns", n(51.7, "ns")),
+            ("tex.texture.hit_latency_ns", n(44.7, "ns")),
+            ("tex.l1_ca.hit_latency_ns", n(16.2, "ns")),
+        ] {
+            r.findings.insert(k.into(), f);
+        }
+        let lanes = levels(&r);
+        let titles: Vec<&str> = lanes.iter().map(|(t, _)| t.as_str()).collect();
+        assert_eq!(titles, ["GPU", SM_MEMORIES_LANE, "CPU"]);
+        // the path of a load is unchanged; the SM's memories in their order, the L1 seen again
+        // through the texture probe left to the L1 box
+        let path: Vec<&str> = lanes[0].1.iter().map(|l| l.prefix.as_str()).collect();
+        assert_eq!(path, ["l1", "tlb.l1", "l2", "dram"]);
+        let side: Vec<&str> = lanes[1].1.iter().map(|l| l.prefix.as_str()).collect();
+        assert_eq!(side, ["smem", "const.l1", "const.l1_5", "tex.texture"]);
+        let svg = render(&r);
+        assert!(svg.contains("228 KiB per SM") || svg.contains("228.0 KiB per SM"), "{svg}");
+        assert!(svg.contains("32 banks × 4 B"), "{svg}");
+        // arrows: the GPU path (4 boxes) and the CPU lane, none in the SM-memories lane
+        let lane_svgs: Vec<&str> = svg.split(r#"<g class="lane">"#).skip(1).collect();
+        assert_eq!(lane_svgs.len(), 3);
+        assert_eq!(lane_svgs[0].matches("class=\"arrow\"").count(), 4);
+        assert_eq!(lane_svgs[1].matches("class=\"arrow\"").count(), 0);
+        assert!(lane_svgs[1].contains("SMEM") && lane_svgs[1].contains("CONST.L1_5"));
     }
 }
