@@ -1,6 +1,5 @@
-//! What the bottleneck model's GPU operations share beside the session's ceilings (seed 003,
-//! issue 24): the timing rule of an operation (REP_S, REPS), the buffer sizes counted as sustained
-//! (from the L2 size), and the launch-floor operation of each class with its measurement. The
+//! The launch-floor operation of each class of the bottleneck model (seed 003, issue 24) and its
+//! measurement (the timing rule and the sustained sizes the operations share are in device.rs). The
 //! ceilings themselves are findings of the same session (probes bw, launch, peak; taken by
 //! `memscope_core::model_ceilings`); the launch probe measures the per-class floors through
 //! `class_floors`, the one place that measurement lives.
@@ -13,19 +12,6 @@ use super::model_set::{Op, OpRunner};
 use crate::gpu::GpuResult;
 use memscope_core::model::Dtype;
 use serde::Serialize;
-
-/// Buffer sizes of the large-size kernel-efficiency check (those at least `sustained_min_bytes`).
-pub const SIZES: [u64; 10] =
-    [4 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20, 1 << 30, 2 << 30];
-
-/// Target duration of one timed repetition, seconds.
-pub const REP_S: f64 = 2e-3;
-pub const REPS: usize = 5;
-
-/// Buffers at least this large count as sustained (device memory, not L2): max(4 x L2, 256 MiB).
-pub fn sustained_min_bytes(l2_bytes: u64) -> u64 {
-    (4 * l2_bytes).max(256 << 20)
-}
 
 /// The launch-floor operation of each class (seed 003's smallest operation of each kind), in the
 /// order of `memscope_core::keys::LAUNCH_CLASSES`.
@@ -79,6 +65,7 @@ mod tests {
 
     #[test]
     fn sustained_minimum_is_four_l2s_or_256_mib() {
+        use crate::ops::device::{sustained_min_bytes, SIZES};
         assert_eq!(sustained_min_bytes(60 << 20), 256 << 20);
         // The H200's 60 MiB L2: 240 MiB, so 256 MiB; a 128 MiB L2: 512 MiB.
         assert_eq!(sustained_min_bytes(62914560), 256 << 20);

@@ -2,7 +2,8 @@
 //! (owned, or borrowed from an opened `CudaTarget`), one non-blocking stream, the ops kernels of
 //! the registry loaded at open with their occupancy, and a cuBLAS handle on that stream. No driver
 //! calls of its own: everything goes through crate::gpu. Timing: the layer's rule (events around a
-//! batch of back-to-back calls, median over repetitions; graphs replayed the same way).
+//! batch of back-to-back calls, median over repetitions; graphs replayed the same way), with the
+//! repetition length and count and the buffer sizes every operation's timing shares.
 
 use crate::gpu::launch::launch_typed;
 use crate::gpu::{Blas, DeviceAttr, Event, Function, Gpu, GpuError, GpuResult, Graph, Module, OwnedStream};
@@ -10,6 +11,21 @@ use memscope_core::model::Dtype;
 use std::collections::HashMap;
 
 pub use crate::gpu::{Arg, DevBuf, Timing};
+
+// The ops' timing rule and sizes (shared by the model set, fusion, the launch probe's class floors).
+
+/// Buffer sizes of the large-size kernel-efficiency check (those at least `sustained_min_bytes`).
+pub const SIZES: [u64; 10] =
+    [4 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20, 1 << 30, 2 << 30];
+
+/// Target duration of one timed repetition, seconds.
+pub const REP_S: f64 = 2e-3;
+pub const REPS: usize = 5;
+
+/// Buffers at least this large count as sustained (device memory, not L2): max(4 x L2, 256 MiB).
+pub fn sustained_min_bytes(l2_bytes: u64) -> u64 {
+    (4 * l2_bytes).max(256 << 20)
+}
 
 /// The GPU the ops run on: owned by the ops, or the one a target opened.
 enum Held<'g> {

@@ -2,7 +2,7 @@
 //! memory passes) versus one fused kernel (four passes), fp32 and fp16. Predicted from the passes
 //! and the session's copy-pattern bandwidth (each kernel's bound, summed); measured with events.
 
-use super::ceilings::REPS;
+use super::device::REPS;
 use super::device::{Arg, OpsGpu, Timing};
 use crate::gpu::{GpuError, GpuResult};
 use memscope_core::model::{self as m, Dtype, SessionCeilings};

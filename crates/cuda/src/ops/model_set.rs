@@ -5,7 +5,7 @@
 //! batched calls, rotating through copies of the working set so calls read device memory), then
 //! all are scored with `ratio_summary`.
 
-use super::ceilings::{sustained_min_bytes, REPS, REP_S, SIZES};
+use super::device::{sustained_min_bytes, REPS, REP_S, SIZES};
 use super::device::{Arg, DevBuf, OpsGpu, Timing};
 pub use super::launchers::{attention, launch_rows, rows_variant};
 use crate::gpu::{GpuError, GpuResult};

@@ -10,8 +10,9 @@ use super::{cuda_only, run_gpu, summarize};
 use crate::gpu::timing::stream_sync;
 use crate::gpu::Module;
 use crate::gpu::{Graph, OwnedStream};
-use crate::ops::ceilings::{class_floors, LaunchPoint, REPS, REP_S};
+use crate::ops::ceilings::{class_floors, LaunchPoint};
 use crate::ops::device::OpsGpu;
+use crate::ops::device::{REPS, REP_S};
 use crate::CudaTarget;
 use memscope_core::keys;
 use memscope_core::{
