@@ -95,6 +95,8 @@ fn layernorm(rows: u64, cols: u64, dtype: Dtype) -> KernelCount {
         bytes_in_flight: n * dtype.size_bytes(),
         load_bytes: 16.0,
         matmul: None,
+        reduction_steps: 0.0,
+        stream_steps: 0.0,
     }
 }
 
@@ -111,6 +113,8 @@ fn elementwise(kind: &str, n: u64, inputs: f64, flops_per: f64, dtype: Dtype) ->
         bytes_in_flight: inputs * n / vec_elems(dtype) * 16.0,
         load_bytes: 16.0,
         matmul: None,
+        reduction_steps: 0.0,
+        stream_steps: 0.0,
     }
 }
 
@@ -129,6 +133,10 @@ fn attention(b: u64, heads: u64, tokens: u64, dtype: Dtype) -> KernelCount {
         bytes_in_flight: (b * heads) as f64 * 128.0 * 2.0 * 4.0 * s,
         load_bytes: 4.0 * s,
         matmul: None,
+        // Each block: ceil(T / 16) score steps (two keys per half-warp, a 16-lane reduction),
+        // then as many value steps (two values per half-warp, accumulated).
+        reduction_steps: tokens.div_ceil(16) as f64,
+        stream_steps: tokens.div_ceil(16) as f64,
     }
 }
 
@@ -144,6 +152,8 @@ fn matmul(kind: &str, shape: MatmulShape) -> KernelCount {
         bytes_in_flight: 0.0,
         load_bytes: 16.0,
         matmul: Some(shape),
+        reduction_steps: 0.0,
+        stream_steps: 0.0,
     }
 }
 

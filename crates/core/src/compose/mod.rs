@@ -8,6 +8,8 @@
 //! the same alignment class (row lengths K and N a multiple of 16 bytes or not: cuBLAS's fast
 //! half-precision kernels need it, so an LM head of 50,257 columns runs on another curve). Kernels
 //! whose lanes load 8-byte vectors (fp16 attention) read the DRAM curve measured with 8-byte loads.
+//! A kernel with few blocks is also bounded by its blocks' dependent steps (each waits for its
+//! loads before the next step's loads issue), priced with the step latency of a one-block kernel.
 //! On a stream, a launch's host cost is the larger of its issue time with the device blocked and
 //! with the device idle (the host-bound regime of a small step). Pure: no I/O, no CUDA
 //! (docs/MODEL.md, "A composition that holds").
@@ -102,6 +104,15 @@ pub struct KernelCount {
     pub load_bytes: f64,
     /// Set for matrix products: their work comes from the calibration curve.
     pub matmul: Option<MatmulShape>,
+    /// Dependent steps one block walks in sequence, each waiting for its own loads before the
+    /// next step's loads issue, with a 16-lane shuffle reduction of the loaded values (attention's
+    /// scores) ...
+    #[serde(default)]
+    pub reduction_steps: f64,
+    /// ... and without one (the loaded values only accumulated: attention's weighted values).
+    /// A block cannot finish before its steps have: `step_latency_s` prices them.
+    #[serde(default)]
+    pub stream_steps: f64,
 }
 
 /// One point of a bandwidth curve: the rate a read kernel reaches with this many bytes in flight.
@@ -148,6 +159,11 @@ pub struct ComposeCeilings {
     pub dram_curve_8b: Vec<CurvePoint>,
     /// Read bandwidth from L2 by bytes in flight (ascending).
     pub l2_curve: Vec<CurvePoint>,
+    /// Time of one dependent step of a one-block kernel reading DRAM, by `step_key`: "reduce.16",
+    /// "reduce.8", "stream.16", "stream.8" (with or without the shuffle reduction; 16- or 8-byte
+    /// vectors). Empty in ceilings measured before it existed: then no step term is priced.
+    #[serde(default)]
+    pub step_latency_s: BTreeMap<String, f64>,
     /// Sustained read bandwidth (the matrix products' roofline), bytes/s.
     pub dram_bytes_per_s: f64,
     /// Peak arithmetic per precision ("fp32", "fp16"), FLOP/s.
@@ -158,7 +174,7 @@ pub struct ComposeCeilings {
 
 /// The composition's inputs (the fields of `ComposeCeilings`), each with what it is and how it is
 /// measured; written into the results so every prediction lists its inputs.
-pub const PREDICTION_INPUTS: [(&str, &str); 16] = [
+pub const PREDICTION_INPUTS: [(&str, &str); 17] = [
     ("isolated_launch_s", "one empty-kernel launch then a synchronisation (reported, not used)"),
     ("host_issue_s", "host time to enqueue one launch (our kernel; a cuBLAS call per precision), device blocked"),
     (
@@ -177,6 +193,10 @@ pub const PREDICTION_INPUTS: [(&str, &str); 16] = [
     ("dram_curve", "read bandwidth from device memory by bytes in flight (a read kernel, grids 1..4,224 blocks)"),
     ("dram_curve_8b", "the same with 8-byte loads per thread (the kernel's uint2 variant)"),
     ("l2_curve", "read bandwidth from L2 by bytes in flight (same kernel, an L2-resident buffer)"),
+    (
+        "step_latency_s",
+        "time per dependent step of one block of 128 threads (two independent 16- or 8-byte row loads per thread, with or without a 16-lane shuffle reduction), DRAM, slope over 16 and 256 steps",
+    ),
     ("dram_bytes_per_s", "sustained read bandwidth of the seed-003 ceilings (buffers >= 4 x L2)"),
     ("peak_flops_per_s", "best cuBLAS product at 4,096..8,192 per precision (seed-003 ceilings)"),
     (
@@ -185,7 +205,7 @@ pub const PREDICTION_INPUTS: [(&str, &str); 16] = [
     ),
     (
         "(operation counts)",
-        "FLOPs, DRAM and L2 bytes, bytes in flight and shapes of each kernel: counted, not measured",
+        "FLOPs, DRAM and L2 bytes, bytes in flight, dependent steps per block and shapes of each kernel: counted, not measured",
     ),
 ];
 
@@ -350,6 +370,33 @@ fn dram_curve_for<'a>(
     }
 }
 
+/// The key of a dependent step's latency: "reduce" or "stream", and the vector width (8 or 16).
+pub fn step_key(reduce: bool, load_bytes: f64) -> String {
+    format!("{}.{}", if reduce { "reduce" } else { "stream" }, if load_bytes <= 8.0 { 8 } else { 16 })
+}
+
+/// The time a block needs for its dependent steps (a lower bound on the kernel: the block cannot
+/// finish sooner); None when the kernel has none or the ceilings predate the step latencies.
+fn steps_term(c: &ComposeCeilings, k: &KernelCount) -> Result<Option<f64>, ComposeError> {
+    let (r, s) = (finite(k.reduction_steps, "reduction steps")?, finite(k.stream_steps, "stream steps")?);
+    if r + s == 0.0 || c.step_latency_s.is_empty() {
+        return Ok(None);
+    }
+    let mut t = 0.0;
+    for (n, reduce) in [(r, true), (s, false)] {
+        if n > 0.0 {
+            let key = step_key(reduce, k.load_bytes);
+            let l = c
+                .step_latency_s
+                .get(&key)
+                .copied()
+                .ok_or(ComposeError::Missing { what: "dependent-step latency", key: key.clone() })?;
+            t += n * finite(l, "step latency")?;
+        }
+    }
+    Ok(Some(t))
+}
+
 /// One kernel: the mode's launch gap plus the largest of its work terms.
 pub fn predict_kernel(
     c: &ComposeCeilings,
@@ -378,6 +425,9 @@ pub fn predict_kernel(
             terms.insert("latency".to_string(), finite(c.min_work_s, "min work")?);
         } else if k.l2_bytes > 0.0 {
             terms.insert("latency".to_string(), finite(c.min_work_l2_s, "min work l2")?);
+        }
+        if let Some(t) = steps_term(c, k)? {
+            terms.insert("latency.steps".to_string(), t);
         }
     }
     let (work_term, work_s) =

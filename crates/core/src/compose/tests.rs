@@ -41,6 +41,10 @@ struct Truth {
     peak_fp16: f64,
     /// Efficiency factor of a product whose rows are not 16-byte aligned.
     unaligned_factor: f64,
+    /// Dependent-step latencies of a block: with the reduction (8-, 16-byte vectors), without.
+    step_reduce_8_s: f64,
+    step_reduce_16_s: f64,
+    step_stream_s: f64,
 }
 
 const T: Truth = Truth {
@@ -57,7 +61,18 @@ const T: Truth = Truth {
     peak_fp32: 51e12,
     peak_fp16: 400e12,
     unaligned_factor: 0.25,
+    step_reduce_8_s: 0.55e-6,
+    step_reduce_16_s: 0.45e-6,
+    step_stream_s: 0.3e-6,
 };
+
+fn true_step_s(reduce: bool, load_bytes: f64) -> f64 {
+    match (reduce, load_bytes <= 8.0) {
+        (true, true) => T.step_reduce_8_s,
+        (true, false) => T.step_reduce_16_s,
+        (false, _) => T.step_stream_s,
+    }
+}
 
 fn true_peak(d: Dtype) -> f64 {
     if d == Dtype::Fp16 {
@@ -99,7 +114,8 @@ fn true_work(k: &KernelCount) -> f64 {
     if k.l2_bytes > 0.0 {
         w = w.max(k.l2_bytes / l2_bw(k.bytes_in_flight));
     }
-    w.max(if k.dram_bytes > 0.0 { T.min_work_s } else { T.min_work_l2_s })
+    let steps = k.reduction_steps * true_step_s(true, k.load_bytes) + k.stream_steps * true_step_s(false, k.load_bytes);
+    w.max(steps).max(if k.dram_bytes > 0.0 { T.min_work_s } else { T.min_work_l2_s })
 }
 
 /// The synthetic "measured" step: `reps` steps issued back to back by a host that enqueues each
@@ -155,6 +171,10 @@ fn synthetic_ceilings(rng: &mut Rng) -> ComposeCeilings {
     let mut peak = BTreeMap::new();
     peak.insert("fp32".to_string(), T.peak_fp32 * rng.noise(0.02));
     peak.insert("fp16".to_string(), T.peak_fp16 * rng.noise(0.02));
+    let mut steps = BTreeMap::new();
+    for (reduce, w) in [(true, 8.0), (true, 16.0), (false, 8.0), (false, 16.0)] {
+        steps.insert(step_key(reduce, w), true_step_s(reduce, w) * rng.noise(0.05));
+    }
     ComposeCeilings {
         isolated_launch_s: 9e-6,
         host_issue_idle_s: idle,
@@ -168,6 +188,7 @@ fn synthetic_ceilings(rng: &mut Rng) -> ComposeCeilings {
         dram_curve: curve(dram_bw, rng),
         dram_curve_8b: curve(dram_bw_8b, rng),
         l2_curve: curve(l2_bw, rng),
+        step_latency_s: steps,
         dram_bytes_per_s: T.dram_peak * 0.98,
         peak_flops_per_s: peak,
         matmul,
@@ -281,6 +302,7 @@ fn plain_ceilings(matmul: Vec<MatmulSample>) -> ComposeCeilings {
         dram_curve: curve.clone(),
         dram_curve_8b: curve.clone(),
         l2_curve: curve,
+        step_latency_s: BTreeMap::new(),
         dram_bytes_per_s: 1e12,
         peak_flops_per_s: peak,
         matmul,
@@ -460,4 +482,40 @@ fn the_idle_host_issue_time_counts_when_it_is_the_larger() {
     assert_eq!(g.host_s, 4e-6);
     slow_idle.host_issue_idle_s.insert("kernel".into(), f64::NAN);
     assert!(matches!(predict_step(&slow_idle, &ks, LaunchMode::Stream), Err(ComposeError::NotFinite(_))));
+}
+
+/// A kernel of one block that walks 64 + 64 dependent steps over a small cache: its bytes and the
+/// curve say a few microseconds, its steps say more; the step term bounds it, and ceilings without
+/// step latencies (older files) leave the term out rather than guess it. A missing width is named.
+#[test]
+fn a_few_block_kernel_is_bounded_by_its_dependent_steps() {
+    let mut c = plain_ceilings(vec![]);
+    let k = KernelCount {
+        kind: "attention".into(),
+        path: LaunchPath::Kernel,
+        dtype: Dtype::Fp32,
+        flops: 1e6,
+        dram_bytes: 2.6e5,
+        l2_bytes: 0.0,
+        bytes_in_flight: 2.0e5,
+        load_bytes: 8.0,
+        matmul: None,
+        reduction_steps: 64.0,
+        stream_steps: 64.0,
+    };
+    let without = predict_kernel(&c, &k, LaunchMode::Graph).unwrap();
+    assert!(!without.terms.contains_key("latency.steps"));
+    c.step_latency_s.insert("reduce.8".into(), 0.5e-6);
+    assert_eq!(
+        predict_kernel(&c, &k, LaunchMode::Graph),
+        Err(ComposeError::Missing { what: "dependent-step latency", key: "stream.8".into() })
+    );
+    c.step_latency_s.insert("stream.8".into(), 0.25e-6);
+    c.step_latency_s.insert("reduce.16".into(), 9.0);
+    let p = predict_kernel(&c, &k, LaunchMode::Graph).unwrap();
+    let steps = 64.0 * 0.5e-6 + 64.0 * 0.25e-6;
+    assert!((p.terms["latency.steps"] - steps).abs() < 1e-15);
+    assert_eq!(p.work_term, "latency.steps");
+    assert!(p.terms["memory.dram"] < steps, "the bytes alone would say less: {:?}", p.terms);
+    assert!((p.time_s - (c.gap_graph_s + steps)).abs() < 1e-15);
 }

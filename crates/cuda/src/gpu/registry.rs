@@ -256,7 +256,9 @@ impl Module {
                 "layernorm_v6_f16_c4",
             ],
             Module::OpsAttention => &["decode_attention_f32", "decode_attention_f16"],
-            Module::OpsCompose => &["empty_kernel", "spin_ns", "read_curve_u32", "read_curve_u2"],
+            Module::OpsCompose => {
+                &["empty_kernel", "spin_ns", "read_curve_u32", "read_curve_u2", "step_chain_u4", "step_chain_u2"]
+            }
         }
     }
 

@@ -4,7 +4,9 @@
 //! kernel and with the device idle, the device gap of back-to-back empty kernels on a stream and in
 //! a graph, the read bandwidth by bytes in flight from DRAM and from L2 (grids of 1.. blocks of a
 //! one-load-per-thread read kernel; DRAM also with 8-byte loads), the minimum work of a kernel that
-//! touches memory, and the matrix-product calibration sweep (`compose_step::calibration_shapes`,
+//! touches memory, the latency of a one-block kernel's dependent step (two row loads per thread,
+//! with or without a 16-lane shuffle reduction; 16- and 8-byte vectors), and the matrix-product
+//! calibration sweep (`compose_step::calibration_shapes`,
 //! none a step's shape, aligned and unaligned rows), graph-timed.
 
 use super::device::{Arg, DevBuf, OpsGpu, Timing};
@@ -53,6 +55,21 @@ pub struct CurveMeasurement {
     pub bytes_per_s: f64,
 }
 
+/// One dependent-step latency: one block walking `STEPS_SHORT` and `STEPS_LONG` steps.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepMeasurement {
+    /// `compose::step_key`: "reduce.16", "stream.8", ...
+    pub key: String,
+    pub short: Timing,
+    pub long: Timing,
+    /// (long - short) / (STEPS_LONG - STEPS_SHORT), seconds.
+    pub step_s: f64,
+}
+
+/// Steps of the two step-chain launches whose difference is the step latency.
+const STEPS_SHORT: u64 = 16;
+const STEPS_LONG: u64 = 256;
+
 #[derive(Debug, Clone, Serialize)]
 pub struct CalibrationPoint {
     pub shape: String,
@@ -67,6 +84,7 @@ pub struct ComposeCeilingsReport {
     pub ceilings: ComposeCeilings,
     pub launch: LaunchMeasurements,
     pub curves: Vec<CurveMeasurement>,
+    pub steps: Vec<StepMeasurement>,
     pub calibration: Vec<CalibrationPoint>,
 }
 
@@ -193,6 +211,44 @@ fn read_point(
     })
 }
 
+/// Device time per call of one block of 128 threads walking `steps` dependent steps over rows of
+/// `width`-byte vectors (`step_chain_u4` / `_u2`), each call on a fresh part of the DRAM pool.
+fn step_point(g: &OpsGpu, pool: &DevBuf, sink: &DevBuf, width: u64, reduce: bool, steps: u64) -> GpuResult<Timing> {
+    // A step reads 16 rows of 16 vectors; rows of a call never repeat within the pool's rotation.
+    let bytes = (steps + 1) * 16 * 16 * width;
+    let slots = (pool.bytes / bytes).max(1);
+    let kernel = if width == 8 { "step_chain_u2" } else { "step_chain_u4" };
+    g.time_graph(32, 3e-3, REPS, |i| {
+        let src = pool.ptr + (i as u64 % slots) * bytes;
+        g.launch(
+            kernel,
+            1,
+            128,
+            0,
+            &[Arg::Ptr(src), Arg::I32(steps as i32), Arg::I32(reduce as i32), Arg::Ptr(sink.ptr)],
+        )
+    })
+}
+
+/// The dependent-step latencies: slope between a short and a long chain, per kind and width.
+fn measure_steps(g: &OpsGpu, pool: &DevBuf, sink: &DevBuf, progress: &dyn Progress) -> GpuResult<Vec<StepMeasurement>> {
+    let mut out = Vec::new();
+    for (reduce, width) in [(true, 16u64), (true, 8), (false, 16), (false, 8)] {
+        let short = step_point(g, pool, sink, width, reduce, STEPS_SHORT)?;
+        let long = step_point(g, pool, sink, width, reduce, STEPS_LONG)?;
+        let step_s = ((long.per_call_s - short.per_call_s) / (STEPS_LONG - STEPS_SHORT) as f64).max(0.0);
+        let key = memscope_core::compose::step_key(reduce, width as f64);
+        progress.message(&format!(
+            "dependent step {key}: {:.1} ns per step ({STEPS_SHORT} steps {:.2} us, {STEPS_LONG} steps {:.2} us per call)",
+            step_s * 1e9,
+            short.per_call_s * 1e6,
+            long.per_call_s * 1e6
+        ));
+        out.push(StepMeasurement { key, short, long, step_s });
+    }
+    Ok(out)
+}
+
 /// Measure every ceiling of the composition. `seed` is the seed-003 ceilings of the same session
 /// (read bandwidth and peaks, from the session's findings).
 pub fn measure(g: &OpsGpu, seed: &SessionCeilings, progress: &dyn Progress) -> GpuResult<ComposeCeilingsReport> {
@@ -260,6 +316,7 @@ pub fn measure(g: &OpsGpu, seed: &SessionCeilings, progress: &dyn Progress) -> G
             });
         }
     }
+    let steps = measure_steps(g, &pool, &sink, progress)?;
     let dram_bw = *seed.bandwidth_bytes_per_s.get("read").ok_or_else(|| GpuError::invalid("no read bandwidth"))?;
     let peaks = seed.peak_flops_per_s.clone();
     let (mut matmul, mut calibration) = (Vec::new(), Vec::new());
@@ -307,9 +364,10 @@ pub fn measure(g: &OpsGpu, seed: &SessionCeilings, progress: &dyn Progress) -> G
         dram_curve,
         dram_curve_8b,
         l2_curve,
+        step_latency_s: steps.iter().map(|m| (m.key.clone(), m.step_s)).collect(),
         dram_bytes_per_s: dram_bw,
         peak_flops_per_s: peaks,
         matmul,
     };
-    Ok(ComposeCeilingsReport { ceilings, launch, curves, calibration })
+    Ok(ComposeCeilingsReport { ceilings, launch, curves, steps, calibration })
 }
