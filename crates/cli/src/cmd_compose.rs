@@ -25,7 +25,8 @@ fn print_ceilings(r: &ComposeRun) {
     println!("  graph replay overhead             {}", fmt_s(c.graph_overhead_s));
     println!("  minimum work, DRAM / L2           {} / {}", fmt_s(c.min_work_s), fmt_s(c.min_work_l2_s));
     for (k, v) in &c.step_latency_s {
-        println!("  dependent step, one block, {k:<9} {}", fmt_s(*v));
+        let by: Vec<String> = v.iter().map(|p| format!("{:.0}: {}", p.blocks, fmt_s(p.step_s))).collect();
+        println!("  dependent step {k:<9} by blocks {}", by.join(", "));
     }
     println!("  {:>16} {:>12} {:>12}", "bytes in flight", "DRAM read", "L2 read");
     for (d, l) in c.dram_curve.iter().zip(&c.l2_curve) {

@@ -97,6 +97,7 @@ fn layernorm(rows: u64, cols: u64, dtype: Dtype) -> KernelCount {
         matmul: None,
         reduction_steps: 0.0,
         stream_steps: 0.0,
+        blocks: 0.0,
     }
 }
 
@@ -115,6 +116,7 @@ fn elementwise(kind: &str, n: u64, inputs: f64, flops_per: f64, dtype: Dtype) ->
         matmul: None,
         reduction_steps: 0.0,
         stream_steps: 0.0,
+        blocks: 0.0,
     }
 }
 
@@ -137,6 +139,7 @@ fn attention(b: u64, heads: u64, tokens: u64, dtype: Dtype) -> KernelCount {
         // then as many value steps (two values per half-warp, accumulated).
         reduction_steps: tokens.div_ceil(16) as f64,
         stream_steps: tokens.div_ceil(16) as f64,
+        blocks: (b * heads) as f64,
     }
 }
 
@@ -154,6 +157,7 @@ fn matmul(kind: &str, shape: MatmulShape) -> KernelCount {
         matmul: Some(shape),
         reduction_steps: 0.0,
         stream_steps: 0.0,
+        blocks: 0.0,
     }
 }
 

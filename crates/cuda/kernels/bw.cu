@@ -232,3 +232,32 @@ extern "C" __global__ void l2_read16(const unsigned long long* buf, unsigned lon
                                      unsigned long long* sink, unsigned long long ca) {
     l2_read_u<16>(buf, bytes, reps, sink, ca);
 }
+// Short-lived blocks over contiguous chunks (issue 25): block b reads chunk b mod (bytes /
+// chunk_bytes) of the footprint once, 16-byte ld.global.cg loads, 8 in flight per thread, and
+// exits; a grid of chunks x passes blocks covers the footprint pass after pass, and the blocks
+// resident at one time read different chunks. Every load bypasses L1, so each is an L2 access.
+// 512 threads, four blocks per SM (launch bounds keep the registers under 32 per thread).
+extern "C" __global__ void __launch_bounds__(512, 4) l2_read_chunks(const unsigned long long* buf,
+                                                                   unsigned long long bytes,
+                                                                   unsigned long long chunk_bytes,
+                                                                   unsigned long long* sink) {
+    const unsigned long long chunks = bytes / chunk_bytes;
+    const unsigned per = (unsigned)(chunk_bytes / 16);
+    const unsigned long long* base = buf + 2 * ((blockIdx.x % (chunks ? chunks : 1)) * per);
+    const unsigned step = blockDim.x;
+    unsigned long long acc = 0;
+    unsigned j = threadIdx.x;
+    for (; j + 7 * step < per; j += 8 * step) {
+        unsigned long long a[8], b[8];
+#pragma unroll
+        for (int u = 0; u < 8; u++) ld_v2(base + 2 * (j + u * step), a[u], b[u], false);
+#pragma unroll
+        for (int u = 0; u < 8; u++) acc ^= a[u] ^ b[u];
+    }
+    for (; j < per; j += step) {
+        unsigned long long a, b;
+        ld_v2(base + 2 * j, a, b, false);
+        acc ^= a ^ b;
+    }
+    if (acc == 0x5eed5eed5eed5eedull) sink[0] = acc;
+}

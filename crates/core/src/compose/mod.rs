@@ -9,7 +9,8 @@
 //! half-precision kernels need it, so an LM head of 50,257 columns runs on another curve). Kernels
 //! whose lanes load 8-byte vectors (fp16 attention) read the DRAM curve measured with 8-byte loads.
 //! A kernel with few blocks is also bounded by its blocks' dependent steps (each waits for its
-//! loads before the next step's loads issue), priced with the step latency of a one-block kernel.
+//! loads before the next step's loads issue), priced with the step latency measured on a
+//! calibration kernel at as many blocks walking at once.
 //! On a stream, a launch's host cost is the larger of its issue time with the device blocked and
 //! with the device idle (the host-bound regime of a small step). Pure: no I/O, no CUDA
 //! (docs/MODEL.md, "A composition that holds").
@@ -113,6 +114,16 @@ pub struct KernelCount {
     /// A block cannot finish before its steps have: `step_latency_s` prices them.
     #[serde(default)]
     pub stream_steps: f64,
+    /// Blocks of the launch (the step latency depends on how many walk at once); 0 counts as 1.
+    #[serde(default)]
+    pub blocks: f64,
+}
+
+/// The latency of one dependent step with this many blocks walking at once, each on its own rows.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct StepPoint {
+    pub blocks: f64,
+    pub step_s: f64,
 }
 
 /// One point of a bandwidth curve: the rate a read kernel reaches with this many bytes in flight.
@@ -159,11 +170,12 @@ pub struct ComposeCeilings {
     pub dram_curve_8b: Vec<CurvePoint>,
     /// Read bandwidth from L2 by bytes in flight (ascending).
     pub l2_curve: Vec<CurvePoint>,
-    /// Time of one dependent step of a one-block kernel reading DRAM, by `step_key`: "reduce.16",
-    /// "reduce.8", "stream.16", "stream.8" (with or without the shuffle reduction; 16- or 8-byte
-    /// vectors). Empty in ceilings measured before it existed: then no step term is priced.
+    /// Time of one dependent step of a block reading DRAM by blocks walking at once (ascending),
+    /// by `step_key`: "reduce.16", "reduce.8", "stream.16", "stream.8" (with or without the
+    /// shuffle reduction; 16- or 8-byte vectors). Empty in ceilings measured before it existed:
+    /// then no step term is priced.
     #[serde(default)]
-    pub step_latency_s: BTreeMap<String, f64>,
+    pub step_latency_s: BTreeMap<String, Vec<StepPoint>>,
     /// Sustained read bandwidth (the matrix products' roofline), bytes/s.
     pub dram_bytes_per_s: f64,
     /// Peak arithmetic per precision ("fp32", "fp16"), FLOP/s.
@@ -195,7 +207,7 @@ pub const PREDICTION_INPUTS: [(&str, &str); 17] = [
     ("l2_curve", "read bandwidth from L2 by bytes in flight (same kernel, an L2-resident buffer)"),
     (
         "step_latency_s",
-        "time per dependent step of one block of 128 threads (two independent 16- or 8-byte row loads per thread, with or without a 16-lane shuffle reduction), DRAM, slope over 16 and 256 steps",
+        "time per dependent step of blocks of 128 threads (two independent 16- or 8-byte row loads per thread, with or without a 16-lane shuffle reduction), DRAM, slope over 16 and 256 steps, by blocks at once (1 .. one per SM)",
     ),
     ("dram_bytes_per_s", "sustained read bandwidth of the seed-003 ceilings (buffers >= 4 x L2)"),
     ("peak_flops_per_s", "best cuBLAS product at 4,096..8,192 per precision (seed-003 ceilings)"),
@@ -375,13 +387,30 @@ pub fn step_key(reduce: bool, load_bytes: f64) -> String {
     format!("{}.{}", if reduce { "reduce" } else { "stream" }, if load_bytes <= 8.0 { 8 } else { 16 })
 }
 
-/// The time a block needs for its dependent steps (a lower bound on the kernel: the block cannot
+/// Step latency at `blocks`: linear in log(blocks) between the points, flat beyond the ends.
+pub fn step_latency_at(points: &[StepPoint], blocks: f64) -> Option<f64> {
+    let b = blocks.max(1.0);
+    let (first, last) = (points.first()?, points.last()?);
+    if b <= first.blocks {
+        return Some(first.step_s);
+    }
+    for w in points.windows(2) {
+        if b <= w[1].blocks {
+            let t = (b / w[0].blocks).ln() / (w[1].blocks / w[0].blocks).ln();
+            return Some(w[0].step_s + t * (w[1].step_s - w[0].step_s));
+        }
+    }
+    Some(last.step_s)
+}
+
+/// The time a block needs for its dependent steps (a lower bound on the kernel: a block cannot
 /// finish sooner); None when the kernel has none or the ceilings predate the step latencies.
 fn steps_term(c: &ComposeCeilings, k: &KernelCount) -> Result<Option<f64>, ComposeError> {
     let (r, s) = (finite(k.reduction_steps, "reduction steps")?, finite(k.stream_steps, "stream steps")?);
     if r + s == 0.0 || c.step_latency_s.is_empty() {
         return Ok(None);
     }
+    let blocks = finite(k.blocks, "blocks")?;
     let mut t = 0.0;
     for (n, reduce) in [(r, true), (s, false)] {
         if n > 0.0 {
@@ -389,7 +418,7 @@ fn steps_term(c: &ComposeCeilings, k: &KernelCount) -> Result<Option<f64>, Compo
             let l = c
                 .step_latency_s
                 .get(&key)
-                .copied()
+                .and_then(|p| step_latency_at(p, blocks))
                 .ok_or(ComposeError::Missing { what: "dependent-step latency", key: key.clone() })?;
             t += n * finite(l, "step latency")?;
         }

@@ -173,7 +173,11 @@ fn synthetic_ceilings(rng: &mut Rng) -> ComposeCeilings {
     peak.insert("fp16".to_string(), T.peak_fp16 * rng.noise(0.02));
     let mut steps = BTreeMap::new();
     for (reduce, w) in [(true, 8.0), (true, 16.0), (false, 8.0), (false, 16.0)] {
-        steps.insert(step_key(reduce, w), true_step_s(reduce, w) * rng.noise(0.05));
+        let pts = [1.0, 4.0, 16.0, 132.0]
+            .iter()
+            .map(|&b| StepPoint { blocks: b, step_s: true_step_s(reduce, w) * rng.noise(0.05) })
+            .collect::<Vec<_>>();
+        steps.insert(step_key(reduce, w), pts);
     }
     ComposeCeilings {
         isolated_launch_s: 9e-6,
@@ -484,9 +488,10 @@ fn the_idle_host_issue_time_counts_when_it_is_the_larger() {
     assert!(matches!(predict_step(&slow_idle, &ks, LaunchMode::Stream), Err(ComposeError::NotFinite(_))));
 }
 
-/// A kernel of one block that walks 64 + 64 dependent steps over a small cache: its bytes and the
-/// curve say a few microseconds, its steps say more; the step term bounds it, and ceilings without
-/// step latencies (older files) leave the term out rather than guess it. A missing width is named.
+/// A kernel of 12 blocks that walk 64 + 64 dependent steps over a small cache: its bytes and the
+/// curve say a few microseconds, its steps say more (priced at 12 blocks, between the calibration
+/// points); the step term bounds it, and ceilings without step latencies (older files) leave the
+/// term out rather than guess it. A missing width is named.
 #[test]
 fn a_few_block_kernel_is_bounded_by_its_dependent_steps() {
     let mut c = plain_ceilings(vec![]);
@@ -502,20 +507,33 @@ fn a_few_block_kernel_is_bounded_by_its_dependent_steps() {
         matmul: None,
         reduction_steps: 64.0,
         stream_steps: 64.0,
+        blocks: 12.0,
     };
     let without = predict_kernel(&c, &k, LaunchMode::Graph).unwrap();
     assert!(!without.terms.contains_key("latency.steps"));
-    c.step_latency_s.insert("reduce.8".into(), 0.5e-6);
+    let flat = |s: f64| vec![StepPoint { blocks: 1.0, step_s: s }];
+    c.step_latency_s.insert("reduce.8".into(), vec![StepPoint { blocks: 1.0, step_s: 0.25e-6 }, StepPoint { blocks: 24.0, step_s: 0.75e-6 }]);
     assert_eq!(
         predict_kernel(&c, &k, LaunchMode::Graph),
         Err(ComposeError::Missing { what: "dependent-step latency", key: "stream.8".into() })
     );
-    c.step_latency_s.insert("stream.8".into(), 0.25e-6);
-    c.step_latency_s.insert("reduce.16".into(), 9.0);
+    c.step_latency_s.insert("stream.8".into(), flat(0.25e-6));
+    c.step_latency_s.insert("reduce.16".into(), flat(9.0));
     let p = predict_kernel(&c, &k, LaunchMode::Graph).unwrap();
-    let steps = 64.0 * 0.5e-6 + 64.0 * 0.25e-6;
+    // 12 blocks between the points at 1 and 24, log-linear: 0.25 + 0.5 ln 12 / ln 24 us.
+    let reduce_at_12 = 0.25e-6 + 0.5e-6 * 12f64.ln() / 24f64.ln();
+    let steps = 64.0 * reduce_at_12 + 64.0 * 0.25e-6;
     assert!((p.terms["latency.steps"] - steps).abs() < 1e-15);
     assert_eq!(p.work_term, "latency.steps");
     assert!(p.terms["memory.dram"] < steps, "the bytes alone would say less: {:?}", p.terms);
     assert!((p.time_s - (c.gap_graph_s + steps)).abs() < 1e-15);
+}
+
+#[test]
+fn step_latency_is_log_linear_in_blocks_and_flat_beyond_the_ends() {
+    let p = [StepPoint { blocks: 1.0, step_s: 1.0 }, StepPoint { blocks: 16.0, step_s: 3.0 }];
+    assert_eq!(step_latency_at(&p, 0.0), Some(1.0));
+    assert_eq!(step_latency_at(&p, 4.0), Some(2.0));
+    assert_eq!(step_latency_at(&p, 1000.0), Some(3.0));
+    assert_eq!(step_latency_at(&[], 4.0), None);
 }

@@ -40,8 +40,8 @@ extern "C" __global__ void read_curve_u2(const uint2* __restrict__ src, u64 read
     if (acc == 0x9e3779b9u) out[0] = acc;  // keeps the loads; (almost) never stores
 }
 
-// The dependent step of a few-block kernel (issue 22): one block of 128 threads in 8 half-warps
-// walks `steps` steps over row-major 64-element rows (16 lanes x one vector per row); each step a
+// The dependent step of a few-block kernel (issue 22): each block of 128 threads in 8 half-warps
+// walks `steps` steps over its own rows (block k from row k (16 steps + 16) on) over row-major 64-element rows (16 lanes x one vector per row); each step a
 // half-warp loads two rows' vectors (rows 16 s + hw and 16 s + hw + 8: two independent loads per
 // thread), turns them into floats, and either reduces their dot products over its 16 lanes with
 // xor shuffles and stores the two sums to shared memory (reduce != 0), or only accumulates them
@@ -60,6 +60,7 @@ __device__ __forceinline__ void step_chain(const V* __restrict__ rows, int steps
     __shared__ float sums[16];
     int tid = threadIdx.x, lane16 = tid & 15, hw = tid >> 4;
     const float4 q = make_float4(0.5f, -0.25f, 0.125f, 1.0f);
+    rows += (u64)blockIdx.x * (u64)(16 * steps + 16) * 16;
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
     if (tid < 16) sums[tid] = 0.f;
     __syncthreads();

@@ -198,6 +198,7 @@ impl Module {
                 "l2_read",
                 "l2_read8",
                 "l2_read16",
+                "l2_read_chunks",
             ],
             Module::BwTma => &["bw_copy_tma"],
             Module::Store => {

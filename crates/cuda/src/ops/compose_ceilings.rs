@@ -11,7 +11,7 @@
 
 use super::device::{Arg, DevBuf, OpsGpu, Timing};
 use crate::gpu::{GpuError, GpuResult};
-use memscope_core::compose::{ComposeCeilings, CurvePoint, MatmulSample};
+use memscope_core::compose::{ComposeCeilings, CurvePoint, MatmulSample, StepPoint};
 use memscope_core::compose_step::calibration_shapes;
 use memscope_core::model::{Dtype, SessionCeilings};
 use memscope_core::Progress;
@@ -55,11 +55,12 @@ pub struct CurveMeasurement {
     pub bytes_per_s: f64,
 }
 
-/// One dependent-step latency: one block walking `STEPS_SHORT` and `STEPS_LONG` steps.
+/// One dependent-step latency: `blocks` blocks walking `STEPS_SHORT` and `STEPS_LONG` steps.
 #[derive(Debug, Clone, Serialize)]
 pub struct StepMeasurement {
     /// `compose::step_key`: "reduce.16", "stream.8", ...
     pub key: String,
+    pub blocks: u32,
     pub short: Timing,
     pub long: Timing,
     /// (long - short) / (STEPS_LONG - STEPS_SHORT), seconds.
@@ -211,11 +212,19 @@ fn read_point(
     })
 }
 
-/// Device time per call of one block of 128 threads walking `steps` dependent steps over rows of
-/// `width`-byte vectors (`step_chain_u4` / `_u2`), each call on a fresh part of the DRAM pool.
-fn step_point(g: &OpsGpu, pool: &DevBuf, sink: &DevBuf, width: u64, reduce: bool, steps: u64) -> GpuResult<Timing> {
-    // A step reads 16 rows of 16 vectors; rows of a call never repeat within the pool's rotation.
-    let bytes = (steps + 1) * 16 * 16 * width;
+/// Device time per call of `blocks` blocks of 128 threads, each walking `steps` dependent steps
+/// over its own rows of `width`-byte vectors (`step_chain_u4` / `_u2`), each call on a fresh part
+/// of the DRAM pool.
+fn step_point(
+    g: &OpsGpu,
+    (pool, sink): (&DevBuf, &DevBuf),
+    width: u64,
+    reduce: bool,
+    blocks: u32,
+    steps: u64,
+) -> GpuResult<Timing> {
+    // A block's step reads 16 rows of 16 vectors; rows of a call never repeat within the pool's rotation.
+    let bytes = blocks as u64 * (steps + 1) * 16 * 16 * width;
     let slots = (pool.bytes / bytes).max(1);
     let kernel = if width == 8 { "step_chain_u2" } else { "step_chain_u4" };
     g.time_graph(32, 3e-3, REPS, |i| {
@@ -230,23 +239,40 @@ fn step_point(g: &OpsGpu, pool: &DevBuf, sink: &DevBuf, width: u64, reduce: bool
     })
 }
 
-/// The dependent-step latencies: slope between a short and a long chain, per kind and width.
+/// The dependent-step latencies: slope between a short and a long chain, per kind and width, at
+/// 1, 2, 4, 8, 16 blocks and a quarter, half and all of the SMs.
 fn measure_steps(g: &OpsGpu, pool: &DevBuf, sink: &DevBuf, progress: &dyn Progress) -> GpuResult<Vec<StepMeasurement>> {
+    let sms = g.sm_count;
+    let mut ladder: Vec<u32> = vec![1, 2, 4, 8, 16, sms / 4, sms / 2, sms];
+    ladder.retain(|&b| b >= 1);
+    ladder.sort_unstable();
+    ladder.dedup();
     let mut out = Vec::new();
     for (reduce, width) in [(true, 16u64), (true, 8), (false, 16), (false, 8)] {
-        let short = step_point(g, pool, sink, width, reduce, STEPS_SHORT)?;
-        let long = step_point(g, pool, sink, width, reduce, STEPS_LONG)?;
-        let step_s = ((long.per_call_s - short.per_call_s) / (STEPS_LONG - STEPS_SHORT) as f64).max(0.0);
         let key = memscope_core::compose::step_key(reduce, width as f64);
+        let mut parts = Vec::new();
+        for &blocks in &ladder {
+            let short = step_point(g, (pool, sink), width, reduce, blocks, STEPS_SHORT)?;
+            let long = step_point(g, (pool, sink), width, reduce, blocks, STEPS_LONG)?;
+            let step_s = ((long.per_call_s - short.per_call_s) / (STEPS_LONG - STEPS_SHORT) as f64).max(0.0);
+            parts.push(format!("{blocks}: {:.1}", step_s * 1e9));
+            out.push(StepMeasurement { key: key.clone(), blocks, short, long, step_s });
+        }
         progress.message(&format!(
-            "dependent step {key}: {:.1} ns per step ({STEPS_SHORT} steps {:.2} us, {STEPS_LONG} steps {:.2} us per call)",
-            step_s * 1e9,
-            short.per_call_s * 1e6,
-            long.per_call_s * 1e6
+            "dependent step {key}, ns per step by blocks at once ({STEPS_SHORT} and {STEPS_LONG} steps): {}",
+            parts.join(", ")
         ));
-        out.push(StepMeasurement { key, short, long, step_s });
     }
     Ok(out)
+}
+
+/// The step latencies by key, each ascending in blocks.
+fn step_curves(steps: &[StepMeasurement]) -> BTreeMap<String, Vec<StepPoint>> {
+    let mut m: BTreeMap<String, Vec<StepPoint>> = BTreeMap::new();
+    for s in steps {
+        m.entry(s.key.clone()).or_default().push(StepPoint { blocks: s.blocks as f64, step_s: s.step_s });
+    }
+    m
 }
 
 /// Measure every ceiling of the composition. `seed` is the seed-003 ceilings of the same session
@@ -364,7 +390,7 @@ pub fn measure(g: &OpsGpu, seed: &SessionCeilings, progress: &dyn Progress) -> G
         dram_curve,
         dram_curve_8b,
         l2_curve,
-        step_latency_s: steps.iter().map(|m| (m.key.clone(), m.step_s)).collect(),
+        step_latency_s: step_curves(&steps),
         dram_bytes_per_s: dram_bw,
         peak_flops_per_s: peaks,
         matmul,

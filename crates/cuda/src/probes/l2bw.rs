@@ -1,12 +1,16 @@
 //! `l2bw`: read bandwidth by footprint from every SM (seed 000: "the aggregate bandwidth is 36x
 //! that of a single slice"; issue 23's confirmation of the driver's L2 size, which one SM's chase
-//! cannot see). Every thread of a full grid reads a resident footprint (16-byte loads, four in
-//! flight, the start rotated each pass so no SM re-reads its own lines, through L1 and past it)
-//! many times over; events time each launch after a warm-up pass.
-//! While the footprint fits in L2 the rate stays on the L2 plateau; past it the reads go to DRAM.
-//! `analyze` is a pure function of the (footprint, rate) curve: the plateau is the median rate of
-//! the points within 15 % of the fastest, DRAM the median of the largest footprints, and the
-//! capacity seen by all SMs is the footprint where the rate has fallen half way between the two.
+//! cannot see). Every SM reads a resident footprint many times over with L1-bypassing 16-byte
+//! loads, two ways: a persistent grid-strided grid (4, 8 or 16 loads in flight, the start rotated
+//! each pass so no SM re-reads its own lines) and short-lived blocks that each read one contiguous
+//! 512 KiB chunk (8 in flight); the faster counts at each footprint; events time each launch
+//! after a warm-up pass. While the footprint fits in L2 the rate stays on the L2 plateau; past it
+//! the reads go to DRAM. `analyze` is a pure function of the (footprint, rate) curve: the
+//! L2-resident part ends at the first point below half way from the fastest to DRAM, the plateau
+//! is the median over the footprints from an eighth to half of the L2 (a fixed range, so two runs
+//! compare the same points; small footprints read faster still: the fastest is reported beside
+//! it), DRAM the median of the largest footprints, and the
+//! capacity seen by all SMs the footprint where the rate has fallen half way between the two.
 
 use super::bw::{fill, timed};
 use super::{cuda_only, run_gpu};
@@ -23,11 +27,18 @@ pub struct L2BwProbe;
 /// Footprints of the sweep, MiB.
 const FOOTPRINTS_MIB: [u64; 20] = [2, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60, 64, 80, 128, 256];
 
-/// The read kernels: grid-strided with 4, 8 and 16 loads of 16 bytes in flight per thread. (A
-/// block-contiguous variant was tried on the H200 on 2026-12-01 and dropped: its rate rose to
-/// 12 TB/s at 48-60 MiB, where an independent L2 benchmark falls, and moved the half-way
-/// footprint to 79 MB; results/h200/rep-2026-12-01T2344.)
+/// The grid-strided read kernels: 4, 8 and 16 loads of 16 bytes in flight per thread. (A
+/// persistent block-contiguous variant through L1 was tried on the H200 on 2026-12-01 and
+/// dropped: its rate rose to 12 TB/s at 48-60 MiB, where an independent L2 benchmark falls;
+/// results/h200/rep-2026-12-01T2344. Through L1, the SMs' 33 MB of L1 add to what stays resident,
+/// so every load here bypasses it.)
 const KERNELS: [&str; 3] = ["l2_read", "l2_read8", "l2_read16"];
+
+/// The short-lived-block kernel and its chunk (one block reads one chunk once).
+const CHUNK_KERNEL: &str = "l2_read_chunks";
+const CHUNK_BYTES: u64 = 512 << 10;
+const CHUNK_THREADS: u32 = 512;
+
 
 /// Bytes each timed launch reads (at least).
 const BYTES_PER_LAUNCH: u64 = 4 << 30;
@@ -40,6 +51,9 @@ pub struct L2Curve {
     /// Smallest and largest footprint on the plateau, bytes.
     pub plateau_from_bytes: f64,
     pub plateau_to_bytes: f64,
+    /// The fastest point and its footprint (a small footprint may read faster than the plateau).
+    pub fastest_bytes_per_s: f64,
+    pub fastest_at_bytes: f64,
     /// Median rate of the last three footprints (DRAM), bytes/s.
     pub dram_bytes_per_s: f64,
     /// Footprint where the rate is half way between plateau and DRAM (log-interpolated), bytes.
@@ -47,8 +61,9 @@ pub struct L2Curve {
 }
 
 /// Plateau, DRAM level and half-way footprint of a (footprint bytes, bytes/s) curve sorted by
-/// footprint. None for fewer than 5 points or when the curve has no drop of at least 25 %.
-pub fn analyze(x: &[f64], y: &[f64]) -> Option<L2Curve> {
+/// footprint, for an L2 of `l2_bytes`. None for fewer than 5 points, when the curve has no drop of
+/// at least 25 %, or when no footprint lies between an eighth and half of the L2.
+pub fn analyze(x: &[f64], y: &[f64], l2_bytes: f64) -> Option<L2Curve> {
     if x.len() < 5 || x.len() != y.len() {
         return None;
     }
@@ -58,12 +73,13 @@ pub fn analyze(x: &[f64], y: &[f64]) -> Option<L2Curve> {
     if dram > 0.75 * top {
         return None;
     }
-    // The plateau: the points within 15 % of the fastest up to the first fall below half way
-    // after the fastest point (small footprints may not fill the machine and start low).
+    // The plateau: the footprints from an eighth to half of the L2 (well past what the blocks in
+    // flight touch at once, well inside the cache), before the first fall below half way.
     let peak = y.iter().position(|&v| v == top)?;
     let mid = 0.5 * (top + dram);
     let first_low = (peak..n).find(|&i| y[i] < mid)?;
-    let on: Vec<usize> = (0..first_low).filter(|&i| y[i] >= 0.85 * top).collect();
+    let on: Vec<usize> =
+        (0..first_low).filter(|&i| x[i] >= l2_bytes / 8.0 && x[i] <= l2_bytes / 2.0).collect();
     if on.is_empty() {
         return None;
     }
@@ -78,6 +94,8 @@ pub fn analyze(x: &[f64], y: &[f64]) -> Option<L2Curve> {
         plateau_bytes_per_s: plateau,
         plateau_from_bytes: x[on[0]],
         plateau_to_bytes: x[*on.last().unwrap()],
+        fastest_bytes_per_s: top,
+        fastest_at_bytes: x[peak],
         dram_bytes_per_s: dram,
         half_way_bytes: half,
     })
@@ -94,59 +112,60 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
         let block = 512u32;
         let null = std::ptr::null_mut();
         let (mut xs, mut ys, mut spread) = (Vec::new(), Vec::new(), Vec::new());
-        // The L1-bypassing curve alone, for the capacity check: through L1 the SMs' L1s (33 MB
-        // on the H200) add to what stays resident and move the knee past the L2.
-        let mut ys_cg = Vec::new();
         let mut picks = Vec::new();
         for &mib in &FOOTPRINTS_MIB {
             let bytes = mib << 20;
             let passes = BYTES_PER_LAUNCH.div_ceil(bytes).max(1);
-            // Both load paths and the three kernels; the fastest one's samples
-            // count (a footprint's best rate).
-            let mut best: Option<(Sample, &str, u64)> = None;
-            let mut best_cg: Option<f64> = None;
-            for ca in [0u64, 1] {
-                for kernel in KERNELS {
-                    // Warm-up: one pass brings the footprint into L2 (and evicts the rest of the buffer).
-                    t.gpu.launch(Module::Bw, kernel, grid, block, 0, &[buf, bytes, 1, sink, ca], null)?;
-                    let mut rates = Vec::new();
-                    for _ in 0..reps {
-                        let ms = timed(t, null, 1, |tt| {
-                            tt.gpu.launch(Module::Bw, kernel, grid, block, 0, &[buf, bytes, passes, sink, ca], null)
-                        })?;
-                        rates.push((bytes * passes) as f64 / (ms * 1e-3));
+            // The three grid-strided kernels and the chunked one; the fastest one's samples count
+            // (a footprint's best rate).
+            let mut best: Option<(Sample, &str)> = None;
+            let chunks = (bytes / CHUNK_BYTES).max(1);
+            for kernel in KERNELS.iter().chain([&CHUNK_KERNEL]) {
+                let launch = |tt: &mut CudaTarget, passes: u64| {
+                    if *kernel == CHUNK_KERNEL {
+                        let blocks = u32::try_from(chunks * passes).unwrap_or(u32::MAX);
+                        tt.gpu.launch(Module::Bw, kernel, blocks, CHUNK_THREADS, 0, &[buf, bytes, CHUNK_BYTES, sink], null)
+                    } else {
+                        tt.gpu.launch(Module::Bw, kernel, grid, block, 0, &[buf, bytes, passes, sink, 0], null)
                     }
-                    let s = Sample::new(&rates).map_err(|e| ProbeError::Failed(format!("l2bw at {mib} MiB: {e}")))?;
-                    if ca == 0 && best_cg.is_none_or(|b| s.median() > b) {
-                        best_cg = Some(s.median());
-                    }
-                    if best.as_ref().is_none_or(|b| s.median() > b.0.median()) {
-                        best = Some((s, kernel, ca));
-                    }
+                };
+                // Warm-up: one pass brings the footprint into L2 (and evicts the rest of the buffer).
+                launch(t, 1)?;
+                let mut rates = Vec::new();
+                for _ in 0..reps {
+                    let ms = timed(t, null, 1, |tt| launch(tt, passes))?;
+                    rates.push((bytes * passes) as f64 / (ms * 1e-3));
+                }
+                let s = Sample::new(&rates).map_err(|e| ProbeError::Failed(format!("l2bw at {mib} MiB: {e}")))?;
+                if best.as_ref().is_none_or(|b| s.median() > b.0.median()) {
+                    best = Some((s, kernel));
                 }
             }
-            ys_cg.push(best_cg.expect("the L1-bypassing path timed"));
-            let (s, kernel, ca) = best.expect("every variant timed");
-            picks.push(format!("{mib} MiB {kernel}{}", if ca == 1 { ".ca" } else { ".cg" }));
+            let (s, kernel) = best.expect("every variant timed");
+            picks.push(format!("{mib} MiB {kernel}"));
             xs.push(bytes as f64);
             ys.push(s.median());
             spread.push(s.mad());
         }
         let mut out = ProbeOutput::default();
         let method = format!(
-            "every SM reads a resident footprint ({grid} blocks x {block} threads, 16-byte loads, grid-strided with 4, 8 or 16 in flight, \
-             the start rotated each pass so no SM re-reads its own lines), the fastest of ld.global.cg and ld.global.ca x the three kernels at each footprint, \
-             at least 4 GiB a launch after a warm-up pass, events, median of {reps}"
+            "every SM reads a resident footprint with 16-byte ld.global.cg loads (L1 bypassed), the fastest at each footprint of \
+             a persistent grid ({grid} blocks x {block} threads, grid-strided with 4, 8 or 16 in flight, the start rotated each pass so no SM re-reads its own lines) \
+             and short-lived blocks of {CHUNK_THREADS} threads that each read one contiguous {} KiB chunk once (8 in flight), \
+             at least 4 GiB a launch after a warm-up pass, events, median of {reps}",
+            CHUNK_BYTES >> 10
         );
         let attribute = t.l2_bytes;
-        match analyze(&xs, &ys) {
+        match analyze(&xs, &ys, attribute as f64) {
             Some(c) => {
                 out.finding(
                     keys::L2_BANDWIDTH_BYTES_PER_S,
                     Finding::number(c.plateau_bytes_per_s, "bytes/s", &method, Confidence::High).with_note(&format!(
-                        "median of the plateau from {:.0} to {:.0} MiB (points within 15% of the fastest); DRAM level of the same kernel {:.3} TB/s; fastest variant per footprint: {}",
+                        "median of the plateau from {:.0} to {:.0} MiB (the footprints from an eighth to half of the L2); fastest point {:.3} TB/s at {:.0} MiB; DRAM level of the same kernels {:.3} TB/s; fastest kernel per footprint: {}",
                         c.plateau_from_bytes / 1048576.0,
                         c.plateau_to_bytes / 1048576.0,
+                        c.fastest_bytes_per_s / 1e12,
+                        c.fastest_at_bytes / 1048576.0,
                         c.dram_bytes_per_s / 1e12,
                         picks.join(", ")
                     )),
@@ -158,7 +177,7 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
                     Confidence::High,
                 )
                 .with_note("the whole L2; what one SM's chase sees is l2.segment_capacity_bytes");
-                if let Some(h) = analyze(&xs, &ys_cg).and_then(|c| c.half_way_bytes) {
+                if let Some(h) = c.half_way_bytes {
                     // Replacement and the hash leave some lines out before the footprint fills the
                     // cache, so the half-way point lies below the capacity: agreement within 25 %.
                     cap = cap.with_check(
@@ -181,7 +200,7 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
         out.series(
             "l2bw.read_by_footprint",
             Series {
-                description: "read rate of all SMs over a resident footprint, the faster of ld.global.cg and ld.global.ca".into(),
+                description: "read rate of all SMs over a resident footprint, L1-bypassing loads, the fastest kernel".into(),
                 x_name: "footprint".into(),
                 x_unit: "bytes".into(),
                 y_name: "read bandwidth".into(),
@@ -222,7 +241,8 @@ mod tests {
         // 10 TB/s up to 40 MiB, 4 TB/s from 64 MiB, 7 TB/s at 52 MiB (half way).
         let x: Vec<f64> = [8.0, 16.0, 32.0, 40.0, 52.0, 64.0, 128.0, 256.0].iter().map(|m| m * 1048576.0).collect();
         let y = vec![10e12, 10.2e12, 9.9e12, 10e12, 7e12, 4e12, 4e12, 4e12];
-        let c = analyze(&x, &y).unwrap();
+        let l2 = 128.0 * 1048576.0; // plateau range 16..64 MiB
+        let c = analyze(&x, &y, l2).unwrap();
         assert!((c.plateau_bytes_per_s - 10e12).abs() < 1e9, "{c:?}");
         assert_eq!(c.dram_bytes_per_s, 4e12);
         assert_eq!(c.plateau_to_bytes, 40.0 * 1048576.0);
@@ -231,10 +251,19 @@ mod tests {
         // A low first point (a footprint too small to fill the machine) is not the drop.
         let mut y2 = y.clone();
         y2[0] = 5e12;
-        let c2 = analyze(&x, &y2).unwrap();
+        let c2 = analyze(&x, &y2, l2).unwrap();
         assert!((c2.half_way_bytes.unwrap() - 52.0 * 1048576.0).abs() < 1.0, "{c2:?}");
         assert_eq!(c2.plateau_from_bytes, 16.0 * 1048576.0);
+        // A small footprint that reads faster than the rest is reported beside the plateau.
+        let mut y3 = y.clone();
+        y3[0] = 13e12;
+        let c3 = analyze(&x, &y3, l2).unwrap();
+        assert!((c3.plateau_bytes_per_s - 10e12).abs() < 1e9, "{c3:?}");
+        assert_eq!(c3.plateau_from_bytes, 16.0 * 1048576.0);
+        assert_eq!((c3.fastest_bytes_per_s, c3.fastest_at_bytes), (13e12, 8.0 * 1048576.0));
         // No drop: nothing to say.
-        assert!(analyze(&x, &[5e12; 8]).is_none());
+        assert!(analyze(&x, &[5e12; 8], l2).is_none());
+        // No footprint between an eighth and half of the L2: undetermined.
+        assert!(analyze(&x, &y, 1024.0 * 1048576.0).is_none());
     }
 }
