@@ -47,11 +47,23 @@ fn compose_ceilings_are_sound() {
     assert_eq!(c.dram_curve_8b.len(), c.dram_curve.len());
     assert_eq!(c.matmul.len(), 2 * calibration_shapes(Dtype::Fp32).len());
     assert_eq!(c.matmul.len(), 180);
+    // Dependent-step latencies: four kinds, each by blocks from 1 to one per SM; a DRAM round trip
+    // is between 50 ns and 5 us on any GPU, and the curve is in ascending blocks.
+    assert_eq!(c.step_latency_s.keys().collect::<Vec<_>>(), ["reduce.16", "reduce.8", "stream.16", "stream.8"]);
+    for (k, pts) in &c.step_latency_s {
+        assert!(pts.len() >= 2 && pts[0].blocks == 1.0, "{k}: {pts:?}");
+        assert!(pts.windows(2).all(|w| w[0].blocks < w[1].blocks), "{k}: {pts:?}");
+        assert!(pts.iter().all(|p| p.step_s > 50e-9 && p.step_s < 5e-6), "{k}: {pts:?}");
+    }
     let ks = step_kernels(&GPT2_SMALL_SHAPE, 1, 128, Dtype::Fp32);
     let s = predict_step(c, &ks, LaunchMode::Stream).unwrap();
     let gr = predict_step(c, &ks, LaunchMode::Graph).unwrap();
     assert!(gr.time_s <= s.time_s * 1.05, "{} {}", gr.time_s, s.time_s);
     // fp16: the 8-byte curve (attention) and the unaligned class (LM head) are there to be used.
     let h = step_kernels(&GPT2_SMALL_SHAPE, 1, 1024, Dtype::Fp16);
-    assert!(predict_step(c, &h, LaunchMode::Graph).unwrap().time_s > 0.0);
+    let hp = predict_step(c, &h, LaunchMode::Graph).unwrap();
+    assert!(hp.time_s > 0.0);
+    // Attention at context 1,024 walks 64 + 64 dependent steps per block: the term is priced.
+    let att = hp.kernels.iter().find(|k| k.kind == "attention").unwrap();
+    assert!(att.terms["latency.steps"] > 128.0 * 50e-9, "{att:?}");
 }
