@@ -512,7 +512,10 @@ fn a_few_block_kernel_is_bounded_by_its_dependent_steps() {
     let without = predict_kernel(&c, &k, LaunchMode::Graph).unwrap();
     assert!(!without.terms.contains_key("latency.steps"));
     let flat = |s: f64| vec![StepPoint { blocks: 1.0, step_s: s }];
-    c.step_latency_s.insert("reduce.8".into(), vec![StepPoint { blocks: 1.0, step_s: 0.25e-6 }, StepPoint { blocks: 24.0, step_s: 0.75e-6 }]);
+    c.step_latency_s.insert(
+        "reduce.8".into(),
+        vec![StepPoint { blocks: 1.0, step_s: 0.25e-6 }, StepPoint { blocks: 24.0, step_s: 0.75e-6 }],
+    );
     assert_eq!(
         predict_kernel(&c, &k, LaunchMode::Graph),
         Err(ComposeError::Missing { what: "dependent-step latency", key: "stream.8".into() })

@@ -5,12 +5,11 @@
 //! each pass so no SM re-reads its own lines) and short-lived blocks that each read one contiguous
 //! 512 KiB chunk (8 in flight); the faster counts at each footprint; events time each launch
 //! after a warm-up pass. While the footprint fits in L2 the rate stays on the L2 plateau; past it
-//! the reads go to DRAM. `analyze` is a pure function of the (footprint, rate) curve: the
-//! L2-resident part ends at the first point below half way from the fastest to DRAM, the plateau
+//! the reads go to DRAM. `analyze` is a pure function of the (footprint, rate) curve: the plateau
 //! is the median over the footprints from an eighth to half of the L2 (a fixed range, so two runs
 //! compare the same points; small footprints read faster still: the fastest is reported beside
-//! it), DRAM the median of the largest footprints, and the
-//! capacity seen by all SMs the footprint where the rate has fallen half way between the two.
+//! it), DRAM the median of the largest footprints, and the capacity seen by all SMs the footprint
+//! where the rate has fallen half way between the two.
 
 use super::bw::{fill, timed};
 use super::{cuda_only, run_gpu};
@@ -38,7 +37,6 @@ const KERNELS: [&str; 3] = ["l2_read", "l2_read8", "l2_read16"];
 const CHUNK_KERNEL: &str = "l2_read_chunks";
 const CHUNK_BYTES: u64 = 512 << 10;
 const CHUNK_THREADS: u32 = 512;
-
 
 /// Bytes each timed launch reads (at least).
 const BYTES_PER_LAUNCH: u64 = 4 << 30;
@@ -74,12 +72,11 @@ pub fn analyze(x: &[f64], y: &[f64], l2_bytes: f64) -> Option<L2Curve> {
         return None;
     }
     // The plateau: the footprints from an eighth to half of the L2 (well past what the blocks in
-    // flight touch at once, well inside the cache), before the first fall below half way.
+    // flight touch at once, well inside the cache): a fixed range, so two runs compare the same
+    // points. The curve must fall below half way from its fastest point to DRAM after it.
     let peak = y.iter().position(|&v| v == top)?;
-    let mid = 0.5 * (top + dram);
-    let first_low = (peak..n).find(|&i| y[i] < mid)?;
-    let on: Vec<usize> =
-        (0..first_low).filter(|&i| x[i] >= l2_bytes / 8.0 && x[i] <= l2_bytes / 2.0).collect();
+    (peak..n).find(|&i| y[i] < 0.5 * (top + dram))?;
+    let on: Vec<usize> = (0..n).filter(|&i| x[i] >= l2_bytes / 8.0 && x[i] <= l2_bytes / 2.0).collect();
     if on.is_empty() {
         return None;
     }
@@ -124,7 +121,15 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
                 let launch = |tt: &mut CudaTarget, passes: u64| {
                     if *kernel == CHUNK_KERNEL {
                         let blocks = u32::try_from(chunks * passes).unwrap_or(u32::MAX);
-                        tt.gpu.launch(Module::Bw, kernel, blocks, CHUNK_THREADS, 0, &[buf, bytes, CHUNK_BYTES, sink], null)
+                        tt.gpu.launch(
+                            Module::Bw,
+                            kernel,
+                            blocks,
+                            CHUNK_THREADS,
+                            0,
+                            &[buf, bytes, CHUNK_BYTES, sink],
+                            null,
+                        )
                     } else {
                         tt.gpu.launch(Module::Bw, kernel, grid, block, 0, &[buf, bytes, passes, sink, 0], null)
                     }
@@ -200,7 +205,8 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
         out.series(
             "l2bw.read_by_footprint",
             Series {
-                description: "read rate of all SMs over a resident footprint, L1-bypassing loads, the fastest kernel".into(),
+                description: "read rate of all SMs over a resident footprint, L1-bypassing loads, the fastest kernel"
+                    .into(),
                 x_name: "footprint".into(),
                 x_unit: "bytes".into(),
                 y_name: "read bandwidth".into(),
@@ -241,7 +247,7 @@ mod tests {
         // 10 TB/s up to 40 MiB, 4 TB/s from 64 MiB, 7 TB/s at 52 MiB (half way).
         let x: Vec<f64> = [8.0, 16.0, 32.0, 40.0, 52.0, 64.0, 128.0, 256.0].iter().map(|m| m * 1048576.0).collect();
         let y = vec![10e12, 10.2e12, 9.9e12, 10e12, 7e12, 4e12, 4e12, 4e12];
-        let l2 = 128.0 * 1048576.0; // plateau range 16..64 MiB
+        let l2 = 80.0 * 1048576.0; // plateau range 10..40 MiB
         let c = analyze(&x, &y, l2).unwrap();
         assert!((c.plateau_bytes_per_s - 10e12).abs() < 1e9, "{c:?}");
         assert_eq!(c.dram_bytes_per_s, 4e12);
@@ -264,6 +270,6 @@ mod tests {
         // No drop: nothing to say.
         assert!(analyze(&x, &[5e12; 8], l2).is_none());
         // No footprint between an eighth and half of the L2: undetermined.
-        assert!(analyze(&x, &y, 1024.0 * 1048576.0).is_none());
+        assert!(analyze(&x, &y, 4096.0 * 1048576.0).is_none());
     }
 }
