@@ -265,6 +265,11 @@ pub const LINK_NOMINAL_BYTES_PER_S: &str = "link.nominal_bytes_per_s";
 pub const LINK_HOST_DEVICE_LATENCY_NS: &str = "link.host_device_latency_sm_ns";
 /// A small (8-byte) host -> device -> host copy round trip timed on the host.
 pub const LINK_HOST_ROUND_TRIP_NS: &str = "link.host_round_trip_ns";
+/// The host's own single-thread copy from the pageable buffer into pinned memory (the driver's
+/// staging work for a pageable host -> device copy), bytes/s.
+pub const LINK_HOST_MEMCPY_PAGEABLE_TO_PINNED_BYTES_PER_S: &str = "link.host_memcpy_pageable_to_pinned_bytes_per_s";
+/// The same from pinned memory into the pageable buffer (a pageable device -> host copy's), bytes/s.
+pub const LINK_HOST_MEMCPY_PINNED_TO_PAGEABLE_BYTES_PER_S: &str = "link.host_memcpy_pinned_to_pageable_bytes_per_s";
 /// The best host -> device plateau over the link's nominal rate.
 pub const LINK_H2D_FRACTION_OF_NOMINAL: &str = "link.host_to_device_fraction_of_nominal";
 /// The best device -> host plateau over the link's nominal rate.
@@ -432,6 +437,8 @@ pub const ALL: &[&str] = &[
     LINK_NOMINAL_BYTES_PER_S,
     LINK_HOST_DEVICE_LATENCY_NS,
     LINK_HOST_ROUND_TRIP_NS,
+    LINK_HOST_MEMCPY_PAGEABLE_TO_PINNED_BYTES_PER_S,
+    LINK_HOST_MEMCPY_PINNED_TO_PAGEABLE_BYTES_PER_S,
     LINK_H2D_FRACTION_OF_NOMINAL,
     LINK_D2H_FRACTION_OF_NOMINAL,
     BW_COPY_CE_BYTES_PER_S,
@@ -512,6 +519,8 @@ pub const MEASURED: &[&str] = &[
     LINK_NOMINAL_BYTES_PER_S,
     LINK_HOST_DEVICE_LATENCY_NS,
     LINK_HOST_ROUND_TRIP_NS,
+    LINK_HOST_MEMCPY_PAGEABLE_TO_PINNED_BYTES_PER_S,
+    LINK_HOST_MEMCPY_PINNED_TO_PAGEABLE_BYTES_PER_S,
     BW_COPY_CE_BYTES_PER_S,
     PEER_LATENCY_NS,
 ];

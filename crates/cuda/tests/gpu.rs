@@ -429,8 +429,9 @@ fn l1share_probe_reports_what_shares_storage() {
 }
 
 /// The link probe (issue 16) on the GPU, --quick: every test's plateau is a positive rate with a
-/// series, pinned copies beat pageable ones or match them, the chase over host memory is slower
-/// than any on-device latency (> 300 ns), and on a one-GPU host the peer matrix is waived.
+/// series, the chase over host memory is slower than any on-device latency (> 300 ns), the host's
+/// own pageable <-> pinned copy is measured and named in the pageable lines' notes, and on a
+/// one-GPU host the peer matrix is waived.
 #[test]
 #[ignore = "needs a CUDA GPU; run scripts/gpu-test.sh"]
 fn link_probe_measures_the_host_link() {
@@ -449,6 +450,17 @@ fn link_probe_measures_the_host_link() {
     assert!(lat > 300.0 && lat < 20_000.0, "host_device_latency_sm {lat} ns");
     let rt = out.findings[keys::LINK_HOST_ROUND_TRIP_NS].as_f64().unwrap();
     assert!(rt > 1000.0, "round trip {rt} ns");
+    // The host's own copy between the pageable and pinned buffers, and its figure in the notes.
+    for k in
+        [keys::LINK_HOST_MEMCPY_PAGEABLE_TO_PINNED_BYTES_PER_S, keys::LINK_HOST_MEMCPY_PINNED_TO_PAGEABLE_BYTES_PER_S]
+    {
+        let v = out.findings[k].as_f64().unwrap();
+        assert!(v > 1e8 && v < 1e12, "{k}: {v}");
+    }
+    for name in ["host_to_device_memcpy_ce_pageable", "device_to_host_memcpy_ce_pageable"] {
+        let note = out.findings[&keys::link_bytes_per_s(name)].note.clone().unwrap_or_default();
+        assert!(note.contains("the host's own"), "{name}: {note}");
+    }
     if memscope_cuda::device_count().unwrap() == 1 {
         assert_eq!(t.info().details["host_gpus"], serde_json::json!(1));
         assert!(t.peer_links().is_none(), "one GPU: no peer instrument");

@@ -225,6 +225,27 @@ fn check(t: &mut CudaTarget, b: &mut Bufs, path: Path, dir: Dir, bytes: u64) -> 
     Ok(None)
 }
 
+/// The host's own single-thread copy between the pageable buffer and pinned memory over `bytes`
+/// (the work the driver does for a pageable copy): (pageable -> pinned, pinned -> pageable) rate
+/// samples, bytes/s, `reps` each after a warm-up. The pageable buffer keeps its contents (it is
+/// copied out, then the same words back).
+fn host_memcpy_rates(b: &mut Bufs, bytes: u64, reps: usize) -> (Vec<f64>, Vec<f64>) {
+    let n = (bytes / 8) as usize;
+    let (mut to_pinned, mut to_pageable) = (Vec::new(), Vec::new());
+    for i in 0..=reps {
+        let t0 = std::time::Instant::now();
+        b.host_b.words()[..n].copy_from_slice(&b.pageable[..n]);
+        let t1 = std::time::Instant::now();
+        b.pageable[..n].copy_from_slice(&b.host_b.words()[..n]);
+        let t2 = std::time::Instant::now();
+        if i > 0 {
+            to_pinned.push(bytes as f64 / (t1 - t0).as_secs_f64().max(1e-9));
+            to_pageable.push(bytes as f64 / (t2 - t1).as_secs_f64().max(1e-9));
+        }
+    }
+    (to_pinned, to_pageable)
+}
+
 /// The sweep's sizes: 4 KiB x 4^k up to `max`.
 fn sizes(max: u64) -> Vec<u64> {
     std::iter::successors(Some(4096u64), |s| Some(s * 4)).take_while(|s| *s <= max).collect()
@@ -437,6 +458,35 @@ fn body(t: &mut CudaTarget, b: &mut Bufs, max: u64, reps: usize, quick: bool) ->
             ),
         ),
     }
+    // The host's own single-thread copy between the same buffers, beside the pageable lines: a
+    // reference for their host side (the driver's staging is host copying, perhaps by more than
+    // one thread: on the H200 host the pageable D2H copy ran above this figure, H2D below it).
+    let host_bytes = max.min(256 << 20);
+    let (to_pinned, to_pageable) = host_memcpy_rates(b, host_bytes, reps);
+    let mut host_rate = [0.0f64; 2];
+    for (k, (key, v, what)) in [
+        (
+            keys::LINK_HOST_MEMCPY_PAGEABLE_TO_PINNED_BYTES_PER_S,
+            &to_pinned,
+            "from the pageable buffer into pinned memory",
+        ),
+        (
+            keys::LINK_HOST_MEMCPY_PINNED_TO_PAGEABLE_BYTES_PER_S,
+            &to_pageable,
+            "from pinned memory into the pageable buffer",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (m, spread) = summarize(v, key)?;
+        host_rate[k] = m;
+        let method = format!(
+            "one host thread copies {} MiB {what} (slice copy, the probe's own buffers), wall clock, median of {reps} after a warm-up",
+            host_bytes >> 20
+        );
+        out.finding(key, Finding::number(m, "bytes/s", &method, Confidence::Medium).with_spread(spread));
+    }
     let enc = nominal.as_ref().map(|n| n.encoded_bytes_per_s);
     let mut best = [(0.0f64, String::new()), (0.0, String::new())];
     for (name, c, method) in &curves {
@@ -445,7 +495,16 @@ fn body(t: &mut CudaTarget, b: &mut Bufs, max: u64, reps: usize, quick: bool) ->
         } else {
             method.clone()
         };
-        let f = rate_finding(name, c, &method, enc)?;
+        let mut f = rate_finding(name, c, &method, enc)?;
+        if name.contains("pageable") {
+            let (k, what) =
+                if name.starts_with("host_to") { (0, "pageable -> pinned") } else { (1, "pinned -> pageable") };
+            let note = f.note.clone().unwrap_or_default();
+            f = f.with_note(&format!(
+                "{note}; the host's own single-thread {what} copy ran {:.2} GB/s in this probe (link.host_memcpy_*), a reference for the host side of a staged copy",
+                host_rate[k] / 1e9
+            ));
+        }
         let v = f.as_f64().unwrap_or(0.0);
         if !name.contains("bidirectional") && !name.contains("pageable") {
             let d = if name.starts_with("host_to") { 0 } else { 1 };
