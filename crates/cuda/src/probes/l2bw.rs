@@ -116,11 +116,18 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
             // The three grid-strided kernels and the chunked one; the fastest one's samples count
             // (a footprint's best rate).
             let mut best: Option<(Sample, &str)> = None;
+            // One block per chunk per pass (every footprint is a whole number of chunks).
             let chunks = (bytes / CHUNK_BYTES).max(1);
+            let chunk_blocks = |passes: u64| {
+                u32::try_from(chunks * passes).map_err(|_| {
+                    ProbeError::Failed(format!("l2bw at {mib} MiB: {chunks} x {passes} blocks exceed a grid"))
+                })
+            };
+            let (blocks_1, blocks_n) = (chunk_blocks(1)?, chunk_blocks(passes)?);
             for kernel in KERNELS.iter().chain([&CHUNK_KERNEL]) {
                 let launch = |tt: &mut CudaTarget, passes: u64| {
                     if *kernel == CHUNK_KERNEL {
-                        let blocks = u32::try_from(chunks * passes).unwrap_or(u32::MAX);
+                        let blocks = if passes == 1 { blocks_1 } else { blocks_n };
                         tt.gpu.launch(
                             Module::Bw,
                             kernel,
