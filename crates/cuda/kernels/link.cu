@@ -29,6 +29,32 @@ extern "C" __global__ void link_copy(const uint4* src, uint4* dst, u64 n16) {
     }
 }
 
+// Both directions in one kernel (nvbandwidth's split-warp bidirectional SM copy, written here from
+// its README's description): even warps copy src0 -> dst0, odd warps src1 -> dst1, n16 16-byte
+// words each way; a pair of warps walks both arrays grid-strided, four words in flight per thread.
+// One kernel, so both directions start and end together and its time is the test's.
+extern "C" __global__ void link_copy_split(const uint4* src0, uint4* dst0, const uint4* src1, uint4* dst1, u64 n16) {
+    const u64 warp = (blockIdx.x * (u64)blockDim.x + threadIdx.x) / 32;
+    const u64 lane = threadIdx.x % 32;
+    const uint4* src = (warp & 1) ? src1 : src0;
+    uint4* dst = (warp & 1) ? dst1 : dst0;
+    const u64 stride = (u64)gridDim.x * blockDim.x / 2;
+    u64 i = (warp / 2) * 32 + lane;
+    for (; i + 3 * stride < n16; i += 4 * stride) {
+        uint4 a = src[i];
+        uint4 b = src[i + stride];
+        uint4 c = src[i + 2 * stride];
+        uint4 d = src[i + 3 * stride];
+        dst[i] = a;
+        dst[i + stride] = b;
+        dst[i + 2 * stride] = c;
+        dst[i + 3 * stride] = d;
+    }
+    for (; i < n16; i += stride) {
+        dst[i] = src[i];
+    }
+}
+
 // Holds its stream until the host writes a non-zero word at `flag` (mapped pinned host memory),
 // so copies enqueued behind it start together and the enqueueing is not timed; gives up after
 // timeout_ns so a lost flag cannot hang the GPU.

@@ -208,7 +208,7 @@ impl Module {
             Module::Smem => &["smem_chase", "smem_bw", "smem_conflict", "smem_resident"],
             Module::Atomics => &["atom_chain_global", "atom_chain_shared", "atom_tp_global", "atom_tp_shared"],
             Module::Levels => &["l1_read", "l2_write", "line_read", "par_read_u1", "par_read_u2", "par_read_u4"],
-            Module::Link => &["link_copy", "link_spin", "link_chase"],
+            Module::Link => &["link_copy", "link_copy_split", "link_spin", "link_chase"],
             Module::Slices => &["slice_hammer"],
             Module::OpsElementwise => &[
                 "copy_u32", "fill_u32", "sum_u32", "init_f32", "init_f16", "add_f32", "add_f16", "mul_f32", "mul_f16",

@@ -47,6 +47,8 @@ enum Path {
     Pageable,
     /// A copy kernel over mapped pinned host memory.
     Sm,
+    /// One kernel copying both ways at once (even warps host -> device, odd warps device -> host).
+    SmSplit,
 }
 
 /// One measured curve: its nvbandwidth-style name and what runs at once.
@@ -72,9 +74,12 @@ const RUNS: [Run; 7] = [
     (&["device_to_host_memcpy_sm"], &[(Path::Sm, Dir::D2h)]),
 ];
 
-/// The SM bidirectional run (its two kernels share the GPU: half the grid each).
-const SM_BIDIR: Test =
-    Test { name: "host_to_device_bidirectional_memcpy_sm", lanes: &[(Path::Sm, Dir::H2d), (Path::Sm, Dir::D2h)] };
+/// The SM bidirectional run: nvbandwidth's split-warp copy, one kernel whose even warps copy host
+/// -> device and odd warps device -> host; both directions' curves get its rate (the bytes each
+/// way over the kernel's time), as nvbandwidth reports it. (Two kernels on two streams, tried
+/// first, split the link between the directions differently from one process to the next: 34/39
+/// against 39/34 GB/s at 1 GiB in results/h200/final-2026-12-02T0615/call4/link.)
+const SM_BIDIR: Test = Test { name: "host_to_device_bidirectional_memcpy_sm", lanes: &[(Path::SmSplit, Dir::H2d)] };
 
 /// Every curve's name, for docs and the export.
 pub const TEST_NAMES: [&str; 10] = [
@@ -114,8 +119,8 @@ fn pattern(i: usize) -> u64 {
     (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(1)
 }
 
-/// One copy of `bytes` on a stream; `half`: a copy kernel uses half its grid (bidirectional).
-fn op<'a>(b: &Bufs, path: Path, dir: Dir, bytes: u64, half: bool, sms: u32) -> Op<'a> {
+/// One copy of `bytes` on a stream (SmSplit: `bytes` each way).
+fn op<'a>(b: &Bufs, path: Path, dir: Dir, bytes: u64, sms: u32) -> Op<'a> {
     let (ha, hb, hpage) = (b.host_a.ptr as usize, b.host_b.ptr as usize, b.pageable.as_ptr() as usize);
     let (ha_dev, hb_dev, da, db) = (b.host_a.dev, b.host_b.dev, b.dev_a, b.dev_b);
     let shape = b.sm_shape[dir as usize];
@@ -130,11 +135,23 @@ fn op<'a>(b: &Bufs, path: Path, dir: Dir, bytes: u64, half: bool, sms: u32) -> O
             (Path::Pageable, Dir::D2h) => {
                 Ok(t.gpu.dtoh_async(hpage as *mut c_void, db, n, s, "cuMemcpyDtoHAsync (pageable)")?)
             }
+            (Path::SmSplit, _) => {
+                let n16 = bytes / 16;
+                let grid = (2 * n16).div_ceil(shape.0 as u64 * 4).clamp(2, (sms * shape.1) as u64) as u32;
+                Ok(t.gpu.launch(
+                    Module::Link,
+                    "link_copy_split",
+                    grid,
+                    shape.0,
+                    0,
+                    &[ha_dev, da, db, hb_dev, n16],
+                    s,
+                )?)
+            }
             (Path::Sm, _) => {
                 let (src, dst) = if dir == Dir::H2d { (ha_dev, da) } else { (db, hb_dev) };
-                let per_sm = if half { (shape.1 / 2).max(1) } else { shape.1 };
                 let n16 = bytes / 16;
-                let grid = (n16.div_ceil(shape.0 as u64 * 4)).clamp(1, (sms * per_sm) as u64) as u32;
+                let grid = (n16.div_ceil(shape.0 as u64 * 4)).clamp(1, (sms * shape.1) as u64) as u32;
                 Ok(t.gpu.launch(Module::Link, "link_copy", grid, shape.0, 0, &[src, dst, n16], s)?)
             }
         }
@@ -150,10 +167,9 @@ fn rates(
     reps: usize,
 ) -> Result<Vec<Vec<f64>>, TargetError> {
     let sms = t.sms;
-    let half = lanes.len() > 1;
     let pageable = lanes.iter().any(|l| l.0 == Path::Pageable);
     let mut ops: Vec<(Stream, Op<'_>)> =
-        lanes.iter().enumerate().map(|(k, &(p, d))| (b.streams[k], op(b, p, d, bytes, half, sms))).collect();
+        lanes.iter().enumerate().map(|(k, &(p, d))| (b.streams[k], op(b, p, d, bytes, sms))).collect();
     let run = |t: &mut CudaTarget, ops: &mut Vec<(Stream, Op<'_>)>, n: usize, flag: &mut Pinned| {
         if pageable {
             // (a pageable copy blocks the host: a gate would never be released)
@@ -183,43 +199,49 @@ fn rates(
 type Mismatch = String;
 
 /// Copy once with `path`/`dir` at `bytes` after poisoning the destination, and compare three
-/// 4 KiB windows (start, middle, end) with the pattern; Some(what differs).
+/// 4 KiB windows (start, middle, end) with the pattern; Some(what differs). SmSplit writes, and
+/// is checked in, both directions' destinations.
 fn check(t: &mut CudaTarget, b: &mut Bufs, path: Path, dir: Dir, bytes: u64) -> Result<Option<Mismatch>, TargetError> {
     let words = (bytes / 8) as usize;
     let win = 512usize.min(words);
     let starts = [0, (words / 2).saturating_sub(win / 2), words - win];
-    match dir {
-        Dir::H2d => {
-            // (the memset runs on the legacy stream, which does not order the non-blocking ones)
-            t.gpu.memset(b.dev_a, bytes)?;
-            t.gpu.sync()?;
-        }
-        Dir::D2h => {
-            let dst: &mut [u64] = if path == Path::Pageable { &mut b.pageable } else { b.host_b.words() };
-            for &s in &starts {
-                dst[s..s + win].iter_mut().for_each(|w| *w = 0);
+    let dirs: &[Dir] = if path == Path::SmSplit { &[Dir::H2d, Dir::D2h] } else { std::slice::from_ref(&dir) };
+    for d in dirs {
+        match d {
+            Dir::H2d => {
+                // (the memset runs on the legacy stream, which does not order the non-blocking ones)
+                t.gpu.memset(b.dev_a, bytes)?;
+                t.gpu.sync()?;
+            }
+            Dir::D2h => {
+                let dst: &mut [u64] = if path == Path::Pageable { &mut b.pageable } else { b.host_b.words() };
+                for &s in &starts {
+                    dst[s..s + win].iter_mut().for_each(|w| *w = 0);
+                }
             }
         }
     }
-    let mut one = op(b, path, dir, bytes, false, t.sms);
+    let mut one = op(b, path, dir, bytes, t.sms);
     let s = b.streams[0];
     one(t, s)?;
     stream_sync(s, "cuStreamSynchronize")?;
-    for &s0 in &starts {
-        let got: Vec<u64> = match dir {
-            Dir::H2d => t.gpu.dtoh(b.dev_a + s0 as u64 * 8, win)?,
-            Dir::D2h => {
-                let src: &[u64] = if path == Path::Pageable { &b.pageable } else { b.host_b.words() };
-                src[s0..s0 + win].to_vec()
+    for d in dirs {
+        for &s0 in &starts {
+            let got: Vec<u64> = match d {
+                Dir::H2d => t.gpu.dtoh(b.dev_a + s0 as u64 * 8, win)?,
+                Dir::D2h => {
+                    let src: &[u64] = if path == Path::Pageable { &b.pageable } else { b.host_b.words() };
+                    src[s0..s0 + win].to_vec()
+                }
+            };
+            if let Some(k) = (0..win).find(|&k| got[k] != pattern(s0 + k)) {
+                return Ok(Some(format!(
+                    "{path:?} {d:?} at {bytes} bytes: word {} is {:#x}, not {:#x}",
+                    s0 + k,
+                    got[k],
+                    pattern(s0 + k)
+                )));
             }
-        };
-        if let Some(k) = (0..win).find(|&k| got[k] != pattern(s0 + k)) {
-            return Ok(Some(format!(
-                "{path:?} {dir:?} at {bytes} bytes: word {} is {:#x}, not {:#x}",
-                s0 + k,
-                got[k],
-                pattern(s0 + k)
-            )));
         }
     }
     Ok(None)
@@ -320,11 +342,17 @@ fn method_of(path: Path, dir: Dir, bidir: bool, shape: (u32, u32), reps: usize) 
         (Path::Pageable, Dir::D2h) => "cuMemcpyDtoHAsync to pageable host memory (the driver stages it)".to_string(),
         (Path::Sm, _) => format!(
             "link_copy (kernels/link.cu, 16-byte words, 4 in flight per thread) over mapped pinned host memory \
-             (cuMemHostGetDevicePointer), {} threads x {} blocks/SM (the fastest of {} shapes at 256 MiB){}",
+             (cuMemHostGetDevicePointer), {} threads x {} blocks/SM (the fastest of {} shapes at 256 MiB)",
             shape.0,
-            if bidir { (shape.1 / 2).max(1) } else { shape.1 },
+            shape.1,
             SM_SHAPES.len(),
-            if bidir { ", half the grid per direction" } else { "" }
+        ),
+        (Path::SmSplit, _) => format!(
+            "link_copy_split (kernels/link.cu: one kernel, even warps copy host -> device, odd warps device -> host, \
+             the size each way, 16-byte words, 4 in flight per thread) over mapped pinned host memory, {} threads x {} \
+             blocks/SM (the host -> device shape); the rate of both directions' curves is the bytes each way over the \
+             kernel's time (nvbandwidth's split-warp bidirectional SM test and its convention)",
+            shape.0, shape.1,
         ),
     };
     format!(
@@ -381,6 +409,7 @@ fn body(t: &mut CudaTarget, b: &mut Bufs, max: u64, reps: usize, quick: bool) ->
         (Path::Pageable, Dir::D2h),
         (Path::Sm, Dir::H2d),
         (Path::Sm, Dir::D2h),
+        (Path::SmSplit, Dir::H2d),
     ] {
         if let Some(bad) = check(t, b, path, dir, max)? {
             return Err(ProbeError::Failed(format!("a copy did not reproduce its source: {bad}")));
@@ -389,11 +418,12 @@ fn body(t: &mut CudaTarget, b: &mut Bufs, max: u64, reps: usize, quick: bool) ->
     let mut curves: Vec<(String, Curve, String)> = Vec::new();
     let sm_bidir: Run = (&[SM_BIDIR.name, "device_to_host_bidirectional_memcpy_sm"], SM_BIDIR.lanes);
     for (names, lanes) in RUNS.iter().copied().chain(std::iter::once(sm_bidir)) {
-        let mut cs: Vec<Curve> = (0..lanes.len()).map(|_| Curve::default()).collect();
+        // (one lane may give several curves: the split-warp kernel's rate is both directions')
+        let mut cs: Vec<Curve> = (0..names.len()).map(|_| Curve::default()).collect();
         for &size in &sizes(max) {
             let r = rates(t, b, lanes, size, reps)?;
-            for (k, samples) in r.iter().enumerate() {
-                let (m, spread) = summarize(samples, names[k])?;
+            for (k, name) in names.iter().enumerate() {
+                let (m, spread) = summarize(&r[k.min(r.len() - 1)], name)?;
                 cs[k].xs.push(size as f64);
                 cs[k].ys.push(m);
                 cs[k].mads.push(spread.mad);
@@ -401,7 +431,7 @@ fn body(t: &mut CudaTarget, b: &mut Bufs, max: u64, reps: usize, quick: bool) ->
             }
         }
         for (k, c) in cs.into_iter().enumerate() {
-            let (path, dir) = lanes[k];
+            let (path, dir) = lanes[k.min(lanes.len() - 1)];
             let method = method_of(path, dir, lanes.len() > 1, b.sm_shape[dir as usize], reps);
             curves.push((names[k].to_string(), c, method));
         }
@@ -581,7 +611,7 @@ mod tests {
     #[test]
     fn the_kernels_exist() {
         let src = Module::Link.source();
-        for k in ["link_copy", "link_spin", "link_chase"] {
+        for k in ["link_copy", "link_copy_split", "link_spin", "link_chase"] {
             assert!(src.contains(&format!("void {k}(")), "{k}");
         }
     }
