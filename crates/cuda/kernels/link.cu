@@ -8,12 +8,9 @@ __device__ __forceinline__ u64 link_globaltimer() {
     return t;
 }
 
-// Grid-stride copy of n16 16-byte words; either side may be mapped pinned host memory (the
-// pointer cuMemHostGetDevicePointer gives), so the SMs drive the link. Four words in flight per
-// thread, then the tail.
-extern "C" __global__ void link_copy(const uint4* src, uint4* dst, u64 n16) {
-    u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x;
-    const u64 stride = (u64)gridDim.x * blockDim.x;
+// Copies words i, i + stride, ... below n16 of src to dst: four words in flight per thread,
+// then the tail. Either side may be mapped pinned host memory.
+__device__ __forceinline__ void link_copy_strided(const uint4* src, uint4* dst, u64 i, u64 stride, u64 n16) {
     for (; i + 3 * stride < n16; i += 4 * stride) {
         uint4 a = src[i];
         uint4 b = src[i + stride];
@@ -29,6 +26,15 @@ extern "C" __global__ void link_copy(const uint4* src, uint4* dst, u64 n16) {
     }
 }
 
+// Grid-stride copy of n16 16-byte words; either side may be mapped pinned host memory (the
+// pointer cuMemHostGetDevicePointer gives), so the SMs drive the link. Four words in flight per
+// thread, then the tail.
+extern "C" __global__ void link_copy(const uint4* src, uint4* dst, u64 n16) {
+    u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x;
+    const u64 stride = (u64)gridDim.x * blockDim.x;
+    link_copy_strided(src, dst, i, stride, n16);
+}
+
 // Both directions in one kernel (nvbandwidth's split-warp bidirectional SM copy, written here from
 // its README's description): even warps copy src0 -> dst0, odd warps src1 -> dst1, n16 16-byte
 // words each way; a pair of warps walks both arrays grid-strided, four words in flight per thread.
@@ -40,19 +46,7 @@ extern "C" __global__ void link_copy_split(const uint4* src0, uint4* dst0, const
     uint4* dst = (warp & 1) ? dst1 : dst0;
     const u64 stride = (u64)gridDim.x * blockDim.x / 2;
     u64 i = (warp / 2) * 32 + lane;
-    for (; i + 3 * stride < n16; i += 4 * stride) {
-        uint4 a = src[i];
-        uint4 b = src[i + stride];
-        uint4 c = src[i + 2 * stride];
-        uint4 d = src[i + 3 * stride];
-        dst[i] = a;
-        dst[i + stride] = b;
-        dst[i + 2 * stride] = c;
-        dst[i + 3 * stride] = d;
-    }
-    for (; i < n16; i += stride) {
-        dst[i] = src[i];
-    }
+    link_copy_strided(src, dst, i, stride, n16);
 }
 
 // Holds its stream until the host writes a non-zero word at `flag` (mapped pinned host memory),

@@ -77,8 +77,8 @@ const RUNS: [Run; 7] = [
 /// The SM bidirectional run: nvbandwidth's split-warp copy, one kernel whose even warps copy host
 /// -> device and odd warps device -> host; both directions' curves get its rate (the bytes each
 /// way over the kernel's time), as nvbandwidth reports it. (Two kernels on two streams, tried
-/// first, split the link between the directions differently from one process to the next: 34/39
-/// against 39/34 GB/s at 1 GiB in results/h200/final-2026-12-02T0615/call4/link.)
+/// first, split the link between the directions differently from one process to the next: 39.4/34.1
+/// against 36.4/39.6 GB/s (H2D/D2H) at 1 GiB in results/h200/final-2026-12-02T0615/call4/link.)
 const SM_BIDIR: Test = Test { name: "host_to_device_bidirectional_memcpy_sm", lanes: &[(Path::SmSplit, Dir::H2d)] };
 
 /// Every curve's name, for docs and the export.
