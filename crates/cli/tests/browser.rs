@@ -222,27 +222,28 @@ fn html_outputs_render_in_headless_chromium() {
 
     // The layout rules on the committed H200 report (with its bottleneck-model run) and on
     // compare pages: the H200's two runs, and two CPU-and-simulator runs of the development VM.
-    let h200 = repo.join("results/h200/full-2026-11-30T0233/run1/results.json");
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let h200 = data.join("h200-full-run1.json");
     let h200_page = d.join("h200.html");
     memscope(&[
         "report",
         h200.to_str().unwrap(),
         "--model",
-        repo.join("results/h200/model.json").to_str().unwrap(),
+        data.join("h200-model.json").to_str().unwrap(),
         "--html",
         h200_page.to_str().unwrap(),
     ]);
     assert_layout(&bin, &h200_page, "the H200 report");
     assert_layout(&bin, &report, "the simulated RTX 4090 report");
     let h200_cmp = d.join("h200-compare.html");
-    let h200_run2 = repo.join("results/h200/full-2026-11-30T0233/run2/results.json");
+    let h200_run2 = data.join("h200-full-run2.json");
     memscope(&["compare", h200.to_str().unwrap(), h200_run2.to_str().unwrap(), "--html", h200_cmp.to_str().unwrap()]);
     assert_layout(&bin, &h200_cmp, "compare of the H200's two runs");
     let cpu_cmp = d.join("cpu-compare.html");
     memscope(&[
         "compare",
-        repo.join("results/dev-cpu/full-2026-11-30T0650/results.json").to_str().unwrap(),
-        repo.join("results/dev-cpu/full-2026-11-30T0756/results.json").to_str().unwrap(),
+        data.join("dev-cpu-run-a.json").to_str().unwrap(),
+        data.join("dev-cpu-run-b.json").to_str().unwrap(),
         "--html",
         cpu_cmp.to_str().unwrap(),
     ]);

@@ -83,13 +83,13 @@ fn decode_step_sums_the_class_floors_of_a_run_file() {
 
 #[test]
 fn committed_h200_run_and_ceilings_files_both_predict() {
-    let run = repo("results/h200/default-run-2026-12-02T0005/results.json");
+    let run = repo("crates/cli/tests/data/h200-default-run.json");
     let raw: Value = serde_json::from_str(&std::fs::read_to_string(&run).unwrap()).unwrap();
     let v = json(&["--op", "add", "--elems", "134217728", "--ceilings", &run, "--json"]);
     let copy = raw["findings"]["bw.copy_bytes_per_s"]["value"].as_f64().unwrap();
     assert_eq!(v["bounds"]["memory_s"].as_f64().unwrap(), 134217728.0 * 12.0 / copy);
     assert_eq!(v["bounds"]["launch_s"], raw["findings"]["launch.floor_s"]["value"]);
-    for file in ["results/h200/ceilings.json", "results/h200/model.json"] {
+    for file in ["crates/cli/tests/data/h200-ceilings.json", "crates/cli/tests/data/h200-model.json"] {
         let v = json(&["--op", "add", "--elems", "1024", "--ceilings", &repo(file), "--json"]);
         assert!(v.get("inputs").is_none() && v["bounds"]["launch_s"].as_f64().unwrap() > 0.0, "{file}: {v}");
     }

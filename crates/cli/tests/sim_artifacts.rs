@@ -45,7 +45,7 @@ fn the_committed_accel_sim_config_is_the_export_of_its_source() {
 fn cpu_only_results_are_refused_with_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let v: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(root().join("results/h200/full-2026-11-30T0233/run1/results.json")).unwrap(),
+        &std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/h200-full-run1.json")).unwrap(),
     )
     .unwrap();
     let mut cpu = v.clone();

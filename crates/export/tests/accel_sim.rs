@@ -6,10 +6,10 @@ use memscope_export::{accel_sim, options};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
-const RUN: &str = "results/h200/full-2026-11-30T0233/run1/results.json";
+const RUN: &str = "tests/data/h200-full-run1.json";
 
 fn h200() -> (TargetInfo, BTreeMap<String, Finding>) {
-    let path = format!("{}/../../{RUN}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!("{}/{RUN}", env!("CARGO_MANIFEST_DIR"));
     let v: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
     (serde_json::from_value(v["target"].clone()).unwrap(), serde_json::from_value(v["findings"].clone()).unwrap())
 }

@@ -1,6 +1,6 @@
 //! The "model" section of `memscope/1` (issue 24): absent leaves documents byte-identical, present
 //! round-trips through the atomic writer; `read_ceilings` takes a run's findings, the
-//! `memscope/bottleneck-model/1` files in results/h200, and refuses the rest with one line.
+//! `memscope/bottleneck-model/1` files of the H200 (tests/data), and refuses the rest with one line.
 
 use memscope_core::model_ceilings::{self as mc, FloorFallback};
 use memscope_core::{keys, Confidence, Finding, TargetInfo};
@@ -8,12 +8,12 @@ use memscope_report::model_section::{read_ceilings, CeilingsFileError, CeilingsS
 use memscope_report::{json, Results, ToolInfo};
 use std::path::PathBuf;
 
-fn repo(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(rel)
+fn data(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
 }
 
 /// The H200's default run (bw, launch, peak and the rest), as committed.
-const H200_RUN: &str = "results/h200/default-run-2026-12-02T0005/results.json";
+const H200_RUN: &str = "h200-default-run.json";
 
 fn target(kind: &str, id: &str) -> TargetInfo {
     TargetInfo {
@@ -59,7 +59,7 @@ fn run_doc() -> Results {
 #[test]
 fn absent_section_leaves_documents_as_they_were() {
     // The committed H200 run reads with no model section and writes back the same JSON tree.
-    let bytes = std::fs::read(repo(H200_RUN)).unwrap();
+    let bytes = std::fs::read(data(H200_RUN)).unwrap();
     let r = Results::from_json(&bytes).unwrap();
     assert!(r.model.is_none());
     let raw: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
@@ -108,7 +108,7 @@ fn a_run_file_gives_its_gpu_findings_as_ceilings() {
     assert_eq!(run.ceilings.launch_floor_s["matmul.fp32"], 6e-6);
     assert_eq!(run.ceilings.launch_floor_s["softmax"], 4e-6);
     // The committed H200 run: every value is its finding's.
-    let bytes = std::fs::read(repo(H200_RUN)).unwrap();
+    let bytes = std::fs::read(data(H200_RUN)).unwrap();
     let r = Results::from_json(&bytes).unwrap();
     let src = read_ceilings(&bytes, FloorFallback::EmptyKernel).unwrap();
     let c = src.ceilings();
@@ -140,7 +140,7 @@ fn a_run_without_the_findings_names_them_and_the_command() {
 #[test]
 fn old_model_files_stay_readable() {
     for (file, command) in [("ceilings.json", "ceilings"), ("model.json", "model"), ("batch.json", "batch")] {
-        let bytes = std::fs::read(repo(&format!("results/h200/{file}"))).unwrap();
+        let bytes = std::fs::read(data(&format!("h200-{file}"))).unwrap();
         let raw: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
         let src = read_ceilings(&bytes, FloorFallback::PerClassOnly).unwrap();
         let CeilingsSource::ModelFile { command: c, ceilings } = &src else { panic!("{file}") };

@@ -1,11 +1,11 @@
-//! Tests of the calibration on the committed H200 run (results/h200/full-2026-11-30T0233/run1)
+//! Tests of the calibration on the committed H200 run (tests/data/h200-full-run1.json)
 //! and on CPU-only input.
 
 use super::*;
 use crate::presets;
 
 fn h200() -> (TargetInfo, BTreeMap<String, Finding>) {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../results/h200/full-2026-11-30T0233/run1/results.json");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/h200-full-run1.json");
     let v: Value = serde_json::from_slice(&std::fs::read(path).expect("committed H200 results")).unwrap();
     let t: TargetInfo = serde_json::from_value(v["target"].clone()).unwrap();
     let f: BTreeMap<String, Finding> = serde_json::from_value(v["findings"].clone()).unwrap();
