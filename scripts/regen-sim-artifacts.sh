@@ -13,7 +13,7 @@ M=./target/release/memscope
 echo "$RES" > results/h200/sim-artifacts.source
 $M sim calibrate "$RES" --out results/h200/h200-preset.json > results/h200/h200-preset.sources.txt
 $M export accel-sim "$RES" --out results/h200/accel-sim
-rm -rf results/h200/sim-run
+mkdir -p results/h200/sim-run && find results/h200/sim-run -mindepth 1 ! -name README.md -delete
 $M run --target sim:results/h200/h200-preset.json --out results/h200/sim-run --quiet > results/h200/sim-run.log 2>&1 || true
 python3 scripts/sim-compare.py "$RES" results/h200/sim-run/results.json docs/SIMULATORS.md
 echo "regenerated from $RES: results/h200/h200-preset.json, results/h200/accel-sim/, results/h200/sim-run/, docs/SIMULATORS.md table"

@@ -4,7 +4,7 @@
 # events, and the out-of-sample GPT-2-medium shape), twice in two processes (run-to-run agreement),
 # each with its log. Built elsewhere (the GPU machine has no Rust toolchain):
 #   here:  cargo build --release -p memscope && strip -o target/gpu-run/memscope target/release/memscope
-#   there: bash scripts/device/compose.sh target/gpu-run/memscope OUTDIR
+#   there: bash notes/diagnostics/device/compose.sh target/gpu-run/memscope OUTDIR
 # Writes OUTDIR/compose-run1.json, compose-run2.json, compose-run{1,2}-log.txt (stderr progress and
 # the printed tables; the summary table is at the end of each) and OUTDIR/log.txt. Each run is
 # limited to 58 s (one took 17-25 s on the H200 on 2026-12-01; the whole script stays under 2

@@ -6,7 +6,7 @@
 // over 3x the L2), as the step's layers do with weights between them. Beside them, the
 // composition's step-chain calibration kernels (compose.cu) at 1, 12 and 132 blocks: whether the
 // time of a dependent step grows with the number of blocks walking at once.
-// Build: nvcc -O3 -arch=sm_90 -o attention_check scripts/device/attention_check.cu
+// Build: nvcc -O3 -arch=sm_90 -o attention_check notes/diagnostics/device/attention_check.cu
 #include <cstdio>
 #include <vector>
 #include <algorithm>

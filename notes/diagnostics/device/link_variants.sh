@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Issue 16 diagnostic: why the link probe's pageable copies and host round trip vary between runs.
-# Builds scripts/device/link_variants.cu (standalone, CUDA runtime API) into OUTDIR, records the
+# Builds notes/diagnostics/device/link_variants.cu (standalone, CUDA runtime API) into OUTDIR, records the
 # host's THP, CPU and NUMA setup, then runs the program 3 times as separate processes and once more
 # under `taskset -c 2`; OUTDIR/summary.txt sets each measurement's median side by side per run with
 # the spread over runs 1-3. BINARY is not used (kept for the scripts/device calling convention).
-# Usage: bash scripts/device/link_variants.sh BINARY OUTDIR   (about 60-80 s on the H200, build included)
+# Usage: bash notes/diagnostics/device/link_variants.sh BINARY OUTDIR   (about 60-80 s on the H200, build included)
 set -u
 BIN=${1:?usage: link_variants.sh BINARY OUTDIR}
 OUT=${2:?usage: link_variants.sh BINARY OUTDIR}

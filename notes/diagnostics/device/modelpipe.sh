@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Issue 24, "memscope model reads its ceilings from findings of the same session": the old and the
 # new `memscope model --all` in one sitting on the GPU machine, alternating (old 1, new 1, old 2,
-# new 2), then scripts/compare_model_runs.py side by side (ceilings, the 58 points' summary,
+# new 2), then notes/diagnostics/compare_model_runs.py side by side (ceilings, the 58 points' summary,
 # fusion, the spread between the two runs of each path), and one new `memscope run -p launch`
 # showing the per-class launch-floor findings. Built elsewhere:
 #   NEW_BIN: this branch, `cargo build --release -p memscope`, stripped (target/gpu-run/memscope)
 #   OLD_BIN: main before the branch (writes memscope/bottleneck-model/1), stripped
-#   there:   bash scripts/device/modelpipe.sh NEW_BIN OLD_BIN OUTDIR
+#   there:   bash notes/diagnostics/device/modelpipe.sh NEW_BIN OLD_BIN OUTDIR
 # Writes OUTDIR/{old,new}-model-{1,2}.json + .log (wall time: /usr/bin/time -v when present, and
 # date stamps), OUTDIR/launch/results.json + launch.log, OUTDIR/compare.txt and compare.md,
 # OUTDIR/log.txt. Stops itself after 450 s (each step gets at most its cap and what is left); a
@@ -20,7 +20,7 @@ abs() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
 new=$(abs "$new")
 old=$(abs "$old")
 out=$(cd "$out" && pwd)
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."
 export MEMSCOPE_NO_SCHEDULER=1
 t0=$(date +%s)
 budget() { # the step's limit: min(cap, what is left of 450 s), at least 5 s
@@ -75,7 +75,7 @@ PY
   for f in old-model-1 old-model-2 new-model-1 new-model-2; do
     [ -s "$out/$f.json" ] && files+=("$out/$f.json")
   done
-  python3 scripts/compare_model_runs.py "${files[@]}" 2>&1 | tee "$out/compare.txt"
-  python3 scripts/compare_model_runs.py --markdown "${files[@]}" >"$out/compare.md" 2>&1
+  python3 notes/diagnostics/compare_model_runs.py "${files[@]}" 2>&1 | tee "$out/compare.txt"
+  python3 notes/diagnostics/compare_model_runs.py --markdown "${files[@]}" >"$out/compare.md" 2>&1
   echo "== $(date -u +%FT%TZ) done in $(($(date +%s) - t0)) s"
 } 2>&1 | tee "$out/log.txt"

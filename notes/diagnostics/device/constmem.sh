@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Issue 25 (constant cache, read-only/texture path, what shares L1, miss penalties) on the GPU
 # machine: the memscope probes twice (repeatability within 2 % is the bar) and an independent
-# constant-cache chase compiled by nvcc (scripts/device/constmem_check.cu) as the second opinion.
-#   bash scripts/device/constmem.sh target/gpu-run/memscope OUTDIR
+# constant-cache chase compiled by nvcc (notes/diagnostics/device/constmem_check.cu) as the second opinion.
+#   bash notes/diagnostics/device/constmem.sh target/gpu-run/memscope OUTDIR
 # Writes OUTDIR/run1, OUTDIR/run2 (results.json of constmem, texture, l1share, penalty and what
 # they need: line, latency), OUTDIR/constmem_check.json, OUTDIR/summary.txt and OUTDIR/log.txt.
 # Never changes clocks, power or modes. Keeps going after a failed step. Under 4 minutes.

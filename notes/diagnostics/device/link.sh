@@ -4,7 +4,7 @@
 # export, the HTML report, the link as nvidia-smi sees it, bw once (the copy engine's device-local
 # copy, bw.copy_ce), and a parallel two-target run (the GPU beside a simulated GPU: one thread
 # each). The peer matrix is waived on one GPU (the probe record says why).
-# Usage: scripts/device/link.sh BINARY OUTDIR      (under 4 minutes on the H200)
+# Usage: notes/diagnostics/device/link.sh BINARY OUTDIR      (under 4 minutes on the H200)
 set -u
 BIN=${1:?usage: link.sh BINARY OUTDIR}
 OUT=${2:?usage: link.sh BINARY OUTDIR}
@@ -30,9 +30,9 @@ nvidia-smi --query-gpu=pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.c
   --format=csv > "$OUT/nvidia-smi-pcie.csv" 2>&1
 
 run "$BIN" run --target cuda:0 --probes link,peer --quiet --out "$OUT/run1" > "$OUT/run1.log" 2>&1
-run python3 "$HERE/pytorch_link.py" --out "$OUT/pytorch_link.json" > /dev/null 2> "$OUT/pytorch_link.log"
+run python3 "$HERE/../../../scripts/pytorch_link.py" --out "$OUT/pytorch_link.json" > /dev/null 2> "$OUT/pytorch_link.log"
 run "$BIN" run --target cuda:0 --probes link,peer --quiet --out "$OUT/run2" > "$OUT/run2.log" 2>&1
-run python3 "$HERE/link_compare.py" "$OUT/run1/results.json" "$OUT/run2/results.json" "$OUT/pytorch_link.json" \
+run python3 "$HERE/../../../scripts/link_compare.py" "$OUT/run1/results.json" "$OUT/run2/results.json" "$OUT/pytorch_link.json" \
   > "$OUT/compare.txt" 2>&1
 run "$BIN" export nvbandwidth "$OUT/run1/results.json" > "$OUT/nvbandwidth-layout.txt" 2>&1
 run "$BIN" report "$OUT/run1/results.json" --html "$OUT/report-link.html" > /dev/null 2>&1

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Issue 16 diagnostic: is the spread of the pageable and bidirectional link lines a property of the
-# process (its CPU, its context) or of each host allocation? Builds scripts/device/link_place.cu into
+# process (its CPU, its context) or of each host allocation? Builds notes/diagnostics/device/link_place.cu into
 # OUTDIR; runs `alloc` in 3 processes (3 contexts x 4 pageable buffers x 3 pinned pairs each), then
 # `cpu` under taskset -c K for every CPU K, twice over; OUTDIR/summary.txt tabulates the medians.
 # BINARY is not used (kept for the scripts/device calling convention).
-# Usage: bash scripts/device/link_place.sh BINARY OUTDIR   (about 2-3 minutes on the H200)
+# Usage: bash notes/diagnostics/device/link_place.sh BINARY OUTDIR   (about 2-3 minutes on the H200)
 set -u
 BIN=${1:?usage: link_place.sh BINARY OUTDIR}
 OUT=${2:?usage: link_place.sh BINARY OUTDIR}

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Issue 16 diagnostic, second step: builds scripts/device/link_drift.cu into OUTDIR and runs its
+# Issue 16 diagnostic, second step: builds notes/diagnostics/device/link_drift.cu into OUTDIR and runs its
 # three modes (time: 25 s of one context's copies every ~0.1 s; pins: 8 pinned allocations x 3
 # passes; ctx: 5 driver contexts x 3 passes); OUTDIR/summary.txt condenses them.
 # BINARY is not used (kept for the scripts/device calling convention).
-# Usage: bash scripts/device/link_drift.sh BINARY OUTDIR   (about 60 s on the H200)
+# Usage: bash notes/diagnostics/device/link_drift.sh BINARY OUTDIR   (about 60 s on the H200)
 set -u
 BIN=${1:?usage: link_drift.sh BINARY OUTDIR}
 OUT=${2:?usage: link_drift.sh BINARY OUTDIR}

@@ -2,7 +2,7 @@
 # What running the CPU lane beside the GPU probes costs: the default `memscope run` (every GPU
 # and the CPU; the CPU on its own core) and the same with --cpu-sequential, wall time of each,
 # and the GPU findings of the two runs side by side. On the GPU machine:
-#   bash scripts/run-concurrency.sh target/gpu-run/memscope OUTDIR
+#   bash notes/diagnostics/run-concurrency.sh target/gpu-run/memscope OUTDIR
 # Writes OUTDIR/{concurrent,sequential}/results.json and OUTDIR/concurrency.log.
 set -uo pipefail
 bin=${1:?usage: run-concurrency.sh MEMSCOPE_BINARY OUTDIR}
@@ -18,6 +18,6 @@ mkdir -p "$out/concurrent" "$out/sequential"
     "$bin" run $flag --out "$out/$mode" --quiet > "$out/$mode/stdout.txt"; echo "exit $?"
     echo "wall_ms $mode $(( ($(date +%s%N) - start) / 1000000 ))"
   done
-  python3 "$here/cpu_summary.py" "$out/concurrent/results.json" "$out/sequential/results.json" \
+  python3 "$here/../../scripts/cpu_summary.py" "$out/concurrent/results.json" "$out/sequential/results.json" \
     || echo "(python3 missing: compare the two results.json files with memscope compare)"
 } 2>&1 | tee "$out/concurrency.log"

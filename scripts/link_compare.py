@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Compare two `memscope run --probes link` results with each other (repeatability: within 3 %)
-and with PyTorch's copies (scripts/device/pytorch_link.py JSON; the bar: memscope at least as
+and with PyTorch's copies (scripts/pytorch_link.py JSON; the bar: memscope at least as
 high) at the sizes PyTorch measured (256 MiB .. 1 GiB), reading memscope's series `link.<test>`
 (median per size) and its plateau findings. Prints a table and a verdict per line.
 Usage: link_compare.py RUN1.json RUN2.json PYTORCH.json

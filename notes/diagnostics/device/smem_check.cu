@@ -1,6 +1,6 @@
 // smem_check.cu: a second opinion on memscope's `smem` and `atomics` shared-memory numbers
 // (issue 25), written apart from crates/cuda/kernels/smem.cu. Built with nvcc on the device
-// machine by scripts/device/smem.sh:  nvcc -O3 -arch=sm_90 -o smem_check smem_check.cu
+// machine by notes/diagnostics/device/smem.sh:  nvcc -O3 -arch=sm_90 -o smem_check smem_check.cu
 // Prints one JSON object:
 //   chase_cycles: cycles per dependent shared load, a random single cycle over 2048 words stored
 //                 as 32-bit shared-window addresses, 32-bit clock() over 8192 hops, median of 31

@@ -1,6 +1,6 @@
 // link_variants.cu: a standalone diagnostic for issue 16 (the `link` probe's run-to-run spread of
 // pageable copies and of the host round trip), written apart from crates/cuda/src/probes/link*.rs.
-// Built by scripts/device/link_variants.sh:  nvcc -O3 -arch=sm_90 -o link_variants link_variants.cu
+// Built by notes/diagnostics/device/link_variants.sh:  nvcc -O3 -arch=sm_90 -o link_variants link_variants.cu
 // Usage: link_variants [LABEL]
 // One line per measurement, "TAG key=value ... :: med=X min=Y max=Z rng=R% ...", rates in GB/s
 // (1e9 bytes/s), times in ns. Measured:

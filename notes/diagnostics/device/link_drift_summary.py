@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Condenses scripts/device/link_drift.sh's output folder: time mode per 2.5 s window (median of
+"""Condenses notes/diagnostics/device/link_drift.sh's output folder: time mode per 2.5 s window (median of
 each quantity) and the whole run's range; pins and ctx as tables (rows: passes, columns: buffers
 or contexts), so a placement effect shows as a column pattern repeated in every row."""
 import collections, re, statistics, sys

@@ -4,7 +4,7 @@
 # CPU, and prints the median, best and worst M hops per CPU second of each; with --instr, the
 # instructions per hop instead (cachegrind, the difference of two hop counts: deterministic).
 #   cargo build --release -p memscope-sim --example sim_l2chase && cp target/release/examples/sim_l2chase /tmp/B
-#   scripts/sim-ab.sh [--instr] ROUNDS "LINES [x]" /tmp/A /tmp/B ...
+#   notes/diagnostics/sim-ab.sh [--instr] ROUNDS "LINES [x]" /tmp/A /tmp/B ...
 # LINES: the chase's lines (8388608 = 1 GiB, DRAM-bound; 262144 = 32 MiB, L2-bound); "x": ld.ca.
 # HOPS (environment) sets the hops of a timed run (default 1500000).
 set -euo pipefail

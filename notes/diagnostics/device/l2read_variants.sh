@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Issue 25 (l2bw below a public L2 benchmark): an independent all-SM read-bandwidth sweep over
 # footprints 1-48 MiB (plus 256 MiB, DRAM) for several kernel designs, compiled by nvcc from
-# scripts/device/l2read_variants.cu (the design legend is at the top of that file and in the
+# notes/diagnostics/device/l2read_variants.cu (the design legend is at the top of that file and in the
 # output). BIN (the memscope binary) is not used; it is taken for the common calling form.
-#   bash scripts/device/l2read_variants.sh target/gpu-run/memscope OUTDIR
+#   bash notes/diagnostics/device/l2read_variants.sh target/gpu-run/memscope OUTDIR
 # Writes OUTDIR/l2read_variants.txt (the table, best design per footprint, plausibility lines)
 # and OUTDIR/log.txt. Never changes clocks, power or modes. Device time about 10-20 s (limit 90 s).
 set -u

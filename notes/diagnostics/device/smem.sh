@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Issue 25's shared-memory, atomics and bandwidth-by-level/parallelism probes on the GPU machine:
-#   bash scripts/device/smem.sh BINARY OUTDIR
+#   bash notes/diagnostics/device/smem.sh BINARY OUTDIR
 # 1. two back-to-back `BINARY run --target cuda:0 --probes l2bw,l2.slices,smem,atomics,levelbw,inflight`
 #    (inflight brings line and latency along, its `needs`; l2bw and l2.slices give levelbw the L2
 #    plateau and the slice count it compares), OUTDIR/run1 and OUTDIR/run2, wall time of each;
 # 2. the repeatability table of the two runs (scripts/repeatability_table.py) -> OUTDIR/table.md;
 # 3. the new probes' own durations -> OUTDIR/durations.txt;
-# 4. a second opinion: scripts/device/smem_check.cu (written apart from the probe's kernels),
+# 4. a second opinion: notes/diagnostics/device/smem_check.cu (written apart from the probe's kernels),
 #    built with nvcc, its JSON -> OUTDIR/smem_check.json, set beside run1's findings in
 #    OUTDIR/compare.txt.
 # Everything is logged to OUTDIR/log.txt. Keeps going after a failed step; never changes clocks.
@@ -27,7 +27,7 @@ probes=l2bw,l2.slices,smem,atomics,levelbw,inflight
     echo "wall_ms $(( ($(date +%s%N) - start) / 1000000 ))"
   done
   echo "== repeatability table"
-  python3 "$here/../repeatability_table.py" "$out" --md "$out/table.md" --json "$out/table.json" || echo "table failed: $?"
+  python3 "$here/../../../scripts/repeatability_table.py" "$out" --md "$out/table.md" --json "$out/table.json" || echo "table failed: $?"
   echo "== durations of the new probes (s), run1 and run2"
   python3 - "$out" > "$out/durations.txt" <<'EOF' || echo "durations failed: $?"
 import json, sys
