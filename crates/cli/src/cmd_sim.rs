@@ -1,5 +1,5 @@
 //! `memscope sim`: the simulated hierarchy (memscope-sim). `dump` prints a preset as hierarchy
-//! JSON (DESIGN.md format; it round-trips through `--target sim:FILE.json`), `vadd` replays the
+//! JSON (docs/CONTRACTS.md format; it round-trips through `--target sim:FILE.json`), `vadd` replays the
 //! seeds' vector add and reports per-level counts, slice balance, DRAM activity, modeled time and
 //! GB/s (`--timeline` writes the per-request timeline the animation plays), `chase` runs one
 //! pointer chase, `calibrate` builds a hierarchy from a real GPU's results file.

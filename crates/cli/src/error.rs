@@ -1,4 +1,4 @@
-//! The binary's error type and the exit-code contract of DESIGN.md: 2 for bad usage or bad input
+//! The binary's error type and the exit-code contract of docs/CONTRACTS.md: 2 for bad usage or bad input
 //! (one line naming the offending value and what is accepted), 1 for a probe or device failure.
 
 /// An error that ends the command.

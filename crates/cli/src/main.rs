@@ -1,4 +1,4 @@
-//! The `memscope` binary: argument parsing and wiring only (DESIGN.md "Contracts"). Every
+//! The `memscope` binary: argument parsing and wiring only (docs/CONTRACTS.md). Every
 //! subcommand lives in its own `cmd_*.rs`; measurement, analysis and export live in the library
 //! crates.
 

@@ -1,5 +1,5 @@
 //! Provenance of a run: tool version and git commit, command line, host, OS, CPU model and
-//! timestamps (DESIGN.md measurement rules: every result carries where and how it was made).
+//! timestamps (docs/ADDING_A_PROBE.md, measurement discipline: every result carries where and how it was made).
 
 use serde_json::{json, Map, Value};
 

@@ -1,6 +1,6 @@
 //! Target selection: parses `--target` (cpu | cuda | cuda:N | sim:PRESET | sim:FILE.json) and
 //! opens targets; without --target, every CUDA GPU and the CPU, or the CPU plus a simulated
-//! RTX 4090 when no GPU is found (DESIGN.md).
+//! RTX 4090 when no GPU is found (docs/CONTRACTS.md, the command line).
 
 use crate::error::CliError;
 use memscope_core::Target;

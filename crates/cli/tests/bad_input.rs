@@ -1,4 +1,4 @@
-//! The bad-input contract of DESIGN.md: exit code 2 and one line naming the offending value and
+//! The bad-input contract of docs/CONTRACTS.md: exit code 2 and one line naming the offending value and
 //! what is accepted; no panic, no backtrace, no earlier results file damaged.
 
 use std::process::{Command, Output};

@@ -1,5 +1,5 @@
 //! Findings (one typed, unit-carrying result of a probe) and series (the raw curves behind them),
-//! as they appear under "findings" and "series" in the results JSON (DESIGN.md, schema memscope/1).
+//! as they appear under "findings" and "series" in the results JSON (docs/CONTRACTS.md, schema memscope/1).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

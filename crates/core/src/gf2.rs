@@ -136,7 +136,7 @@ pub fn parse_mask(text: &str) -> Option<u64> {
     u64::from_str_radix(t, 16).ok()
 }
 
-/// Format a mask as DESIGN.md's hex string ("0x76a990400").
+/// Format a mask as the hex string of docs/CONTRACTS.md ("0x76a990400").
 pub fn format_mask(m: u64) -> String {
     format!("{m:#x}")
 }

@@ -1,10 +1,10 @@
-//! The simulated-hierarchy description of DESIGN.md ("Simulated hierarchy JSON"): the serde types
+//! The simulated-hierarchy description of docs/CONTRACTS.md ("The simulated-hierarchy JSON"): the serde types
 //! that `memscope sim dump` prints and `--target sim:FILE.json` reads, with defaults for missing
 //! optional fields and validation whose errors name the offending field (`l1.ways`,
 //! `l2.set_function.masks[3]`). Geometry and latencies follow seeds 000/001 (reads) and 004
 //! (writes). Pure: parses from `&str` / `serde_json::Value`; no I/O.
 //!
-//! Extensions beyond the DESIGN.md example (all optional, with defaults, so the example parses):
+//! Extensions beyond the docs/CONTRACTS.md example (all optional, with defaults, so the example parses):
 //! `address_bits`, `seed`, `sm`, `provenance`; `l1`/`l2` `sector_bytes`; `l2.far_hit_ns`,
 //! `l2.partitions`, `l2.slice_bytes_per_ns`, `l2.dirty_clean_threshold`, `l2.writeback_fifo_lines`;
 //! `dram.controllers`, `channels`, `banks`, `capacity_bytes`, `row_function`, `column_ns`,

@@ -1,4 +1,4 @@
-//! The `Target` trait of DESIGN.md: the one instrument of the read path (seed 000, appendix "the
+//! The `Target` trait (docs/ARCHITECTURE.md): the one instrument of the read path (seed 000, appendix "the
 //! latency chase"). A target allocates memory and runs timed pointer chases over a chosen list of
 //! addresses through a chosen cache path. Three implementations: `cuda` (a real GPU), `cpu` (the
 //! host), `sim` (the simulated hierarchy). Discovery algorithms see only this trait.

@@ -1,4 +1,4 @@
-//! memscope-cuda: the CUDA target (DESIGN.md: `cuda` implements the `Target` trait on the driver
+//! memscope-cuda: the CUDA target (docs/ARCHITECTURE.md: `cuda` implements the `Target` trait on the driver
 //! API, kernels compiled at run time by NVRTC), the GPU-only probes (bw, launch, peak, coalesce,
 //! store, fence, l2.slices; seeds 000, 003 and 004) and the bottleneck-model operations (seed 003),
 //! all on the one GPU layer `gpu` (issue 24).

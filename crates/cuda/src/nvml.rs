@@ -1,5 +1,5 @@
 //! NVML readings (SM and memory clocks, temperature, power, throttle reasons) taken before and after
-//! each GPU probe (DESIGN.md measurement rules: never change clocks, read and record them). A
+//! each GPU probe (docs/ADDING_A_PROBE.md, measurement discipline: never change clocks, read and record them). A
 //! sustained matrix product on the H200 hits its power cap and drops the SM clock well below
 //! 1980 MHz (../shared/notes/gpu-machine.md): such moves become probe warnings.
 

@@ -1,4 +1,4 @@
-//! The CUDA target: `memscope_core::Target` on a real GPU (DESIGN.md "the one idea"; seed 000
+//! The CUDA target: `memscope_core::Target` on a real GPU (the Target trait, docs/ARCHITECTURE.md; seed 000
 //! appendix, the latency chase). Allocations are plain cuMemAlloc checked against free memory;
 //! aliased pairs use the driver's virtual memory API (seed 000 footnotes 3 and 6); `flush` writes
 //! and reads a buffer of max(4x L2, 512 MiB) and sweeps one line per 2 MiB page from every SM;

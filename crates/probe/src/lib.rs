@@ -1,4 +1,4 @@
-//! memscope-probe: the discovery algorithms of issue 4, generic over `Target` (DESIGN.md "The one
+//! memscope-probe: the discovery algorithms, generic over `Target` (docs/ARCHITECTURE.md; the "one
 //! idea": every read-path experiment of seed 000 is a pointer chase over chosen addresses), and the
 //! registry of generic probes. Each probe is plan -> measure -> analyze with a pure `analyze`.
 

@@ -1,6 +1,6 @@
 //! The measuring side shared by every discovery probe: one timed pointer chase (seed 000, appendix
 //! "the latency chase") wrapped with chase counting, robust per-hop statistics and the
-//! classification of hops into hits and misses. Measurement rules (DESIGN.md): warm up, repeat,
+//! classification of hops into hits and misses. Measurement rules (docs/ADDING_A_PROBE.md): warm up, repeat,
 //! report medians; where the target records per-hop times, a level's latency is the median hop
 //! (outliers and refresh stalls only ever add time, so the median is their robust estimate), and a
 //! count of misses uses a window around the slow level so that rare large outliers do not count.

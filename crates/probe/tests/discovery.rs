@@ -108,7 +108,7 @@ fn check(h: &Hierarchy, f: &BTreeMap<String, Finding>) -> Vec<String> {
     bad
 }
 
-/// A random small hierarchy in the DESIGN.md format.
+/// A random small hierarchy in the simulated-hierarchy JSON of docs/CONTRACTS.md.
 fn random_hierarchy(seed: u64) -> Hierarchy {
     let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let mut h = Hierarchy { name: format!("random-{seed}"), seed, ..Hierarchy::default() };

@@ -1,4 +1,4 @@
-//! memscope-report: the results schema ("memscope/1", DESIGN.md) and its writers. Writers return
+//! memscope-report: the results schema ("memscope/1", docs/CONTRACTS.md) and its writers. Writers return
 //! bytes (hyperfine-style: one small file per format); only `json::write_atomic` touches disk.
 
 pub mod animation;

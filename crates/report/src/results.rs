@@ -1,5 +1,5 @@
 //! The results document: `{"schema": "memscope/1", "tool", "target", "environment", "findings",
-//! "series", ...}` as DESIGN.md fixes it. Extended (never changed) with "targets", "probes" and
+//! "series", ...}` as docs/CONTRACTS.md fixes it. Extended (never changed) with "targets", "probes" and
 //! "warnings", and "run" (whether the run that writes the file is in progress, finished or was
 //! interrupted, and which probes did not run), "fleet" (the member documents of a merged file) and
 //! "model" (the bottleneck model's ceilings, inputs and results, `model_section`).

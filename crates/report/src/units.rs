@@ -1,6 +1,6 @@
 //! Human-readable formatting of finding values by unit (ns/µs, B/KiB/MiB, GB/s, TFLOP/s, cycles)
 //! for the terminal datasheet, Markdown, HTML and plot axes. Units are those of `Finding::unit`
-//! (DESIGN.md results schema); unknown units fall back to the number plus the unit text.
+//! (docs/CONTRACTS.md, the results JSON); unknown units fall back to the number plus the unit text.
 
 use serde_json::Value;
 

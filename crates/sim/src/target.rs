@@ -1,4 +1,4 @@
-//! `SimTarget`: the simulated hierarchy behind the `Target` trait (DESIGN.md), so every discovery
+//! `SimTarget`: the simulated hierarchy behind the `Target` trait (docs/ARCHITECTURE.md), so every discovery
 //! algorithm runs unchanged on a hierarchy with known ground truth. Buffers get page-aligned,
 //! distinct virtual ranges backed by physical pages from a seeded allocator (virtual != physical
 //! above the page offset); `alloc_aliased` maps one set of physical pages twice (seed 000
@@ -118,7 +118,7 @@ impl SimTarget {
         Ok(t)
     }
 
-    /// A hierarchy JSON file (DESIGN.md format); errors name the offending field.
+    /// A hierarchy JSON file (the format of docs/CONTRACTS.md); errors name the offending field.
     pub fn from_json_file(path: &Path) -> Result<Self, TargetError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| TargetError::InvalidConfig(format!("cannot read {}: {e}", path.display())))?;

@@ -1,4 +1,4 @@
-//! The simulated-hierarchy JSON of DESIGN.md: presets round-trip, the DESIGN example parses, and
+//! The simulated-hierarchy JSON of docs/CONTRACTS.md: presets round-trip, its example parses, and
 //! invalid files are rejected with the offending field named.
 
 use memscope_core::hierarchy::Hierarchy;

@@ -1,4 +1,4 @@
-//! Validation of a `Hierarchy` (DESIGN.md "Simulated hierarchy JSON"): every error names the
+//! Validation of a `Hierarchy` (docs/CONTRACTS.md, "The simulated-hierarchy JSON"): every error names the
 //! offending field, e.g. "l1.ways: must be at least 1 (got 0)" or
 //! "l1.index_masks[2]: 0x10000000000 is wider than the 40-bit address".
 

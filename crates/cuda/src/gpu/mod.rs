@@ -5,7 +5,7 @@
 //! pinned/mapped host memory, VMM aliases), registry.rs (the kernel registry and NVRTC),
 //! launch.rs (the function cache and launches), timing.rs (streams, events, graphs, the timing
 //! rule), blas.rs (cuBLAS), peer.rs (peer access), error.rs (`GpuError`). Why the raw driver API
-//! and not cudarc's safe one: docs/ARCHITECTURE.md, "The GPU layer". DESIGN.md measurement rules:
+//! and not cudarc's safe one: docs/ARCHITECTURE.md, "The GPU layer". Measurement discipline (docs/ADDING_A_PROBE.md):
 //! every CUDA call is checked.
 
 pub mod blas;

@@ -1,7 +1,7 @@
 //! The one kernel registry of this crate (issue 24): every CUDA C file under kernels/ (the probe
 //! kernels with kernels/common.cuh prepended, the bottleneck-model kernels of seed 003 under
 //! kernels/ops/ with kernels/ops/common.cuh prepended), the kernels each defines, and their run-time
-//! compilation by NVRTC for the device's arch (DESIGN.md). NVRTC is loaded dynamically; when it
+//! compilation by NVRTC for the device's arch (docs/ARCHITECTURE.md). NVRTC is loaded dynamically; when it
 //! cannot be loaded, compilation returns an error instead of panicking (cudarc panics on a missing
 //! library). Each module keeps the NVRTC options it has always had, so the PTX is unchanged.
 

@@ -1,4 +1,4 @@
-//! Streams, events, CUDA graphs and the timing rule (issue 24; DESIGN.md: events around batches;
+//! Streams, events, CUDA graphs and the timing rule (docs/ADDING_A_PROBE.md: events around batches;
 //! seed 003: an operation's time is the event time of a batch of back-to-back calls divided by the
 //! calls, median over repetitions). No hidden event tracking: work is ordered by the caller.
 

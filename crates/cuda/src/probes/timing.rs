@@ -1,5 +1,5 @@
 //! Event timing of a batch of launches on a stream (the instrument of every GPU bandwidth probe:
-//! DESIGN.md's events around batches, seed 003's measurement of an operation's time), on the GPU
+//! events around batches (docs/ADDING_A_PROBE.md), seed 003's measurement of an operation's time), on the GPU
 //! layer's events.
 
 use crate::gpu::{Event, Stream};
