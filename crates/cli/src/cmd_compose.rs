@@ -1,4 +1,4 @@
-//! Tables of `memscope batch --compose` (issue 22): the composition's ceilings, the summary of every
+//! Tables of `memscope batch --compose` (docs/MODEL.md): the composition's ceilings, the summary of every
 //! measured step against the composition and seed 003's two compositions, where the time goes by
 //! kernel kind (predicted, bounding term, measured event times), the scores and the inputs.
 

@@ -1,4 +1,4 @@
-//! `memscope ceilings|model|fusion|batch`: the bottleneck model on a GPU (seed 003, issue 24).
+//! `memscope ceilings|model|fusion|batch`: the bottleneck model on a GPU (seed 003; docs/MODEL.md).
 //! Wiring only: every command opens the GPU once, runs the probes bw, launch and peak on it
 //! through the session into a `memscope/1` document (`model_doc`), takes the model's ceilings
 //! from those findings, checks the kernels, runs its part of `memscope_cuda::ops` on the same
@@ -54,7 +54,7 @@ pub struct FusionArgs {
 pub struct BatchArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// The composition sweep of issue 22 instead of the seed's: its ceilings (launch throughput on a
+    /// The composition sweep instead of the seed's: its ceilings (launch throughput on a
     /// stream and in a graph, bandwidth by bytes in flight, matrix-product calibration on other
     /// shapes), GPT-2 small at contexts 128 and 1,024, fp32 and fp16, eager and graph, and the
     /// out-of-sample GPT-2-medium shape; the seed's two compositions beside it.

@@ -55,7 +55,7 @@ fn write(path: &Path, bytes: &[u8], what: &str) -> CliResult {
 }
 
 /// The device a model run was measured on: `device.name` (model runs) or `device` (ceilings) of
-/// the old layout, `target.name` of a `memscope/1` document (`memscope model` since issue 24).
+/// the old layout, `target.name` of a `memscope/1` document (`memscope model` now).
 pub fn model_device(model: &Value) -> Option<&str> {
     let Some(d) = model.get("device") else {
         return model.get("target")?.get("name").and_then(Value::as_str);

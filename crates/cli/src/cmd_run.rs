@@ -1,4 +1,4 @@
-//! `memscope run`: the main job, as wiring over the run loop of crates/session (issue 24): checks
+//! `memscope run`: the main job, as wiring over the run loop of crates/session (docs/ARCHITECTURE.md): checks
 //! the options, opens the targets, hands them to a `Session` (which runs every applicable probe
 //! and re-writes the results files atomically after every probe), finishes the files, writes the
 //! merged file and prints a summary table.

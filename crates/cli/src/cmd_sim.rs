@@ -141,7 +141,7 @@ fn target(w: &Which) -> Result<SimTarget, CliError> {
     SimTarget::new(hierarchy(w)?).map_err(|e| CliError::usage(e.to_string()))
 }
 
-/// Bounds on what the command line sizes (issue 21): each keeps one command's time and host
+/// Bounds on what the command line sizes (docs/GUIDE.md): each keeps one command's time and host
 /// memory bounded, and the message names the limit.
 pub const MAX_CHASE_HOPS: u64 = 1 << 27;
 /// At most this many floats in `sim vadd --n` (4 GiB per array).

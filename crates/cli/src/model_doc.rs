@@ -1,4 +1,4 @@
-//! The results document of `memscope ceilings|model|fusion|batch` (seed 003, issue 24): the GPU
+//! The results document of `memscope ceilings|model|fusion|batch` (seed 003; docs/MODEL.md): the GPU
 //! opened once; the probes bw, launch and peak run on it through the session into a `memscope/1`
 //! document (the provenance and NVML readings `memscope run` records); the model's ceilings taken
 //! from that document's findings in strict per-class mode; then every part the command measures

@@ -14,7 +14,7 @@ pub fn all() -> Vec<Box<dyn Probe>> {
 }
 
 /// The probes `memscope run` runs one GPU at a time when it measures several GPUs in parallel
-/// (issue 16), and why: they share what the GPUs of a host share.
+/// (docs/INTERCONNECT.md), and why: they share what the GPUs of a host share.
 pub const ONE_GPU_AT_A_TIME: &[(&str, &str)] = &[
     (
         "link",

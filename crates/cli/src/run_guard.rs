@@ -1,4 +1,4 @@
-//! A run owns its output (issue 21): a lock file in the `--out` folder (`.memscope.lock`, holding
+//! A run owns its output (docs/GUIDE.md): a lock file in the `--out` folder (`.memscope.lock`, holding
 //! the pid; a second run on the same folder gets exit 2 naming that pid; a lock whose process is
 //! gone is taken over), and on SIGINT or SIGTERM a watcher thread marks every file the session
 //! wrote so far as interrupted (through its `Ledger`, which knows each file's latest state and

@@ -48,7 +48,7 @@ mod tests {
         assert!(parse_size("").is_err());
         assert!(parse_size("0.3").is_err());
         assert_eq!(parse_size("18446744073709551615"), Ok(u64::MAX));
-        // 2^64 bytes and more are refused, never saturated (issue 21 item 10)
+        // 2^64 bytes and more are refused, never saturated (docs/GUIDE.md)
         assert!(parse_size("18446744073709551616").unwrap_err().contains("too large"));
         assert!(parse_size("16777216T").unwrap_err().contains("too large"));
         assert!(parse_size("16777216.0T").unwrap_err().contains("too large"));

@@ -1,4 +1,4 @@
-//! Browser test of the HTML outputs (issue 7): a real results file from the simulated RTX 4090
+//! Browser test of the HTML outputs (docs/READING.md): a real results file from the simulated RTX 4090
 //! (`memscope run --target sim:rtx4090 --quick`), rendered by `memscope report --html` and
 //! `memscope compare --html`, plus the vadd animation page of a simulated full wave, each loaded
 //! in headless Chromium.
@@ -7,7 +7,7 @@
 //! into data attributes that --dump-dom shows), the animation advances when played (#autoplay),
 //! and a screenshot of each page is kept under target/browser-test/. Skips with a message when no
 //! Chromium is installed (CI installs Debian's `chromium` in scripts/setup.sh).
-//! Layout rules (issue 20), measured by tests/browser/layout_check.js in a 1280 px wide window on
+//! Layout rules, measured by tests/browser/layout_check.js in a 1280 px wide window on
 //! the committed H200 report and on compare pages: no element wider than the viewport, no two text
 //! boxes of a plot overlapping, no text cut at a plot's edge, every plot with x and y axis titles
 //! carrying a unit in brackets. The fleet view of compare (three simulated GPUs, one slowed) has
@@ -119,7 +119,7 @@ fn num(dom: &str, name: &str) -> f64 {
     body_attr(dom, name).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("no data-{name} on <body>"))
 }
 
-/// The layout rules of issue 20 on `page`, measured in a 1280 px window; panics naming every
+/// The layout rules on `page`, measured in a 1280 px window; panics naming every
 /// offender.
 fn assert_layout(bin: &Path, page: &Path, what: &str) {
     let html = std::fs::read_to_string(page).expect("page");
@@ -286,7 +286,7 @@ fn html_outputs_render_in_headless_chromium() {
     assert!(num(&dom, "mc-scale-gbs") > 0.0, "throughput bars without a scale");
 }
 
-/// The fleet view of `memscope compare --html` (issue 16): three simulated GPUs of one model, the
+/// The fleet view of `memscope compare --html` (docs/GUIDE.md): three simulated GPUs of one model, the
 /// third with a 10 % slower L2, renders without console output, marks the outlier cells, plots
 /// the findings with outliers and keeps the layout rules.
 #[test]
@@ -336,7 +336,7 @@ fn fleet_compare_page_renders_in_headless_chromium() {
     screenshot(&bin, &page, "", &artefact_dir().join("compare-fleet.png"), "1400,1400");
 }
 
-/// The interconnect section (issue 16): four simulated GPUs of one host with one slowed link, run
+/// The interconnect section (docs/INTERCONNECT.md): four simulated GPUs of one host with one slowed link, run
 /// together; the report of GPU 0 shows the five peer matrices (four bandwidth, one latency).
 #[test]
 fn peer_matrix_report_renders_in_headless_chromium() {

@@ -1,4 +1,4 @@
-//! Issue 20, "a user's first hour": the command-line trips a new user hit, each checked end to end
+//! A user's first hour: the command-line trips a new user hit, each checked end to end
 //! on the built binary: missing arguments named with the usage line, `--version` with the commit,
 //! completions and the man page, `predict` (every missing value at once, times with units, u64
 //! overflow refused), one spelling for "which hierarchy", `report --md -`, `report --model` of

@@ -1,4 +1,4 @@
-//! The fleet (issue 16) end to end on simulated GPUs: four copies of the simulated RTX 4090, each
+//! The fleet (docs/GUIDE.md) end to end on simulated GPUs: four copies of the simulated RTX 4090, each
 //! with its own timing noise, one with slower L2 and DRAM (the planted outlier), run through
 //! `memscope run --quick --probes line,latency`, merged by `memscope merge`, and compared: the
 //! fleet view flags the slowed one for the slowed findings and nothing else, from the merged file

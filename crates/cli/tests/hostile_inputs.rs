@@ -1,4 +1,4 @@
-//! The hostile-input corpus of issue 21 (tests/corpus: 320 hierarchy files, 220 results files,
+//! The hostile-input corpus (tests/corpus: 320 hierarchy files, 220 results files,
 //! bad arguments for every subcommand) through the real binary, under a 2 GiB address-space limit
 //! and a per-case time bound: every case exits 0, 1 or 2 as the contract says (2 for every bad
 //! argument), none panics, aborts ("memory allocation ... failed"), dies on a signal or runs past
@@ -318,7 +318,7 @@ fn bad_arguments_of_every_subcommand() {
     run_all(cases.iter().map(|c| (s(c), vec![2])).collect());
 }
 
-/// Issue 21 item 10: a simulated out-of-memory is bad input in every simulated command (exit 2,
+/// A simulated out-of-memory is bad input in every simulated command (exit 2,
 /// the same message), not exit 1 in vadd and 2 in chase.
 #[test]
 fn simulated_out_of_memory_is_exit_2_everywhere() {

@@ -1,4 +1,4 @@
-//! Runs own their output (issue 21): kill -9 at several moments of a run (a simulated GPU and the
+//! Runs own their output (docs/GUIDE.md): kill -9 at several moments of a run (a simulated GPU and the
 //! CPU, small probe sets, `--quick`) leaves a valid results file, marked in progress, holding a
 //! prefix of the run's probes with every finding of them as the complete run has it; SIGTERM and
 //! SIGINT mark the file interrupted and list the probes that did not run; a second run on the

@@ -1,4 +1,4 @@
-//! The interconnect lane (issue 16) end to end on simulated GPUs: four simulated GPUs of one host
+//! The interconnect lane (docs/INTERCONNECT.md) end to end on simulated GPUs: four simulated GPUs of one host
 //! (a `links` section each, the same host, GPU 2 -> 1 slowed) run in one `memscope run` (one
 //! thread per GPU, the peer matrix one GPU at a time, from GPU 0), results also in one file
 //! (`results-all.json`); the matrix names the slowed link as the outlier and nothing else, the

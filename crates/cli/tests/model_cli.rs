@@ -1,4 +1,4 @@
-//! `memscope ceilings|model|fusion|batch` before any measurement (issue 24): a GPU that is not
+//! `memscope ceilings|model|fusion|batch` before any measurement (docs/MODEL.md): a GPU that is not
 //! there ends the command with one line naming it and a non-zero status (2 when the driver says
 //! there is no such GPU, 1 when no driver can be loaded, as on a machine without a GPU), writing
 //! no results; a bad --out is exit 2 naming it, before the GPU is even looked at.

@@ -1,4 +1,4 @@
-//! `memscope predict --ceilings` on a `memscope run` results file (issue 24): the ceilings come from
+//! `memscope predict --ceilings` on a `memscope run` results file (docs/MODEL.md): the ceilings come from
 //! the GPU's bw, launch and peak findings (tests/fixtures/run-bw-launch-peak.json, and the committed
 //! H200 run), a class without its own floor takes launch.floor_s and says so, old ceilings files
 //! still read, and a file without the findings exits 2 with one line naming them and the command.

@@ -1,4 +1,4 @@
-//! The operation counts of a GPT-2-shaped decode step as `memscope batch` runs it (issue 22): the
+//! The operation counts of a GPT-2-shaped decode step as `memscope batch` runs it (docs/MODEL.md): the
 //! kernel sequence (per layer: layer norm, QKV product, attention over a static cache, output
 //! product, residual add, layer norm, MLP products around a GELU, residual add; then the final layer
 //! norm and the LM head), each kernel's FLOPs, DRAM and L2 bytes and bytes in flight, for any width,
@@ -28,7 +28,7 @@ pub const GPT2_SMALL_SHAPE: DecodeShape =
 pub const GPT2_MEDIUM_SHAPE: DecodeShape =
     DecodeShape { name: "gpt2-medium", layers: 24, width: 1024, heads: 16, ff: 4096, vocab: 50257 };
 
-/// The sweep of issue 22.
+/// The composition's sweep (docs/MODEL.md).
 pub const SWEEP_BATCHES: [u64; 10] = [1, 2, 8, 32, 64, 128, 192, 256, 384, 512];
 pub const SWEEP_CONTEXTS: [u64; 2] = [128, 1024];
 /// The out-of-sample model's batches (context 128; its KV cache at 512 x 1,024 would not fit).

@@ -1,4 +1,4 @@
-//! How library code starts a helper process of memscope itself (issue 24): the binary registers,
+//! How library code starts a helper process of memscope itself (docs/ARCHITECTURE.md): the binary registers,
 //! once at start-up, how to run itself; library crates never assume which executable they run in
 //! (the slice probe's profiled hammer child, the runner's continue-in-a-fresh-process path).
 

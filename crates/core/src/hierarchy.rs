@@ -133,7 +133,7 @@ pub struct Hierarchy {
     /// ..." or "default ..."). Absent in presets built from the seeds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub provenance: Option<BTreeMap<String, String>>,
-    /// Extension (issue 16): the links of the simulated host this GPU belongs to (peer copies
+    /// Extension (docs/INTERCONNECT.md): the links of the simulated host this GPU belongs to (peer copies
     /// and latencies for the peer probe); absent: the target has no peers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub links: Option<crate::links::LinksSpec>,

@@ -127,7 +127,7 @@ pub const STORE_L1_WRITE_THROUGH: &str = "store.l1_write_through";
 /// Exposed cost of a dirty L2 line's write-back.
 pub const STORE_L2_WRITEBACK_EXPOSED_NS_PER_LINE: &str = "store.l2_writeback_exposed_ns_per_line";
 
-// The SM's other memories (issue 25, CUDA only): the constant caches, the read-only (ld.global.nc)
+// The SM's other memories (docs/SM_MEMORIES.md; CUDA only): the constant caches, the read-only (ld.global.nc)
 // and texture paths, what shares storage with L1, and miss penalties per level.
 /// Constant-cache L1 hit latency (indexed constant loads).
 pub const CONST_L1_HIT_LATENCY_NS: &str = "const.l1.hit_latency_ns";
@@ -254,7 +254,7 @@ pub fn cpu_os_capacity_bytes(level: &str) -> String {
     format!("cpu.{level}.os_capacity_bytes")
 }
 
-// The interconnect (issue 16): host <-> device and peer <-> peer, test names after nvbandwidth's.
+// The interconnect (docs/INTERCONNECT.md): host <-> device and peer <-> peer, test names after nvbandwidth's.
 /// PCIe generation of the GPU's link (NVML, read after the copies).
 pub const LINK_PCIE_GEN: &str = "link.pcie_gen";
 /// PCIe lanes of the GPU's link (NVML).
@@ -305,7 +305,7 @@ pub fn peak_flops_per_s(kind: &str) -> String {
     format!("peak.{kind}_flops_per_s")
 }
 
-/// The operation classes whose launch floor the bottleneck model charges (seed 003; issue 24),
+/// The operation classes whose launch floor the bottleneck model charges (seed 003; docs/MODEL.md),
 /// one per kind of kernel the model evaluates, each timed at its smallest operation. Shared by the
 /// producer (the launch probe, one `launch_class_floor_s` finding per class) and the consumer
 /// (`model_ceilings`).

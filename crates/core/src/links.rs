@@ -1,4 +1,4 @@
-//! The interconnect between the GPUs of one host (issue 16): the `PeerLinks` instrument a target
+//! The interconnect between the GPUs of one host (docs/INTERCONNECT.md): the `PeerLinks` instrument a target
 //! offers when it can copy to and chase over its peers' memory (the CUDA target on a host with
 //! several GPUs; a simulated target whose hierarchy has a `links` section), and that section's
 //! serde types (`LinksSpec`, docs/CONTRACTS.md "links"). The peer probe (crates/probe/src/peer.rs)

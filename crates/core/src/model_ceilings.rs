@@ -1,5 +1,5 @@
 //! The bottleneck model's ceilings (seed 003) taken from the findings of one `memscope run`
-//! session (issue 24): which finding feeds which ceiling of `SessionCeilings`, every missing,
+//! session (docs/MODEL.md): which finding feeds which ceiling of `SessionCeilings`, every missing,
 //! undetermined or unusable finding named at once with the command that measures it, and the
 //! list of inputs (key, value, unit, method) a results file records beside its predictions.
 //! Pure: no I/O.

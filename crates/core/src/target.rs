@@ -127,7 +127,7 @@ pub struct TargetInfo {
     pub details: serde_json::Map<String, serde_json::Value>,
 }
 
-/// Capability flags of a target (issue 24: probes, the runner, reports and exports ask these, not
+/// Capability flags of a target (probes, the runner, reports and exports ask these, not
 /// the target's kind).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Capabilities {
@@ -223,7 +223,7 @@ pub trait Target: Send {
         None
     }
     /// The host's peer GPUs as an instrument (crate::links), when this target has peers it can
-    /// measure (issue 16). Default: none.
+    /// measure (docs/INTERCONNECT.md). Default: none.
     fn peer_links(&mut self) -> Option<&mut dyn crate::links::PeerLinks> {
         None
     }

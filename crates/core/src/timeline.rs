@@ -2,7 +2,7 @@
 //! HTML animation of seed 000's "Loading b" panel plays (SMs with one pixel per L1 set, crossbar,
 //! L2 slices with one pixel per set grouped by controller, controller throughput, DRAM banks'
 //! activate / row open / refresh states, counters). Pure data: the simulator's replay
-//! (memscope-sim `replay`) fills it, the report's animation reads it (issue 24: the report does
+//! (memscope-sim `replay`) fills it, the report's animation reads it (the report does
 //! not depend on the simulator for these types).
 //!
 //! Compact by construction: requests and bank spans are stored as columns (one vector per field,

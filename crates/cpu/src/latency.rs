@@ -367,7 +367,7 @@ mod tests {
 
     #[test]
     fn a_slow_l2_far_end_is_still_l2() {
-        // Measured on the Xeon dev VM (results/dev-cpu/lane-2026-12-01, 20:54 run, adaptive grid):
+        // Measured on the Xeon dev VM (results/dev-cpu/cpu-lane, the 20:54 run, adaptive grid):
         // L2 at 4.1 ns to 512 KiB, a creep to 6.9 ns up to 1.58 MiB, the L3 from 2.9 MiB (OS: 2 MiB L2).
         let pts: [(f64, f64); 36] = [
             (4.0, 1.24),

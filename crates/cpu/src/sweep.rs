@@ -209,7 +209,7 @@ mod tests {
 
     #[test]
     fn one_stray_point_in_four_does_not_hide_dram() {
-        // The Xeon dev VM at load 7-10: DRAM points at 155-260 ns (results/dev-cpu/lane-2026-12-01).
+        // The Xeon dev VM at load 7-10: DRAM points at 155-260 ns (results/dev-cpu/cpu-lane).
         let x = [4096, 262144, 16 << 20, 22 << 20, 32 << 20, 45 << 20];
         assert!(dram_reached(&x, &[1.24, 4.0, 170.0, 154.8, 231.1, 175.0]));
         // Two strays in four: not yet.

@@ -2,7 +2,7 @@
 //! chases with one line per stride block, over strides from 64 KiB to 1 GiB and page counts up to
 //! what the device memory holds, printing the median, p10 and p90 per-hop time of each. Used to
 //! find where (and whether) translation steps appear on the H200 before fixing the `tlb` probe's
-//! ranges (results/h200/tlb-explore-*).
+//! ranges (results/h200/tlb-2026-11-30T0116).
 //!
 //! Run on the GPU machine: `tlb_explore [MAX_GIB]` (default 96 GiB of footprint at most).
 

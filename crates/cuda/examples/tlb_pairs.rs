@@ -4,7 +4,7 @@
 //! timed in both orders, so the L2 placement of the lines cancels and A minus B is the translation
 //! cost alone. A page-size scan moves q away from p by d: once d crosses a page, q misses in B too.
 //!
-//! Run on the GPU machine: `tlb_pairs` (prints CSV; results/h200/tlb-explore-*).
+//! Run on the GPU machine: `tlb_pairs` (prints CSV; results/h200/tlb-2026-11-30T0116).
 
 use memscope_core::{CachePath, ChaseSpec, Target, TargetError};
 use memscope_cuda::CudaTarget;

@@ -1,4 +1,4 @@
-// atomics.cu: the atomics probe of issue 25. Latency: one thread, a chain of dependent 32-bit
+// atomics.cu: the atomics probe. Latency: one thread, a chain of dependent 32-bit
 // fetch-and-adds (each adds the value the previous one returned, so none can start before the last
 // has come back) on a global word (performed at its L2 slice) or a shared word. Throughput: every
 // thread issues independent fetch-and-adds (four per round), all to one word or each to its own

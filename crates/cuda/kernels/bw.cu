@@ -232,7 +232,7 @@ extern "C" __global__ void l2_read16(const unsigned long long* buf, unsigned lon
                                      unsigned long long* sink, unsigned long long ca) {
     l2_read_u<16>(buf, bytes, reps, sink, ca);
 }
-// Short-lived blocks over contiguous chunks (issue 25): block b reads chunk b mod (bytes /
+// Short-lived blocks over contiguous chunks (docs/SM_MEMORIES.md): block b reads chunk b mod (bytes /
 // chunk_bytes) of the footprint once, 16-byte ld.global.cg loads, 8 in flight per thread, and
 // exits; a grid of chunks x passes blocks covers the footprint pass after pass, and the blocks
 // resident at one time read different chunks. Every load bypasses L1, so each is an L2 access.

@@ -1,4 +1,4 @@
-// constmem.cu: dependent chases through the SM's other read paths (issue 25): the constant bank
+// constmem.cu: dependent chases through the SM's other read paths (docs/SM_MEMORIES.md): the constant bank
 // (`__constant__`, indexed loads, the constant caches), ld.global.nc (the read-only path),
 // tex.1d fetches from a texture object over a linear buffer, and ld.global.ca (L1) for comparison
 // in the same instrument. Each chase is seed 000's instrument: one thread, dependent loads,

@@ -1,4 +1,4 @@
-// levels.cu: bandwidth by level and by parallelism (issue 25). l1_read: every block re-reads an
+// levels.cu: bandwidth by level and by parallelism (docs/SM_MEMORIES.md). l1_read: every block re-reads an
 // L1-resident footprint (ld.global.ca.v4, eight fixed 16-byte words per thread per round) with
 // clock64 between barriers; l2_write: every thread stores 16-byte words over an L2-resident
 // footprint, pass after pass; line_read: every warp reads the same 128-byte line past L1 (one L2

@@ -1,4 +1,4 @@
-// Host <-> device link kernels (issue 16; the test shapes follow nvbandwidth's host_to_device_memcpy_sm,
+// Host <-> device link kernels (docs/INTERCONNECT.md; the test shapes follow nvbandwidth's host_to_device_memcpy_sm,
 // device_to_host_memcpy_sm and host_device_latency_sm, written here from their descriptions).
 // Every parameter is 64-bit (src/gpu/launch.rs launches with u64 arguments).
 

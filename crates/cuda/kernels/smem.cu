@@ -1,4 +1,4 @@
-// smem.cu: the shared-memory probe of issue 25. A dependent chase inside shared memory (one
+// smem.cu: the shared-memory probe. A dependent chase inside shared memory (one
 // thread, ld.shared.u32 of the next shared address, nothing else in the timed region); the
 // bandwidth of one SM (ld.shared.v4.u32, conflict-free, eight in flight per thread); the cost of a
 // warp's access by lane stride (lane i reads word i * stride: the bank-conflict table); and the

@@ -1,7 +1,7 @@
 //! memscope-cuda: the CUDA target (docs/ARCHITECTURE.md: `cuda` implements the `Target` trait on the driver
 //! API, kernels compiled at run time by NVRTC), the GPU-only probes (bw, launch, peak, coalesce,
 //! store, fence, l2.slices; seeds 000, 003 and 004) and the bottleneck-model operations (seed 003),
-//! all on the one GPU layer `gpu` (issue 24).
+//! all on the one GPU layer `gpu` (docs/ARCHITECTURE.md).
 
 pub mod gpu;
 pub mod nvml;

@@ -57,7 +57,7 @@ pub fn read(ordinal: usize, pci_bus_id: Option<&str>) -> Option<Reading> {
     })
 }
 
-/// A GPU's PCIe link as NVML reports it (issue 16: the link the host <-> device findings name).
+/// A GPU's PCIe link as NVML reports it (the link the host <-> device findings name).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PcieLink {
     pub current_gen: Option<u32>,

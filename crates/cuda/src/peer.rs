@@ -1,4 +1,4 @@
-//! The CUDA target's peer-link instrument (issue 16, `memscope_core::links::PeerLinks`): every GPU
+//! The CUDA target's peer-link instrument (docs/INTERCONNECT.md; `memscope_core::links::PeerLinks`): every GPU
 //! of the host opened by ordinal (their primary contexts, shared with their own targets), peer
 //! access checked with cuDeviceCanAccessPeer and enabled with cuCtxEnablePeerAccess; copy-engine
 //! copies with cuMemcpyDtoDAsync on the source GPU's stream (unified addressing), copy-kernel

@@ -41,7 +41,7 @@ pub struct CudaTarget {
     clock_hz: Option<f64>,
     pub(crate) sms: u32,
     pub(crate) l2_bytes: u64,
-    /// Every GPU of the host, opened on the first peer measurement (issue 16).
+    /// Every GPU of the host, opened on the first peer measurement (docs/INTERCONNECT.md).
     peers: Option<crate::peer::CudaPeers>,
 }
 

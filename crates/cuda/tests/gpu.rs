@@ -4,7 +4,7 @@
 //! prints "skipped: no CUDA GPU" and returns). They check the target against known
 //! answers: a chase reads back the cycle that was written, L1 hits are faster than L2 hits which are
 //! faster than DRAM, aliased views share their bytes, a fault is reported and the context recovers;
-//! and issue 25's probes give sane findings (32 banks of 4 bytes, plausible latencies and rates).
+//! and the SM memories' probes give sane findings (32 banks of 4 bytes, plausible latencies and rates).
 
 use memscope_core::{CachePath, ChaseSpec, Target};
 use memscope_cuda::CudaTarget;
@@ -428,7 +428,7 @@ fn l1share_probe_reports_what_shares_storage() {
     }
 }
 
-/// The link probe (issue 16) on the GPU, --quick: every test's plateau is a positive rate with a
+/// The link probe (docs/INTERCONNECT.md) on the GPU, --quick: every test's plateau is a positive rate with a
 /// series, the chase over host memory is slower than any on-device latency (> 300 ns), the host's
 /// own pageable <-> pinned copy is measured and named in the pageable lines' notes, and on a
 /// one-GPU host the peer matrix is waived.

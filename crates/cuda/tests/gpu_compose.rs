@@ -1,4 +1,4 @@
-//! GPU tests of the composition's ceilings (issue 22), `#[ignore]`d like tests/gpu.rs (run by
+//! GPU tests of the composition's ceilings (docs/MODEL.md), `#[ignore]`d like tests/gpu.rs (run by
 //! scripts/gpu-test.sh): every kernel check passes (the fp16 decode attention included), the spin
 //! kernel holds the device for its time, and the composition's ceilings are positive, the DRAM
 //! curve rises with bytes in flight, the calibration covers every calibration shape, and a graph

@@ -1,4 +1,4 @@
-//! Rules of the one GPU layer (issue 24), kept true by a scan of the sources: driver calls (the
+//! Rules of the one GPU layer (docs/ARCHITECTURE.md), kept true by a scan of the sources: driver calls (the
 //! `cu*` functions of cudarc's `sys` module) appear only under crates/cuda/src/gpu/ in the whole
 //! workspace, no result in this crate carries a bare string as its error, and every kernel the code names literally
 //! (`Module::X, "kernel"` in probes, `launch("kernel"` in the ops) is in the registry's list for

@@ -1,4 +1,4 @@
-//! A GPGPU-Sim / Accel-Sim `gpgpusim.config` from one results file (issue 18). Every option of
+//! A GPGPU-Sim / Accel-Sim `gpgpusim.config` from one results file (docs/SIMULATORS.md). Every option of
 //! the base (`base::SM90_H200`) is written; those memscope can set come from the findings or the
 //! driver's values, the rest keep the base value, and each line's comment says which and why.
 //! Conventions follow Accel-Sim's tuner (accel-sim-framework util/tuner/GPU_Microbenchmark):

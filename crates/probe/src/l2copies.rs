@@ -1,5 +1,5 @@
 //! `l2.far_copy_ways`: how many ways of a set in an SM's near L2 partition hold copies of lines
-//! homed in the far partition (issue 23; an extension beyond seed 000, which has one L2). On the
+//! homed in the far partition (docs/TRUST.md; an extension beyond seed 000, which has one L2). On the
 //! H200 one of three eviction-set searches once reduced to 8 lines where the near lines' sets
 //! take 17; this search asks whether far copies thrash in fewer ways than the L2 has (on the
 //! H200 on 2026-12-01 23:08 they did not: 16, results/h200/compose-2026-12-01T2308). The lines that miss the near
@@ -80,7 +80,7 @@ impl FarCopies {
             // Low confidence: on the H200 (2026-12-01) it read 16 in three full runs and 7 when
             // l2ways ran alone; what sets the copies' structure apart is not known.
             Ok(w) => Finding::integer(*w, "count", method, Confidence::Low).with_note(&format!(
-                "{search}; the sets of the near partition kept at most this many copies of far-homed lines in this search (equal to l2.ways: no limit seen); on the H200 this read 16 in full runs and 7 with l2ways alone (results/h200/rep-2026-12-01T2344): state-dependent, cause unknown"
+                "{search}; the sets of the near partition kept at most this many copies of far-homed lines in this search (equal to l2.ways: no limit seen); on the H200 this read 16 in full runs and 7 with l2ways alone (results/h200/repeatability): state-dependent, cause unknown"
             )),
             Err(why) => Finding::undetermined("count", method, &format!("{why}; {search}")),
         }

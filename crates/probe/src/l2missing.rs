@@ -1,5 +1,5 @@
 //! The lines of a random pool that miss an SM's near L2 partition on every lap, and which level
-//! served their misses (issue 23): DRAM (their home is the near partition, or there is one
+//! served their misses (docs/TRUST.md): DRAM (their home is the near partition, or there is one
 //! partition) or the far partition (copies of far-homed lines evicted from the near one). The
 //! `l2ways` reduction takes the DRAM-served lines, `l2copies` the far-served ones.
 

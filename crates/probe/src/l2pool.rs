@@ -1,5 +1,5 @@
 //! `l2pool`: what the L2 eviction-set search (`l2ways`, `l2policy`) takes from the rest of the
-//! run (issue 23 item 5: the same outcome run after run). Three things:
+//! run (the same outcome run after run). Three things:
 //!
 //! - the scale of the random pools: the L2 segment one SM's chase sees
 //!   (`l2.segment_capacity_bytes`), else the driver's L2 size from the target details

@@ -1,4 +1,4 @@
-//! `l2sets`: the L2 set count from occupancy (issue 4, `l2ways`): random lines land in the sets
+//! `l2sets`: the L2 set count from occupancy (`l2ways`): random lines land in the sets
 //! like balls in bins, so the fraction of a pool that lies in over-full sets (more pool lines than
 //! ways: they miss on every lap) fixes the number of sets through a Poisson tail; the count
 //! reported is an L2 size / (ways x line) that the estimate's range confirms.

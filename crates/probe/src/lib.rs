@@ -44,7 +44,7 @@ pub fn probes() -> Vec<Box<dyn Probe>> {
     ]
 }
 
-/// The probes of a whole host rather than one memory hierarchy (issue 16: the peer matrix), kept
+/// The probes of a whole host rather than one memory hierarchy (the peer matrix), kept
 /// apart from `probes()` because they apply only where the target describes its peers.
 pub fn host_probes() -> Vec<Box<dyn Probe>> {
     vec![Box::new(peer::PeerProbe)]

@@ -1,4 +1,4 @@
-//! `peer`: the peer <-> peer matrices of one host (issue 16), nvbandwidth's layout (row: the GPU
+//! `peer`: the peer <-> peer matrices of one host (docs/INTERCONNECT.md), nvbandwidth's layout (row: the GPU
 //! whose memory is read and whose context drives the copy, column: the GPU written; NVIDIA/
 //! nvbandwidth testcase.h: device_to_device_memcpy_write_ce, device_to_device_bidirectional_
 //! memcpy_write_ce, device_to_device_memcpy_write_sm, device_to_device_bidirectional_memcpy_write_sm,

@@ -1,4 +1,4 @@
-//! `penalty`: miss penalties per level (issue 25: "the difference between the level's hit and the
+//! `penalty`: miss penalties per level ("the difference between the level's hit and the
 //! next level's hit, as measured by the same instrument"), from the `latency` probe's findings:
 //! the L1 miss penalty is the L2 hit through the L1-cached path less the L1 hit, the L2 miss
 //! penalty DRAM less the near-L2 hit, the far-partition penalty the far-L2 hit less the near one.

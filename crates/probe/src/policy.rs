@@ -1,4 +1,4 @@
-//! `l2policy`: the L2 replacement policy by its signature (issue 4 stretch; seed 004: each line
+//! `l2policy`: the L2 replacement policy by its signature (seed 004: each line
 //! carries an RRPV, new lines 1, a hit sets 0, the victim is the least recently used line among
 //! RRPV 2, else every line ages and the scan repeats; its footnote 5 found it by filling sets
 //! with known lines and counting the fills before the original line missed). On a minimal

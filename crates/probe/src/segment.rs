@@ -1,4 +1,4 @@
-//! The L2 segment one SM's chase sees (issue 23; mt4g calls it the "segment" of a partitioned L2):
+//! The L2 segment one SM's chase sees (docs/TRUST.md; mt4g calls it the "segment" of a partitioned L2):
 //! the footprint of a dense L1-bypassing chase at which half of the hops have left the near-L2
 //! level. A chase lapping a footprint larger than what one SM's partition holds misses it on a
 //! growing share of hops; the half-way footprint is a statistic of the whole curve rather than of

@@ -1,5 +1,5 @@
 //! Discovery on simulated hierarchies: the seeds' RTX 4090 preset and random hierarchies in the
-//! simulated-hierarchy JSON format (issue 4, "Hidden hierarchies"), each recovered exactly (ways,
+//! simulated-hierarchy JSON format ("Hidden hierarchies"), each recovered exactly (ways,
 //! sets, masks up to change of basis, indexing, TLB entries, page size, row size, L2 ways and
 //! replacement policy, L2 sets whenever reported; latencies within 2%, refresh stall within 10%). The random ones are kept small (L2 of a few MiB) so the whole
 //! file runs in CI time; `random_hierarchies_many` (60 hierarchies) is #[ignore]d:
@@ -34,7 +34,7 @@ fn masks(f: &BTreeMap<String, Finding>) -> Option<Vec<u64>> {
     f.get("l1.index_masks")?.value.as_array()?.iter().map(|v| v.as_str().and_then(gf2::parse_mask)).collect()
 }
 
-/// Compare everything issue 4 asks to be recovered; returns the list of mismatches.
+/// Compare everything a discovery run must recover; returns the list of mismatches.
 fn check(h: &Hierarchy, f: &BTreeMap<String, Finding>) -> Vec<String> {
     let mut bad = Vec::new();
     let mut eq = |k: &str, got: Option<u64>, want: u64| {

@@ -1,4 +1,4 @@
-//! The latency instrument against a simulated target whose instrument has a cost (issue 23): the
+//! The latency instrument against a simulated target whose instrument has a cost (docs/TRUST.md): the
 //! simulator charges every recorded hop `noise.per_hop_record_ns` and every launch
 //! `noise.launch_ns`, as per-hop clock reads and launches do on a GPU. Level latencies must still
 //! come out at the hierarchy's own values (they are taken from uninstrumented chases), the overhead

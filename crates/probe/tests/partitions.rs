@@ -1,4 +1,4 @@
-//! The latency probe on simulated hierarchies (issue 4, `latency`): the exact L2 capacity seen from
+//! The latency probe on simulated hierarchies (`latency`): the exact L2 capacity seen from
 //! one SM (reverse-lap count of retained lines) and the far-L2 level of a partitioned L2 (the
 //! simulator's near/far partition mode, `l2.partitions` = 2 and `l2.far_hit_ns`).
 

@@ -1,4 +1,4 @@
-//! The `penalty` probe on a simulated hierarchy with known latencies (issue 25, miss penalties):
+//! The `penalty` probe on a simulated hierarchy with known latencies (docs/SM_MEMORIES.md; miss penalties):
 //! after `line` and `latency`, the L1 miss penalty is the simulated L2 hit less the L1 hit, the
 //! far-partition penalty the far hit less the near one, and the L2 miss penalty DRAM less the near
 //! hit (the simulator's refresh waits add their mean to DRAM; outliers cancel in each difference of

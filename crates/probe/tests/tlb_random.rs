@@ -1,4 +1,4 @@
-//! The `tlb` probe alone on random simulated hierarchies (issue 4, "Hidden hierarchies": TLB 8..64
+//! The `tlb` probe alone on random simulated hierarchies ("Hidden hierarchies": TLB 8..64
 //! entries, pages 64 KiB..2 MiB, LRU or FIFO, misses of 2..20 ns, small L2s with plain or physical
 //! indexing, jitter up to 2% of the L2 hit and 1% outliers): entries, page, miss cost within 2%,
 //! replacement and scope must come out exactly. About 25 s in CI (40 hierarchies); `MEMSCOPE_TLB_SEEDS=a..b`

@@ -1,4 +1,4 @@
-//! Issue 23 item 5 (DRAM row size): the `dram` probe on random simulated hierarchies with
+//! DRAM row size run after run (docs/TRUST.md): the `dram` probe on random simulated hierarchies with
 //! contiguous rows of 512 B to 4 KiB, pages of 64 KiB and 2 MiB, random controller, channel and
 //! bank counts, DRAM timings and noise. Each outcome is the exact row size or undetermined with a
 //! reason; never a wrong value.

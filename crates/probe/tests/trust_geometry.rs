@@ -1,4 +1,4 @@
-//! Issue 23 item 5 (L2 ways, sets and policy run after run): the `l2ways` and `l2policy` probes on
+//! L2 ways, sets and policy run after run (docs/TRUST.md): the `l2ways` and `l2policy` probes on
 //! unusual simulated L2s (two partitions whose far hits lie near the old hit/DRAM midpoint, far
 //! copies in a structure of their own with fewer ways than the near sets, 12, 16
 //! and 24 ways, RRIP and LRU, jitter and outliers), with the pool scaled from each of the sources a
@@ -51,7 +51,7 @@ enum Source {
     Segment,
     /// The driver's attribute: the whole L2.
     Driver,
-    /// `l2.capacity_bytes` = the whole L2 (the CUDA target after issue 23), no segment finding.
+    /// `l2.capacity_bytes` = the whole L2 (as the CUDA target reports it, docs/TRUST.md), no segment finding.
     WholeCapacity,
 }
 

@@ -1,4 +1,4 @@
-//! The HTML report (issue 7): one self-contained page (inline SVG, CSS and a few lines of script,
+//! The HTML report (docs/READING.md): one self-contained page (inline SVG, CSS and a few lines of script,
 //! nothing fetched) with provenance, the discovered hierarchy as a diagram, every series as a plot
 //! (latency versus footprint with knees and level lines, bandwidth versus size per pattern, the
 //! stride sweep, histograms, anything else by its x/y names and units), the roofline of a model

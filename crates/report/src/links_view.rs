@@ -1,4 +1,4 @@
-//! The interconnect section of the HTML report (issue 16): the host link (PCIe generation and
+//! The interconnect section of the HTML report (docs/INTERCONNECT.md): the host link (PCIe generation and
 //! width, nominal rate, each host <-> device test's plateau and its fraction of nominal; the
 //! bandwidth-by-size curves are the `link` plot of the measurements) and the peer matrices
 //! (GB/s, ns), the links flagged by the peer probe's outlier analysis marked.

@@ -1,4 +1,4 @@
-//! The "model" section of a `memscope/1` results document (seed 003's bottleneck model, issue 24):
+//! The "model" section of a `memscope/1` results document (seed 003's bottleneck model; docs/MODEL.md):
 //! the ceilings the model used and the findings they came from, beside the model's results; and
 //! reading the ceilings of a file for `predict --ceilings`: a `memscope run` results file (from
 //! its findings, `memscope_core::model_ceilings`) or a `memscope/bottleneck-model/1` file written

@@ -1,4 +1,4 @@
-//! `memscope export nvbandwidth RESULTS.json`: the interconnect findings (issue 16) printed in
+//! `memscope export nvbandwidth RESULTS.json`: the interconnect findings (docs/INTERCONNECT.md) printed in
 //! nvbandwidth's matrix layout (NVIDIA/nvbandwidth README, "Running host_to_device_memcpy_ce." then
 //! "memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)" and the rows), so a user can compare line
 //! by line. GB/s = 1e9 bytes/s. Host tests: one CPU row, one column per GPU of the file (a merged

@@ -243,7 +243,7 @@ mod tests {
         assert!(locate(&d).unwrap().starts_with("target.units:"));
     }
 
-    /// Issue 21 item 8: `"schema": 1` is a wrong schema, not a missing one.
+    /// `"schema": 1` is a wrong schema, not a missing one.
     #[test]
     fn a_number_schema_is_a_wrong_schema() {
         let mut d = serde_json::to_value(crate::sample::results()).unwrap();

@@ -465,7 +465,7 @@ mod tests {
         assert!(svg.contains("(log scale)"));
     }
 
-    /// Issue 21 item 3: values near f64::MAX (and a range that overflows to infinity) give a few
+    /// Values near f64::MAX (and a range that overflows to infinity) give a few
     /// ticks on log and linear axes, binary and decimal, instead of billions.
     #[test]
     fn extreme_values_give_bounded_ticks() {

@@ -1,5 +1,5 @@
 //! Property-based fuzzing (proptest, bounded case counts so CI time stays in seconds) of the two
-//! parsers and the report writers (issue 21): any text or mutated document gives `Ok` or an
+//! parsers and the report writers (docs/GUIDE.md): any text or mutated document gives `Ok` or an
 //! error, never a panic; for any finding and series text and numbers (control characters, HTML,
 //! formulas, values near f64::MAX, NaN, infinities), the terminal table has no control
 //! character, the Markdown no raw HTML tag, the CSV no cell a spreadsheet would evaluate, and

@@ -1,4 +1,4 @@
-//! The "model" section of `memscope/1` (issue 24): absent leaves documents byte-identical, present
+//! The "model" section of `memscope/1` (docs/MODEL.md): absent leaves documents byte-identical, present
 //! round-trips through the atomic writer; `read_ceilings` takes a run's findings, the
 //! `memscope/bottleneck-model/1` files of the H200 (tests/data), and refuses the rest with one line.
 

@@ -1,4 +1,4 @@
-//! The CPU lane of a run (issue 16): the CPU target's probes on their own thread, pinned to one
+//! The CPU lane of a run (docs/PERFORMANCE.md, "CPU target"): the CPU target's probes on their own thread, pinned to one
 //! core (the highest-numbered CPU this process may use), while the GPU (or simulated GPU)
 //! probes run on the calling thread, which is kept off that core (threads the CUDA driver starts
 //! later inherit that mask). The lane writes `DIR/results-cpu.partial.json` after every probe

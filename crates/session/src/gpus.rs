@@ -1,4 +1,4 @@
-//! Several GPUs (or simulated GPUs) in one run (issue 16): one thread per target runs its probes
+//! Several GPUs (or simulated GPUs) in one run (docs/INTERCONNECT.md): one thread per target runs its probes
 //! in parallel with the others, each into its own document; then the probes that must run one
 //! GPU at a time (`RunPlan::one_at_a_time`: the host link, the peer matrix, ncu) run target after
 //! target on the calling thread. Each thread binds its own GPU's context; their progress would

@@ -1,4 +1,4 @@
-//! The files a session writes (issue 21, issue 24): every results-file write goes through here
+//! The files a session writes (docs/GUIDE.md): every results-file write goes through here
 //! (atomic, with its run state), so the latest state of each file, the planned probes and a
 //! continuing child process are known to whoever must mark the files interrupted on a signal
 //! (the binary's run guard). After `interrupt` no further write lands.

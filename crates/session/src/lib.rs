@@ -1,4 +1,4 @@
-//! memscope-session: the run loop (issue 24). A `Session` runs probes on targets that come in
+//! memscope-session: the run loop (docs/ARCHITECTURE.md). A `Session` runs probes on targets that come in
 //! opened (`Box<dyn Target>`), into `memscope/1` results documents: applicability, the probes a
 //! probe needs, progress through an `Observer`, fault containment (a probe's error is its status;
 //! after a fault that leaves a target unusable the rest continue in a fresh process started

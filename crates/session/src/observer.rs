@@ -1,4 +1,4 @@
-//! What a session reports while it runs (issue 24): a progress sink per probe and every results
+//! What a session reports while it runs (docs/ARCHITECTURE.md): a progress sink per probe and every results
 //! file written. The binary renders them as indicatif bars; the library never prints.
 
 use memscope_core::Progress;

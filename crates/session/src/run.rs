@@ -1,4 +1,4 @@
-//! A whole run over several opened targets (issue 16, issue 24): one document per non-CPU target
+//! A whole run over several opened targets (docs/INTERCONNECT.md): one document per non-CPU target
 //! (`results.json` for the first, `results-<id>.json` for the rest), the CPU joining the first
 //! (or standing alone); several GPUs in parallel, one thread each; the CPU lane on its own core
 //! beside them; environment snapshots around each GPU target through a hook the caller supplies.

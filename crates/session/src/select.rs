@@ -1,5 +1,5 @@
-//! Which probes a run runs (issue 24): the asked keys, checked against the registry, and,
-//! transitively, the probes they declare in `Probe::needs` (issue 17), in registry order.
+//! Which probes a run runs (docs/ARCHITECTURE.md): the asked keys, checked against the registry, and,
+//! transitively, the probes they declare in `Probe::needs` (docs/ADDING_A_PROBE.md), in registry order.
 
 use memscope_core::Probe;
 

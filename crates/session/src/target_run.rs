@@ -1,4 +1,4 @@
-//! The probe loop on one target (issue 24): applicability (waived probes recorded), the earlier
+//! The probe loop on one target (docs/ARCHITECTURE.md): applicability (waived probes recorded), the earlier
 //! findings a probe reads, progress through the observer, a probe's error or panic recorded as
 //! its status while the rest still run, findings tagged by the target, the document rewritten
 //! after every probe, and, after a fault that leaves the target unusable (a GPU fault poisons

@@ -1,4 +1,4 @@
-//! The run loop on simulated targets (issue 24): a failing or panicking probe is recorded and the
+//! The run loop on simulated targets (docs/ARCHITECTURE.md): a failing or panicking probe is recorded and the
 //! rest still run; `needs` adds the probes needed; the file is rewritten after every probe (seen
 //! mid-run through the observer); a target unusable after a fault stops with the reason when no
 //! fresh process can continue; an interruption marks the files and no later write lands; several

@@ -1,4 +1,4 @@
-//! Cost of the simulator's parts one at a time (speed work on issue 3): N random operations of
+//! Cost of the simulator's parts one at a time (speed work, docs/PERFORMANCE.md): N random operations of
 //! each kind (default 5,000,000; `N=...` in the environment), printing ns per operation. Run under
 //! `valgrind --tool=callgrind` with a small N and one part's name to count instructions per
 //! operation (the per-part cost on a machine without hardware counters):

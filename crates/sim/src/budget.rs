@@ -114,7 +114,7 @@ mod tests {
         assert!(check(&h, DEFAULT_BUDGET_BYTES).unwrap_err().contains("tlb.entries = 16777216"));
     }
 
-    /// Issue 21 items 1 and 2 through `SimTarget::new`: each hierarchy that used to panic or
+    /// Through `SimTarget::new` (docs/GUIDE.md, "Errors and bounds"): each hierarchy that used to panic or
     /// abort in the constructor is refused with the field or the estimate named.
     #[test]
     fn hostile_hierarchies_are_refused_before_allocation() {

@@ -1,4 +1,4 @@
-//! The simulated host's links (issue 16): the `PeerLinks` instrument of a simulated GPU whose
+//! The simulated host's links (docs/INTERCONNECT.md): the `PeerLinks` instrument of a simulated GPU whose
 //! hierarchy has a `links` section (docs/CONTRACTS.md). A copy of `bytes` from GPU a to GPU b takes
 //! copy_setup_ns + bytes / rate(a, b), the rate scaled by sm_fraction for a copy kernel and by
 //! bidirectional_fraction when both directions run; a chase hop over a peer's memory takes

@@ -35,7 +35,7 @@ pub struct SimTarget {
     pub(crate) pre_batch: Vec<Pre>,
     pre_table: Vec<Pre>,
     pub(crate) staged: Staged,
-    /// The simulated host's links (issue 16), when the hierarchy has a `links` section.
+    /// The simulated host's links (docs/INTERCONNECT.md), when the hierarchy has a `links` section.
     links: Option<crate::links::SimLinks>,
 }
 

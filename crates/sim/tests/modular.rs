@@ -1,5 +1,5 @@
 //! The modular index functions (`{"divisor_bytes": D, "modulo": N}`) that non-power-of-two L2
-//! slice and set counts need (issue 18): they parse, validate against the counts they index, and
+//! slice and set counts need (docs/SIMULATORS.md): they parse, validate against the counts they index, and
 //! a simulated L2 of 6 slices x 96 sets holds exactly its capacity with every slice used evenly.
 
 use memscope_core::hierarchy::{HashFunction, Hierarchy};

@@ -1,4 +1,4 @@
-//! Checks from the seeds (issue 3): a contiguous 72 MiB fills every slot of every L2 slice without
+//! Checks from the seeds: a contiguous 72 MiB fills every slot of every L2 slice without
 //! thrashing; 8,192 L2-resident lines from exactly k predicted slices (one slice ~36x slower in
 //! throughput than all); a 512 MB store sweep sends 4,194,304 write requests carrying 16,777,216
 //! sectors to L2; aliased mappings behave as footnotes 3 and 6 say.

@@ -1,4 +1,4 @@
-// Layout rules of issue 20, measured in the browser after the page's own script ran; the result
+// Layout rules, measured in the browser after the page's own script ran; the result
 // goes into <pre id="layout-check"> as JSON for the Rust test (crates/cli/tests/browser.rs) to read.
 // wide: elements whose right edge passes the viewport (outside scrolling boxes);
 // overlaps: pairs of text boxes inside one plot that intersect;

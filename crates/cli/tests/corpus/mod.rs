@@ -1,4 +1,4 @@
-//! The hostile-input corpus of issue 21, generated (deterministically, from a seed) rather than
+//! The hostile-input corpus, generated (deterministically, from a seed) rather than
 //! stored: simulated-hierarchy files and results files mutated from valid ones (hostile numbers
 //! at every numeric field, wrong types, missing and unknown fields, wrong schemas, control
 //! characters, formula and HTML text, values near f64::MAX, long arrays), the specific failures

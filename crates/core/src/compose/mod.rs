@@ -1,4 +1,4 @@
-//! The composition model of issue 22 (beyond seed 003's two compositions): a sequence of kernels
+//! The composition model (beyond seed 003's two compositions): a sequence of kernels
 //! takes the sum over its kernels of (the device's per-kernel launch gap + the largest of the
 //! kernel's work terms), plus whatever host launch cost the pipelined stream cannot hide. The work
 //! terms come from ceilings measured on *other* operations: bandwidth reached with a given number

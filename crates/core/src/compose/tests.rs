@@ -1,4 +1,4 @@
-//! Tests of the composition model (issue 22) on synthetic ceilings: the curve and the efficiency
+//! Tests of the composition model (docs/MODEL.md) on synthetic ceilings: the curve and the efficiency
 //! interpolation, the refusal of a calibration that contains a predicted shape, the pipeline's
 //! exposed host time, and a synthetic "measured" step from a known generating process (pipelined
 //! launches, per-kernel gap plus the largest true term, noise) that the composition predicts

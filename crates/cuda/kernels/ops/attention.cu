@@ -1,4 +1,4 @@
-// Decode attention over a static KV cache (seed 003's decode step), fp32 and (issue 22) fp16, head dim 64. One block
+// Decode attention over a static KV cache (seed 003's decode step), fp32 and fp16 (docs/MODEL.md), head dim 64. One block
 // of 128 threads per (sequence, head); a half-warp per cached token with one float4 per lane (a
 // token's 64 keys or values are one coalesced 256-byte row). Scores are kept in shared memory
 // (T floats). Traffic: keys and values read once (2 B h T d s bytes, the seed's count).

@@ -1,4 +1,4 @@
-// Kernels of the composition's ceilings (issue 22): an empty kernel (launch gap and issue rate), a
+// Kernels of the composition's ceilings (docs/MODEL.md): an empty kernel (launch gap and issue rate), a
 // spin kernel that holds the device for a given time (%globaltimer) so the host can queue launches
 // behind it, and a read kernel with exactly one dependent 16-byte load per thread per step, so its
 // bytes in flight are threads x 16 (bandwidth by bytes in flight, DRAM or L2), and its 8-byte
@@ -40,7 +40,7 @@ extern "C" __global__ void read_curve_u2(const uint2* __restrict__ src, u64 read
     if (acc == 0x9e3779b9u) out[0] = acc;  // keeps the loads; (almost) never stores
 }
 
-// The dependent step of a few-block kernel (issue 22): each block of 128 threads in 8 half-warps
+// The dependent step of a few-block kernel (docs/MODEL.md): each block of 128 threads in 8 half-warps
 // walks `steps` steps over its own rows (block k from row k (16 steps + 16) on) over row-major 64-element rows (16 lanes x one vector per row); each step a
 // half-warp loads two rows' vectors (rows 16 s + hw and 16 s + hw + 8: two independent loads per
 // thread), turns them into floats, and either reduces their dot products over its 16 lanes with

@@ -1,4 +1,4 @@
-//! The one cuBLAS wrapper (issue 24; seed 003's FLOP ceiling and the model's matrix products):
+//! The one cuBLAS wrapper (docs/ARCHITECTURE.md; seed 003's FLOP ceiling and the model's matrix products):
 //! row-major C[m x n] = A[m x k] @ B[k x n]; fp32 through cublasSgemm in the default math mode (no
 //! TF32), fp16 and bf16 through cublasGemmEx with fp32 accumulation. Used by the peak probe, the
 //! ops' checks and the model's matrix operations.

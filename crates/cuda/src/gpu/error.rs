@@ -1,4 +1,4 @@
-//! The one error type of GPU work in this crate (issue 24): every driver, NVRTC and cuBLAS failure,
+//! The one error type of GPU work in this crate (docs/ARCHITECTURE.md): every driver, NVRTC and cuBLAS failure,
 //! the free-memory check, a poisoned process and a failed kernel check, each with a message that
 //! says what to do next. Converts into the discovery errors (`TargetError`, `ProbeError`).
 

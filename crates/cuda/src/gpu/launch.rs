@@ -1,4 +1,4 @@
-//! Kernel functions and launches (issue 24): the function cache (modules compiled by NVRTC and
+//! Kernel functions and launches (docs/ARCHITECTURE.md): the function cache (modules compiled by NVRTC and
 //! loaded on first use, behind `&self` so launches work inside closures), the per-function
 //! attributes set at load (the chase kernels' carveout, the TMA copy's dynamic shared memory),
 //! module globals, the occupancy query, and launches with typed arguments; the 64-bit-only form

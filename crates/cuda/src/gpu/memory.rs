@@ -1,7 +1,7 @@
-//! Memory (issue 24): device allocations checked against free memory (cuMemAlloc, never managed
+//! Memory (docs/ARCHITECTURE.md): device allocations checked against free memory (cuMemAlloc, never managed
 //! memory), an owning device buffer for the bottleneck-model operations, synchronous and
 //! stream-ordered copies and fills, pinned host memory mapped into the GPU's address space (the
-//! link probes, issue 16), and the virtual-memory aliases (one physical allocation mapped at two
+//! link probes; docs/INTERCONNECT.md), and the virtual-memory aliases (one physical allocation mapped at two
 //! virtual ranges: seed 000, footnotes 3 and 6), and texture objects over linear buffers.
 
 use super::{ck, Gpu, GpuError, GpuResult, Stream};

@@ -1,4 +1,4 @@
-//! The one GPU layer of memscope (issue 24): a thin, checked layer over the CUDA driver API
+//! The one GPU layer of memscope (docs/ARCHITECTURE.md): a thin, checked layer over the CUDA driver API
 //! (cudarc 0.19 `sys`) and the only place in the workspace with driver calls. This file: library
 //! presence, the primary context, its rebuild after a fault and the poisoned state after a sticky
 //! one, device attributes. The rest: memory.rs (allocations checked against free memory, copies,

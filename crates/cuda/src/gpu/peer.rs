@@ -1,4 +1,4 @@
-//! Peer access between two GPUs of the host (issue 16): cuDeviceCanAccessPeer, then
+//! Peer access between two GPUs of the host (docs/INTERCONNECT.md): cuDeviceCanAccessPeer, then
 //! cuCtxEnablePeerAccess from one primary context to the other (already enabled counts as done).
 //! Never multicast objects (cuMulticastCreate): they can take shared GPUs out of service.
 

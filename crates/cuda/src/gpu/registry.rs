@@ -1,4 +1,4 @@
-//! The one kernel registry of this crate (issue 24): every CUDA C file under kernels/ (the probe
+//! The one kernel registry of this crate (docs/ARCHITECTURE.md): every CUDA C file under kernels/ (the probe
 //! kernels with kernels/common.cuh prepended, the bottleneck-model kernels of seed 003 under
 //! kernels/ops/ with kernels/ops/common.cuh prepended), the kernels each defines, and their run-time
 //! compilation by NVRTC for the device's arch (docs/ARCHITECTURE.md). NVRTC is loaded dynamically; when it
@@ -39,7 +39,7 @@ pub enum Module {
     OpsRows,
     /// Bottleneck model: decode attention.
     OpsAttention,
-    /// Composition (issue 22): empty and spinning kernels, read curves.
+    /// Composition (docs/MODEL.md): empty and spinning kernels, read curves.
     OpsCompose,
 }
 

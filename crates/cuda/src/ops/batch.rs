@@ -4,7 +4,7 @@
 //! layer norm and the LM head; 122 launches, cuBLAS for the products), fp32, batch 1..512. The
 //! measured step is set against the seed's two compositions (max of totals; sum of per-kernel
 //! bounds) and a third: the sum of every kernel's own three-ceiling bound.
-//! The model's buffers and step (`Gpt2`) take any GPT-2 shape, precision and context (issue 22's
+//! The model's buffers and step (`Gpt2`) take any GPT-2 shape, precision and context (the composition's
 //! sweep, ops/compose.rs, runs GPT-2 small and a GPT-2-medium shape through them).
 //! Biases, the embedding lookup and the KV-cache append are left out (each is a small kernel; the
 //! seed's weights figure includes the biases).
@@ -39,7 +39,7 @@ struct Layer {
 }
 
 /// A GPT-2-shaped model's buffers in one precision, sized for the largest batch and a context
-/// (issue 22: any width and depth, fp32 or fp16, any context; seed 003: GPT-2 small, fp32, 128).
+/// (any width and depth, fp32 or fp16, any context; seed 003: GPT-2 small, fp32, 128).
 pub struct Gpt2 {
     pub shape: DecodeShape,
     pub dtype: Dtype,

@@ -1,4 +1,4 @@
-//! The launch-floor operation of each class of the bottleneck model (seed 003, issue 24) and its
+//! The launch-floor operation of each class of the bottleneck model (seed 003; docs/MODEL.md) and its
 //! measurement (the timing rule and the sustained sizes the operations share are in device.rs). The
 //! ceilings themselves are findings of the same session (probes bw, launch, peak; taken by
 //! `memscope_core::model_ceilings`); the launch probe measures the per-class floors through

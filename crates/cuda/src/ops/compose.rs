@@ -1,4 +1,4 @@
-//! The decode-step sweep of issue 22: GPT-2 small at contexts 128 and 1,024, batch 1..512, fp32 and
+//! The decode-step sweep: GPT-2 small at contexts 128 and 1,024, batch 1..512, fp32 and
 //! fp16, each step timed eagerly (launches on a stream) and as a CUDA graph; predicted before it is
 //! measured by the composition (`memscope_core::compose::predict_step`, from the composition's
 //! ceilings and the step's operation counts only) beside seed 003's two compositions; per-kernel

@@ -1,4 +1,4 @@
-//! The ceilings the composition of issue 22 needs, measured in the session that uses them, all on
+//! The ceilings the composition needs, measured in the session that uses them, all on
 //! operations other than the predicted step: the isolated launch (launch + synchronise), the host
 //! issue time per launch path (our kernel, a cuBLAS call, a graph) with the device held by a spin
 //! kernel and with the device idle, the device gap of back-to-back empty kernels on a stream and in

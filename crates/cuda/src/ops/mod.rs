@@ -2,7 +2,7 @@
 //! correctness checks, the per-class launch-floor operations and the timing rule (ceilings; the
 //! ceilings themselves are the session's findings: probes bw, launch, peak), the 58-operation
 //! evaluation, fusion and the batched GPT-2-small decode step;
-//! and issue 22's composition: its ceilings (compose_ceilings) and its decode-step sweep (compose).
+//! and the composition of docs/MODEL.md: its ceilings (compose_ceilings) and its decode-step sweep (compose).
 //! All on the one GPU layer (crate::gpu) through `device::OpsGpu`.
 
 pub mod batch;

@@ -1,4 +1,4 @@
-//! `atomics`: latency and throughput of 32-bit fetch-and-adds (issue 25), kernels in
+//! `atomics`: latency and throughput of 32-bit fetch-and-adds (docs/SM_MEMORIES.md), kernels in
 //! kernels/atomics.cu. Global latency: one thread, a chain of dependent atomics on each of 16 words
 //! spread over 1 MiB (each word's slice is in the near or the far L2 partition of the SM that runs
 //! the chain), clock64 cycles per atomic; `split_near_far` separates the two clusters. Shared

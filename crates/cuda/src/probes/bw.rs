@@ -10,7 +10,7 @@
 //! Every copy candidate is checked (destination poisoned, copied, compared) before it is timed, and
 //! each size's winner again after it. A copy counts the bytes read plus the bytes written. The
 //! device-local copy through the copy engines (cuMemcpyDtoDAsync, nvbandwidth's device_local_copy)
-//! is measured at every size on its own as well (`bw.copy_ce_bytes_per_s`, issue 16): the one
+//! is measured at every size on its own as well (`bw.copy_ce_bytes_per_s`; docs/INTERCONNECT.md): the one
 //! place for device-local copies.
 
 use super::bw_ce::copy_engine_curve;

@@ -1,5 +1,5 @@
 //! The device-local copy through the copy engines (cuMemcpyDtoDAsync, nvbandwidth's
-//! device_local_copy; issue 16), measured at every size beside the SMs' copies of `bw`.
+//! device_local_copy; docs/INTERCONNECT.md), measured at every size beside the SMs' copies of `bw`.
 
 use super::bw::{size_label, time_per_launch, Bufs, Config, Kind};
 use super::summarize;

@@ -1,4 +1,4 @@
-//! `constmem`: the constant caches (issue 25; mt4g's "constant l1 / l1.5"): a dependent chase of
+//! `constmem`: the constant caches (docs/SM_MEMORIES.md; mt4g's "constant l1 / l1.5"): a dependent chase of
 //! indexed loads through the 64 KiB `__constant__` bank on SM 0 (kernels/constmem.cu), seed 000's
 //! instrument (whole-chase time over hops). First the fetch unit: an ascending walk over 16 KiB
 //! (past the constant L1, within the bank) at strides 4 .. 512 B (sm_fit::fetch_unit); then the

@@ -1,4 +1,4 @@
-//! `inflight`: DRAM and L2 read bandwidth against the bytes in flight per SM (issue 25; Little's
+//! `inflight`: DRAM and L2 read bandwidth against the bytes in flight per SM (docs/SM_MEMORIES.md; Little's
 //! law: bandwidth = bytes in flight / latency), kernels par_read_u* in kernels/levels.cu. Each
 //! point is a launch shape (warps per SM: one block per SM of 1-32 warps, or two of 32) and loads in
 //! flight per thread (U = 1, 2, 4 independent 16-byte ld.global.cg): the bytes in flight per SM

@@ -1,4 +1,4 @@
-//! `l1share`: which of the SM's read paths share storage (issue 25; mt4g's "sharedWith"), found by
+//! `l1share`: which of the SM's read paths share storage (docs/SM_MEMORIES.md; mt4g's "sharedWith"), found by
 //! interference in one launch on SM 0 (kernels/constmem.cu `smc_interfere`): a victim chase (16 KiB
 //! through ld.global.ca, ld.global.nc or texture fetches; 1 KiB of the constant bank) is timed while
 //! resident (one lap, clock64 cycles), an aggressor warp chases a footprint that overfills its own cache (2 MiB at 128 B for

@@ -1,5 +1,5 @@
 //! `l2bw`: read bandwidth by footprint from every SM (seed 000: "the aggregate bandwidth is 36x
-//! that of a single slice"; issue 23's confirmation of the driver's L2 size, which one SM's chase
+//! that of a single slice"; and a confirmation of the driver's L2 size (docs/TRUST.md), which one SM's chase
 //! cannot see). Every SM reads a resident footprint many times over with L1-bypassing 16-byte
 //! loads, two ways: a persistent grid-strided grid (4, 8 or 16 loads in flight, the start rotated
 //! each pass so no SM re-reads its own lines) and short-lived blocks that each read one contiguous
@@ -29,7 +29,7 @@ const FOOTPRINTS_MIB: [u64; 20] = [2, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 
 /// The grid-strided read kernels: 4, 8 and 16 loads of 16 bytes in flight per thread. (A
 /// persistent block-contiguous variant through L1 was tried on the H200 on 2026-12-01 and
 /// dropped: its rate rose to 12 TB/s at 48-60 MiB, where an independent L2 benchmark falls;
-/// results/h200/rep-2026-12-01T2344. Through L1, the SMs' 33 MB of L1 add to what stays resident,
+/// results/h200/repeatability. Through L1, the SMs' 33 MB of L1 add to what stays resident,
 /// so every load here bypasses it.)
 const KERNELS: [&str; 3] = ["l2_read", "l2_read8", "l2_read16"];
 

@@ -1,7 +1,7 @@
 //! `launch`: the launch floor of seed 003's bottleneck model, for an empty kernel: plain launches
 //! back to back on the default stream, and the same launches replayed from a CUDA graph. Each sample
 //! is the time of a batch of 1000 launches between two events divided by 1000; median of samples.
-//! Then the floor of every operation class of the model (`keys::LAUNCH_CLASSES`, issue 24): the
+//! Then the floor of every operation class of the model (`keys::LAUNCH_CLASSES`; docs/MODEL.md): the
 //! class's smallest operation, launched and timed exactly as the model times its operations
 //! (`ops::ceilings::class_floors` on the target's GPU), one `launch.op.<class>_floor_s` each.
 

@@ -1,4 +1,4 @@
-//! `levelbw`: bandwidth by level beyond `l2bw` (issue 25; gpu-benches' per-level bandwidth), kernels
+//! `levelbw`: bandwidth by level beyond `l2bw` (docs/SM_MEMORIES.md; gpu-benches' per-level bandwidth), kernels
 //! in kernels/levels.cu. L1: every block re-reads a 64 KiB footprint through L1 (ld.global.ca.v4,
 //! eight 16-byte loads per thread per round, the kernel's shared-memory carveout set to 0 so L1 has
 //! the unified array): one block's clock64 slope over two round counts is bytes/cycle/SM, a grid of

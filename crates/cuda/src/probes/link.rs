@@ -1,4 +1,4 @@
-//! `link`: host <-> device over the GPU's link (issue 16), with nvbandwidth's test names so a
+//! `link`: host <-> device over the GPU's link (docs/INTERCONNECT.md), with nvbandwidth's test names so a
 //! user can compare line by line (NVIDIA/nvbandwidth testcase.h: host_to_device_memcpy_ce,
 //! device_to_host_memcpy_ce, host_to_device_bidirectional_memcpy_ce,
 //! device_to_host_bidirectional_memcpy_ce, host_to_device_memcpy_sm, device_to_host_memcpy_sm,
@@ -78,7 +78,7 @@ const RUNS: [Run; 7] = [
 /// -> device and odd warps device -> host; both directions' curves get its rate (the bytes each
 /// way over the kernel's time), as nvbandwidth reports it. (Two kernels on two streams, tried
 /// first, split the link between the directions differently from one process to the next: 39.4/34.1
-/// against 36.4/39.6 GB/s (H2D/D2H) at 1 GiB in results/h200/final-2026-12-02T0615/call4/link.)
+/// against 36.4/39.6 GB/s (H2D/D2H) at 1 GiB in two runs, docs/INTERCONNECT.md.)
 const SM_BIDIR: Test = Test { name: "host_to_device_bidirectional_memcpy_sm", lanes: &[(Path::SmSplit, Dir::H2d)] };
 
 /// Every curve's name, for docs and the export.

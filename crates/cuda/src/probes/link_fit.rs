@@ -1,4 +1,4 @@
-//! The analysis of the host <-> device link probe (issue 16), pure so it is tested on synthetic
+//! The analysis of the host <-> device link probe (docs/INTERCONNECT.md), pure so it is tested on synthetic
 //! timings (the simulator does not model the host link): the large-size plateau of a bandwidth
 //! versus size curve, the size reaching half of it, and the nominal rate of a PCIe link from its
 //! generation and width.

@@ -1,4 +1,4 @@
-//! The latency half of the `link` probe (issue 16): nvbandwidth's host_device_latency_sm (one GPU
+//! The latency half of the `link` probe (docs/INTERCONNECT.md): nvbandwidth's host_device_latency_sm (one GPU
 //! thread chasing a random cycle in mapped pinned host memory with ld.global.cv, kernels/link.cu
 //! link_chase; the whole chase's %globaltimer time over its hops, CUDA events as second opinion)
 //! and an 8-byte host -> device -> host round trip timed on the host.

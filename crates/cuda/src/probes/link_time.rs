@@ -1,4 +1,4 @@
-//! The instruments of the link probes (issue 16): pinned host buffers mapped into the GPU's
+//! The instruments of the link probes (docs/INTERCONNECT.md): pinned host buffers mapped into the GPU's
 //! address space (cuMemHostAlloc with DEVICEMAP, cuMemHostGetDevicePointer), and the gated timing
 //! nvbandwidth describes in its README ("Measurement Details"): a kernel holds the stream(s) on a
 //! host flag while the copies and their events are enqueued, so the enqueueing is not timed and

@@ -1,6 +1,6 @@
 //! The GPU-only probes (docs/ARCHITECTURE.md: throughput experiments are backend-specific probes beside the
 //! generic discovery probes): bw, launch, peak (seed 003's ceilings), coalesce (seed 000 footnote 1),
-//! store and fence (seed 004), l2.slices (seed 000 appendix; waived here), and issue 25's
+//! store and fence (seed 004), l2.slices (seed 000 appendix; waived here), and the SM memories'
 //! constmem, texture and l1share (the constant caches, the read-only and texture paths, what
 //! shares L1), smem, atomics, levelbw (bandwidth by level) and inflight (bandwidth by
 //! parallelism). Each is waived on

@@ -1,4 +1,4 @@
-//! The host side of kernels/constmem.cu (issue 25: constant cache, read-only and texture paths):
+//! The host side of kernels/constmem.cu (constant cache, read-only and texture paths):
 //! cycles of cells written for each load path (absolute pointers for ld.global.ca/.nc, element
 //! indices for texture fetches, byte offsets into the 64 KiB `__constant__` bank, filled with
 //! cuModuleGetGlobal + a copy), the whole-chase timing of seed 000's instrument on SM 0 (in-kernel

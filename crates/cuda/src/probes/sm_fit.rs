@@ -1,4 +1,4 @@
-//! Pure analyses of the SM-memory probes (issue 25: constant cache, read-only/texture path, what
+//! Pure analyses of the SM-memory probes (constant cache, read-only/texture path, what
 //! shares storage with L1): the levels of a latency-versus-footprint curve (crates/core knee.rs),
 //! the fetch unit of a stride experiment (seed 000 footnote 5: a miss fetches one unit, so an
 //! ascending walk over a footprint that misses costs `min(1, stride / unit)` misses a hop), and the

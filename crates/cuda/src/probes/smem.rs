@@ -1,4 +1,4 @@
-//! `smem`: the shared memory of an SM (issue 25; mt4g's "shared" entries, gpu-benches' shared
+//! `smem`: the shared memory of an SM (docs/SM_MEMORIES.md; mt4g's "shared" entries, gpu-benches' shared
 //! bandwidth), kernels in kernels/smem.cu. Load latency: one thread chases a ring of shared
 //! addresses (ld.volatile.shared of the next address, nothing else in the timed region), clock64
 //! cycles over the hops, ns at the measured SM clock, %globaltimer as second opinion. Bandwidth:

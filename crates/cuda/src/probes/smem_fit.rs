@@ -1,4 +1,4 @@
-//! The pure analyses of the `smem` probe (issue 25): the bank count and bank width that explain a
+//! The pure analyses of the `smem` probe (docs/SM_MEMORIES.md): the bank count and bank width that explain a
 //! table of a warp's access cost by lane stride (lane i reads 4-byte word i x stride; a bank serves
 //! one word per cycle, lanes reading the same word share it), and the carveout steps from the
 //! largest block footprint of which two blocks stay resident on one SM. Tested on synthetic

@@ -1,4 +1,4 @@
-//! `texture`: the read-only and texture paths (issue 25; mt4g's "readOnly" and "texture"):
+//! `texture`: the read-only and texture paths (docs/SM_MEMORIES.md; mt4g's "readOnly" and "texture"):
 //! dependent chases of ld.global.nc loads and of tex.1d fetches from a texture object over a
 //! linear buffer on SM 0 (kernels/constmem.cu), with ld.global.ca (L1) in the same instrument for
 //! comparison. Per path: the fetch unit from an ascending walk over 1 MiB (past any L1) at strides

@@ -1,4 +1,4 @@
-//! Shared by the GPU tests (issue 24): the bottleneck model's ceilings as the commands take them,
+//! Shared by the GPU tests (docs/MODEL.md): the bottleneck model's ceilings as the commands take them,
 //! from the findings of the probes bw, launch and peak run on a `CudaTarget` through the session's
 //! loop, every launch class from its own finding.
 

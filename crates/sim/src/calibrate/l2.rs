@@ -1,4 +1,4 @@
-//! The L2 geometry of a calibrated hierarchy (issue 18): total sets from the capacity (the
+//! The L2 geometry of a calibrated hierarchy (docs/SIMULATORS.md): total sets from the capacity (the
 //! driver's `l2_cache_bytes_attribute` first, else the `l2.capacity_bytes` finding), the
 //! measured ways and line; then the slice count that divides those sets into equal slices, is a
 //! multiple of the partition count and lies nearest the measured slice count (`l2.slices.count`,

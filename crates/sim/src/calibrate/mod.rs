@@ -1,5 +1,5 @@
 //! A simulated hierarchy calibrated from a real GPU's results (docs/SIMULATORS.md; the data flow: "sim presets
-//! calibrated from findings"; issue 18). A pure function of the results' findings and target:
+//! calibrated from findings"; docs/SIMULATORS.md). A pure function of the results' findings and target:
 //! every hierarchy field is set from a finding (measured), from the driver's values in
 //! `target.details` / `target.units`, derived from those by a stated rule, or kept from the base
 //! preset with the reason, and each field's source is one row of `Calibration::rows` (and of the

@@ -1,4 +1,4 @@
-//! Where each field of a calibrated hierarchy came from (issue 18): measured (a finding key),
+//! Where each field of a calibrated hierarchy came from (docs/SIMULATORS.md): measured (a finding key),
 //! read from the driver (a key of the results' `target.details`, or `target.units`), derived
 //! from those by a stated rule, or defaulted from the base preset with the reason. One row per
 //! hierarchy field; the rows become the hierarchy's `provenance` map and `sim calibrate`'s table.

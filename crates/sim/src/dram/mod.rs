@@ -6,7 +6,7 @@
 //! skips the activate; a read of another row while the bank is busy waits for it (a conflict); each bank refreshes for `refresh_stall_ns` once every `refresh_stall_ns /
 //! refresh_fraction` ns (staggered seeded phases), so ~2% of accesses wait up to ~210 ns.
 //!
-//! Speed (issue 3): `access` and `access_lean` (the caller's three values only) share `serve`,
+//! Speed (docs/PERFORMANCE.md): `access` and `access_lean` (the caller's three values only) share `serve`,
 //! whose common case (the preset's row function and power-of-two layout, no FR-FCFS service, a
 //! time the quick refresh test clears) is straight-line code; the rest is cold. `tests`
 //! checks both entry points against the model as first written, bit for bit.

@@ -1,4 +1,4 @@
-//! The simulator's accelerated route (speed only, no seed; issue 24): everything here computes
+//! The simulator's accelerated route (speed only, no seed; docs/ARCHITECTURE.md): everything here computes
 //! exactly what the plain model (`cache`, `tlb`, `dram`, `machine`, `target`, `replay`) computes,
 //! only faster, and is tested against it. The plain path reaches this folder only through the
 //! items re-exported below; nothing here changes a result (the digest of

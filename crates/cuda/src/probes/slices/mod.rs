@@ -477,7 +477,7 @@ mod tests {
         assert_eq!(out.findings["l2.slices.far_fraction"].as_f64(), Some(truth_far));
     }
 
-    /// The committed H200 run (results/h200/slices-2026-11-30T0118) replayed through the analysis:
+    /// The committed H200 run (results/h200/l2-slices) replayed through the analysis:
     /// the counters of its 798 kernels, in plan order, from ncu 2025.3.1.
     #[test]
     fn the_h200_run_replays_to_its_findings() {

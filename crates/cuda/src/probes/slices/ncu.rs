@@ -209,7 +209,7 @@ mod tests {
     use super::*;
 
     /// Real output: ncu 2025.3.1 on the H200, the first two kernels of the committed run
-    /// (results/h200/slices-2026-11-30T0118; the child's report shortened to two records).
+    /// (results/h200/l2-slices; the child's report shortened to two records).
     const SAMPLE: &str = include_str!("slices_ncu_sample.csv");
 
     #[test]
