@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Before/after check of `memscope run` results (issue 24): for every finding of the GPU target in
+"""Before/after check of `memscope run` results: for every finding of the GPU target in
 two runs of the old binary (A1, A2) and two of the new (B1, B2), the new/old ratio of the medians,
 the old path's own run-to-run difference, and whether the new value lies within the old path's
 spread (the larger of: its run-to-run difference, the finding's recorded spread, 1 %).

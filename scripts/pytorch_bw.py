@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """PyTorch's own bandwidth on the same GPU, to compare with `memscope run --probes bw` run back to
-back (issue 5: memscope's read/write/copy must be at least what PyTorch's sum/fill/copy give).
+back (the bar: memscope's read/write/copy must be at least what PyTorch's sum/fill/copy give).
 
 For each size: read = x.sum() over a float32 tensor (bytes = size), write = x.fill_(v) (bytes = size),
 copy = y.copy_(x) (bytes = 2 x size: read plus write). Each sample times a batch of calls between

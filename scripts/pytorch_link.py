@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """PyTorch's own host <-> device copies on the same GPU, the peer of `memscope run --probes link`
-(issue 16: memscope's figures must be at least PyTorch's in the same call).
+(the bar: memscope's figures must be at least PyTorch's in the same call).
 
 Per size (256 MiB, 512 MiB, 1 GiB): pinned H2D = d.copy_(h_pinned, non_blocking=True), pinned D2H =
 h_pinned.copy_(d, non_blocking=True), pinned H2D through tensor.to('cuda', non_blocking=True),

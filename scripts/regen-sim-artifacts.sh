@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerate the simulator artifacts of issue 18 from one GPU results file (default: the
+# Regenerate the simulator artifacts (docs/SIMULATORS.md) from one GPU results file (default: the
 # committed H200 run): results/h200/h200-preset.json (sim calibrate) with its source table,
 # results/h200/accel-sim/gpgpusim.config (export accel-sim), a `memscope run` on the preset
 # (results/h200/sim-run/), and the comparison table between the markers in docs/SIMULATORS.md.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Repeatability of a GPU's findings (issue 23): N back-to-back `memscope run --target T` and one run
+# Repeatability of a GPU's findings (docs/TRUST.md): N back-to-back `memscope run --target T` and one run
 # of each probe alone (with the probes it declares it needs), then a table of every numeric finding
 # (min, median, max, spread) and every determined/undetermined flip, from repeatability_table.py.
 #   bash scripts/repeatability.sh MEMSCOPE_BINARY OUTDIR [N=3] [TARGET=cuda:0] [PROBES=all]

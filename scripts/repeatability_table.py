@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The repeatability table of scripts/repeatability.sh (issue 23): every finding of OUTDIR/run*/
+"""The repeatability table of scripts/repeatability.sh (docs/TRUST.md): every finding of OUTDIR/run*/
 results.json and OUTDIR/alone-*/results.json side by side. Numeric findings get min, median, max
 and their spread as (max - min) / median over the back-to-back runs, and the alone run's value and
 its difference from the runs' median; a finding determined in some runs and undetermined in others
