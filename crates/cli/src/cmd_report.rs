@@ -5,7 +5,7 @@
 //! bytes; this file reads the inputs and writes the files.
 
 use crate::error::{CliError, CliResult};
-use memscope_report::Results;
+use memscope_results::Results;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -107,7 +107,7 @@ pub fn run(args: Args) -> CliResult {
                 .map_err(|e| CliError::usage(format!("--model {}: not JSON: {e}", p.display())))?;
             let warning = check_model_device(&results, &v, p, args.any_device)?;
             // A memscope/1 document (`memscope model --out`): its model section.
-            if v.get("schema").and_then(Value::as_str) == Some(memscope_report::SCHEMA) {
+            if v.get("schema").and_then(Value::as_str) == Some(memscope_results::SCHEMA) {
                 v = v.get("model").cloned().unwrap_or(Value::Null);
             }
             if let Some(warning) = warning {

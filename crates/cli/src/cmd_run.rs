@@ -132,24 +132,24 @@ pub fn run(mut args: Args) -> CliResult {
     let (mut docs, failures) = (outcome.docs, outcome.failures);
     for (path, doc) in docs.iter_mut() {
         doc.environment.insert("finished_at".into(), serde_json::json!(crate::provenance::now()));
-        session.write(path, doc, memscope_report::RunPhase::Finished).map_err(session_error)?;
+        session.write(path, doc, memscope_results::RunPhase::Finished).map_err(session_error)?;
     }
     // Several documents: also all of them in one file (the `memscope merge` format).
     if docs.len() > 1 && args.continue_from.is_none() {
         let inputs = docs.iter().map(|(p, d)| (p.display().to_string(), d.clone())).collect();
-        let merged = memscope_report::fleet::merge(inputs, tool.clone(), &crate::provenance::now());
+        let merged = memscope_results::merge::merge(inputs, tool.clone(), &crate::provenance::now());
         let all = args.out.join("results-all.json");
-        memscope_report::json::write_atomic(&all, &memscope_report::json::to_bytes(&merged))
+        memscope_results::json::write_atomic(&all, &memscope_results::json::to_bytes(&merged))
             .map_err(|e| CliError::failure(format!("cannot write {}: {e}", all.display())))?;
     }
     // Outputs: --json, then the summary.
     if let Some(j) = &args.json {
-        let bytes = docs.first().map(|(_, d)| memscope_report::json::to_bytes(d)).unwrap_or_default();
+        let bytes = docs.first().map(|(_, d)| memscope_results::json::to_bytes(d)).unwrap_or_default();
         if j.as_os_str() == "-" {
             use std::io::Write;
             let _ = std::io::stdout().write_all(&bytes);
         } else {
-            memscope_report::json::write_atomic(j, &bytes)
+            memscope_results::json::write_atomic(j, &bytes)
                 .map_err(|e| CliError::usage(format!("--json {}: {e}", j.display())))?;
         }
     }

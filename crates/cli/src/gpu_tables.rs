@@ -6,8 +6,8 @@
 use crate::cmd_predict::fmt_s;
 use memscope_core::{keys, Finding};
 use memscope_cuda::ops::{batch, fusion, model_set};
-use memscope_report::model_section::ModelSection;
-use memscope_report::Results;
+use memscope_results::model_section::ModelSection;
+use memscope_results::Results;
 
 fn gbs(x: f64) -> String {
     format!("{:.0} GB/s", x / 1e9)

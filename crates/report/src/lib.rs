@@ -1,5 +1,6 @@
-//! memscope-report: the results schema ("memscope/1", DESIGN.md) and its writers. Writers return
-//! bytes (hyperfine-style: one small file per format); only `json::write_atomic` touches disk.
+//! memscope-report: the renderers of a results document (crates/results): the terminal table,
+//! Markdown, CSV and the HTML report, comparisons, the fleet view and the simulator's animation.
+//! Renderers return text or bytes and never touch disk.
 
 pub mod animation;
 pub mod clocks;
@@ -10,17 +11,10 @@ pub mod fleet;
 pub mod fleet_view;
 pub mod html;
 pub mod hygiene;
-pub mod json;
 pub mod links_view;
 pub mod markdown;
-pub mod model_section;
 pub mod nvbandwidth;
-pub mod results;
-mod results_locate;
 pub mod roofline;
-pub mod sample;
 pub mod svg;
 pub mod table;
 pub mod units;
-
-pub use results::{ProbeRecord, ProbeStatus, Results, RunPhase, RunState, ToolInfo, SCHEMA};

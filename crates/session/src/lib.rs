@@ -22,7 +22,7 @@ pub use select::{select, with_needs, UnknownProbe};
 pub use target_run::{refresh_target, FaultHook};
 
 use memscope_core::{Finding, Probe, Series, Target};
-use memscope_report::{ProbeRecord, Results, RunPhase};
+use memscope_results::{ProbeRecord, Results, RunPhase};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -205,8 +205,8 @@ impl Session {
 }
 
 /// The tool record of documents made by `run_probes_on`.
-fn tool() -> memscope_report::ToolInfo {
-    memscope_report::ToolInfo {
+fn tool() -> memscope_results::ToolInfo {
+    memscope_results::ToolInfo {
         name: "memscope".into(),
         version: env!("CARGO_PKG_VERSION").into(),
         git_commit: None,

@@ -6,7 +6,7 @@
 use crate::target_run::Lane;
 use crate::{Session, SessionError};
 use memscope_core::{Applicability, Probe, Target};
-use memscope_report::{Results, ToolInfo};
+use memscope_results::{Results, ToolInfo};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
