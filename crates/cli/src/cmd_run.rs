@@ -130,18 +130,10 @@ pub fn run(mut args: Args) -> CliResult {
     };
     let outcome = session.run(opened, &plan).map_err(session_error)?;
     let (mut docs, failures) = (outcome.docs, outcome.failures);
-    for (path, doc) in docs.iter_mut() {
-        doc.environment.insert("finished_at".into(), serde_json::json!(crate::provenance::now()));
-        session.write(path, doc, memscope_results::RunPhase::Finished).map_err(session_error)?;
-    }
-    // Several documents: also all of them in one file (the `memscope merge` format).
-    if docs.len() > 1 && args.continue_from.is_none() {
-        let inputs = docs.iter().map(|(p, d)| (p.display().to_string(), d.clone())).collect();
-        let merged = memscope_results::merge::merge(inputs, tool.clone(), &crate::provenance::now());
-        let all = args.out.join("results-all.json");
-        memscope_results::json::write_atomic(&all, &memscope_results::json::to_bytes(&merged))
-            .map_err(|e| CliError::failure(format!("cannot write {}: {e}", all.display())))?;
-    }
+    // Finished, and with several documents also all of them in one file (`memscope merge`'s format).
+    let all = args.out.join("results-all.json");
+    let merged = args.continue_from.is_none().then_some((all.as_path(), &tool));
+    session.finish(&mut docs, &crate::provenance::now(), merged).map_err(session_error)?;
     // Outputs: --json, then the summary.
     if let Some(j) = &args.json {
         let bytes = docs.first().map(|(_, d)| memscope_results::json::to_bytes(d)).unwrap_or_default();

@@ -3,7 +3,8 @@
 //! probe needs, progress through an `Observer`, fault containment (a probe's error is its status;
 //! after a fault that leaves a target unusable the rest continue in a fresh process started
 //! through `memscope_core::helper::self_command`), findings tagged by target, the atomic rewrite
-//! after every probe (through the `Ledger`), several GPUs in parallel and the CPU lane beside
+//! after every probe (through the `Ledger`) until `Session::finish` marks the documents finished and
+//! writes the merged file of several, several GPUs in parallel and the CPU lane beside
 //! them. The binary (`memscope run`) is wiring: options, opening targets, signals, the summary.
 
 mod cpu_lane;
