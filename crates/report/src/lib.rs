@@ -1,6 +1,7 @@
 //! memscope-report: the renderers of a results document (crates/results): the terminal table,
 //! Markdown, CSV and the HTML report, comparisons, the fleet view and the simulator's animation.
-//! Renderers return text or bytes and never touch disk.
+//! Renderers return text or bytes and never touch disk; the four that render a whole document
+//! meet at one interface (`Writer`).
 
 pub mod animation;
 pub mod clocks;
@@ -18,3 +19,6 @@ pub mod roofline;
 pub mod svg;
 pub mod table;
 pub mod units;
+pub mod writer;
+
+pub use writer::{Csv, Html, Markdown, Terminal, Writer};
