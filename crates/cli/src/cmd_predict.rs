@@ -1,11 +1,11 @@
 //! `memscope predict`: the three-ceiling bottleneck model of seed 003 for one operation or one
 //! decode step, from explicit ceilings, the findings of a `memscope run` results file or a
-//! `memscope ceilings` JSON file. Wiring only: the model is `memscope_core::model`, the ceilings of
+//! `memscope ceilings` JSON file. Wiring only: the model is `memscope_model::bottleneck`, the ceilings of
 //! a file `memscope_results::model_section::read_ceilings`.
 
 use crate::error::{CliError, CliResult};
-use memscope_core::model::{self as m, DecodeModel, Dtype, OpCost, Prediction, SessionCeilings};
-use memscope_core::model_ceilings::{bandwidth_ceiling, launch_ceiling, peak_ceiling, FloorFallback};
+use memscope_model::bottleneck::{self as m, DecodeModel, Dtype, OpCost, Prediction, SessionCeilings};
+use memscope_model::run_ceilings::{bandwidth_ceiling, launch_ceiling, peak_ceiling, FloorFallback};
 use memscope_results::model_section::{read_ceilings, CeilingsSource};
 use std::path::PathBuf;
 

@@ -112,7 +112,7 @@ pub fn print_model(r: &model_set::ModelRun) {
             "\n{:<10} {:>6} {:>8} {:>10} {:>10} {:>14}",
             "regime", "points", "median", "within25%", "within2x", "faster>5%"
         );
-        let row = |name: &str, st: &memscope_core::model::RatioStats| {
+        let row = |name: &str, st: &memscope_model::bottleneck::RatioStats| {
             println!(
                 "{:<10} {:>6} {:>8.3} {:>9.0}% {:>9.0}% {:>13.0}%",
                 name,

@@ -6,10 +6,10 @@
 //! section, the file rewritten by the session's writer after each part.
 
 use crate::error::CliError;
-use memscope_core::model::SessionCeilings;
-use memscope_core::model_ceilings::FloorFallback;
 use memscope_core::Probe;
 use memscope_cuda::CudaTarget;
+use memscope_model::bottleneck::SessionCeilings;
+use memscope_model::run_ceilings::FloorFallback;
 use memscope_results::model_section::{ceilings_of_run, ModelSection};
 use memscope_results::{Results, RunPhase};
 use memscope_session::{Session, Snapshot};

@@ -2,8 +2,8 @@
 //! round-trips through the atomic writer; `read_ceilings` takes a run's findings, the
 //! `memscope/bottleneck-model/1` files in results/h200, and refuses the rest with one line.
 
-use memscope_core::model_ceilings::{self as mc, FloorFallback};
 use memscope_core::{keys, Confidence, Finding, TargetInfo};
+use memscope_model::run_ceilings::{self as mc, FloorFallback};
 use memscope_results::model_section::{read_ceilings, CeilingsFileError, CeilingsSource, ModelSection};
 use memscope_results::{json, Results, ToolInfo};
 use std::path::PathBuf;

@@ -12,11 +12,11 @@
 use super::device::{DevBuf, OpsGpu, Timing};
 use super::model_set::{attention, launch_rows, Op};
 use crate::gpu::{GpuError, GpuResult};
-use memscope_core::compose_step::{DecodeShape, GPT2_SMALL_SHAPE, HEAD_DIM};
-use memscope_core::model::{
+use memscope_core::Progress;
+use memscope_model::bottleneck::{
     self as m, Dtype, OpCost, Prediction, SessionCeilings, GPT2_SMALL, GPT2_SMALL_STEP_KERNELS,
 };
-use memscope_core::Progress;
+use memscope_model::compose_step::{DecodeShape, GPT2_SMALL_SHAPE, HEAD_DIM};
 use serde::Serialize;
 
 // GPT-2 small's widths for the seed's per-kernel sum (`step_ops`).

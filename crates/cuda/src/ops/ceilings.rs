@@ -1,7 +1,7 @@
 //! The launch-floor operation of each class of the bottleneck model (seed 003, issue 24) and its
 //! measurement (the timing rule and the sustained sizes the operations share are in device.rs). The
 //! ceilings themselves are findings of the same session (probes bw, launch, peak; taken by
-//! `memscope_core::model_ceilings`); the launch probe measures the per-class floors through
+//! `memscope_model::run_ceilings`); the launch probe measures the per-class floors through
 //! `class_floors`, the one place that measurement lives.
 //!
 //! Fairness rules (docs/MODEL.md): every timed call rotates through enough copies of its working
@@ -10,7 +10,7 @@
 use super::device::{OpsGpu, Timing};
 use super::model_set::{Op, OpRunner};
 use crate::gpu::GpuResult;
-use memscope_core::model::Dtype;
+use memscope_model::bottleneck::Dtype;
 use serde::Serialize;
 
 /// The launch-floor operation of each class (seed 003's smallest operation of each kind), in the

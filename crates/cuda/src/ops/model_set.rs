@@ -9,10 +9,10 @@ use super::device::{sustained_min_bytes, REPS, REP_S, SIZES};
 use super::device::{Arg, DevBuf, OpsGpu, Timing};
 pub use super::launchers::{attention, launch_rows, rows_variant};
 use crate::gpu::{GpuError, GpuResult};
-use memscope_core::model::{
+use memscope_core::Progress;
+use memscope_model::bottleneck::{
     self as m, ChosenCeilings, Dtype, OpCost, Prediction, RatioSummary, ScoredPoint, SessionCeilings,
 };
-use memscope_core::Progress;
 use serde::Serialize;
 
 /// One operation of the harness.
