@@ -8,4 +8,5 @@
 pub mod bottleneck;
 pub mod compose;
 pub mod compose_step;
+pub mod op_set;
 pub mod run_ceilings;
