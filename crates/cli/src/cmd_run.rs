@@ -175,6 +175,6 @@ fn injected_fault(key: &str, target: &mut dyn Target) -> Option<memscope_core::P
     if std::env::var("MEMSCOPE_FAULT_IN_PROBE").ok()? != key {
         return None;
     }
-    let cuda = target.as_any_mut().downcast_mut::<memscope_cuda::CudaTarget>()?;
+    let cuda = memscope_core::target::concrete::<memscope_cuda::CudaTarget>(target)?;
     cuda.inject_fault().err().map(memscope_core::ProbeError::from)
 }

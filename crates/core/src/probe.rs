@@ -84,6 +84,14 @@ pub struct ProbeContext<'a> {
     pub earlier: &'a BTreeMap<String, Finding>,
 }
 
+impl ProbeContext<'_> {
+    /// The target as the backend type `T` a backend-specific probe runs on, when it is one
+    /// (`target::concrete`).
+    pub fn target_as<T: Target + 'static>(&mut self) -> Option<&mut T> {
+        crate::target::concrete(self.target)
+    }
+}
+
 /// One mechanism measured: plan -> measure -> analyze. Implementations keep `analyze` a pure
 /// function of the measured data so it can be tested on synthetic input.
 pub trait Probe: Send + Sync {

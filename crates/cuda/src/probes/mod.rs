@@ -90,10 +90,7 @@ pub(crate) fn cuda_only_sim_lacks(info: &TargetInfo, lacks: &str) -> Applicabili
 
 /// The CUDA target behind a probe context.
 pub(crate) fn cuda<'a>(ctx: &'a mut ProbeContext<'_>) -> Result<&'a mut CudaTarget, ProbeError> {
-    ctx.target
-        .as_any_mut()
-        .downcast_mut::<CudaTarget>()
-        .ok_or_else(|| ProbeError::Failed("this probe needs the CUDA target".into()))
+    ctx.target_as::<CudaTarget>().ok_or_else(|| ProbeError::Failed("this probe needs the CUDA target".into()))
 }
 
 /// Run a probe body on the CUDA target with NVML readings before and after; clock moves and
