@@ -74,7 +74,7 @@ pub fn run(mut args: Args) -> CliResult {
     let run_started = Instant::now();
     // Under Slurm or Open MPI: DIR/<host>-rank<N> (crates/cli/src/scheduler.rs).
     let scheduler = crate::scheduler::place(&mut args.out, args.continue_from.is_some());
-    let probes = select_probes(crate::registry::all(), &args.probes, args.continue_from.is_some())?;
+    let probes = select_probes(memscope_registry::all(), &args.probes, args.continue_from.is_some())?;
     let specs = match &args.target {
         Some(t) => targets::parse(t)?,
         None => {
@@ -126,7 +126,7 @@ pub fn run(mut args: Args) -> CliResult {
         out: args.out.clone(),
         continue_from: args.continue_from.clone(),
         cpu_sequential: args.cpu_sequential,
-        one_at_a_time: crate::registry::ONE_GPU_AT_A_TIME,
+        one_at_a_time: memscope_registry::ONE_GPU_AT_A_TIME,
     };
     let outcome = session.run(opened, &plan).map_err(session_error)?;
     let (mut docs, failures) = (outcome.docs, outcome.failures);
