@@ -119,6 +119,7 @@ pub fn run(mut args: Args) -> CliResult {
         env.insert("scheduler".into(), s);
     }
     let tool = crate::provenance::tool();
+    let one_gpu_at_a_time = memscope_registry::one_gpu_at_a_time();
     let plan = RunPlan {
         probes: &probes,
         tool: tool.clone(),
@@ -126,7 +127,7 @@ pub fn run(mut args: Args) -> CliResult {
         out: args.out.clone(),
         continue_from: args.continue_from.clone(),
         cpu_sequential: args.cpu_sequential,
-        one_at_a_time: memscope_registry::ONE_GPU_AT_A_TIME,
+        one_at_a_time: &one_gpu_at_a_time,
     };
     let outcome = session.run(opened, &plan).map_err(session_error)?;
     let (mut docs, failures) = (outcome.docs, outcome.failures);

@@ -107,6 +107,11 @@ pub trait Probe: Send + Sync {
     fn needs(&self) -> &'static [&'static str] {
         &[]
     }
+    /// Whether it must run alone: one GPU at a time when several GPUs run in parallel (it uses
+    /// what the GPUs of a host share: the host link, every GPU, device-wide counters).
+    fn runs_alone(&self) -> bool {
+        false
+    }
     /// Run it.
     fn run(&self, ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError>;
 }

@@ -45,14 +45,7 @@ pub use memscope_core::hierarchy::Hierarchy;
 pub use memscope_core::timeline;
 pub use target::{ChaseWork, SimTarget};
 
-use memscope_core::Probe;
-
 /// Names of the built-in presets.
 pub fn presets() -> &'static [&'static str] {
     presets::PRESETS
-}
-
-/// Simulator-only probes (none: every discovery probe runs through the `Target` trait).
-pub fn probes() -> Vec<Box<dyn Probe>> {
-    Vec::new()
 }

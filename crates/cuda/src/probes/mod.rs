@@ -32,7 +32,7 @@ mod timing;
 
 use crate::CudaTarget;
 use memscope_core::stats::Sample;
-use memscope_core::{Applicability, Probe, ProbeContext, ProbeError, ProbeOutput, Spread, TargetInfo};
+use memscope_core::{Applicability, ProbeContext, ProbeError, ProbeOutput, Spread, TargetInfo};
 
 pub use atomics::AtomicsProbe;
 pub use bw::BwProbe;
@@ -50,28 +50,6 @@ pub use slices::SlicesProbe;
 pub use smem::SmemProbe;
 pub use store::{FenceProbe, StoreProbe};
 pub use texture::TextureProbe;
-
-/// Every GPU-only probe, in run order.
-pub fn all() -> Vec<Box<dyn Probe>> {
-    vec![
-        Box::new(LaunchProbe),
-        Box::new(BwProbe),
-        Box::new(L2BwProbe),
-        Box::new(StoreProbe),
-        Box::new(FenceProbe),
-        Box::new(CoalesceProbe),
-        Box::new(PeakProbe),
-        Box::new(SlicesProbe),
-        Box::new(ConstMemProbe),
-        Box::new(TextureProbe),
-        Box::new(L1ShareProbe),
-        Box::new(SmemProbe),
-        Box::new(AtomicsProbe),
-        Box::new(LevelBwProbe),
-        Box::new(InflightProbe),
-        Box::new(LinkProbe),
-    ]
-}
 
 /// Applies to CUDA targets only.
 pub(crate) fn cuda_only(info: &TargetInfo) -> Applicability {
