@@ -1,11 +1,11 @@
 //! memscope-core: the pure part of memscope (no I/O, no CUDA). Findings and series, the `Target`
 //! and `Probe` traits every backend and discovery algorithm meets at, statistics, GF(2) algebra,
-//! the simulated-hierarchy description (the bottleneck model is crates/model).
+//! the peer-links instrument, the replay timeline (the simulated-hierarchy description is
+//! crates/sim's, the bottleneck model crates/model).
 
 pub mod finding;
 pub mod gf2;
 pub mod helper;
-pub mod hierarchy;
 pub mod keys;
 pub mod knee;
 pub mod links;

@@ -5,9 +5,9 @@
 //! character, the Markdown no raw HTML tag, the CSV no cell a spreadsheet would evaluate, and
 //! the HTML page is produced.
 
-use memscope_core::hierarchy::Hierarchy;
 use memscope_core::{Confidence, Finding, Series};
 use memscope_results::Results;
+use memscope_sim::hierarchy::Hierarchy;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 

@@ -4,13 +4,13 @@
 //! fresh process can continue; an interruption marks the files and no later write lands; several
 //! simulated GPUs in parallel give the findings they give one at a time.
 
-use memscope_core::hierarchy::Hierarchy;
 use memscope_core::{
     Applicability, Buffer, ChaseResult, ChaseSpec, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput,
     Target, TargetError, TargetInfo,
 };
 use memscope_results::{ProbeStatus, Results, RunPhase};
 use memscope_session::{Observer, PlannedTarget, ProbeProgress, RunPlan, Session};
+use memscope_sim::hierarchy::Hierarchy;
 use memscope_sim::SimTarget;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

@@ -1,7 +1,7 @@
 //! The simulated-hierarchy JSON of DESIGN.md: presets round-trip, the DESIGN example parses, and
 //! invalid files are rejected with the offending field named.
 
-use memscope_core::hierarchy::Hierarchy;
+use memscope_sim::hierarchy::Hierarchy;
 use memscope_sim::{presets, SimTarget};
 
 const DESIGN_EXAMPLE: &str = r#"
