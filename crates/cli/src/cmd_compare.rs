@@ -41,7 +41,7 @@ pub fn run(args: Args) -> CliResult {
         (memscope_report::compare::text(a, b), args.html.as_ref().map(|_| memscope_report::compare::html(a, b)))
     } else if docs.len() >= 3 || merged {
         // (merged as `memscope merge` would: member ids unique, so labels never collide)
-        let members = memscope_report::fleet::merge(docs, crate::provenance::tool(), "").fleet;
+        let members = memscope_results::merge::merge(docs, crate::provenance::tool(), "").fleet;
         let fleet = memscope_report::fleet::analyse(&members, args.tolerance / 100.0);
         (
             memscope_report::fleet_view::text(&fleet),

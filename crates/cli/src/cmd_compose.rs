@@ -63,7 +63,7 @@ fn print_ceilings(r: &ComposeRun) {
 }
 
 fn print_score(s: &GroupScore) {
-    let st = |x: &Option<memscope_core::model::RatioStats>| match x {
+    let st = |x: &Option<memscope_model::bottleneck::RatioStats>| match x {
         Some(v) => format!("median {:.2}, range {:.2}-{:.2}", v.median_ratio, v.min_ratio, v.max_ratio),
         None => "-".into(),
     };
@@ -81,7 +81,7 @@ pub fn print(r: &ComposeRun) {
     print_ceilings(r);
     println!("\nWhere the time goes (eager steps at batch 1, 64, 512): kind x count: predicted (bound: kernels) / measured events");
     let pick = |x: &&memscope_cuda::ops::compose::SweepRow| {
-        x.mode == memscope_core::compose::LaunchMode::Stream && [1, 64, 512].contains(&x.batch)
+        x.mode == memscope_model::compose::LaunchMode::Stream && [1, 64, 512].contains(&x.batch)
     };
     for row in r.rows.iter().filter(pick) {
         let p = &row.prediction;

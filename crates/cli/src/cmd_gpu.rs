@@ -105,7 +105,7 @@ fn with_session(
     command: &str,
     device: usize,
     quiet: bool,
-    body: impl FnOnce(&OpsGpu, &mut ModelDoc, &memscope_core::model::SessionCeilings, &Log) -> CliResult,
+    body: impl FnOnce(&OpsGpu, &mut ModelDoc, &memscope_model::bottleneck::SessionCeilings, &Log) -> CliResult,
 ) -> CliResult {
     let path = resolve_out(out, command)?;
     let mut target: CudaTarget = crate::targets::open_cuda(device, &format!("--device {device}"))?;

@@ -42,7 +42,7 @@ pub enum HashCommand {
 
 /// Parse an address: hex with 0x, or decimal. Bad input is a usage error naming it.
 pub fn parse_addr(text: &str) -> Result<u64, CliError> {
-    let a = memscope_core::hierarchy::parse_u64(text).ok_or_else(|| {
+    let a = memscope_sim::hierarchy::parse_u64(text).ok_or_else(|| {
         CliError::usage(format!("address {text:?} is not a number (accepted: hex 0x1f000 or decimal 126976)"))
     })?;
     // the seed's code adds 2^16 before shifting; keep clear of u64 overflow

@@ -32,7 +32,7 @@ pub fn run(args: Args) -> CliResult {
             Err(e) => eprintln!("memscope: {e}"),
         }
     }
-    for probe in crate::registry::all() {
+    for probe in memscope_registry::all() {
         println!("{:<14} {}", probe.key(), probe.description());
         for info in &infos {
             match probe.applicability(info) {

@@ -24,8 +24,8 @@ pub fn run(args: Args) -> CliResult {
         let (r, _) = load_results(f)?;
         inputs.push((f.display().to_string(), r));
     }
-    let merged = memscope_report::fleet::merge(inputs, crate::provenance::tool(), &crate::provenance::now());
-    let bytes = memscope_report::json::to_bytes(&merged);
+    let merged = memscope_results::merge::merge(inputs, crate::provenance::tool(), &crate::provenance::now());
+    let bytes = memscope_results::json::to_bytes(&merged);
     if args.out.as_os_str() == "-" {
         use std::io::Write;
         let mut out = std::io::stdout().lock();
@@ -34,7 +34,7 @@ pub fn run(args: Args) -> CliResult {
             .and_then(|_| out.flush())
             .map_err(|e| CliError::failure(format!("--out -: cannot write to stdout: {e}")));
     }
-    memscope_report::json::write_atomic(&args.out, &bytes)
+    memscope_results::json::write_atomic(&args.out, &bytes)
         .map_err(|e| CliError::usage(format!("--out {}: cannot write: {e}", args.out.display())))?;
     println!("{}: {} ({} members)", args.out.display(), merged.target.name, merged.fleet.len());
     Ok(())

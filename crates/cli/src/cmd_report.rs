@@ -1,11 +1,12 @@
 //! `memscope report RESULTS.json [--html F] [--md F] [--csv F] [--model MODEL.json]`: render a
 //! results file. Without an output option it prints the datasheet summary; an output named "-"
 //! goes to stdout (as `run --json -`). A `--model` run of another device than the results' is
-//! refused (exit 2) unless `--any-device` is given. The writers live in memscope-report and return
-//! bytes; this file reads the inputs and writes the files.
+//! refused (exit 2) unless `--any-device` is given. The writers live in memscope-report (`Writer`) and return
+//! text; this file reads the inputs and writes the files.
 
 use crate::error::{CliError, CliResult};
-use memscope_report::Results;
+use memscope_report::Writer;
+use memscope_results::Results;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -107,7 +108,7 @@ pub fn run(args: Args) -> CliResult {
                 .map_err(|e| CliError::usage(format!("--model {}: not JSON: {e}", p.display())))?;
             let warning = check_model_device(&results, &v, p, args.any_device)?;
             // A memscope/1 document (`memscope model --out`): its model section.
-            if v.get("schema").and_then(Value::as_str) == Some(memscope_report::SCHEMA) {
+            if v.get("schema").and_then(Value::as_str) == Some(memscope_results::SCHEMA) {
                 v = v.get("model").cloned().unwrap_or(Value::Null);
             }
             if let Some(warning) = warning {
@@ -120,21 +121,18 @@ pub fn run(args: Args) -> CliResult {
         }
         None => raw.get("model").cloned(),
     };
+    let html = memscope_report::Html { model: model.as_ref() };
+    let outputs: [(&Option<PathBuf>, &dyn Writer); 3] =
+        [(&args.html, &html), (&args.md, &memscope_report::Markdown), (&args.csv, &memscope_report::Csv)];
     let mut wrote = false;
-    if let Some(p) = &args.html {
-        write(p, memscope_report::html::report(&results, model.as_ref()).as_bytes(), "html")?;
-        wrote = true;
-    }
-    if let Some(p) = &args.md {
-        write(p, memscope_report::markdown::to_string(&results).as_bytes(), "md")?;
-        wrote = true;
-    }
-    if let Some(p) = &args.csv {
-        write(p, memscope_report::csv::to_string(&results).as_bytes(), "csv")?;
-        wrote = true;
+    for (path, writer) in outputs {
+        if let Some(p) = path {
+            write(p, writer.render(&results).as_bytes(), writer.format())?;
+            wrote = true;
+        }
     }
     if !wrote {
-        print!("{}", memscope_report::table::summary(&results));
+        print!("{}", memscope_report::Terminal.render(&results));
         if !results.fleet.is_empty() {
             println!("(a merged file: its findings are in its members; `memscope compare FILE` shows the fleet view)");
         }

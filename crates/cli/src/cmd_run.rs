@@ -74,7 +74,7 @@ pub fn run(mut args: Args) -> CliResult {
     let run_started = Instant::now();
     // Under Slurm or Open MPI: DIR/<host>-rank<N> (crates/cli/src/scheduler.rs).
     let scheduler = crate::scheduler::place(&mut args.out, args.continue_from.is_some());
-    let probes = select_probes(crate::registry::all(), &args.probes, args.continue_from.is_some())?;
+    let probes = select_probes(memscope_registry::all(), &args.probes, args.continue_from.is_some())?;
     let specs = match &args.target {
         Some(t) => targets::parse(t)?,
         None => {
@@ -119,6 +119,7 @@ pub fn run(mut args: Args) -> CliResult {
         env.insert("scheduler".into(), s);
     }
     let tool = crate::provenance::tool();
+    let one_gpu_at_a_time = memscope_registry::one_gpu_at_a_time();
     let plan = RunPlan {
         probes: &probes,
         tool: tool.clone(),
@@ -126,30 +127,22 @@ pub fn run(mut args: Args) -> CliResult {
         out: args.out.clone(),
         continue_from: args.continue_from.clone(),
         cpu_sequential: args.cpu_sequential,
-        one_at_a_time: crate::registry::ONE_GPU_AT_A_TIME,
+        one_at_a_time: &one_gpu_at_a_time,
     };
     let outcome = session.run(opened, &plan).map_err(session_error)?;
     let (mut docs, failures) = (outcome.docs, outcome.failures);
-    for (path, doc) in docs.iter_mut() {
-        doc.environment.insert("finished_at".into(), serde_json::json!(crate::provenance::now()));
-        session.write(path, doc, memscope_report::RunPhase::Finished).map_err(session_error)?;
-    }
-    // Several documents: also all of them in one file (the `memscope merge` format).
-    if docs.len() > 1 && args.continue_from.is_none() {
-        let inputs = docs.iter().map(|(p, d)| (p.display().to_string(), d.clone())).collect();
-        let merged = memscope_report::fleet::merge(inputs, tool.clone(), &crate::provenance::now());
-        let all = args.out.join("results-all.json");
-        memscope_report::json::write_atomic(&all, &memscope_report::json::to_bytes(&merged))
-            .map_err(|e| CliError::failure(format!("cannot write {}: {e}", all.display())))?;
-    }
+    // Finished, and with several documents also all of them in one file (`memscope merge`'s format).
+    let all = args.out.join("results-all.json");
+    let merged = args.continue_from.is_none().then_some((all.as_path(), &tool));
+    session.finish(&mut docs, &crate::provenance::now(), merged).map_err(session_error)?;
     // Outputs: --json, then the summary.
     if let Some(j) = &args.json {
-        let bytes = docs.first().map(|(_, d)| memscope_report::json::to_bytes(d)).unwrap_or_default();
+        let bytes = docs.first().map(|(_, d)| memscope_results::json::to_bytes(d)).unwrap_or_default();
         if j.as_os_str() == "-" {
             use std::io::Write;
             let _ = std::io::stdout().write_all(&bytes);
         } else {
-            memscope_report::json::write_atomic(j, &bytes)
+            memscope_results::json::write_atomic(j, &bytes)
                 .map_err(|e| CliError::usage(format!("--json {}: {e}", j.display())))?;
         }
     }
@@ -183,6 +176,6 @@ fn injected_fault(key: &str, target: &mut dyn Target) -> Option<memscope_core::P
     if std::env::var("MEMSCOPE_FAULT_IN_PROBE").ok()? != key {
         return None;
     }
-    let cuda = target.as_any_mut().downcast_mut::<memscope_cuda::CudaTarget>()?;
+    let cuda = memscope_core::target::concrete::<memscope_cuda::CudaTarget>(target)?;
     cuda.inject_fault().err().map(memscope_core::ProbeError::from)
 }

@@ -6,8 +6,8 @@
 
 use crate::error::{CliError, CliResult};
 use crate::sizes::parse_size;
-use memscope_core::hierarchy::Hierarchy;
 use memscope_core::{CachePath, ChaseSpec, Target};
+use memscope_sim::hierarchy::Hierarchy;
 use memscope_sim::SimTarget;
 use std::path::{Path, PathBuf};
 

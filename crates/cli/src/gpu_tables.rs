@@ -6,8 +6,8 @@
 use crate::cmd_predict::fmt_s;
 use memscope_core::{keys, Finding};
 use memscope_cuda::ops::{batch, fusion, model_set};
-use memscope_report::model_section::ModelSection;
-use memscope_report::Results;
+use memscope_results::model_section::ModelSection;
+use memscope_results::Results;
 
 fn gbs(x: f64) -> String {
     format!("{:.0} GB/s", x / 1e9)
@@ -112,7 +112,7 @@ pub fn print_model(r: &model_set::ModelRun) {
             "\n{:<10} {:>6} {:>8} {:>10} {:>10} {:>14}",
             "regime", "points", "median", "within25%", "within2x", "faster>5%"
         );
-        let row = |name: &str, st: &memscope_core::model::RatioStats| {
+        let row = |name: &str, st: &memscope_model::bottleneck::RatioStats| {
             println!(
                 "{:<10} {:>6} {:>8.3} {:>9.0}% {:>9.0}% {:>13.0}%",
                 name,

@@ -21,7 +21,6 @@ mod model_doc;
 mod progress;
 mod provenance;
 mod quantity;
-mod registry;
 mod run_guard;
 mod scheduler;
 mod sizes;

@@ -6,12 +6,12 @@
 //! section, the file rewritten by the session's writer after each part.
 
 use crate::error::CliError;
-use memscope_core::model::SessionCeilings;
-use memscope_core::model_ceilings::FloorFallback;
 use memscope_core::Probe;
 use memscope_cuda::CudaTarget;
-use memscope_report::model_section::{ceilings_of_run, ModelSection};
-use memscope_report::{Results, RunPhase};
+use memscope_model::bottleneck::SessionCeilings;
+use memscope_model::run_ceilings::FloorFallback;
+use memscope_results::model_section::{ceilings_of_run, ModelSection};
+use memscope_results::{Results, RunPhase};
 use memscope_session::{Session, Snapshot};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -189,7 +189,7 @@ mod tests {
         assert!(section.parts.is_empty());
         // Into the document, through JSON and back: the same section, the parts absent.
         doc.model = Some(section.clone());
-        let back = Results::from_json(&memscope_report::json::to_bytes(&doc)).unwrap();
+        let back = Results::from_json(&memscope_results::json::to_bytes(&doc)).unwrap();
         assert_eq!(back.model, Some(section));
     }
 

@@ -4,9 +4,9 @@
 use serde_json::{json, Map, Value};
 
 /// Tool identity for the results file.
-pub fn tool() -> memscope_report::ToolInfo {
+pub fn tool() -> memscope_results::ToolInfo {
     let commit = env!("MEMSCOPE_GIT_COMMIT");
-    memscope_report::ToolInfo {
+    memscope_results::ToolInfo {
         name: "memscope".into(),
         version: env!("CARGO_PKG_VERSION").into(),
         git_commit: if commit.is_empty() { None } else { Some(commit.to_string()) },

@@ -144,9 +144,9 @@ fn one_spelling_for_which_hierarchy() {
 }
 
 fn fixture(dir: &std::path::Path) -> String {
-    let r = memscope_report::sample::results();
+    let r = memscope_results::sample::results();
     let p = dir.join("a.json");
-    std::fs::write(&p, memscope_report::json::to_bytes(&r)).unwrap();
+    std::fs::write(&p, memscope_results::json::to_bytes(&r)).unwrap();
     p.to_str().unwrap().to_string()
 }
 

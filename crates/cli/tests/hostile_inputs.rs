@@ -194,7 +194,7 @@ fn hostile_hierarchy_files() {
 #[test]
 fn hostile_results_files() {
     let dir = tempfile::tempdir().unwrap();
-    let base = serde_json::to_value(memscope_report::sample::results()).unwrap();
+    let base = serde_json::to_value(memscope_results::sample::results()).unwrap();
     let good = dir.path().join("good.json");
     std::fs::write(&good, base.to_string()).unwrap();
     let texts = corpus::results(&base, RESULTS_FILES, &mut corpus::Rng(8));
@@ -239,7 +239,7 @@ fn bad_arguments_of_every_subcommand() {
     let d = dir.path().to_str().unwrap().to_string();
     let missing = format!("{d}/no/such/folder/x.json");
     let good = dir.path().join("good.json");
-    std::fs::write(&good, serde_json::to_string(&memscope_report::sample::results()).unwrap()).unwrap();
+    std::fs::write(&good, serde_json::to_string(&memscope_results::sample::results()).unwrap()).unwrap();
     let g = good.to_str().unwrap();
     let not_json = dir.path().join("not.json");
     std::fs::write(&not_json, "\u{1b}[2J not json").unwrap();

@@ -21,7 +21,7 @@ fn killed_run_leaves_a_valid_results_file() {
     let has_probe = || {
         std::fs::read(&results)
             .ok()
-            .and_then(|b| memscope_report::Results::from_json(&b).ok())
+            .and_then(|b| memscope_results::Results::from_json(&b).ok())
             .is_some_and(|d| !d.probes.is_empty())
     };
     while !has_probe() {
@@ -36,7 +36,7 @@ fn killed_run_leaves_a_valid_results_file() {
     let _ = child.kill();
     let _ = child.wait();
     let bytes = std::fs::read(&results).unwrap();
-    let doc = memscope_report::Results::from_json(&bytes).expect("valid results after a kill");
+    let doc = memscope_results::Results::from_json(&bytes).expect("valid results after a kill");
     assert_eq!(doc.schema, "memscope/1");
     assert!(!doc.probes.is_empty(), "at least one probe recorded");
     if !finished_before_kill {

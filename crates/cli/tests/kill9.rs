@@ -4,7 +4,7 @@
 //! SIGINT mark the file interrupted and list the probes that did not run; a second run on the
 //! same `--out` exits 2 naming the first one's pid, and a killed run's lock is taken over.
 
-use memscope_report::{ProbeStatus, Results, RunPhase};
+use memscope_results::{ProbeStatus, Results, RunPhase};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! `memscope report` and `memscope compare` end to end: the exit-2 contract for a missing or
 //! malformed results file (one line naming the file), the Markdown and CSV files, the summary
 //! table, and compare's ratios. Uses a results file written by `memscope report`'s own library
-//! fixture (memscope_report::sample, not a measurement), so no probe has to run.
+//! fixture (memscope_results::sample, not a measurement), so no probe has to run.
 
 use std::process::Command;
 
@@ -17,10 +17,10 @@ fn run(args: &[&str]) -> (i32, String, String) {
 }
 
 fn fixture(dir: &std::path::Path, name: &str, l1_ns: f64) -> String {
-    let mut r = memscope_report::sample::results();
+    let mut r = memscope_results::sample::results();
     r.findings.get_mut("l1.hit_latency_ns").unwrap().value = serde_json::json!(l1_ns);
     let p = dir.join(name);
-    std::fs::write(&p, memscope_report::json::to_bytes(&r)).unwrap();
+    std::fs::write(&p, memscope_results::json::to_bytes(&r)).unwrap();
     p.to_str().unwrap().to_string()
 }
 

@@ -308,7 +308,7 @@ pub fn peak_flops_per_s(kind: &str) -> String {
 /// The operation classes whose launch floor the bottleneck model charges (seed 003; docs/MODEL.md),
 /// one per kind of kernel the model evaluates, each timed at its smallest operation. Shared by the
 /// producer (the launch probe, one `launch_class_floor_s` finding per class) and the consumer
-/// (`model_ceilings`).
+/// (`memscope_model::run_ceilings`).
 pub const LAUNCH_CLASSES: [&str; 9] =
     ["matmul.fp32", "matmul.fp16", "add", "mul", "fma", "gelu", "layernorm", "softmax", "attention"];
 

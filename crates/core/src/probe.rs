@@ -84,6 +84,14 @@ pub struct ProbeContext<'a> {
     pub earlier: &'a BTreeMap<String, Finding>,
 }
 
+impl ProbeContext<'_> {
+    /// The target as the backend type `T` a backend-specific probe runs on, when it is one
+    /// (`target::concrete`).
+    pub fn target_as<T: Target + 'static>(&mut self) -> Option<&mut T> {
+        crate::target::concrete(self.target)
+    }
+}
+
 /// One mechanism measured: plan -> measure -> analyze. Implementations keep `analyze` a pure
 /// function of the measured data so it can be tested on synthetic input.
 pub trait Probe: Send + Sync {
@@ -98,6 +106,11 @@ pub trait Probe: Send + Sync {
     /// measures what it measures in the full set.
     fn needs(&self) -> &'static [&'static str] {
         &[]
+    }
+    /// Whether it must run alone: one GPU at a time when several GPUs run in parallel (it uses
+    /// what the GPUs of a host share: the host link, every GPU, device-wide counters).
+    fn runs_alone(&self) -> bool {
+        false
     }
     /// Run it.
     fn run(&self, ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError>;

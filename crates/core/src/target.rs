@@ -227,8 +227,15 @@ pub trait Target: Send {
     fn peer_links(&mut self) -> Option<&mut dyn crate::links::PeerLinks> {
         None
     }
-    /// Downcast hook for backend-specific probes (the CPU strided copy, GPU bandwidth...).
+    /// Downcast hook for backend-specific probes (the CPU strided copy, GPU bandwidth...); reached
+    /// only through `concrete`.
     fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+/// The backend target behind `target` when it is a `T` (the CUDA target for a GPU-only probe, the
+/// CPU target for the CPU's): the one place a target is downcast.
+pub fn concrete<T: Target + 'static>(target: &mut dyn Target) -> Option<&mut T> {
+    target.as_any_mut().downcast_mut::<T>()
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ fn main() {
     let key = args.first().cloned().unwrap_or_else(|| "cpu.stride".into());
     let quick = args.iter().any(|a| a == "--quick");
     let mut t = memscope_cpu::CpuTarget::new().expect("cpu target");
-    let probe = memscope_cpu::probes().into_iter().find(|p| p.key() == key).expect("probe key");
+    let probe = memscope_registry::all().into_iter().find(|p| p.key() == key).expect("probe key");
     let started = std::time::Instant::now();
     let out = memscope_session::Session::silent(quick).run_probes_on(&mut t, [probe.as_ref()]).expect_ok();
     let series: BTreeMap<_, _> = out.series.iter().map(|(k, s)| (k.clone(), (s.x.clone(), s.y.clone()))).collect();

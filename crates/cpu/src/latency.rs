@@ -88,7 +88,7 @@ impl Probe for CpuLatency {
         );
         // Cycles at the clock measured right after the sweep (the target's details record it).
         let before_hz = ctx.target.info().clock_hz;
-        let hz = match ctx.target.as_any_mut().downcast_mut::<crate::CpuTarget>() {
+        let hz = match ctx.target_as::<crate::CpuTarget>() {
             Some(t) => t.remeasure_clock(),
             None => before_hz,
         };

@@ -24,11 +24,7 @@ struct Sweep<'a, 'b> {
 }
 
 fn page_note(ctx: &mut ProbeContext<'_>, buf: &memscope_core::Buffer) -> String {
-    ctx.target
-        .as_any_mut()
-        .downcast_mut::<crate::CpuTarget>()
-        .map(|t| t.page_note(buf))
-        .unwrap_or_else(|| "page size unknown".into())
+    ctx.target_as::<crate::CpuTarget>().map(|t| t.page_note(buf)).unwrap_or_else(|| "page size unknown".into())
 }
 
 impl Sweep<'_, '_> {

@@ -16,10 +16,3 @@ pub mod sysinfo;
 mod target;
 
 pub use target::{CpuTarget, PageKind};
-
-use memscope_core::Probe;
-
-/// CPU-only probes, in run order.
-pub fn probes() -> Vec<Box<dyn Probe>> {
-    vec![Box::new(latency::CpuLatency), Box::new(stride::CpuStride)]
-}

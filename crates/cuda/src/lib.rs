@@ -14,14 +14,7 @@ pub use gpu::{GpuError, GpuResult};
 pub use nvml::nvml_snapshot;
 pub use target::CudaTarget;
 
-use memscope_core::Probe;
-
 /// Number of CUDA GPUs, or why there are none ("no CUDA GPU found: ...").
 pub fn device_count() -> GpuResult<usize> {
     gpu::device_count()
-}
-
-/// GPU-only probes (waived on other targets: "needs a real CUDA GPU").
-pub fn probes() -> Vec<Box<dyn Probe>> {
-    probes::all()
 }

@@ -347,7 +347,7 @@ fn inflight_probe_saturates_inside_the_ladder() {
 /// constant and texture probes take about a second each; quick mode left the texture probe's L1
 /// level out on the H200).
 fn run_probe_by_key(t: &mut CudaTarget, key: &str) -> memscope_core::ProbeOutput {
-    let p = memscope_cuda::probes().into_iter().find(|p| p.key() == key).expect("probe registered");
+    let p = memscope_registry::all().into_iter().find(|p| p.key() == key).expect("probe registered");
     let out = session_output(memscope_session::Session::silent(false).run_probes_on(t, [p.as_ref()]));
     for (k, f) in &out.findings {
         eprintln!("{k} = {} {} ({:?}) {}", f.value, f.unit, f.cycles, f.note.clone().unwrap_or_default());

@@ -4,12 +4,12 @@
 //! curve rises with bytes in flight, the calibration covers every calibration shape, and a graph
 //! step is predicted no slower than the same step on a stream.
 
-use memscope_core::compose::{predict_step, LaunchMode};
-use memscope_core::compose_step::{calibration_shapes, step_kernels, GPT2_SMALL_SHAPE};
-use memscope_core::model::Dtype;
 use memscope_core::NoProgress;
 use memscope_cuda::ops::{check, compose_ceilings, device::Arg, device::OpsGpu};
 use memscope_cuda::CudaTarget;
+use memscope_model::bottleneck::Dtype;
+use memscope_model::compose::{predict_step, LaunchMode};
+use memscope_model::compose_step::{calibration_shapes, step_kernels, GPT2_SMALL_SHAPE};
 
 mod common;
 

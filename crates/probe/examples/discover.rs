@@ -59,5 +59,5 @@ fn main() {
 
 /// The simulator's chase work so far (None for a target that is not the simulator).
 fn sim_work(t: &mut dyn Target) -> Option<memscope_sim::target::ChaseWork> {
-    t.as_any_mut().downcast_mut::<memscope_sim::SimTarget>().map(|s| s.chase_work())
+    memscope_core::target::concrete::<memscope_sim::SimTarget>(t).map(|s| s.chase_work())
 }

@@ -434,7 +434,7 @@ impl Probe for L2WaysProbe {
 /// Simulated hierarchies with a small L2 for the unit tests here and in `policy`.
 #[cfg(test)]
 pub(crate) mod testing {
-    use memscope_core::hierarchy::{HashFunction, Hierarchy, Mask, Replacement};
+    use memscope_sim::hierarchy::{HashFunction, Hierarchy, Mask, Replacement};
 
     /// The default hierarchy with an L2 of `slices` x `sets` x `ways` (XOR-hashed slices over
     /// bits above the set bits), `policy`, and 2% jitter plus 1% outliers when `noisy`.
@@ -468,7 +468,7 @@ pub(crate) mod testing {
 mod tests {
     use super::testing::{capacity, small_l2};
     use super::*;
-    use memscope_core::hierarchy::Replacement;
+    use memscope_sim::hierarchy::Replacement;
 
     #[test]
     fn evsets_and_sets_on_small_hierarchies() {

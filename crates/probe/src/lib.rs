@@ -1,6 +1,7 @@
 //! memscope-probe: the discovery algorithms, generic over `Target` (docs/ARCHITECTURE.md; the "one
 //! idea": every read-path experiment of seed 000 is a pointer chase over chosen addresses), and the
-//! registry of generic probes. Each probe is plan -> measure -> analyze with a pure `analyze`.
+//! run order of the generic probes (crates/registry takes it whole). Each probe is plan -> measure
+//! -> analyze with a pure `analyze`.
 
 pub mod dram;
 pub mod evset;
@@ -42,10 +43,4 @@ pub fn probes() -> Vec<Box<dyn Probe>> {
         Box::new(policy::L2PolicyProbe),
         Box::new(dram::DramProbe),
     ]
-}
-
-/// The probes of a whole host rather than one memory hierarchy (the peer matrix), kept
-/// apart from `probes()` because they apply only where the target describes its peers.
-pub fn host_probes() -> Vec<Box<dyn Probe>> {
-    vec![Box::new(peer::PeerProbe)]
 }

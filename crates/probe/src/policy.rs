@@ -204,7 +204,7 @@ mod tests {
     #[test]
     fn policies_of_simulated_l2s() {
         use crate::l2ways::testing::{capacity, small_l2};
-        use memscope_core::hierarchy::Replacement;
+        use memscope_sim::hierarchy::Replacement;
         for (policy, want, slices, ways, noisy) in [
             (Replacement::Rrip, "rrip", 2, 16, true),
             (Replacement::Lru, "lru", 1, 8, true),

@@ -6,8 +6,8 @@
 //! `cargo test --release -p memscope-probe --test discovery -- --ignored`.
 
 use memscope_core::gf2;
-use memscope_core::hierarchy::{Hierarchy, Indexing, Mask, Replacement};
 use memscope_core::{Confidence, Finding, Target};
+use memscope_sim::hierarchy::{Hierarchy, Indexing, Mask, Replacement};
 use memscope_sim::SimTarget;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;

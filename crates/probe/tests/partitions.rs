@@ -2,9 +2,9 @@
 //! one SM (reverse-lap count of retained lines) and the far-L2 level of a partitioned L2 (the
 //! simulator's near/far partition mode, `l2.partitions` = 2 and `l2.far_hit_ns`).
 
-use memscope_core::hierarchy::{Hierarchy, Indexing, Replacement};
 use memscope_core::{Finding, Probe, Target};
 use memscope_probe::{latency::LatencyProbe, line::LineProbe};
+use memscope_sim::hierarchy::{Hierarchy, Indexing, Replacement};
 use memscope_sim::SimTarget;
 use std::collections::BTreeMap;
 

@@ -4,9 +4,9 @@
 //! hit (the simulator's refresh waits add their mean to DRAM; outliers cancel in each difference of
 //! one instrument).
 
-use memscope_core::hierarchy::Hierarchy;
 use memscope_core::{keys, Finding, Probe};
 use memscope_probe::{latency::LatencyProbe, line::LineProbe, penalty::PenaltyProbe};
+use memscope_sim::hierarchy::Hierarchy;
 use memscope_sim::SimTarget;
 use std::collections::BTreeMap;
 

@@ -4,9 +4,9 @@
 //! replacement and scope must come out exactly. About 25 s in CI (40 hierarchies); `MEMSCOPE_TLB_SEEDS=a..b`
 //! picks other seeds.
 
-use memscope_core::hierarchy::{Hierarchy, Indexing, Replacement};
 use memscope_core::{Finding, Probe};
 use memscope_probe::tlb::TlbProbe;
+use memscope_sim::hierarchy::{Hierarchy, Indexing, Replacement};
 use memscope_sim::SimTarget;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;

@@ -3,9 +3,9 @@
 //! bank counts, DRAM timings and noise. Each outcome is the exact row size or undetermined with a
 //! reason; never a wrong value.
 
-use memscope_core::hierarchy::{Hierarchy, RowFunction};
 use memscope_core::{Confidence, Finding, Probe};
 use memscope_probe::dram::DramProbe;
+use memscope_sim::hierarchy::{Hierarchy, RowFunction};
 use memscope_sim::SimTarget;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;

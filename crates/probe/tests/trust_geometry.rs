@@ -6,9 +6,9 @@
 //! that is the whole L2). Each finding is exact or undetermined with a reason, never wrong, and two
 //! runs that differ only in the noise seed give the same findings.
 
-use memscope_core::hierarchy::{HashFunction, Hierarchy, Indexing, Mask, Replacement};
 use memscope_core::{Buffer, ChaseResult, ChaseSpec, Confidence, Finding, Probe, Target, TargetError, TargetInfo};
 use memscope_probe::{l2ways::L2WaysProbe, policy::L2PolicyProbe};
+use memscope_sim::hierarchy::{HashFunction, Hierarchy, Indexing, Mask, Replacement};
 use memscope_sim::SimTarget;
 use std::collections::BTreeMap;
 

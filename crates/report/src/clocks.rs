@@ -1,9 +1,9 @@
 //! The clock each target's cycles are counted in, one line for every report's header: in a
 //! results file with a GPU and the CPU, each target's findings use that target's own clock.
 
-use crate::results::Results;
 use crate::units;
 use memscope_core::TargetInfo;
+use memscope_results::Results;
 use serde_json::Value;
 
 /// "cpu 4.091 GHz (dependent imul r64 chain; OS nominal 2.6 GHz: agrees)".
@@ -76,7 +76,7 @@ mod tests {
             serde_json::json!({"clock": {"method": "dependent imul r64 chain (3 cycles each on x86-64)",
                 "check": {"verdict": "agrees", "nominal_hz": 2.6e9}}}),
         );
-        let tool = crate::results::ToolInfo {
+        let tool = memscope_results::ToolInfo {
             name: "memscope".into(),
             version: "0".into(),
             git_commit: None,

@@ -2,9 +2,9 @@
 //! B/A, as a terminal table and as a self-contained HTML page (the table plus each shared series
 //! of A and B overlaid on one plot). Findings present in only one file are listed after.
 
-use crate::results::Results;
 use crate::svg::{self, esc, Axis, Line, Plot, Style};
 use crate::{table, units};
+use memscope_results::Results;
 use std::fmt::Write;
 
 /// One shared finding.
@@ -153,8 +153,8 @@ mod tests {
 
     #[test]
     fn ratio_of_shared_findings() {
-        let a = crate::sample::results();
-        let mut b = crate::sample::results();
+        let a = memscope_results::sample::results();
+        let mut b = memscope_results::sample::results();
         b.findings.get_mut("l1.hit_latency_ns").unwrap().value = serde_json::json!(30.8);
         b.findings.remove("cpu.l1d.capacity_bytes");
         let (rows, only_a, only_b) = rows(&a, &b);

@@ -3,8 +3,8 @@
 //! the human-readable forms, so nothing is lost. Text cells that a spreadsheet would evaluate
 //! (`=`, `+`, `-`, `@` first) get a leading apostrophe (`hygiene::csv_cell`).
 
-use crate::results::Results;
 use crate::table::confidence_text;
+use memscope_results::Results;
 
 /// Quote a field when it needs it.
 pub fn field(s: &str) -> String {
@@ -56,7 +56,7 @@ pub fn to_string(results: &Results) -> String {
 mod tests {
     #[test]
     fn fixture_csv_rows_and_quoting() {
-        let r = crate::sample::results();
+        let r = memscope_results::sample::results();
         let csv = super::to_string(&r);
         assert_eq!(csv.lines().count(), r.findings.len() + 1);
         assert!(csv.contains("l1.hit_latency_ns,15.4,ns,38.8,"), "{csv}");

@@ -5,11 +5,11 @@
 //! memories beside L1 (shared memory, the constant caches, the read-only and texture paths: issue
 //! 25), drawn without arrows because they are not on the path of a load to L2.
 
-use crate::results::Results;
 use crate::svg::esc;
 use crate::table::quantity;
 use crate::units;
 use memscope_core::Finding;
+use memscope_results::Results;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -321,7 +321,7 @@ mod tests {
 
     #[test]
     fn fixture_levels_in_path_order() {
-        let r = crate::sample::results();
+        let r = memscope_results::sample::results();
         let lanes = levels(&r);
         let gpu: Vec<&str> = lanes[0].1.iter().map(|l| l.prefix.as_str()).collect();
         assert_eq!(gpu, ["l1", "tlb.l1", "l2", "dram"]);
@@ -334,7 +334,7 @@ mod tests {
     #[test]
     fn sm_memories_get_a_lane_of_their_own_without_arrows() {
         use memscope_core::Confidence;
-        let mut r = crate::sample::results();
+        let mut r = memscope_results::sample::results();
         let n = |v: f64, unit: &str| Finding::number(v, unit, "test", Confidence::High);
         let i = |v: u64, unit: &str| Finding::integer(v, unit, "test", Confidence::High);
         for (k, f) in [

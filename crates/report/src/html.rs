@@ -5,11 +5,11 @@
 //! run (seed 003) when one is given, every finding with spread, method and confidence, and the
 //! probes that were waived or failed with their reasons.
 
-use crate::results::{ProbeStatus, Results};
 use crate::svg::{self, esc, Axis, Line, Plot, Style};
 use crate::table::{self, confidence_text};
 use crate::{diagram, roofline, units};
 use memscope_core::Series;
+use memscope_results::{ProbeStatus, Results};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -400,7 +400,7 @@ mod tests {
 
     #[test]
     fn fixture_report_has_every_part() {
-        let r = crate::sample::results();
+        let r = memscope_results::sample::results();
         let model = serde_json::json!({"ceilings": {"bandwidth_bytes_per_s": 9e11, "peak_flops_per_s": 8e13, "launch_floor_s": 3e-6},
             "operations": [{"name": "add", "flops": 1e6, "bytes": 1.2e7, "measured_s": 2e-5, "predicted_s": 1.4e-5, "regime": "memory"}]});
         let h = report(&r, Some(&model));
@@ -434,7 +434,7 @@ mod tests {
     #[test]
     fn plots_say_what_the_data_cannot() {
         use memscope_core::{Confidence, Finding};
-        let mut r = crate::sample::results();
+        let mut r = memscope_results::sample::results();
         r.series.clear();
         // A stride sweep whose probe marked line and twice the line: one mark, the line.
         let mut st =

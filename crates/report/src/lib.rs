@@ -1,5 +1,7 @@
-//! memscope-report: the results schema ("memscope/1", docs/CONTRACTS.md) and its writers. Writers return
-//! bytes (hyperfine-style: one small file per format); only `json::write_atomic` touches disk.
+//! memscope-report: the renderers of a results document (crates/results): the terminal table,
+//! Markdown, CSV and the HTML report, comparisons, the fleet view and the simulator's animation.
+//! Renderers return text or bytes and never touch disk; the four that render a whole document
+//! meet at one interface (`Writer`).
 
 pub mod animation;
 pub mod clocks;
@@ -10,17 +12,13 @@ pub mod fleet;
 pub mod fleet_view;
 pub mod html;
 pub mod hygiene;
-pub mod json;
 pub mod links_view;
 pub mod markdown;
-pub mod model_section;
 pub mod nvbandwidth;
-pub mod results;
-mod results_locate;
 pub mod roofline;
-pub mod sample;
 pub mod svg;
 pub mod table;
 pub mod units;
+pub mod writer;
 
-pub use results::{ProbeRecord, ProbeStatus, Results, RunPhase, RunState, ToolInfo, SCHEMA};
+pub use writer::{Csv, Html, Markdown, Terminal, Writer};

@@ -3,9 +3,9 @@
 //! bandwidth-by-size curves are the `link` plot of the measurements) and the peer matrices
 //! (GB/s, ns), the links flagged by the peer probe's outlier analysis marked.
 
-use crate::results::Results;
 use crate::svg::esc;
 use memscope_core::keys;
+use memscope_results::Results;
 use serde_json::Value;
 use std::fmt::Write;
 

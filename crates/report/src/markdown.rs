@@ -2,8 +2,8 @@
 //! spread, method, confidence), provenance, the series list and the waived or failed probes, for
 //! pasting into issues and notes. Returns a String; only the CLI writes files.
 
-use crate::results::{ProbeStatus, Results};
 use crate::table::{self, confidence_text};
+use memscope_results::{ProbeStatus, Results};
 
 /// Text from the results file, escaped (HTML, Markdown markup, pipes, control characters).
 fn cell(s: &str) -> String {
@@ -81,7 +81,7 @@ pub fn to_string(results: &Results) -> String {
 mod tests {
     #[test]
     fn fixture_markdown_has_sections_and_escapes_pipes() {
-        let md = super::to_string(&crate::sample::results());
+        let md = super::to_string(&memscope_results::sample::results());
         assert!(md.contains("## L1 cache"));
         assert!(md.contains("| hit latency | `l1.hit_latency_ns` | 15.4 ns | 38.8 cyc |"), "{md}");
         assert!(md.contains("## Probes waived or failed"));

@@ -7,8 +7,8 @@
 //! bidirectional SM peer test: so does this export (the finding itself keeps each direction).
 //! Tests memscope adds (pageable host memory) are printed with a note that nvbandwidth has none.
 
-use crate::results::Results;
 use memscope_core::keys;
+use memscope_results::Results;
 use serde_json::Value;
 use std::fmt::Write;
 
@@ -195,7 +195,8 @@ mod tests {
             capabilities: memscope_core::Capabilities::cuda_gpu(),
             details,
         };
-        let tool: crate::ToolInfo = serde_json::from_value(json!({"name": "memscope", "version": "0"})).unwrap();
+        let tool: memscope_results::ToolInfo =
+            serde_json::from_value(json!({"name": "memscope", "version": "0"})).unwrap();
         let mut r = Results::new(tool, target, serde_json::Map::new());
         r.findings.insert(
             keys::link_bytes_per_s("host_to_device_memcpy_ce"),

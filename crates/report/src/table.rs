@@ -4,9 +4,9 @@
 //! cycles, spread and confidence; then waived and failed probes with
 //! their reasons. The grouping is shared by the Markdown and HTML writers.
 
-use crate::results::{ProbeStatus, Results};
 use crate::units;
 use memscope_core::{Confidence, Finding};
+use memscope_results::{ProbeStatus, Results};
 use serde_json::Value;
 
 /// Datasheet sections in order: (key prefix, title). Bookkeeping (see `is_bookkeeping`) has its
@@ -292,7 +292,7 @@ pub fn summary(results: &Results) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sample;
+    use memscope_results::sample;
 
     #[test]
     fn a_second_opinion_shows_under_its_finding() {

@@ -5,9 +5,9 @@
 //! character, the Markdown no raw HTML tag, the CSV no cell a spreadsheet would evaluate, and
 //! the HTML page is produced.
 
-use memscope_core::hierarchy::Hierarchy;
 use memscope_core::{Confidence, Finding, Series};
-use memscope_report::Results;
+use memscope_results::Results;
+use memscope_sim::hierarchy::Hierarchy;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -36,7 +36,7 @@ fn hostile_f64() -> impl Strategy<Value = f64> {
 }
 
 fn results_with(text: &[String], nums: &[f64]) -> Results {
-    let mut r = memscope_report::sample::results();
+    let mut r = memscope_results::sample::results();
     let t = |i: usize| text[i % text.len()].clone();
     let n = |i: usize| nums[i % nums.len()];
     r.target.name = t(0);
@@ -171,7 +171,7 @@ proptest! {
         }
         let html = memscope_report::html::report(&r, None);
         prop_assert!(html.trim_end().ends_with("</html>"));
-        prop_assert!(no_controls(&memscope_report::compare::text(&r, &memscope_report::sample::results())));
+        prop_assert!(no_controls(&memscope_report::compare::text(&r, &memscope_results::sample::results())));
     }
 
     #[test]
@@ -184,7 +184,7 @@ proptest! {
     fn parsers_never_panic_on_mutated_documents(node in 0usize..4096, v in hostile_value()) {
         let h = serde_json::to_value(Hierarchy::default()).unwrap();
         let _ = Hierarchy::from_value(&replace_nth(&h, node, &v));
-        let r = serde_json::to_value(memscope_report::sample::results()).unwrap();
+        let r = serde_json::to_value(memscope_results::sample::results()).unwrap();
         if let Err(e) = Results::from_json(replace_nth(&r, node, &v).to_string().as_bytes()) {
             prop_assert!(!e.is_empty());
         }

@@ -10,7 +10,7 @@ use crate::run::{PlannedTarget, RunPlan};
 use crate::target_run::Lane;
 use crate::{Session, SessionError};
 use memscope_core::Probe;
-use memscope_report::Results;
+use memscope_results::Results;
 use std::path::{Path, PathBuf};
 use std::thread::{Scope, ScopedJoinHandle};
 use std::time::Instant;

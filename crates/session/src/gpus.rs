@@ -8,7 +8,7 @@ use crate::run::{file_for, snapshot, PlannedTarget, RunPlan};
 use crate::target_run::Lane;
 use crate::{Session, SessionError};
 use memscope_core::Probe;
-use memscope_report::Results;
+use memscope_results::Results;
 use std::path::PathBuf;
 
 /// What one target's thread hands back: its document, failures and seconds.

@@ -4,7 +4,7 @@
 //! (the binary's run guard). After `interrupt` no further write lands.
 
 use crate::SessionError;
-use memscope_report::{Results, RunPhase, RunState};
+use memscope_results::{Results, RunPhase, RunState};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -72,7 +72,7 @@ impl Ledger {
             return Ok(());
         }
         doc.run = Some(RunState { state: phase, signal: None, probes_not_run: Vec::new() });
-        memscope_report::json::write_atomic(path, &memscope_report::json::to_bytes(doc))
+        memscope_results::json::write_atomic(path, &memscope_results::json::to_bytes(doc))
             .map_err(|e| SessionError::Write { path: path.to_path_buf(), message: e.to_string() })?;
         match st.files.iter_mut().find(|(p, _)| p == path) {
             Some((_, d)) => *d = doc.clone(),
@@ -101,7 +101,7 @@ impl Ledger {
                 probes_not_run: missing.clone(),
             });
             doc.environment.insert("interrupted_at".into(), serde_json::json!(at));
-            if memscope_report::json::write_atomic(path, &memscope_report::json::to_bytes(doc)).is_ok() {
+            if memscope_results::json::write_atomic(path, &memscope_results::json::to_bytes(doc)).is_ok() {
                 written.push(path.clone());
             }
         }

@@ -3,7 +3,8 @@
 //! probe needs, progress through an `Observer`, fault containment (a probe's error is its status;
 //! after a fault that leaves a target unusable the rest continue in a fresh process started
 //! through `memscope_core::helper::self_command`), findings tagged by target, the atomic rewrite
-//! after every probe (through the `Ledger`), several GPUs in parallel and the CPU lane beside
+//! after every probe (through the `Ledger`) until `Session::finish` marks the documents finished and
+//! writes the merged file of several, several GPUs in parallel and the CPU lane beside
 //! them. The binary (`memscope run`) is wiring: options, opening targets, signals, the summary.
 
 mod cpu_lane;
@@ -22,7 +23,7 @@ pub use select::{select, with_needs, UnknownProbe};
 pub use target_run::{refresh_target, FaultHook};
 
 use memscope_core::{Finding, Probe, Series, Target};
-use memscope_report::{ProbeRecord, Results, RunPhase};
+use memscope_results::{ProbeRecord, Results, RunPhase};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -205,8 +206,8 @@ impl Session {
 }
 
 /// The tool record of documents made by `run_probes_on`.
-fn tool() -> memscope_report::ToolInfo {
-    memscope_report::ToolInfo {
+fn tool() -> memscope_results::ToolInfo {
+    memscope_results::ToolInfo {
         name: "memscope".into(),
         version: env!("CARGO_PKG_VERSION").into(),
         git_commit: None,

@@ -2,7 +2,7 @@
 //! file written. The binary renders them as indicatif bars; the library never prints.
 
 use memscope_core::Progress;
-use memscope_report::Results;
+use memscope_results::Results;
 use std::path::Path;
 
 /// Progress of one probe, ended with a short outcome ("12 findings", "failed").

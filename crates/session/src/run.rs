@@ -6,7 +6,7 @@
 use crate::target_run::Lane;
 use crate::{Session, SessionError};
 use memscope_core::{Applicability, Probe, Target};
-use memscope_report::{Results, ToolInfo};
+use memscope_results::{Results, RunPhase, ToolInfo};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
@@ -88,8 +88,8 @@ pub fn snapshot(doc: &mut Results, id: &str, snap: &Option<(String, Snapshot)>, 
 }
 
 impl Session {
-    /// Run every target of `plan`; the documents are written in progress (the caller finishes
-    /// them). Probe failures are in `failures`; an error is returned only when the run itself
+    /// Run every target of `plan`; the documents are written in progress (`finish` marks them
+    /// finished). Probe failures are in `failures`; an error is returned only when the run itself
     /// could not go on (a file not written, a file to continue unreadable).
     pub fn run(&self, mut targets: Vec<PlannedTarget>, plan: &RunPlan<'_>) -> Result<RunOutcome, SessionError> {
         std::thread::scope(|scope| {
@@ -167,6 +167,30 @@ impl Session {
             }
             Ok(RunOutcome { docs, failures })
         })
+    }
+}
+
+impl Session {
+    /// Finish the documents of a run: each gets `environment.finished_at` and is rewritten
+    /// through the ledger marked finished; with several documents and `merged` given, all of them
+    /// are also written into that one file (the `memscope merge` format, made by `tool`).
+    pub fn finish(
+        &self,
+        docs: &mut [(PathBuf, Results)],
+        finished_at: &str,
+        merged: Option<(&Path, &ToolInfo)>,
+    ) -> Result<(), SessionError> {
+        for (path, doc) in docs.iter_mut() {
+            doc.environment.insert("finished_at".into(), serde_json::json!(finished_at));
+            self.write(path, doc, RunPhase::Finished)?;
+        }
+        if let (true, Some((all, tool))) = (docs.len() > 1, merged) {
+            let inputs = docs.iter().map(|(p, d)| (p.display().to_string(), d.clone())).collect();
+            let doc = memscope_results::merge::merge(inputs, tool.clone(), finished_at);
+            memscope_results::json::write_atomic(all, &memscope_results::json::to_bytes(&doc))
+                .map_err(|e| SessionError::Write { path: all.to_path_buf(), message: e.to_string() })?;
+        }
+        Ok(())
     }
 }
 

@@ -6,7 +6,7 @@
 
 use crate::{Continuation, Session, SessionError};
 use memscope_core::{Applicability, Probe, ProbeContext, ProbeError, Target};
-use memscope_report::{ProbeRecord, ProbeStatus, Results, RunPhase};
+use memscope_results::{ProbeRecord, ProbeStatus, Results, RunPhase};
 use std::path::Path;
 use std::time::Instant;
 

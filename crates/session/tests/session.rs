@@ -4,13 +4,13 @@
 //! fresh process can continue; an interruption marks the files and no later write lands; several
 //! simulated GPUs in parallel give the findings they give one at a time.
 
-use memscope_core::hierarchy::Hierarchy;
 use memscope_core::{
     Applicability, Buffer, ChaseResult, ChaseSpec, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput,
     Target, TargetError, TargetInfo,
 };
-use memscope_report::{ProbeStatus, Results, RunPhase};
+use memscope_results::{ProbeStatus, Results, RunPhase};
 use memscope_session::{Observer, PlannedTarget, ProbeProgress, RunPlan, Session};
+use memscope_sim::hierarchy::Hierarchy;
 use memscope_sim::SimTarget;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -168,7 +168,7 @@ fn the_file_is_rewritten_after_every_probe_and_the_document_and_target_come_back
     let t = small_sim();
     let info = t.info();
     let doc = Results::new(
-        memscope_report::ToolInfo {
+        memscope_results::ToolInfo {
             name: "memscope".into(),
             version: "test".into(),
             git_commit: None,
@@ -248,7 +248,7 @@ fn an_interruption_marks_every_file_and_no_later_write_lands() {
     let info = t.info();
     session.ledger().set_plan(vec![format!("first@{}", info.id), format!("second@{}", info.id)]);
     let tool =
-        memscope_report::ToolInfo { name: "memscope".into(), version: "t".into(), git_commit: None, command: vec![] };
+        memscope_results::ToolInfo { name: "memscope".into(), version: "t".into(), git_commit: None, command: vec![] };
     let back = session
         .run_into(
             Box::new(t),
@@ -288,7 +288,7 @@ fn parallel_simulated_gpus_give_the_findings_they_give_one_at_a_time() {
         memscope_probe::probes().into_iter().filter(|p| ["line", "latency"].contains(&p.key())).collect();
     let plan = |out: &Path| RunPlan {
         probes: &probes,
-        tool: memscope_report::ToolInfo {
+        tool: memscope_results::ToolInfo {
             name: "memscope".into(),
             version: "t".into(),
             git_commit: None,

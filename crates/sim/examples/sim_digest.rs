@@ -4,8 +4,8 @@
 //! hierarchies, and prints one FNV-1a hash of every time and counter.
 //!
 //! Run: `cargo run --release -p memscope-sim --example sim_digest`
-use memscope_core::hierarchy::{HashFunction, Hierarchy, Indexing, Mask, Replacement};
 use memscope_core::{CachePath, ChaseSpec, Target};
+use memscope_sim::hierarchy::{HashFunction, Hierarchy, Indexing, Mask, Replacement};
 use memscope_sim::tlb::SplitMix;
 use memscope_sim::{vadd::run_vadd, SimTarget};
 

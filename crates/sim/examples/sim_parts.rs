@@ -12,9 +12,9 @@
 //! random` is `Dram::access`, `dram access lean` `Dram::access_lean`; `chase dram` (only when
 //! named) is a chase of N DRAM-bound hops through `SimTarget`: the difference of two N over
 //! their difference is the instructions a hop.
-use memscope_core::hierarchy::Replacement;
 use memscope_sim::cache::Cache;
 use memscope_sim::dram::Dram;
+use memscope_sim::hierarchy::Replacement;
 use memscope_sim::tlb::{SplitMix, Tlb};
 use memscope_sim::SimTarget;
 use std::hint::black_box;

@@ -5,7 +5,7 @@
 //! estimate instead of aborting on a failed allocation.
 
 use crate::cache::set::stride_words;
-use memscope_core::hierarchy::Hierarchy;
+use crate::hierarchy::Hierarchy;
 
 /// Default budget: 1 GiB of simulator state. By this estimate the presets need 80 MiB (rtx4090)
 /// and 84 MiB (l40s), 64 MiB of it the fixed allowance; measured, `sim chase` and `sim vadd` on
@@ -97,9 +97,9 @@ mod tests {
     fn a_huge_l2_is_refused_with_the_estimate() {
         let mut h = crate::presets::rtx4090();
         // 1 TiB L2: 2^33 lines of 128 B, 16 ways, 2^29 sets
-        h.l2.set_function = memscope_core::hierarchy::HashFunction::plain_bits(7, 24);
+        h.l2.set_function = crate::hierarchy::HashFunction::plain_bits(7, 24);
         h.l2.sets_per_slice = 1 << 24;
-        h.l2.slice_function = memscope_core::hierarchy::HashFunction::plain_bits(31, 5);
+        h.l2.slice_function = crate::hierarchy::HashFunction::plain_bits(31, 5);
         h.l2.slices = 32;
         let e = check(&h, DEFAULT_BUDGET_BYTES).unwrap_err();
         assert!(e.contains("MiB of host memory") && e.contains("536870912 sets"), "{e}");
@@ -118,7 +118,7 @@ mod tests {
     /// abort in the constructor is refused with the field or the estimate named.
     #[test]
     fn hostile_hierarchies_are_refused_before_allocation() {
-        use memscope_core::hierarchy::HashFunction;
+        use crate::hierarchy::HashFunction;
         type Edit = Box<dyn Fn(&mut Hierarchy)>;
         let cases: Vec<(Edit, &str)> = vec![
             (

@@ -7,7 +7,7 @@
 //! Constructing a target:
 //!
 //! ```
-//! use memscope_core::hierarchy::{HashFunction, Hierarchy, Mask};
+//! use memscope_sim::hierarchy::{HashFunction, Hierarchy, Mask};
 //! use memscope_core::Target;
 //! use memscope_sim::SimTarget;
 //! // a preset, a JSON file (`SimTarget::from_json_file(path)`), or any `Hierarchy` built in code:
@@ -30,6 +30,7 @@ pub mod calibrate;
 pub mod dram;
 pub mod fast;
 pub mod hash;
+pub mod hierarchy;
 pub mod links;
 pub mod machine;
 pub mod presets;
@@ -39,20 +40,13 @@ pub mod tlb;
 pub mod vadd;
 pub mod wbfifo;
 
+pub use hierarchy::Hierarchy;
 pub use machine::{Level, Machine, Stats};
-pub use memscope_core::hierarchy::Hierarchy;
 /// The replay timeline's types (they live in `memscope_core::timeline`).
 pub use memscope_core::timeline;
 pub use target::{ChaseWork, SimTarget};
 
-use memscope_core::Probe;
-
 /// Names of the built-in presets.
 pub fn presets() -> &'static [&'static str] {
     presets::PRESETS
-}
-
-/// Simulator-only probes (none: every discovery probe runs through the `Target` trait).
-pub fn probes() -> Vec<Box<dyn Probe>> {
-    Vec::new()
 }

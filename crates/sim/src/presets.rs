@@ -2,7 +2,7 @@
 //! `l40s` is the same die with 48 slices (seed 000's `slice_of(a, 48)`). Figures the seeds do not
 //! give are marked "assumption" here and in `memscope sim dump`'s name.
 
-use memscope_core::hierarchy::*;
+use crate::hierarchy::*;
 
 /// Names of the built-in presets.
 pub const PRESETS: &[&str] = &["rtx4090", "l40s"];

@@ -404,7 +404,7 @@ fn pre_of(m: &Machine, va: u64, len: u64) -> Pre {
 
 fn bank_spans(
     tl: &mut Timeline,
-    h: &memscope_core::hierarchy::Hierarchy,
+    h: &crate::hierarchy::Hierarchy,
     controller: u16,
     d: crate::dram::DramAccess,
     bank: u16,

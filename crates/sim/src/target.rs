@@ -4,9 +4,9 @@
 //! above the page offset); `alloc_aliased` maps one set of physical pages twice (seed 000
 //! footnotes 3 and 6). A chase hops through `Machine::load` (seed 000 appendix "latency chase").
 
+use crate::hierarchy::{Hierarchy, NoiseSpec};
 use crate::machine::{Level, Machine, PageParts, Pre, Staged, Stats};
 use crate::tlb::SplitMix;
-use memscope_core::hierarchy::{Hierarchy, NoiseSpec};
 use memscope_core::{Buffer, CachePath, ChaseResult, ChaseSpec, Target, TargetError, TargetInfo};
 use std::any::Any;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! The simulated-hierarchy JSON of docs/CONTRACTS.md: presets round-trip, its example parses, and
 //! invalid files are rejected with the offending field named.
 
-use memscope_core::hierarchy::Hierarchy;
+use memscope_sim::hierarchy::Hierarchy;
 use memscope_sim::{presets, SimTarget};
 
 const DESIGN_EXAMPLE: &str = r#"

@@ -2,8 +2,8 @@
 //! slice and set counts need (docs/SIMULATORS.md): they parse, validate against the counts they index, and
 //! a simulated L2 of 6 slices x 96 sets holds exactly its capacity with every slice used evenly.
 
-use memscope_core::hierarchy::{HashFunction, Hierarchy};
 use memscope_core::{CachePath, ChaseSpec, Target};
+use memscope_sim::hierarchy::{HashFunction, Hierarchy};
 use memscope_sim::SimTarget;
 
 fn small() -> Hierarchy {

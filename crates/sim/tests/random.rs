@@ -2,8 +2,8 @@
 //! masks, TLB 8..64 entries, pages 64 KiB..2 MiB, rows 512 B..8 KiB, noise): they validate, run,
 //! and a chase returns each level's latency; noise is seeded and reproducible.
 
-use memscope_core::hierarchy::{HashFunction, Hierarchy, Mask};
 use memscope_core::{CachePath, ChaseSpec, Target};
+use memscope_sim::hierarchy::{HashFunction, Hierarchy, Mask};
 use memscope_sim::tlb::SplitMix;
 use memscope_sim::SimTarget;
 

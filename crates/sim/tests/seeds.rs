@@ -142,7 +142,7 @@ fn far_l2_partition_shows_an_intermediate_plateau() {
                "far_hit_ns": 180, "partitions": 2, "replacement": "lru"},
         "dram": {"latency_ns": 400, "capacity_bytes": 1073741824},
         "sm": {"count": 2}}"#;
-    let h = memscope_core::hierarchy::Hierarchy::from_json_str(text).unwrap();
+    let h = memscope_sim::hierarchy::Hierarchy::from_json_str(text).unwrap();
     let mut t = SimTarget::new(h).unwrap();
     let b = t.alloc_contiguous(1 << 20, 0).unwrap();
     let mean = |t: &mut SimTarget, kib: u64| {

@@ -5,7 +5,7 @@
 
 use super::{GpuError, GpuResult, Stream};
 use cudarc::cublas::sys as cb;
-use memscope_core::model::Dtype;
+use memscope_model::bottleneck::Dtype;
 use std::ffi::c_void;
 
 fn cbk(s: cb::cublasStatus_t, call: &str) -> GpuResult<()> {

@@ -10,13 +10,14 @@
 //! seed's weights figure includes the biases).
 
 use super::device::{DevBuf, OpsGpu, Timing};
-use super::model_set::{attention, launch_rows, Op};
+use super::model_set::{attention, launch_rows};
 use crate::gpu::{GpuError, GpuResult};
-use memscope_core::compose_step::{DecodeShape, GPT2_SMALL_SHAPE, HEAD_DIM};
-use memscope_core::model::{
+use memscope_core::Progress;
+use memscope_model::bottleneck::{
     self as m, Dtype, OpCost, Prediction, SessionCeilings, GPT2_SMALL, GPT2_SMALL_STEP_KERNELS,
 };
-use memscope_core::Progress;
+use memscope_model::compose_step::{DecodeShape, GPT2_SMALL_SHAPE, HEAD_DIM};
+use memscope_model::op_set::Op;
 use serde::Serialize;
 
 // GPT-2 small's widths for the seed's per-kernel sum (`step_ops`).

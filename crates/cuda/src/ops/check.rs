@@ -7,7 +7,7 @@
 
 use super::device::{Arg, DevBuf, OpsGpu};
 use crate::gpu::GpuResult;
-use memscope_core::model::Dtype;
+use memscope_model::bottleneck::Dtype;
 use serde::Serialize;
 
 /// One kernel's check: relative error ||out - ref|| / ||ref||.

@@ -1,6 +1,6 @@
 //! The decode-step sweep: GPT-2 small at contexts 128 and 1,024, batch 1..512, fp32 and
 //! fp16, each step timed eagerly (launches on a stream) and as a CUDA graph; predicted before it is
-//! measured by the composition (`memscope_core::compose::predict_step`, from the composition's
+//! measured by the composition (`memscope_model::compose::predict_step`, from the composition's
 //! ceilings and the step's operation counts only) beside seed 003's two compositions; per-kernel
 //! event times of the eager step recorded for the attribution (never an input); and the
 //! out-of-sample check: a GPT-2-medium-shaped step (24 layers x 1,024) predicted with the same
@@ -10,10 +10,10 @@ use super::batch::Gpt2;
 use super::compose_ceilings::{self as cc, ComposeCeilingsReport};
 use super::device::{OpsGpu, Timing};
 use crate::gpu::{GpuError, GpuResult};
-use memscope_core::compose::{self as cm, ComposeCeilings, LaunchMode, StepPrediction, PREDICTION_INPUTS};
-use memscope_core::compose_step::{self as cs, DecodeShape, GPT2_MEDIUM_SHAPE, GPT2_SMALL_SHAPE};
-use memscope_core::model::{self as m, Dtype, SessionCeilings};
 use memscope_core::Progress;
+use memscope_model::bottleneck::{self as m, Dtype, SessionCeilings};
+use memscope_model::compose::{self as cm, ComposeCeilings, LaunchMode, StepPrediction, PREDICTION_INPUTS};
+use memscope_model::compose_step::{self as cs, DecodeShape, GPT2_MEDIUM_SHAPE, GPT2_SMALL_SHAPE};
 use serde::Serialize;
 use std::collections::BTreeMap;
 

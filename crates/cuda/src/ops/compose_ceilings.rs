@@ -11,10 +11,10 @@
 
 use super::device::{Arg, DevBuf, OpsGpu, Timing};
 use crate::gpu::{GpuError, GpuResult};
-use memscope_core::compose::{ComposeCeilings, CurvePoint, MatmulSample, StepPoint};
-use memscope_core::compose_step::calibration_shapes;
-use memscope_core::model::{Dtype, SessionCeilings};
 use memscope_core::Progress;
+use memscope_model::bottleneck::{Dtype, SessionCeilings};
+use memscope_model::compose::{ComposeCeilings, CurvePoint, MatmulSample, StepPoint};
+use memscope_model::compose_step::calibration_shapes;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -249,7 +249,7 @@ fn measure_steps(g: &OpsGpu, pool: &DevBuf, sink: &DevBuf, progress: &dyn Progre
     ladder.dedup();
     let mut out = Vec::new();
     for (reduce, width) in [(true, 16u64), (true, 8), (false, 16), (false, 8)] {
-        let key = memscope_core::compose::step_key(reduce, width as f64);
+        let key = memscope_model::compose::step_key(reduce, width as f64);
         let mut parts = Vec::new();
         for &blocks in &ladder {
             let short = step_point(g, (pool, sink), width, reduce, blocks, STEPS_SHORT)?;
@@ -363,7 +363,7 @@ pub fn measure(g: &OpsGpu, seed: &SessionCeilings, progress: &dyn Progress) -> G
                 g.gemm(dtype, shape.m, shape.k, shape.n, a.ptr, w, c.ptr)
             })?;
             let w = work(&t);
-            let e = memscope_core::compose::matmul_roofline_s(&shape, dram_bw, peak) / w;
+            let e = memscope_model::compose::matmul_roofline_s(&shape, dram_bw, peak) / w;
             progress.message(&format!(
                 "calibration {}: {:.2} us per call, work {:.2} us, efficiency {:.1}%",
                 shape.label(),

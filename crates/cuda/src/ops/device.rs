@@ -7,7 +7,7 @@
 
 use crate::gpu::launch::launch_typed;
 use crate::gpu::{Blas, DeviceAttr, Event, Function, Gpu, GpuError, GpuResult, Graph, Module, OwnedStream};
-use memscope_core::model::Dtype;
+use memscope_model::bottleneck::Dtype;
 use std::collections::HashMap;
 
 pub use crate::gpu::{Arg, DevBuf, Timing};

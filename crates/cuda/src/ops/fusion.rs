@@ -5,8 +5,8 @@
 use super::device::REPS;
 use super::device::{Arg, OpsGpu, Timing};
 use crate::gpu::{GpuError, GpuResult};
-use memscope_core::model::{self as m, Dtype, SessionCeilings};
 use memscope_core::Progress;
+use memscope_model::bottleneck::{self as m, Dtype, SessionCeilings};
 use serde::Serialize;
 
 pub const ELEMS: u64 = 64 << 20;

@@ -5,7 +5,7 @@
 
 use super::device::{Arg, OpsGpu};
 use crate::gpu::{GpuError, GpuResult};
-use memscope_core::model::Dtype;
+use memscope_model::bottleneck::Dtype;
 
 /// Which row kernels `kind` ("layernorm" or "softmax") uses: v1 (generic: one warp per row), v2
 /// (several rows per warp), v3 (persistent warps prefetching their next row), v4 (v3 with an L2

@@ -32,7 +32,7 @@ mod timing;
 
 use crate::CudaTarget;
 use memscope_core::stats::Sample;
-use memscope_core::{Applicability, Probe, ProbeContext, ProbeError, ProbeOutput, Spread, TargetInfo};
+use memscope_core::{Applicability, ProbeContext, ProbeError, ProbeOutput, Spread, TargetInfo};
 
 pub use atomics::AtomicsProbe;
 pub use bw::BwProbe;
@@ -51,28 +51,6 @@ pub use smem::SmemProbe;
 pub use store::{FenceProbe, StoreProbe};
 pub use texture::TextureProbe;
 
-/// Every GPU-only probe, in run order.
-pub fn all() -> Vec<Box<dyn Probe>> {
-    vec![
-        Box::new(LaunchProbe),
-        Box::new(BwProbe),
-        Box::new(L2BwProbe),
-        Box::new(StoreProbe),
-        Box::new(FenceProbe),
-        Box::new(CoalesceProbe),
-        Box::new(PeakProbe),
-        Box::new(SlicesProbe),
-        Box::new(ConstMemProbe),
-        Box::new(TextureProbe),
-        Box::new(L1ShareProbe),
-        Box::new(SmemProbe),
-        Box::new(AtomicsProbe),
-        Box::new(LevelBwProbe),
-        Box::new(InflightProbe),
-        Box::new(LinkProbe),
-    ]
-}
-
 /// Applies to CUDA targets only.
 pub(crate) fn cuda_only(info: &TargetInfo) -> Applicability {
     Applicability::only_if(info.capabilities.cuda_kernels, "needs a real CUDA GPU")
@@ -90,10 +68,7 @@ pub(crate) fn cuda_only_sim_lacks(info: &TargetInfo, lacks: &str) -> Applicabili
 
 /// The CUDA target behind a probe context.
 pub(crate) fn cuda<'a>(ctx: &'a mut ProbeContext<'_>) -> Result<&'a mut CudaTarget, ProbeError> {
-    ctx.target
-        .as_any_mut()
-        .downcast_mut::<CudaTarget>()
-        .ok_or_else(|| ProbeError::Failed("this probe needs the CUDA target".into()))
+    ctx.target_as::<CudaTarget>().ok_or_else(|| ProbeError::Failed("this probe needs the CUDA target".into()))
 }
 
 /// Run a probe body on the CUDA target with NVML readings before and after; clock moves and

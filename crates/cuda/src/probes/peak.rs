@@ -9,8 +9,8 @@ use super::{cuda_only, run_gpu, summarize};
 use crate::gpu::{Blas, LEGACY_STREAM};
 use crate::CudaTarget;
 use memscope_core::keys;
-use memscope_core::model::Dtype;
 use memscope_core::{Applicability, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, TargetInfo};
+use memscope_model::bottleneck::Dtype;
 
 pub struct PeakProbe;
 

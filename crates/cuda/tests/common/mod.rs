@@ -2,10 +2,10 @@
 //! from the findings of the probes bw, launch and peak run on a `CudaTarget` through the session's
 //! loop, every launch class from its own finding.
 
-use memscope_core::model_ceilings::{from_findings, FloorFallback, RunCeilings};
 use memscope_core::Probe;
 use memscope_cuda::probes::{BwProbe, LaunchProbe, PeakProbe};
 use memscope_cuda::CudaTarget;
+use memscope_model::run_ceilings::{from_findings, FloorFallback, RunCeilings};
 use memscope_session::{ProbeRun, Session};
 
 /// Whether a CUDA GPU is here (the tests skip, saying so, when not).

@@ -1,10 +1,11 @@
 //! Tests of the fleet merge and analysis on the sample document.
 
 use super::*;
-use crate::results::Results;
+use memscope_results::merge::merge;
+use serde_json::json;
 
 fn member(host: &str, tweak: impl FnOnce(&mut Results)) -> Results {
-    let mut r = crate::sample::results();
+    let mut r = memscope_results::sample::results();
     r.environment.insert("host".into(), json!(host));
     tweak(&mut r);
     r
@@ -16,7 +17,7 @@ fn scale(r: &mut Results, key: &str, by: f64) {
 }
 
 fn fleet_of(docs: Vec<Results>) -> Results {
-    let tool = crate::sample::results().tool;
+    let tool = memscope_results::sample::results().tool;
     let inputs = docs.into_iter().enumerate().map(|(i, d)| (format!("f{i}.json"), d)).collect();
     merge(inputs, tool, "2026-12-01T00:00:00Z")
 }
@@ -37,10 +38,10 @@ fn merge_keeps_every_member_and_labels_never_collide() {
     assert!(m.findings.is_empty());
     // every finding of every member is kept, under its own key, in its member document
     for f in &m.fleet {
-        assert_eq!(f.results.findings, crate::sample::results().findings);
+        assert_eq!(f.results.findings, memscope_results::sample::results().findings);
     }
     // a merged file round-trips through the loader and merges again without change of members
-    let bytes = crate::json::to_bytes(&m);
+    let bytes = memscope_results::json::to_bytes(&m);
     let back = Results::from_json(&bytes).unwrap();
     // (serde_json's float parsing may move a last digit, so the structure is compared)
     let ids_back: Vec<&str> = back.targets.iter().map(|t| t.id.as_str()).collect();

@@ -17,7 +17,7 @@
 //! arrays are `mem`'s.
 
 use crate::fast::simd::{lanes, lanes2, max_field, LaneOp};
-use memscope_core::hierarchy::Replacement;
+use crate::hierarchy::Replacement;
 use set::{Layout, Set, DIRTY, INVALID32, RANK, RRPV, SRANK, VALID};
 
 const INVALID: u64 = u64::MAX;

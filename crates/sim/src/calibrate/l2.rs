@@ -4,7 +4,7 @@
 //! multiple of the partition count and lies nearest the measured slice count (`l2.slices.count`,
 //! from Nsight Compute). Counts that are not powers of two get `Modular` index functions.
 
-use memscope_core::hierarchy::HashFunction;
+use crate::hierarchy::HashFunction;
 
 /// A slice x set factorisation and why it was chosen.
 #[derive(Debug, Clone, PartialEq)]

@@ -8,7 +8,7 @@
 pub mod l2;
 pub mod source;
 
-use memscope_core::hierarchy::{Hierarchy, Indexing, Mask, Replacement};
+use crate::hierarchy::{Hierarchy, Indexing, Mask, Replacement};
 use memscope_core::keys;
 use memscope_core::{Confidence, Finding, TargetInfo};
 use serde_json::Value;
@@ -123,7 +123,7 @@ fn masks(f: &Finding) -> Option<Vec<Mask>> {
     let Value::Array(a) = &f.value else { return None };
     a.iter()
         .map(|v| match v {
-            Value::String(s) => memscope_core::hierarchy::parse_u64(s).map(Mask),
+            Value::String(s) => crate::hierarchy::parse_u64(s).map(Mask),
             Value::Number(n) => n.as_u64().map(Mask),
             _ => None,
         })
@@ -378,8 +378,8 @@ fn geometry(h: &mut Hierarchy, base: &Hierarchy, base_name: &str, t: &TargetInfo
         h.l2.slice_function = base.l2.slice_function.clone();
         h.l2.set_function = base.l2.set_function.clone();
         if h.l2.ways != base.l2.ways || h.l2.line_bytes != base.l2.line_bytes {
-            h.l2.set_function = memscope_core::hierarchy::HashFunction::Masks { masks: Vec::new() };
-            h.l2.slice_function = memscope_core::hierarchy::HashFunction::Masks { masks: Vec::new() };
+            h.l2.set_function = crate::hierarchy::HashFunction::Masks { masks: Vec::new() };
+            h.l2.slice_function = crate::hierarchy::HashFunction::Masks { masks: Vec::new() };
             h.l2.slices = h.l2.slices.next_power_of_two();
             h.l2.sets_per_slice = h.l2.sets_per_slice.next_power_of_two();
         }
@@ -427,7 +427,7 @@ fn geometry(h: &mut Hierarchy, base: &Hierarchy, base_name: &str, t: &TargetInfo
         Ok(_) => "l2.slices.page_masks are masks of one page's slice classes, not a whole slice function".to_string(),
         Err(w) => w,
     };
-    let text = |x: &memscope_core::hierarchy::HashFunction| serde_json::to_string(x).unwrap_or_default();
+    let text = |x: &crate::hierarchy::HashFunction| serde_json::to_string(x).unwrap_or_default();
     let even = "chosen so consecutive lines spread evenly over sets and slices";
     src.set("l2.slice_function", text(&slice_fn), Kind::Derived, format!("not measured ({why}); {even}"));
     let why = f.get(keys::L2_SETS).err().unwrap_or_else(|| "memscope has no L2 set-function probe".into());
@@ -522,7 +522,7 @@ fn dram_and_sm(h: &mut Hierarchy, t: &TargetInfo, f: &Found, src: &mut Sources) 
             h.dram.row_bytes = v as u64;
             src.set("dram.row_bytes", v, Kind::Measured, "dram.row_bytes");
             if h.dram.row_bytes != 1024 {
-                h.dram.row_function = memscope_core::hierarchy::RowFunction::Contiguous;
+                h.dram.row_function = crate::hierarchy::RowFunction::Contiguous;
                 src.set("dram.row_function", "contiguous", Kind::Derived, "the measured row size is not the 4090's");
             }
         }

@@ -13,8 +13,8 @@
 
 pub use crate::fast::rem_euclid;
 use crate::fast::Refresh;
+use crate::hierarchy::{Hierarchy, RowFunction};
 use crate::tlb::SplitMix;
-use memscope_core::hierarchy::{Hierarchy, RowFunction};
 
 /// One bank's state, stored in `Dram::banks` at its slot (see `Dram::slot`).
 #[derive(Debug, Clone, Copy)]

@@ -4,8 +4,8 @@
 
 use super::*;
 use crate::fast::refresh::QUICK_LIMIT;
+use crate::hierarchy::Hierarchy;
 use crate::tlb::SplitMix;
-use memscope_core::hierarchy::Hierarchy;
 
 /// The DRAM model before its speed work: flat bank order, one path, `f64::max`, the library's
 /// `rem_euclid` for refresh.

@@ -12,7 +12,7 @@
 
 use crate::cache::set::{Layout, Set, DIRTY, INVALID32, RANK, RRPV, VALID};
 use crate::cache::{Cache, Outcome, WriteBack};
-use memscope_core::hierarchy::Replacement;
+use crate::hierarchy::Replacement;
 
 /// Policy codes (const parameters).
 pub(crate) const P_LRU: u8 = 0;

@@ -8,7 +8,7 @@
 use super::cache_load::{LRU4, P_LRU, P_RRIP, RRIP16};
 use crate::cache::set::{Layout, Set, DIRTY, SRANK};
 use crate::cache::{Cache, Outcome, WriteBack};
-use memscope_core::hierarchy::Replacement;
+use crate::hierarchy::Replacement;
 
 impl Cache {
     /// `prefetch` for a `store` of `set`: also the store ranks (past what a load reads).

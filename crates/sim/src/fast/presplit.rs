@@ -211,10 +211,10 @@ impl Machine {
 
 #[cfg(test)]
 mod tests {
+    use crate::hierarchy::{HashFunction, Indexing, Mask};
     use crate::machine::Pre;
     use crate::tlb::SplitMix;
     use crate::SimTarget;
-    use memscope_core::hierarchy::{HashFunction, Indexing, Mask};
     use memscope_core::Target;
 
     /// `pre_split_into` equals `pre_with` on mapped and unmapped addresses, on both seed GPUs, with

@@ -182,10 +182,10 @@ impl Machine {
 #[cfg(test)]
 mod tests {
     use super::Staged;
+    use crate::hierarchy::{HashFunction, Hierarchy, Mask, Replacement};
     use crate::machine::Machine;
     use crate::tlb::SplitMix;
     use crate::SimTarget;
-    use memscope_core::hierarchy::{HashFunction, Hierarchy, Mask, Replacement};
     use memscope_core::Target;
 
     /// The seed GPUs and variants that take each path: a FIFO TLB and a 24-entry one (no
@@ -200,7 +200,7 @@ mod tests {
         h.l2.replacement = Replacement::Lru;
         v.push(h);
         let mut h = crate::presets::rtx4090();
-        h.l1.indexing = memscope_core::hierarchy::Indexing::Physical;
+        h.l1.indexing = crate::hierarchy::Indexing::Physical;
         v.push(h);
         // small pages; a 512 KiB L2 of plain bit-field functions (dirty lines soon evicted)
         let mut h = crate::presets::rtx4090();

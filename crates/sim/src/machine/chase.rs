@@ -5,7 +5,7 @@
 //! `load_pre`'s.
 
 use super::{sector_mask, Level, LoadResult, Machine, Pre};
-use memscope_core::hierarchy::Indexing;
+use crate::hierarchy::Indexing;
 
 /// A chase hop's TLB lookup: (physical page, missed) of a page, the TLB filled on a miss from
 /// the page table (as `Tlb::lookup` then `Tlb::insert`).

@@ -9,9 +9,9 @@ use crate::cache::{Cache, WriteBack};
 use crate::dram::{Dram, DramAccess};
 use crate::fast::index::{FastIndex, SliceAndSet};
 use crate::hash::IndexFn;
+use crate::hierarchy::{Hierarchy, Indexing, Replacement, RowFunction};
 use crate::tlb::{PageTable, Tlb};
 use crate::wbfifo::WbFifo;
-use memscope_core::hierarchy::{Hierarchy, Indexing, Replacement, RowFunction};
 use serde::Serialize;
 
 pub(crate) mod chase;

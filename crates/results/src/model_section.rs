@@ -1,13 +1,13 @@
 //! The "model" section of a `memscope/1` results document (seed 003's bottleneck model; docs/MODEL.md):
 //! the ceilings the model used and the findings they came from, beside the model's results; and
 //! reading the ceilings of a file for `predict --ceilings`: a `memscope run` results file (from
-//! its findings, `memscope_core::model_ceilings`) or a `memscope/bottleneck-model/1` file written
+//! its findings, `memscope_model::run_ceilings`) or a `memscope/bottleneck-model/1` file written
 //! by `memscope ceilings|model|fusion|batch`.
 
 use crate::results::{Results, SCHEMA};
-use memscope_core::model::SessionCeilings;
-use memscope_core::model_ceilings::{self as mc, CeilingInput, FloorFallback, LeftOut, RunCeilings};
 use memscope_core::Finding;
+use memscope_model::bottleneck::SessionCeilings;
+use memscope_model::run_ceilings::{self as mc, CeilingInput, FloorFallback, LeftOut, RunCeilings};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;

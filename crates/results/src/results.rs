@@ -105,7 +105,7 @@ pub struct Results {
     /// A merged file (`memscope merge`): every member document as read, tagged by host and rank;
     /// absent in the results of one run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub fleet: Vec<crate::fleet::FleetMember>,
+    pub fleet: Vec<crate::merge::FleetMember>,
     /// The bottleneck model (seed 003): the ceilings it took from the findings and its results;
     /// absent when no model was evaluated.
     #[serde(default, skip_serializing_if = "Option::is_none")]

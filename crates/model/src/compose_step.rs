@@ -5,8 +5,8 @@
 //! depth, precision, batch and context; the matrix-product calibration shapes (none of them a
 //! step's shape); and the seed-003 figures of the step for its two compositions. Pure.
 
+use crate::bottleneck::{DecodeModel, Dtype};
 use crate::compose::{KernelCount, LaunchPath, MatmulShape};
-use crate::model::{DecodeModel, Dtype};
 use serde::{Deserialize, Serialize};
 
 /// A GPT-2-shaped decoder: head dimension 64.

@@ -190,7 +190,7 @@ mod tests {
     #[test]
     fn names_the_member_of_a_merged_file() {
         let tool = crate::sample::results().tool;
-        let m = crate::fleet::merge(vec![("a.json".into(), crate::sample::results())], tool, "t");
+        let m = crate::merge::merge(vec![("a.json".into(), crate::sample::results())], tool, "t");
         let mut d = serde_json::to_value(&m).unwrap();
         d["fleet"][0]["results"]["findings"]["l1.line_bytes"]["confidence"] = json!(5);
         let e = crate::Results::from_json(&serde_json::to_vec(&d).unwrap()).unwrap_err();

@@ -136,7 +136,7 @@ pub struct Hierarchy {
     /// Extension (docs/INTERCONNECT.md): the links of the simulated host this GPU belongs to (peer copies
     /// and latencies for the peer probe); absent: the target has no peers.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub links: Option<crate::links::LinksSpec>,
+    pub links: Option<memscope_core::links::LinksSpec>,
 }
 
 /// Fully associative TLB (seed 000 footnote 8: 16 entries, LRU, per SM, miss 4.4 ns).

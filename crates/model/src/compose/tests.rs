@@ -7,8 +7,8 @@
 //! 8-byte loads, so the alignment classes and the 8-byte curve are exercised (fp32 and fp16).
 
 use super::*;
+use crate::bottleneck::{self as m, Dtype};
 use crate::compose_step::*;
-use crate::model::{self as m, Dtype};
 
 /// xorshift64*: deterministic noise for the synthetic measurements.
 struct Rng(u64);

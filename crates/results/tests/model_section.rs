@@ -2,10 +2,10 @@
 //! round-trips through the atomic writer; `read_ceilings` takes a run's findings, the
 //! `memscope/bottleneck-model/1` files of the H200 (tests/data), and refuses the rest with one line.
 
-use memscope_core::model_ceilings::{self as mc, FloorFallback};
 use memscope_core::{keys, Confidence, Finding, TargetInfo};
-use memscope_report::model_section::{read_ceilings, CeilingsFileError, CeilingsSource, ModelSection};
-use memscope_report::{json, Results, ToolInfo};
+use memscope_model::run_ceilings::{self as mc, FloorFallback};
+use memscope_results::model_section::{read_ceilings, CeilingsFileError, CeilingsSource, ModelSection};
+use memscope_results::{json, Results, ToolInfo};
 use std::path::PathBuf;
 
 fn data(name: &str) -> PathBuf {
@@ -80,7 +80,7 @@ fn absent_section_leaves_documents_as_they_were() {
 #[test]
 fn section_round_trips_through_the_atomic_writer() {
     let mut r = run_doc();
-    let (_, run) = memscope_report::model_section::ceilings_of_run(&r, FloorFallback::EmptyKernel).unwrap();
+    let (_, run) = memscope_results::model_section::ceilings_of_run(&r, FloorFallback::EmptyKernel).unwrap();
     let mut section = ModelSection::new(run);
     section.parts.insert("evaluation".into(), serde_json::json!({"points": 2, "median_ratio": 1.25}));
     r.model = Some(section);
@@ -153,7 +153,7 @@ fn old_model_files_stay_readable() {
 
 #[test]
 fn other_files_are_refused_with_one_line() {
-    let merged = memscope_report::fleet::merge(
+    let merged = memscope_results::merge::merge(
         vec![("a.json".into(), run_doc()), ("b.json".into(), run_doc())],
         ToolInfo { name: "memscope".into(), version: "0".into(), git_commit: None, command: vec![] },
         "now",

@@ -13,9 +13,9 @@
 //! With `FloorFallback::EmptyKernel`, a class without its own finding takes `launch.floor_s` (the
 //! empty kernel's floor, a lower bound on every class's), and its input says so.
 
-use crate::finding::{Confidence, Finding};
-use crate::keys;
-use crate::model::SessionCeilings;
+use crate::bottleneck::SessionCeilings;
+use memscope_core::finding::{Confidence, Finding};
+use memscope_core::keys;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -312,8 +312,8 @@ mod tests {
         assert_eq!(rc.left_out.len(), 1);
         assert!(rc.left_out[0].reason.contains("fp16"), "{:?}", rc.left_out);
         // The ceilings work with the model's chooser.
-        let cost = crate::model::add_cost(1 << 20, crate::model::Dtype::Fp32);
-        let ch = rc.ceilings.choose(&cost, "add", crate::model::Dtype::Fp32).unwrap();
+        let cost = crate::bottleneck::add_cost(1 << 20, crate::bottleneck::Dtype::Fp32);
+        let ch = rc.ceilings.choose(&cost, "add", crate::bottleneck::Dtype::Fp32).unwrap();
         assert_eq!(ch.launch_s, rc.ceilings.launch_floor_s["add"]);
     }
 

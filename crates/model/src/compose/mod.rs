@@ -24,7 +24,7 @@
 //! of one graph replay (0 on a stream); H_mode: host issue time of the step (sum of per-launch
 //! issue times on a stream, one graph launch in a graph).
 
-use crate::model::Dtype;
+use crate::bottleneck::Dtype;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
