@@ -89,7 +89,7 @@ pub fn all() -> Vec<Box<dyn Probe>> {
 }
 
 /// The probes `memscope run` runs one GPU at a time when it measures several GPUs in parallel
-/// (issue 16), and why: they share what the GPUs of a host share.
+/// (docs/INTERCONNECT.md), and why: they share what the GPUs of a host share.
 pub fn one_gpu_at_a_time() -> Vec<(&'static str, &'static str)> {
     entries().into_iter().filter_map(|e| e.alone.map(|why| (e.probe.key(), why))).collect()
 }
