@@ -1,0 +1,64 @@
+//! predict --trace on SYNTHETIC traces (tests/common): a step traced at one batch and context,
+//! scaled to others, against synthetic traces made at those with the same made-up cost law. It
+//! checks the mechanics (shape rewriting, the stream pipeline, the graph sum), not accuracy on a
+//! real program (tests/real_programs.rs does that).
+
+mod common;
+use common::*;
+use memscope_explain::ceilings::from_results;
+use memscope_explain::predict::{gpt2, predict_from_trace, Mode, Scaling};
+use memscope_explain::trace::parse;
+use memscope_explain::{explain, Trace};
+
+fn traced(b: u64, t: u64, layers: usize) -> Trace {
+    let mut bl = Builder::default();
+    for n in 1..=2 {
+        bl.step(n, |bl| {
+            for _ in 0..layers {
+                decode_layer(bl, b, t)
+            }
+        });
+    }
+    parse(bl.json().as_bytes(), "synthetic").unwrap()
+}
+
+fn scaling(b0: u64, t0: u64, b: u64, t: u64, mode: Mode) -> Scaling {
+    Scaling { model: gpt2("gpt2-small").unwrap(), trace_batch: b0, trace_context: t0, batch: b, context: t, mode }
+}
+
+#[test]
+fn the_traced_batch_is_predicted_as_traced_and_others_follow_the_cost_law() {
+    let c = from_results(&h200_results(), "synthetic").unwrap();
+    let t8 = traced(8, 128, 4);
+    let x8 = explain(&t8, "b8", Some(&c));
+    let same = predict_from_trace(&t8, &x8, &c, &scaling(8, 128, 8, 128, Mode::Stream)).unwrap();
+    let wall = x8.steps[1].wall_s;
+    // The traced step again, up to the profiler step's own margins (2 µs each side).
+    assert!((same.time_s - wall).abs() < 5e-6, "{} vs {}", same.time_s, wall);
+    for (b, t) in [(32, 128), (256, 128), (8, 1024), (256, 1024)] {
+        let tb = traced(b, t, 4);
+        let xb = explain(&tb, "other", Some(&c));
+        let p = predict_from_trace(&t8, &x8, &c, &scaling(8, 128, b, t, Mode::Stream)).unwrap();
+        let device: f64 = xb.kernels.iter().filter(|k| k.step == Some(1)).map(|k| k.duration_s).sum();
+        let r = device / p.device_s;
+        assert!((0.8..1.25).contains(&r), "batch {b} context {t}: device {device} predicted {}", p.device_s);
+        assert!(p.time_s >= p.device_s && p.time_s >= p.host_chain_s);
+    }
+    // Graph mode: the kernels back to back with the graph's gap (the ceilings' kernel floor here).
+    let g = predict_from_trace(&t8, &x8, &c, &scaling(8, 128, 8, 128, Mode::Graph)).unwrap();
+    assert!((g.time_s - (g.device_s + g.kernels as f64 * 5e-7)).abs() < 1e-12);
+    assert!(g.time_s < same.time_s);
+}
+
+#[test]
+fn ambiguous_batches_and_missing_dims_are_refused() {
+    let c = from_results(&h200_results(), "synthetic").unwrap();
+    let t8 = traced(8, 128, 1);
+    let x8 = explain(&t8, "b8", Some(&c));
+    let e = predict_from_trace(&t8, &x8, &c, &scaling(64, 128, 8, 128, Mode::Stream)).unwrap_err();
+    assert!(e.contains("--trace-batch 64") && e.contains("cannot be told apart"), "{e}");
+    let e = predict_from_trace(&t8, &x8, &c, &scaling(16, 128, 8, 128, Mode::Stream)).unwrap_err();
+    assert!(e.contains("--trace-batch 16: no op"), "{e}");
+    let e = predict_from_trace(&t8, &x8, &c, &scaling(8, 768, 8, 128, Mode::Stream)).unwrap_err();
+    assert!(e.contains("--trace-context 768"), "{e}");
+}
