@@ -6,7 +6,7 @@
 //! (docs/MODEL.md, "Real programs"; JSON in docs/CONTRACTS.md, "memscope explain").
 
 use crate::ceilings::{Bound, Ceilings};
-use crate::ops::{class_of_kernel, estimated_cost, known_cost, OpClass, OpCost};
+use crate::ops::{class_of_kernel, estimated_cost, known_cost_with, Dtype, OpClass, OpCost};
 use crate::trace::{Category, Event, Trace};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -98,7 +98,8 @@ pub struct StepRow {
     pub host_chain_s: f64,
     /// Union of its kernels' intervals.
     pub device_busy_s: f64,
-    /// From the step's start to the end of its last kernel.
+    /// The step's span on the device when the trace records it (`gpu_user_annotation`), else from
+    /// the step's start on the host to the later of its end and its last kernel's end.
     pub wall_s: f64,
     /// Device idle time between its first and last kernel.
     pub idle_s: f64,
@@ -231,10 +232,10 @@ fn enclosing(events: &[Event]) -> (HashMap<usize, Vec<usize>>, Vec<usize>) {
 
 /// The op to count a kernel's work in: the innermost enclosing op memscope knows, else the
 /// innermost with recorded inputs, else the innermost.
-fn costed_op(events: &[Event], chain: &[usize]) -> Option<(usize, OpCost)> {
+fn costed_op(events: &[Event], chain: &[usize], list_dtype: Option<Dtype>) -> Option<(usize, OpCost)> {
     for &i in chain.iter().rev() {
         let e = &events[i];
-        if let Some(c) = known_cost(&e.name, &e.input_dims, &e.input_types, &e.concrete) {
+        if let Some(c) = known_cost_with(&e.name, &e.input_dims, &e.input_types, &e.concrete, list_dtype) {
             return Some((i, c));
         }
     }
@@ -267,6 +268,35 @@ pub fn explain(trace: &Trace, name: &str, ceilings: Option<&Ceilings>) -> Explan
         step_windows.push(("whole trace".into(), start, end));
     }
     let step_at = |t: f64| step_windows.iter().position(|(_, s, e)| t >= *s && t <= *e);
+    // The same steps' spans on the device, when the trace has them: kernels belong to the step
+    // whose device span holds their start (a graph replay's kernels run long after its launch).
+    let device_windows: Vec<Option<(f64, f64)>> = step_windows
+        .iter()
+        .map(|(n, _, _)| {
+            ev.iter().find(|e| e.cat == Category::GpuAnnotation && &e.name == n).map(|e| (e.ts_us, e.end_us()))
+        })
+        .collect();
+    let kernel_step = |kernel_ts: f64, launch_ts: Option<f64>| {
+        if device_windows.iter().any(Option::is_some) {
+            device_windows.iter().position(|w| w.map(|(s, e)| kernel_ts >= s && kernel_ts <= e).unwrap_or(false))
+        } else {
+            step_at(launch_ts.unwrap_or(kernel_ts))
+        }
+    };
+
+    // The most common element type of the ops' first tensors (for tensor lists, whose type the
+    // trace does not record).
+    let mut dtype_count: HashMap<Dtype, usize> = HashMap::new();
+    for e in ev.iter().filter(|e| e.cat == Category::Op) {
+        if let Some(d) = e.input_types.iter().find_map(|t| Dtype::parse(t)) {
+            *dtype_count.entry(d).or_default() += 1;
+        }
+    }
+    let list_dtype = dtype_count
+        .into_iter()
+        .filter(|(d, _)| matches!(d, Dtype::Fp32 | Dtype::Fp16 | Dtype::Bf16))
+        .max_by_key(|(d, n)| (*n, d.name()))
+        .map(|(d, _)| d);
 
     // Kernels and their ops.
     let mut ops: Vec<OpRow> = Vec::new();
@@ -295,9 +325,9 @@ pub fn explain(trace: &Trace, name: &str, ceilings: Option<&Ceilings>) -> Explan
             efficiency: None,
             lost_s: None,
             launch_to_start_s: launch.map(|l| (e.ts_us - ev[l].ts_us) * 1e-6),
-            step: step_at(launch.map(|l| ev[l].ts_us).unwrap_or(e.ts_us)),
+            step: kernel_step(e.ts_us, launch.map(|l| ev[l].ts_us)),
         };
-        let costed = costed_op(ev, &chain).or_else(|| {
+        let costed = costed_op(ev, &chain, list_dtype).or_else(|| {
             // A copy or fill with no framework op: its own bytes.
             e.bytes.filter(|_| e.cat != Category::Kernel).map(|b| {
                 let class = row.class;
@@ -387,7 +417,14 @@ pub fn explain(trace: &Trace, name: &str, ceilings: Option<&Ceilings>) -> Explan
     let mut gaps: Vec<Gap> = Vec::new();
     for w in merged.windows(2) {
         let (end, next) = (w[0].1, w[1].0);
-        if step_at(end).is_none() || step_at(end) != step_at(next) {
+        let device_step_at = |t: f64| {
+            if device_windows.iter().any(Option::is_some) {
+                device_windows.iter().position(|w| w.map(|(s, e)| t >= s && t <= e).unwrap_or(false))
+            } else {
+                step_at(t)
+            }
+        };
+        if device_step_at(end).is_none() || device_step_at(end) != device_step_at(next) {
             continue;
         }
         let after = order.iter().rev().find(|&&i| kernels[i].start_us < end).map(|&i| i);
@@ -449,7 +486,10 @@ pub fn explain(trace: &Trace, name: &str, ceilings: Option<&Ceilings>) -> Explan
             kernels: ks.len(),
             host_chain_s,
             device_busy_s: busy,
-            wall_s: (last_kernel_end.max(*s1) - s0) * 1e-6,
+            wall_s: match device_windows[si] {
+                Some((d0, d1)) => (d1 - d0) * 1e-6,
+                None => (last_kernel_end.max(*s1) - s0) * 1e-6,
+            },
             idle_s: (span * 1e-6 - busy).max(0.0),
             sets: if host_chain_s > busy { "host" } else { "device" }.into(),
         });

@@ -377,6 +377,18 @@ fn int_at(concrete: &[String], i: usize) -> Option<i64> {
 /// The work of a known op, or None when memscope does not know it (or its shapes are not
 /// recorded).
 pub fn known_cost(name: &str, dims: &[Value], types: &[String], concrete: &[String]) -> Option<OpCost> {
+    known_cost_with(name, dims, types, concrete, None)
+}
+
+/// `known_cost`, with the element type of tensor lists whose type the trace does not record
+/// (`TensorList`): `list_dtype`, the trace's most common type.
+pub fn known_cost_with(
+    name: &str,
+    dims: &[Value],
+    types: &[String],
+    concrete: &[String],
+    list_dtype: Option<Dtype>,
+) -> Option<OpCost> {
     let ins = inputs(dims, types);
     let ts = tensors(&ins);
     let first = ts.first().map(|t| t.1);
@@ -471,7 +483,7 @@ pub fn known_cost(name: &str, dims: &[Value], types: &[String], concrete: &[Stri
                 Input::List(l) => Some(l),
                 _ => None,
             })?;
-            let t = types.iter().find_map(|s| Dtype::parse(s));
+            let t = types.iter().find_map(|s| Dtype::parse(s)).or(list_dtype);
             let elem = t.map(Dtype::size_bytes)?;
             let n: f64 = list.iter().map(|s| numel(s)).sum();
             Some(cost(OpClass::Index, 0.0, 2.0 * n * elem, t))

@@ -1,19 +1,21 @@
 //! A decode step of the user's own program at a batch or context it was not traced at, scaled
 //! from a trace of that program (docs/MODEL.md, "Real programs"). Each op of one traced step keeps
-//! its host dispatch (the framework's, as the trace measured it) and gets new shapes: a tensor's
-//! leading dimension equal to the traced batch (or batch x heads) takes the new batch, any
-//! dimension equal to the traced context (or context + 1) takes the new context. Its device time
-//! is a fixed part (the trace's shortest kernel, per kernel) plus the larger of its memory work
-//! (bytes at DRAM bandwidth) and compute work (FLOPs at the bound's peak) at the new shapes, each
-//! over an efficiency from the trace: the op's own in the regime it ran in, the class's in the
-//! other regime when another op of its class ran in it, else 1 (the bound). The step then runs
+//! its host dispatch (the framework's, as the trace measured it) and gets new shapes (`DimMap`:
+//! the traced batch and context become the new ones in the tensors of this batch). Its device time
+//! is a fixed part (the trace's shortest kernel, per kernel) plus a variable part. Work time is
+//! the larger of memory work (bytes at DRAM bandwidth) and compute work (FLOPs at the bound's
+//! peak), each over an efficiency from the trace: the op's own where its work at the traced
+//! shapes was at least its fixed part (work-dominated) in that regime, else its class's over the
+//! class's work-dominated ops, else all work-dominated ops', else 1 (the bound). A work-dominated
+//! op's variable part is its work time at the new shapes; a latency-dominated op keeps its traced
+//! variable part plus the change in its work time. The step then runs
 //! as the trace ran it: on a stream, kernel i starts at max(its launch + the launch latency, the
 //! end of kernel i-1) (eager: the host's dispatch chain against the device's chain); in a graph,
 //! the kernels run back to back with the graph's per-kernel gap.
 
 use crate::ceilings::Ceilings;
 use crate::explain::{median, Explanation};
-use crate::ops::{estimated_cost, known_cost};
+use crate::ops::{estimated_cost, known_cost_with};
 use crate::trace::{Category, Trace};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -81,6 +83,11 @@ pub struct Scaling {
     pub batch: u64,
     pub context: u64,
     pub mode: Mode,
+    /// The program's own step at the traced batch and context, timed without the profiler
+    /// (CUDA events), seconds: the host's dispatch in the trace is scaled so that the traced step
+    /// replays at this time (the profiler slows the host, not the device). None: the profiled
+    /// dispatch as traced.
+    pub trace_step_s: Option<f64>,
 }
 
 /// The prediction and the parts it is made of.
@@ -105,6 +112,8 @@ pub struct TracePrediction {
     pub launch_latency_s: f64,
     /// Graph: device time between kernels.
     pub graph_gap_s: Option<f64>,
+    /// Factor on the traced host dispatch (1 without `trace_step_s`).
+    pub host_scale: f64,
     /// The framework's dispatch per op and per launch (from the trace).
     pub dispatch_per_op_s: Option<f64>,
     /// Device time by class at the predicted shapes, and the trace's efficiency per class.
@@ -120,34 +129,27 @@ pub struct ClassScale {
 }
 
 /// Dimension rewriting from the traced step to the predicted one.
+/// Only a tensor of this batch is rewritten: its leading dimension is the traced batch (two or
+/// more dimensions) or batch x heads (three dimensions, as attention's batched products reshape
+/// it); weights, whose leading dimension is a width, keep their shape even where a width equals
+/// the traced batch or context. In a rewritten tensor, the context (or context + 1) anywhere
+/// takes the new context.
 struct DimMap {
-    lead: Vec<(u64, u64)>,
-    any: Vec<(u64, u64)>,
+    b0: u64,
+    bh0: u64,
+    t0: u64,
+    b: u64,
+    bh: u64,
+    t: u64,
 }
 
 impl DimMap {
     fn new(s: &Scaling) -> Result<DimMap, String> {
-        let m = &s.model;
-        let (b0, t0, h) = (s.trace_batch, s.trace_context, m.heads);
-        let model_dims =
-            [m.width, 3 * m.width, m.mlp_width, m.vocab, m.heads, m.width / m.heads, m.width + m.width / m.heads];
-        if let Some(d) = model_dims.iter().find(|&&d| d == b0 || d == b0 * h) {
-            return Err(format!(
-                "--trace-batch {b0}: the traced batch equals one of the model's dimensions ({d}), so its tensors' batch cannot be told apart; trace another batch"
-            ));
-        }
-        if let Some(d) = model_dims.iter().find(|&&d| d == t0 || d == t0 + 1) {
-            return Err(format!(
-                "--trace-context {t0}: the traced context equals one of the model's dimensions ({d}); trace another context"
-            ));
-        }
+        let (b0, t0, h) = (s.trace_batch, s.trace_context, s.model.heads);
         if t0 == b0 || t0 <= 1 {
             return Err(format!("--trace-context {t0}: must be above 1 and differ from the traced batch {b0}"));
         }
-        Ok(DimMap {
-            lead: vec![(b0, s.batch), (b0 * h, s.batch * h)],
-            any: vec![(t0, s.context), (t0 + 1, s.context + 1)],
-        })
+        Ok(DimMap { b0, bh0: b0 * h, t0, b: s.batch, bh: s.batch * h, t: s.context })
     }
 
     fn shape(&self, dims: &[Value]) -> Vec<Value> {
@@ -156,17 +158,24 @@ impl DimMap {
             if a.iter().any(|x| x.is_array()) {
                 return Value::Array(a.iter().map(|x| self.shape(std::slice::from_ref(x))[0].clone()).collect());
             }
-            let mut out: Vec<Value> = Vec::with_capacity(a.len());
-            for (i, d) in a.iter().enumerate() {
-                let Some(x) = d.as_u64() else {
-                    out.push(d.clone());
-                    continue;
+            let dims: Option<Vec<u64>> = a.iter().map(Value::as_u64).collect();
+            let Some(d) = dims else { return v.clone() };
+            let lead = match (d.first(), d.len()) {
+                (Some(&x), n) if x == self.b0 && n >= 2 => Some(self.b),
+                (Some(&x), 3) if x == self.bh0 => Some(self.bh),
+                _ => None,
+            };
+            let Some(lead) = lead else { return v.clone() };
+            let mut out: Vec<Value> = vec![Value::from(lead)];
+            for &x in &d[1..] {
+                let y = if x == self.t0 {
+                    self.t
+                } else if x == self.t0 + 1 {
+                    self.t + 1
+                } else {
+                    x
                 };
-                let mut y = self.any.iter().find(|(from, _)| *from == x).map(|p| p.1);
-                if i == 0 && a.len() >= 2 {
-                    y = y.or_else(|| self.lead.iter().find(|(from, _)| *from == x).map(|p| p.1));
-                }
-                out.push(Value::from(y.unwrap_or(x)));
+                out.push(Value::from(y));
             }
             Value::Array(out)
         };
@@ -244,9 +253,11 @@ pub fn predict_from_trace(
         (cost.bytes / c.dram.value, b.terms.get("compute").copied().unwrap_or(0.0))
     };
     let mut works = Vec::new();
-    // Time-weighted efficiency per (class, regime) over the step's ops: sum of work / sum of the
-    // variable device time.
-    let mut regime_eff: HashMap<(String, bool), (f64, f64)> = HashMap::new();
+    // Efficiency per (class, regime) and per regime over the step's work-dominated ops (those
+    // whose work at the trace's shapes is at least their kernels' fixed time): sum of work over
+    // the sum of their device time beyond the fixed part.
+    let mut class_eff: HashMap<(String, bool), (f64, f64)> = HashMap::new();
+    let mut all_eff: HashMap<bool, (f64, f64)> = HashMap::new();
     for (oi, op) in x.ops.iter().enumerate().filter(|(_, o)| o.step == Some(si)) {
         let concrete = op_events
             .get(&(op.name.clone(), serde_json::to_string(&op.input_dims).unwrap_or_default()))
@@ -254,17 +265,23 @@ pub fn predict_from_trace(
             .unwrap_or_default();
         let new_dims = map.shape(&op.input_dims);
         let new_cost = if op.cost.known {
-            known_cost(&op.name, &new_dims, &op.input_types, &concrete).unwrap_or_else(|| op.cost.clone())
+            known_cost_with(&op.name, &new_dims, &op.input_types, &concrete, op.cost.dtype)
+                .unwrap_or_else(|| op.cost.clone())
         } else {
             estimated_cost(&new_dims, &op.input_types)
         };
         let (mem0, comp0) = split(&op.cost, &names[oi]);
         let fixed_op = (fixed * op.kernels as f64).min(op.device_s);
         let var0 = op.device_s - fixed_op;
-        if var0 > 0.0 && mem0.max(comp0) > 0.0 {
-            let e = regime_eff.entry((op.cost.class.name().to_string(), comp0 > mem0)).or_insert((0.0, 0.0));
-            e.0 += mem0.max(comp0);
-            e.1 += var0;
+        let work0 = mem0.max(comp0);
+        if var0 > 0.0 && work0 > 0.0 && work0 >= fixed_op {
+            for e in [
+                class_eff.entry((op.cost.class.name().to_string(), comp0 > mem0)).or_insert((0.0, 0.0)),
+                all_eff.entry(comp0 > mem0).or_insert((0.0, 0.0)),
+            ] {
+                e.0 += work0;
+                e.1 += var0;
+            }
         }
         works.push(Work { oi, new_cost, var0, fixed: fixed_op, mem0, comp0 });
     }
@@ -274,24 +291,27 @@ pub fn predict_from_trace(
         let op = &x.ops[w.oi];
         let (mem1, comp1) = split(&w.new_cost, &names[w.oi]);
         let work0 = w.mem0.max(w.comp0);
-        let new_var = if w.var0 > 0.0 && work0 > 0.0 {
-            // The op's own efficiency in the regime it ran in; the class's in the other regime
-            // when another op of the class ran in it, else the bound itself (efficiency 1).
-            let own = work0 / w.var0;
-            let compute0 = w.comp0 > w.mem0;
-            let eff = |compute: bool| {
-                if compute == compute0 {
-                    own
-                } else {
-                    regime_eff
-                        .get(&(op.cost.class.name().to_string(), compute))
-                        .map(|(work, var)| work / var)
-                        .unwrap_or(1.0)
-                }
-            };
-            (mem1 / eff(false)).max(comp1 / eff(true))
+        let dominated = w.var0 > 0.0 && work0 > 0.0 && work0 >= w.fixed;
+        let compute0 = w.comp0 > w.mem0;
+        // The op's own efficiency where it was work-dominated in that regime; else its class's in
+        // that regime; else all work-dominated ops' in that regime; else 1 (the bound).
+        let eff = |compute: bool| {
+            if dominated && compute == compute0 {
+                return work0 / w.var0;
+            }
+            let ratio = |e: Option<&(f64, f64)>| e.filter(|e| e.1 > 0.0).map(|e| e.0 / e.1);
+            ratio(class_eff.get(&(op.cost.class.name().to_string(), compute)))
+                .or_else(|| ratio(all_eff.get(&compute)))
+                .unwrap_or(1.0)
+        };
+        let work_time = |mem: f64, comp: f64| (mem / eff(false)).max(comp / eff(true));
+        // A work-dominated op follows its work; a latency-dominated one keeps its traced time
+        // and adds (or sheds) only the change in its work time, so the traced shapes give the
+        // traced time back.
+        let new_var = if dominated {
+            work_time(mem1, comp1)
         } else {
-            w.var0
+            (w.var0 + work_time(mem1, comp1) - work_time(w.mem0, w.comp0)).max(0.0)
         };
         let new_device = w.fixed + new_var;
         scale.insert(w.oi, if op.device_s > 0.0 { new_device / op.device_s } else { 1.0 });
@@ -327,18 +347,49 @@ pub fn predict_from_trace(
         let lb = x.kernels[b].start_us - x.kernels[b].launch_to_start_s.unwrap_or(0.0) * 1e6;
         la.total_cmp(&lb)
     });
-    let host_chain_s = (step.host_chain_s - (first_op_us - step.start_us) * 1e-6).max(0.0);
+    let host_chain_traced_s = (step.host_chain_s - (first_op_us - step.start_us) * 1e-6).max(0.0);
+    // Each kernel's launch time after the step's first op and its device time (traced, new).
+    let launches: Vec<(f64, f64, f64)> = order
+        .iter()
+        .map(|&i| {
+            let k = &x.kernels[i];
+            let launch = (k.start_us - first_op_us) * 1e-6 - k.launch_to_start_s.unwrap_or(latency);
+            (launch.max(0.0), k.duration_s, new_dur(i))
+        })
+        .collect();
+    let replay = |host_scale: f64, new: bool| {
+        let mut free = 0.0f64;
+        for &(launch, old_d, new_d) in &launches {
+            let start = (launch * host_scale + latency).max(free);
+            free = start + if new { new_d } else { old_d };
+        }
+        free.max(host_chain_traced_s * host_scale)
+    };
+    let host_scale = match (s.trace_step_s, s.mode) {
+        (Some(target), Mode::Stream) if target > 0.0 => {
+            // replay(f) grows with f: bisect for the traced step's own time.
+            let (mut lo, mut hi) = (0.0f64, 4.0f64);
+            if replay(hi, false) < target {
+                hi
+            } else {
+                for _ in 0..60 {
+                    let mid = 0.5 * (lo + hi);
+                    if replay(mid, false) < target {
+                        lo = mid;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                0.5 * (lo + hi)
+            }
+        }
+        _ => 1.0,
+    };
+    let host_chain_s = host_chain_traced_s * host_scale;
     let (time_s, graph_gap_s, sets) = match s.mode {
         Mode::Stream => {
-            let mut free = 0.0f64;
-            for &i in &order {
-                let k = &x.kernels[i];
-                let launch = (k.start_us - first_op_us) * 1e-6 - k.launch_to_start_s.unwrap_or(latency);
-                let start = (launch + latency).max(free);
-                free = start + new_dur(i);
-            }
             let sets = if host_chain_s > device_s { "host" } else { "device" };
-            (free.max(host_chain_s), None, sets.to_string())
+            (replay(host_scale, true), None, sets.to_string())
         }
         Mode::Graph => {
             let gaps: Vec<f64> = {
@@ -375,6 +426,7 @@ pub fn predict_from_trace(
         kernel_fixed_s: fixed,
         launch_latency_s: latency,
         graph_gap_s,
+        host_scale,
         dispatch_per_op_s: x.dispatch_floor.per_op_s,
         classes,
     })

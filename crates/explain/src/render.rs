@@ -23,7 +23,7 @@ fn opt_s(s: Option<f64>) -> String {
 }
 
 fn pct(x: Option<f64>) -> String {
-    x.map(|x| format!("{:.0} %", x * 100.0)).unwrap_or_else(|| "-".into())
+    x.map(|x| format!("{:.0} %", (x * 100.0).max(0.0))).unwrap_or_else(|| "-".into())
 }
 
 /// The rows the table and the page show: summary lines, then tables of (title, header, rows).

@@ -33,6 +33,8 @@ pub enum Category {
     Op,
     /// A user annotation on the host (`user_annotation`: `ProfilerStep#N`, `record_function`).
     Annotation,
+    /// The same annotation's span on the device (`gpu_user_annotation`).
+    GpuAnnotation,
     /// A CUDA runtime or driver call on the host (`cuda_runtime`, `cuda_driver`).
     Runtime,
     /// A kernel on the GPU.
@@ -48,6 +50,7 @@ impl Category {
         match cat.to_ascii_lowercase().as_str() {
             "cpu_op" | "operator" => Some(Category::Op),
             "user_annotation" => Some(Category::Annotation),
+            "gpu_user_annotation" => Some(Category::GpuAnnotation),
             "cuda_runtime" | "cuda_driver" | "runtime" | "driver" => Some(Category::Runtime),
             "kernel" => Some(Category::Kernel),
             "gpu_memcpy" | "memcpy" => Some(Category::Memcpy),

@@ -98,10 +98,10 @@ pub fn h200_results() -> Value {
 }
 
 /// One synthetic GPT-2-like decode layer at batch `b`, context `t`, width 768, 12 heads, fp32,
-/// with kernel times from a made-up cost law (2 µs + bytes at 3 TB/s or FLOPs at 40 TFLOP/s).
+/// with kernel times from a made-up cost law (1 µs + bytes at 3 TB/s or FLOPs at 40 TFLOP/s).
 pub fn decode_layer(bl: &mut Builder, b: u64, t: u64) {
     let d = 768u64;
-    let dev = |flops: f64, bytes: f64| 2.0 + (bytes / 3e12).max(flops / 4e13) * 1e6;
+    let dev = |flops: f64, bytes: f64| 1.0 + (bytes / 3e12).max(flops / 4e13) * 1e6;
     let mm = |m: u64, k: u64, n: u64| dev(2.0 * (m * k * n) as f64, ((m * k + k * n + m * n) * 4) as f64);
     bl.op(
         &[
