@@ -427,8 +427,8 @@ pub fn explain(trace: &Trace, name: &str, ceilings: Option<&Ceilings>) -> Explan
         if device_step_at(end).is_none() || device_step_at(end) != device_step_at(next) {
             continue;
         }
-        let after = order.iter().rev().find(|&&i| kernels[i].start_us < end).map(|&i| i);
-        let before = order.iter().find(|&&i| kernels[i].start_us >= next).map(|&i| i);
+        let after = order.iter().rev().find(|&&i| kernels[i].start_us < end).copied();
+        let before = order.iter().find(|&&i| kernels[i].start_us >= next).copied();
         let waiting = before.and_then(|i| kernel_launch[i]).map(|l| ev[l].ts_us > end).unwrap_or(false);
         gaps.push(Gap {
             start_us: end,

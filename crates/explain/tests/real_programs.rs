@@ -7,7 +7,7 @@
 use memscope_explain::predict::{gpt2, predict_from_trace, Mode, ModelConfig, Scaling};
 use memscope_explain::{explain, load, load_ceilings, Ceilings, Explanation, Trace};
 use serde_json::Value;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 fn repo(p: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(p)
@@ -40,7 +40,7 @@ fn model(name: &str) -> Option<ModelConfig> {
     gpt2(name).or_else(|| (name == "llama-1b").then(llama_1b))
 }
 
-fn explained(p: &PathBuf, c: &Ceilings) -> (Trace, Explanation, f64) {
+fn explained(p: &Path, c: &Ceilings) -> (Trace, Explanation, f64) {
     let t0 = std::time::Instant::now();
     let t = load(p).unwrap();
     let x = explain(&t, &p.display().to_string(), Some(c));
