@@ -5,8 +5,8 @@
 //! is a fixed part (the trace's shortest kernel, per kernel) plus a variable part. Work time is
 //! the larger of memory work (bytes at DRAM bandwidth) and compute work (FLOPs at the bound's
 //! peak), each over an efficiency from the trace: the op's own where its work at the traced
-//! shapes was at least its fixed part (work-dominated) in that regime, else its class's over the
-//! class's work-dominated ops, else all work-dominated ops', else 1 (the bound). A work-dominated
+//! shapes was at least its fixed part (work-dominated) in that regime, else the best of its
+//! class's work-dominated ops, else the best of all work-dominated ops, else 1 (the bound). A work-dominated
 //! op's variable part is its work time at the new shapes; a latency-dominated op keeps its traced
 //! variable part plus the change in its work time. The step then runs
 //! as the trace ran it: on a stream, kernel i starts at max(its launch + the launch latency, the
@@ -253,9 +253,10 @@ pub fn predict_from_trace(
         (cost.bytes / c.dram.value, b.terms.get("compute").copied().unwrap_or(0.0))
     };
     let mut works = Vec::new();
-    // Efficiency per (class, regime) and per regime over the step's work-dominated ops (those
-    // whose work at the trace's shapes is at least their kernels' fixed time): sum of work over
-    // the sum of their device time beyond the fixed part.
+    // Efficiency per (class, regime) and per regime: the best of the step's work-dominated ops
+    // (those whose work at the trace's shapes is at least their kernels' fixed time), work over
+    // device time beyond the fixed part. Efficiency grows with size, so a class's larger
+    // instances reach at least what its best traced one did.
     let mut class_eff: HashMap<(String, bool), (f64, f64)> = HashMap::new();
     let mut all_eff: HashMap<bool, (f64, f64)> = HashMap::new();
     for (oi, op) in x.ops.iter().enumerate().filter(|(_, o)| o.step == Some(si)) {
@@ -276,11 +277,12 @@ pub fn predict_from_trace(
         let work0 = mem0.max(comp0);
         if var0 > 0.0 && work0 > 0.0 && work0 >= fixed_op {
             for e in [
-                class_eff.entry((op.cost.class.name().to_string(), comp0 > mem0)).or_insert((0.0, 0.0)),
-                all_eff.entry(comp0 > mem0).or_insert((0.0, 0.0)),
+                class_eff.entry((op.cost.class.name().to_string(), comp0 > mem0)).or_insert((0.0, 1.0)),
+                all_eff.entry(comp0 > mem0).or_insert((0.0, 1.0)),
             ] {
-                e.0 += work0;
-                e.1 += var0;
+                if work0 / var0 > e.0 / e.1 {
+                    *e = (work0, var0);
+                }
             }
         }
         works.push(Work { oi, new_cost, var0, fixed: fixed_op, mem0, comp0 });
