@@ -8,7 +8,7 @@ use crate::error::{CliError, CliResult};
 use memscope_core::compose::{predict_step, ComposeCeilings, LaunchMode};
 use memscope_core::compose_step::{step_kernels, DecodeShape, HEAD_DIM};
 use memscope_explain::predict::{gpt2, model_config, predict_from_trace, Mode, ModelConfig, Scaling};
-use memscope_explain::{explain, load, load_ceilings, render};
+use memscope_explain::{explain, explain_with, load, load_ceilings, render};
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args, Debug)]
@@ -26,6 +26,10 @@ pub struct Args {
     /// Also write the analysis as an HTML page to this file.
     #[arg(long)]
     pub html: Option<PathBuf>,
+    /// An eager trace of the same step: kernels replayed from a CUDA graph (which carry no
+    /// framework op) take the ops of the kernels at the same place in one of its steps.
+    #[arg(long)]
+    pub ops_from: Option<PathBuf>,
     /// Rows of each ranked table in the terminal and HTML output.
     #[arg(long, default_value_t = 15)]
     pub top: usize,
@@ -38,7 +42,14 @@ fn ceilings(path: Option<&Path>) -> Result<Option<memscope_explain::Ceilings>, C
 pub fn run(a: Args) -> CliResult {
     let trace = load(&a.trace).map_err(|e| CliError::usage(e.to_string()))?;
     let c = ceilings(a.ceilings.as_deref())?;
-    let x = explain(&trace, &a.trace.display().to_string(), c.as_ref());
+    let template = match &a.ops_from {
+        Some(p) => {
+            let t = load(p).map_err(|e| CliError::usage(format!("--ops-from: {e}")))?;
+            Some(explain(&t, &p.display().to_string(), c.as_ref()))
+        }
+        None => None,
+    };
+    let x = explain_with(&trace, &a.trace.display().to_string(), c.as_ref(), template.as_ref());
     if let Some(p) = &a.html {
         std::fs::write(p, render::html_page(&x, a.top))
             .map_err(|e| CliError::failure(format!("{}: cannot write the page: {e}", p.display())))?;

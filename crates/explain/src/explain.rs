@@ -246,6 +246,29 @@ fn costed_op(events: &[Event], chain: &[usize], list_dtype: Option<Dtype>) -> Op
 
 /// Analyse a trace; `ceilings` bound its ops when given.
 pub fn explain(trace: &Trace, name: &str, ceilings: Option<&Ceilings>) -> Explanation {
+    explain_with(trace, name, ceilings, None)
+}
+
+/// The kernels of one step of an explained trace, in start order, with their ops: the template
+/// a CUDA-graph replay of the same step borrows its ops from.
+fn template_step(x: &Explanation) -> Vec<(&str, usize)> {
+    let attributed = |si: usize| x.kernels.iter().filter(|k| k.step == Some(si) && k.op.is_some()).count();
+    let best = (0..x.steps.len()).max_by_key(|&si| (attributed(si), si));
+    let mut ks: Vec<&KernelRow> = x.kernels.iter().filter(|k| best.is_some() && k.step == best).collect();
+    ks.sort_by(|a, b| a.start_us.total_cmp(&b.start_us));
+    ks.iter().filter_map(|k| Some((k.name.as_str(), k.op_index?))).collect()
+}
+
+/// `explain`, where kernels no framework op launched (a CUDA-graph replay) take the op of the
+/// kernel at the same place in a step of `ops_from` (an explained eager trace of the same step)
+/// when their step has as many kernels as that one and the names match.
+pub fn explain_with(
+    trace: &Trace,
+    name: &str,
+    ceilings: Option<&Ceilings>,
+    ops_from: Option<&Explanation>,
+) -> Explanation {
+    let template: Vec<(&str, usize)> = ops_from.map(template_step).unwrap_or_default();
     let ev = &trace.events;
     let (stacks, depth) = enclosing(ev);
     let mut launch_of: HashMap<i64, usize> = HashMap::new();
@@ -303,16 +326,77 @@ pub fn explain(trace: &Trace, name: &str, ceilings: Option<&Ceilings>) -> Explan
     let mut op_slot: HashMap<usize, usize> = HashMap::new();
     let mut kernels: Vec<KernelRow> = Vec::new();
     let mut kernel_launch: Vec<Option<usize>> = Vec::new();
+    let device_step = |e: &Event| {
+        let launch = e.correlation.and_then(|c| launch_of.get(&c).copied());
+        kernel_step(e.ts_us, launch.map(|l| ev[l].ts_us))
+    };
+    let mut per_step: HashMap<usize, usize> = HashMap::new();
     for e in ev.iter().filter(|e| e.cat.on_device()) {
+        if let Some(si) = device_step(e) {
+            *per_step.entry(si).or_default() += 1;
+        }
+    }
+    let mut position: HashMap<usize, usize> = HashMap::new();
+    const ADOPTED: usize = 1 << 40;
+    // Replayed kernels outside the steps, matched to the template from the end backwards (a run
+    // of them ends where a replay ends: the next one starts a step, or the trace), each replay a
+    // group of its own.
+    let mut outside: HashMap<usize, (usize, usize)> = HashMap::new();
+    if !template.is_empty() {
+        // Only whole replays are taken: a run cut by the profiler's start could not be aligned
+        // with certainty (its kernels stay without an op).
+        let (mut cursor, mut group) = (template.len() - 1, 0usize);
+        let mut run: Vec<(usize, usize)> = Vec::new();
+        for (ei, e) in ev.iter().enumerate().rev() {
+            let launched = e.correlation.and_then(|c| launch_of.get(&c)).and_then(|l| stacks.get(l));
+            if !e.cat.on_device() || device_step(e).is_some() || launched.is_some_and(|ch| !ch.is_empty()) {
+                continue;
+            }
+            if template[cursor].0 != e.name {
+                cursor = template.len() - 1;
+                run.clear();
+            }
+            if template[cursor].0 == e.name {
+                run.push((ei, template[cursor].1));
+                if cursor == 0 {
+                    group += 1;
+                    outside.extend(run.drain(..).map(|(ei, oi)| (ei, (group, oi))));
+                    cursor = template.len() - 1;
+                } else {
+                    cursor -= 1;
+                }
+            }
+        }
+    }
+    for (ei, e) in ev.iter().enumerate().filter(|(_, e)| e.cat.on_device()) {
         let launch = e.correlation.and_then(|c| launch_of.get(&c).copied());
         let chain = launch.and_then(|l| stacks.get(&l)).cloned().unwrap_or_default();
+        let step = device_step(e);
+        let at = step.map(|si| {
+            let p = position.entry(si).or_default();
+            *p += 1;
+            *p - 1
+        });
+        // A replayed kernel's op from the template: in a step of the template's length, the
+        // kernel at the same place; outside the steps (replays issued before the profiler
+        // recorded), the next kernel of the template while the names follow it. `group` keeps
+        // each replay's ops apart.
+        let adopted = match (step, at, ops_from) {
+            (Some(si), Some(j), Some(src)) if chain.is_empty() && per_step.get(&si) == Some(&template.len()) => {
+                template.get(j).filter(|(n, _)| *n == e.name).map(|&(_, oi)| (si, oi, &src.ops[oi]))
+            }
+            (None, _, Some(src)) if chain.is_empty() => {
+                outside.get(&ei).map(|&(group, oi)| ((1 << 19) + group, oi, &src.ops[oi]))
+            }
+            _ => None,
+        };
         let mut row = KernelRow {
             name: e.name.clone(),
             stream: e.tid.clone(),
             start_us: e.ts_us,
             duration_s: e.dur_us * 1e-6,
             op: None,
-            top_op: chain.first().map(|&i| ev[i].name.clone()),
+            top_op: chain.first().map(|&i| ev[i].name.clone()).or_else(|| adopted.and_then(|a| a.2.top_op.clone())),
             op_index: None,
             class: match e.cat {
                 Category::Memcpy => OpClass::Memcpy,
@@ -325,9 +409,11 @@ pub fn explain(trace: &Trace, name: &str, ceilings: Option<&Ceilings>) -> Explan
             efficiency: None,
             lost_s: None,
             launch_to_start_s: launch.map(|l| (e.ts_us - ev[l].ts_us) * 1e-6),
-            step: kernel_step(e.ts_us, launch.map(|l| ev[l].ts_us)),
+            step,
         };
-        let costed = costed_op(ev, &chain, list_dtype).or_else(|| {
+        let costed = costed_op(ev, &chain, list_dtype)
+            .or_else(|| adopted.map(|(si, oi, op)| (ADOPTED + si * (1 << 20) + oi, op.cost.clone())));
+        let costed = costed.or_else(|| {
             // A copy or fill with no framework op: its own bytes.
             e.bytes.filter(|_| e.cat != Category::Kernel).map(|b| {
                 let class = row.class;
@@ -339,6 +425,9 @@ pub fn explain(trace: &Trace, name: &str, ceilings: Option<&Ceilings>) -> Explan
             let slot = *op_slot.entry(key).or_insert_with(|| {
                 let (name, dims, types, host_s) = if oi == usize::MAX {
                     (e.name.clone(), vec![], vec![], 0.0)
+                } else if oi >= ADOPTED {
+                    let op = adopted.expect("adopted op").2;
+                    (op.name.clone(), op.input_dims.clone(), op.input_types.clone(), 0.0)
                 } else {
                     let o = &ev[oi];
                     (o.name.clone(), o.input_dims.clone(), o.input_types.clone(), o.dur_us * 1e-6)

@@ -11,7 +11,7 @@ pub mod render;
 pub mod trace;
 
 pub use ceilings::{Ceilings, CeilingsError};
-pub use explain::{explain, Explanation};
+pub use explain::{explain, explain_with, Explanation};
 pub use trace::{load, Trace, TraceError};
 
 /// Read a results file's ceilings.
