@@ -145,3 +145,23 @@ fn predict_decode_step_from_a_trace_and_from_the_composition() {
     let bad = write(dir.path(), "bad.json", br#"{"layers": 2}"#);
     assert_usage_error(&run(&["--mode", "graph", "--model-config", &bad, "--ceilings", &repo(COMPOSE)]), "width");
 }
+
+#[test]
+fn a_graph_replay_takes_its_ops_from_the_eager_trace() {
+    let data = |f: &str| repo(&format!("crates/explain/tests/data/{f}"));
+    let run = |extra: &[&str]| {
+        let mut args = vec!["explain".to_string(), data("gpt2_small_fp16_ctx1024_b1_graph.json.gz"), "--json".into()];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let out = Command::new(env!("CARGO_BIN_EXE_memscope")).args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let alone = run(&[]);
+    let with = run(&["--ops-from", &data("gpt2_small_fp16_ctx1024_b1_eager.json.gz")]);
+    assert!(alone["known_fraction"].as_f64().unwrap() < 0.05);
+    assert!(with["known_fraction"].as_f64().unwrap() > 0.85);
+    assert_usage_error(
+        &memscope(&["explain", &data("gpt2_small_fp16_ctx1024_b1_graph.json.gz"), "--ops-from", "/nonexistent.json"]),
+        "--ops-from",
+    );
+}
