@@ -84,6 +84,28 @@ pub struct Args {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    /// decode-step: stream or graph. Selects the step compositions of docs/MODEL.md ("Real
+    /// programs"): scaled from --trace when given, else memscope's kernels composed from the
+    /// `batch --compose` ceilings in --ceilings. Without --mode, --composition applies.
+    #[arg(long)]
+    pub mode: Option<String>,
+    /// decode-step --mode: a PyTorch profiler trace of your own step (another batch or context).
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    /// decode-step --trace: the batch the trace was taken at.
+    #[arg(long)]
+    pub trace_batch: Option<u64>,
+    /// decode-step --trace: the context (cached tokens) the trace was taken at.
+    #[arg(long)]
+    pub trace_context: Option<u64>,
+    /// decode-step --trace: your step at the traced batch and context timed without the profiler
+    /// (CUDA events), seconds; the trace's host dispatch is scaled to it (the profiler slows the
+    /// host). Without it, the profiled dispatch is used as traced.
+    #[arg(long)]
+    pub trace_step_s: Option<f64>,
+    /// decode-step --mode: the model as JSON (layers, width, heads, mlp_width, vocab) instead of --model.
+    #[arg(long)]
+    pub model_config: Option<PathBuf>,
 }
 
 /// The ceilings given as flags, parsed ("4us", "4.6TB/s", "51.3TFLOP/s" or plain numbers).
@@ -105,6 +127,14 @@ fn load_ceilings(path: &PathBuf) -> Result<CeilingsSource, CliError> {
 }
 
 pub fn run(a: Args) -> CliResult {
+    if let (Some("decode-step"), Some(mode)) = (a.op.as_deref(), a.mode.as_deref()) {
+        return crate::cmd_explain::predict_decode_step(&a, mode);
+    }
+    if a.mode.is_some() || a.trace.is_some() || a.model_config.is_some() {
+        return Err(CliError::usage(
+            "--mode, --trace and --model-config apply to --op decode-step --mode stream|graph",
+        ));
+    }
     let dtype = Dtype::parse(&a.dtype)
         .ok_or_else(|| CliError::usage(format!("--dtype {}: expected fp32, fp16 or bf16", a.dtype)))?;
     let request = Request {

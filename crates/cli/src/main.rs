@@ -5,6 +5,7 @@
 mod cmd_compare;
 mod cmd_compose;
 mod cmd_docs;
+mod cmd_explain;
 mod cmd_export;
 mod cmd_gpu;
 mod cmd_hammer;
@@ -62,6 +63,8 @@ enum Command {
     Export(cmd_export::Args),
     /// Evaluate the seeds' L2 slice and set-index functions on addresses.
     Hash(cmd_hash::Args),
+    /// Explain a PyTorch profiler trace: each kernel's op, work, bound and efficiency; dispatch and idle time.
+    Explain(cmd_explain::Args),
     /// Predict an operation's time with the three-ceiling bottleneck model (seed 003).
     Predict(cmd_predict::Args),
     /// Measure the bottleneck model's ceilings on a GPU (bandwidth, launch floor, peak).
@@ -127,6 +130,7 @@ fn main() {
         Command::Sim(a) => cmd_sim::run(a),
         Command::Export(a) => cmd_export::run(a),
         Command::Hash(a) => cmd_hash::run(a),
+        Command::Explain(a) => cmd_explain::run(a),
         Command::Predict(a) => cmd_predict::run(a),
         Command::Ceilings(a) => cmd_gpu::ceilings(a),
         Command::Model(a) => cmd_gpu::model(a),

@@ -1,0 +1,435 @@
+//! A decode step of the user's own program at a batch or context it was not traced at, scaled
+//! from a trace of that program (docs/MODEL.md, "Real programs"). Each op of one traced step keeps
+//! its host dispatch (the framework's, as the trace measured it) and gets new shapes (`DimMap`:
+//! the traced batch and context become the new ones in the tensors of this batch). Its device time
+//! is a fixed part (the trace's shortest kernel, per kernel) plus a variable part. Work time is
+//! the larger of memory work (bytes at DRAM bandwidth) and compute work (FLOPs at the bound's
+//! peak), each over an efficiency from the trace: the op's own where its work at the traced
+//! shapes was at least its fixed part (work-dominated) in that regime, else the best of its
+//! class's work-dominated ops, else the best of all work-dominated ops, else 1 (the bound). A work-dominated
+//! op's variable part is its work time at the new shapes; a latency-dominated op keeps its traced
+//! variable part plus the change in its work time. The step then runs
+//! as the trace ran it: on a stream, kernel i starts at max(its launch + the launch latency, the
+//! end of kernel i-1) (eager: the host's dispatch chain against the device's chain); in a graph,
+//! the kernels run back to back with the graph's per-kernel gap.
+
+use crate::ceilings::Ceilings;
+use crate::explain::{median, Explanation};
+use crate::ops::{estimated_cost, known_cost_with};
+use crate::trace::{Category, Trace};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::HashMap;
+
+/// A decoder-only transformer's shape.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelConfig {
+    pub name: String,
+    pub layers: u64,
+    pub width: u64,
+    pub heads: u64,
+    pub mlp_width: u64,
+    pub vocab: u64,
+}
+
+/// GPT-2's four sizes.
+pub fn gpt2(name: &str) -> Option<ModelConfig> {
+    let (layers, width, heads) = match name {
+        "gpt2-small" => (12, 768, 12),
+        "gpt2-medium" => (24, 1024, 16),
+        "gpt2-large" => (36, 1280, 20),
+        "gpt2-xl" => (48, 1600, 25),
+        _ => return None,
+    };
+    Some(ModelConfig { name: name.into(), layers, width, heads, mlp_width: 4 * width, vocab: 50257 })
+}
+
+/// A model from a JSON file's text: `layers`, `width`, `heads`, `mlp_width`, `vocab` (Hugging Face
+/// names `n_layer`/`num_hidden_layers`, `n_embd`/`hidden_size`, `n_head`/`num_attention_heads`,
+/// `n_inner`/`intermediate_size`, `vocab_size` are read too).
+pub fn model_config(text: &str, name: &str) -> Result<ModelConfig, String> {
+    let v: Value = serde_json::from_str(text).map_err(|e| format!("{name}: not JSON ({e})"))?;
+    let get = |keys: &[&str]| keys.iter().find_map(|k| v.get(*k).and_then(Value::as_u64));
+    let need = |keys: &[&str]| get(keys).filter(|&x| x > 0).ok_or_else(|| format!("{name}: no positive `{}`", keys[0]));
+    let width = need(&["width", "n_embd", "hidden_size"])?;
+    let heads = need(&["heads", "n_head", "num_attention_heads"])?;
+    if width % heads != 0 {
+        return Err(format!("{name}: width {width} is not a multiple of heads {heads}"));
+    }
+    Ok(ModelConfig {
+        name: v.get("name").and_then(Value::as_str).unwrap_or(name).into(),
+        layers: need(&["layers", "n_layer", "num_hidden_layers"])?,
+        width,
+        heads,
+        mlp_width: get(&["mlp_width", "n_inner", "intermediate_size"]).filter(|&x| x > 0).unwrap_or(4 * width),
+        vocab: need(&["vocab", "vocab_size"])?,
+    })
+}
+
+/// How the step's kernels are issued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Stream,
+    Graph,
+}
+
+/// What is predicted and what the trace was taken at.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Scaling {
+    pub model: ModelConfig,
+    pub trace_batch: u64,
+    pub trace_context: u64,
+    pub batch: u64,
+    pub context: u64,
+    pub mode: Mode,
+    /// The program's own step at the traced batch and context, timed without the profiler
+    /// (CUDA events), seconds: the host's dispatch in the trace is scaled so that the traced step
+    /// replays at this time (the profiler slows the host, not the device). None: the profiled
+    /// dispatch as traced.
+    pub trace_step_s: Option<f64>,
+}
+
+/// The prediction and the parts it is made of.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TracePrediction {
+    pub time_s: f64,
+    pub mode: Mode,
+    /// Which traced step was scaled, and its measured figures.
+    pub step: String,
+    pub traced_wall_s: f64,
+    pub ops: usize,
+    pub kernels: usize,
+    /// Predicted device time of the kernels (summed).
+    pub device_s: f64,
+    /// The host's dispatch chain (stream: from the first op to the last launch, as traced).
+    pub host_chain_s: f64,
+    /// `host` or `device`: which chain ends last.
+    pub sets: String,
+    /// Fixed device time per kernel (the trace's shortest kernel).
+    pub kernel_fixed_s: f64,
+    /// Launch call start to kernel start when the device is idle (the trace's shortest).
+    pub launch_latency_s: f64,
+    /// Graph: device time between kernels.
+    pub graph_gap_s: Option<f64>,
+    /// Factor on the traced host dispatch (1 without `trace_step_s`).
+    pub host_scale: f64,
+    /// The framework's dispatch per op and per launch (from the trace).
+    pub dispatch_per_op_s: Option<f64>,
+    /// Device time by class at the predicted shapes, and the trace's efficiency per class.
+    pub classes: Vec<ClassScale>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassScale {
+    pub class: String,
+    pub traced_device_s: f64,
+    pub predicted_device_s: f64,
+    pub traced_efficiency: Option<f64>,
+}
+
+/// Dimension rewriting from the traced step to the predicted one.
+/// Only a tensor of this batch is rewritten: its leading dimension is the traced batch (two or
+/// more dimensions) or batch x heads (three dimensions, as attention's batched products reshape
+/// it); weights, whose leading dimension is a width, keep their shape even where a width equals
+/// the traced batch or context. In a rewritten tensor, the context (or context + 1) anywhere
+/// takes the new context.
+struct DimMap {
+    b0: u64,
+    bh0: u64,
+    t0: u64,
+    b: u64,
+    bh: u64,
+    t: u64,
+}
+
+impl DimMap {
+    fn new(s: &Scaling) -> Result<DimMap, String> {
+        let (b0, t0, h) = (s.trace_batch, s.trace_context, s.model.heads);
+        if t0 == b0 || t0 <= 1 {
+            return Err(format!("--trace-context {t0}: must be above 1 and differ from the traced batch {b0}"));
+        }
+        Ok(DimMap { b0, bh0: b0 * h, t0, b: s.batch, bh: s.batch * h, t: s.context })
+    }
+
+    fn shape(&self, dims: &[Value]) -> Vec<Value> {
+        let one = |v: &Value| -> Value {
+            let Some(a) = v.as_array() else { return v.clone() };
+            if a.iter().any(|x| x.is_array()) {
+                return Value::Array(a.iter().map(|x| self.shape(std::slice::from_ref(x))[0].clone()).collect());
+            }
+            let dims: Option<Vec<u64>> = a.iter().map(Value::as_u64).collect();
+            let Some(d) = dims else { return v.clone() };
+            let lead = match (d.first(), d.len()) {
+                (Some(&x), n) if x == self.b0 && n >= 2 => Some(self.b),
+                (Some(&x), 3) if x == self.bh0 => Some(self.bh),
+                _ => None,
+            };
+            let Some(lead) = lead else { return v.clone() };
+            let mut out: Vec<Value> = vec![Value::from(lead)];
+            for &x in &d[1..] {
+                let y = if x == self.t0 {
+                    self.t
+                } else if x == self.t0 + 1 {
+                    self.t + 1
+                } else {
+                    x
+                };
+                out.push(Value::from(y));
+            }
+            Value::Array(out)
+        };
+        dims.iter().map(one).collect()
+    }
+}
+
+/// The step to scale: the traced step with the most kernels launched by framework ops, the last
+/// of those (warm).
+fn pick_step(x: &Explanation) -> Option<usize> {
+    let attributed = |si: usize| x.kernels.iter().filter(|k| k.step == Some(si) && k.op.is_some()).count();
+    let most = (0..x.steps.len()).map(attributed).max()?;
+    (0..x.steps.len()).rev().find(|&si| most > 0 && attributed(si) == most)
+}
+
+/// Predict the step of `s` from `trace` (explained as `x` with the same ceilings).
+pub fn predict_from_trace(
+    trace: &Trace,
+    x: &Explanation,
+    c: &Ceilings,
+    s: &Scaling,
+) -> Result<TracePrediction, String> {
+    let map = DimMap::new(s)?;
+    let si = pick_step(x).ok_or("the trace has no step with GPU kernels")?;
+    let step = &x.steps[si];
+    let ks: Vec<usize> = (0..x.kernels.len()).filter(|&i| x.kernels[i].step == Some(si)).collect();
+    if ks.is_empty() {
+        return Err("the trace has no step with GPU kernels".into());
+    }
+    let unattributed = ks.iter().filter(|&&i| x.kernels[i].op.is_none()).count();
+    let graph_trace = unattributed * 2 > ks.len();
+    if graph_trace {
+        return Err(format!(
+            "{} of the step's {} kernels have no framework op (a CUDA-graph replay carries no shapes): trace the eager step of the same program and predict --mode graph from it",
+            unattributed,
+            ks.len()
+        ));
+    }
+    let seen = |v: u64| x.ops.iter().any(|o| o.input_dims.iter().any(|d| d.to_string().contains(&v.to_string())));
+    for (v, flag) in [(s.trace_batch, "--trace-batch"), (s.trace_context, "--trace-context")] {
+        if !seen(v) {
+            return Err(format!("{flag} {v}: no op of the trace has a dimension of {v}"));
+        }
+    }
+    // The op events of the trace, by (name, start) to recover concrete inputs.
+    let op_events: HashMap<(String, String), &crate::trace::Event> = trace
+        .events
+        .iter()
+        .filter(|e| e.cat == Category::Op)
+        .map(|e| ((e.name.clone(), serde_json::to_string(&e.input_dims).unwrap_or_default()), e))
+        .collect();
+    let fixed = x.kernels.iter().map(|k| k.duration_s).fold(f64::INFINITY, f64::min).max(0.0);
+    let latency = ks.iter().filter_map(|&i| x.kernels[i].launch_to_start_s).fold(f64::INFINITY, f64::min);
+    let latency = if latency.is_finite() { latency.max(0.0) } else { 0.0 };
+    // New device time per op instance of the step.
+    let mut names: Vec<Vec<&str>> = vec![Vec::new(); x.ops.len()];
+    for k in &x.kernels {
+        if let Some(i) = k.op_index {
+            names[i].push(&k.name);
+        }
+    }
+    // Each op's work at the trace's shapes and the new ones, split into memory and compute.
+    struct Work {
+        oi: usize,
+        new_cost: crate::ops::OpCost,
+        var0: f64,
+        fixed: f64,
+        mem0: f64,
+        comp0: f64,
+    }
+    // Memory work at DRAM bandwidth whatever the level (the op's efficiency against it absorbs
+    // where its data lived, and scales with its bytes); compute work at the bound's peak.
+    let split = |cost: &crate::ops::OpCost, kernels: &[&str]| {
+        let b = c.bound(cost, kernels);
+        (cost.bytes / c.dram.value, b.terms.get("compute").copied().unwrap_or(0.0))
+    };
+    let mut works = Vec::new();
+    // Efficiency per (class, regime) and per regime: the best of the step's work-dominated ops
+    // (those whose work at the trace's shapes is at least their kernels' fixed time), work over
+    // device time beyond the fixed part. Efficiency grows with size, so a class's larger
+    // instances reach at least what its best traced one did.
+    let mut class_eff: HashMap<(String, bool), (f64, f64)> = HashMap::new();
+    let mut all_eff: HashMap<bool, (f64, f64)> = HashMap::new();
+    for (oi, op) in x.ops.iter().enumerate().filter(|(_, o)| o.step == Some(si)) {
+        let concrete = op_events
+            .get(&(op.name.clone(), serde_json::to_string(&op.input_dims).unwrap_or_default()))
+            .map(|e| e.concrete.clone())
+            .unwrap_or_default();
+        let new_dims = map.shape(&op.input_dims);
+        let new_cost = if op.cost.known {
+            known_cost_with(&op.name, &new_dims, &op.input_types, &concrete, op.cost.dtype)
+                .unwrap_or_else(|| op.cost.clone())
+        } else {
+            estimated_cost(&new_dims, &op.input_types)
+        };
+        let (mem0, comp0) = split(&op.cost, &names[oi]);
+        let fixed_op = (fixed * op.kernels as f64).min(op.device_s);
+        let var0 = op.device_s - fixed_op;
+        let work0 = mem0.max(comp0);
+        if var0 > 0.0 && work0 > 0.0 && work0 >= fixed_op {
+            for e in [
+                class_eff.entry((op.cost.class.name().to_string(), comp0 > mem0)).or_insert((0.0, 1.0)),
+                all_eff.entry(comp0 > mem0).or_insert((0.0, 1.0)),
+            ] {
+                if work0 / var0 > e.0 / e.1 {
+                    *e = (work0, var0);
+                }
+            }
+        }
+        works.push(Work { oi, new_cost, var0, fixed: fixed_op, mem0, comp0 });
+    }
+    let mut scale: HashMap<usize, f64> = HashMap::new();
+    let mut classes: HashMap<String, ClassScale> = HashMap::new();
+    for w in works {
+        let op = &x.ops[w.oi];
+        let (mem1, comp1) = split(&w.new_cost, &names[w.oi]);
+        let work0 = w.mem0.max(w.comp0);
+        let dominated = w.var0 > 0.0 && work0 > 0.0 && work0 >= w.fixed;
+        let compute0 = w.comp0 > w.mem0;
+        // The op's own efficiency where it was work-dominated in that regime; else its class's in
+        // that regime; else all work-dominated ops' in that regime; else 1 (the bound).
+        let eff = |compute: bool| {
+            if dominated && compute == compute0 {
+                return work0 / w.var0;
+            }
+            let ratio = |e: Option<&(f64, f64)>| e.filter(|e| e.1 > 0.0).map(|e| e.0 / e.1);
+            ratio(class_eff.get(&(op.cost.class.name().to_string(), compute)))
+                .or_else(|| ratio(all_eff.get(&compute)))
+                .unwrap_or(1.0)
+        };
+        let work_time = |mem: f64, comp: f64| (mem / eff(false)).max(comp / eff(true));
+        // A work-dominated op follows its work; a latency-dominated one keeps its traced time
+        // and adds (or sheds) only the change in its work time, so the traced shapes give the
+        // traced time back.
+        let new_var = if dominated {
+            work_time(mem1, comp1)
+        } else {
+            (w.var0 + work_time(mem1, comp1) - work_time(w.mem0, w.comp0)).max(0.0)
+        };
+        let new_device = w.fixed + new_var;
+        scale.insert(w.oi, if op.device_s > 0.0 { new_device / op.device_s } else { 1.0 });
+        let e = classes.entry(op.cost.class.name().to_string()).or_insert(ClassScale {
+            class: op.cost.class.name().into(),
+            traced_device_s: 0.0,
+            predicted_device_s: 0.0,
+            traced_efficiency: None,
+        });
+        e.traced_device_s += op.device_s;
+        e.predicted_device_s += new_device;
+    }
+    for cl in classes.values_mut() {
+        cl.traced_efficiency = x.classes.iter().find(|r| r.class.name() == cl.class).and_then(|r| r.efficiency);
+    }
+    let new_dur = |i: usize| {
+        let k = &x.kernels[i];
+        k.duration_s * k.op_index.and_then(|o| scale.get(&o)).copied().unwrap_or(1.0)
+    };
+    let device_s: f64 = ks.iter().map(|&i| new_dur(i)).sum();
+    // Host: each kernel's launch time, relative to the step's first op.
+    let t0 = x.ops.iter().filter(|o| o.step == Some(si)).count();
+    let first_op_us = trace
+        .events
+        .iter()
+        .filter(|e| e.cat == Category::Op && e.ts_us >= step.start_us)
+        .map(|e| e.ts_us)
+        .next()
+        .unwrap_or(step.start_us);
+    let mut order = ks.clone();
+    order.sort_by(|&a, &b| {
+        let la = x.kernels[a].start_us - x.kernels[a].launch_to_start_s.unwrap_or(0.0) * 1e6;
+        let lb = x.kernels[b].start_us - x.kernels[b].launch_to_start_s.unwrap_or(0.0) * 1e6;
+        la.total_cmp(&lb)
+    });
+    let host_chain_traced_s = (step.host_chain_s - (first_op_us - step.start_us) * 1e-6).max(0.0);
+    // Each kernel's launch time after the step's first op and its device time (traced, new).
+    let launches: Vec<(f64, f64, f64)> = order
+        .iter()
+        .map(|&i| {
+            let k = &x.kernels[i];
+            let launch = (k.start_us - first_op_us) * 1e-6 - k.launch_to_start_s.unwrap_or(latency);
+            (launch.max(0.0), k.duration_s, new_dur(i))
+        })
+        .collect();
+    let replay = |host_scale: f64, new: bool| {
+        let mut free = 0.0f64;
+        for &(launch, old_d, new_d) in &launches {
+            let start = (launch * host_scale + latency).max(free);
+            free = start + if new { new_d } else { old_d };
+        }
+        free.max(host_chain_traced_s * host_scale)
+    };
+    let host_scale = match (s.trace_step_s, s.mode) {
+        (Some(target), Mode::Stream) if target > 0.0 => {
+            // replay(f) grows with f: bisect for the traced step's own time.
+            let (mut lo, mut hi) = (0.0f64, 4.0f64);
+            if replay(hi, false) < target {
+                hi
+            } else {
+                for _ in 0..60 {
+                    let mid = 0.5 * (lo + hi);
+                    if replay(mid, false) < target {
+                        lo = mid;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                0.5 * (lo + hi)
+            }
+        }
+        _ => 1.0,
+    };
+    let host_chain_s = host_chain_traced_s * host_scale;
+    let (time_s, graph_gap_s, sets) = match s.mode {
+        Mode::Stream => {
+            let sets = if host_chain_s > device_s { "host" } else { "device" };
+            (replay(host_scale, true), None, sets.to_string())
+        }
+        Mode::Graph => {
+            let gaps: Vec<f64> = {
+                let mut g: Vec<f64> = Vec::new();
+                let mut sorted: Vec<&crate::explain::KernelRow> =
+                    x.kernels.iter().filter(|k| k.op.is_none() && k.step.is_some()).collect();
+                sorted.sort_by(|a, b| a.start_us.total_cmp(&b.start_us));
+                for w in sorted.windows(2) {
+                    let gap = (w[1].start_us - (w[0].start_us + w[0].duration_s * 1e6)) * 1e-6;
+                    if gap >= 0.0 {
+                        g.push(gap);
+                    }
+                }
+                g
+            };
+            let gap = median(&mut gaps.clone())
+                .or_else(|| c.kernel_floor.as_ref().map(|f| f.value))
+                .ok_or("--mode graph needs the graph's per-kernel gap: a graph-replay step in the trace or launch.graph_floor_s in the ceilings")?;
+            (device_s + ks.len() as f64 * gap, Some(gap), "device".to_string())
+        }
+    };
+    let mut classes: Vec<ClassScale> = classes.into_values().collect();
+    classes.sort_by(|a, b| b.predicted_device_s.total_cmp(&a.predicted_device_s));
+    Ok(TracePrediction {
+        time_s,
+        mode: s.mode,
+        step: step.name.clone(),
+        traced_wall_s: step.wall_s,
+        ops: t0,
+        kernels: ks.len(),
+        device_s,
+        host_chain_s,
+        sets,
+        kernel_fixed_s: fixed,
+        launch_latency_s: latency,
+        graph_gap_s,
+        host_scale,
+        dispatch_per_op_s: x.dispatch_floor.per_op_s,
+        classes,
+    })
+}
