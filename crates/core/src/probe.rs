@@ -99,6 +99,12 @@ pub trait Probe: Send + Sync {
     fn needs(&self) -> &'static [&'static str] {
         &[]
     }
+    /// Whether its figures are timed on the host (launch floors, host <-> device copies, round
+    /// trips), so nothing else host-heavy may run beside it: the runner pauses the CPU lane while
+    /// it runs and runs it one GPU at a time (docs/ARCHITECTURE.md, "Data flow of `memscope run`").
+    fn runs_alone(&self) -> bool {
+        false
+    }
     /// Run it.
     fn run(&self, ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError>;
 }

@@ -242,6 +242,10 @@ impl Probe for PeerProbe {
     fn key(&self) -> &'static str {
         "peer"
     }
+    /// Host-timed (see `Probe::runs_alone`).
+    fn runs_alone(&self) -> bool {
+        true
+    }
     fn description(&self) -> &'static str {
         "peer <-> peer: bandwidth matrices (copy engine and SM, uni- and bidirectional) and latency matrix of a host's GPUs"
     }

@@ -14,12 +14,13 @@ use std::path::PathBuf;
 /// What one target's thread hands back: its document, failures and seconds.
 type LaneResult = (PathBuf, Results, Vec<String>, f64);
 
-/// The run's probes split: those run in parallel and those run one GPU at a time.
+/// The run's probes split: those run in parallel and those run one GPU at a time (the plan's
+/// `one_at_a_time`, and every probe that runs alone: `Probe::runs_alone`).
 pub(crate) fn split<'a>(
     probes: &'a [Box<dyn Probe>],
     serial: &[(&str, &str)],
 ) -> (Vec<&'a dyn Probe>, Vec<&'a dyn Probe>) {
-    let alone = |p: &dyn Probe| serial.iter().any(|(k, _)| *k == p.key());
+    let alone = |p: &dyn Probe| p.runs_alone() || serial.iter().any(|(k, _)| *k == p.key());
     let parallel = probes.iter().map(|p| &**p).filter(|p| !alone(*p)).collect();
     let one_at_a_time = probes.iter().map(|p| &**p).filter(|p| alone(*p)).collect();
     (parallel, one_at_a_time)
@@ -57,7 +58,7 @@ impl Session {
                     if let Some((prefix, take)) = snap {
                         doc.environment.insert(format!("{prefix}_{id}_before"), take());
                     }
-                    let lane = Lane { id, path: Some(&path), shown: k == 0 };
+                    let lane = Lane { id, path: Some(&path), shown: k == 0, cpu_lane: false };
                     self.run_lane(&mut **target, parallel, &lane, &mut doc, &mut fails)?;
                     Ok((path.clone(), doc, fails, t0.elapsed().as_secs_f64()))
                 }));
@@ -77,7 +78,7 @@ impl Session {
         for (t, (path, mut doc, mut fails, lane_s)) in opened.zip(lanes) {
             let t0 = std::time::Instant::now();
             let Ok(target) = &mut t.target else { continue };
-            let lane = Lane { id: &t.id, path: Some(&path), shown: true };
+            let lane = Lane { id: &t.id, path: Some(&path), shown: true, cpu_lane: false };
             self.run_lane(&mut **target, &serial, &lane, &mut doc, &mut fails)?;
             snapshot(&mut doc, &t.id, &t.snapshot, "after");
             doc.environment.insert(
@@ -90,6 +91,9 @@ impl Session {
                     "one_gpu_at_a_time": plan.one_at_a_time
                         .iter()
                         .map(|(k, why)| serde_json::json!({"probe": k, "why": why}))
+                        .chain(serial.iter().filter(|p| p.runs_alone()).map(|p| {
+                            serde_json::json!({"probe": p.key(), "why": "timed on the host: runs alone"})
+                        }))
                         .collect::<Vec<_>>(),
                 }),
             );

@@ -149,6 +149,10 @@ impl Probe for LaunchProbe {
     fn key(&self) -> &'static str {
         "launch"
     }
+    /// Host-timed (see `Probe::runs_alone`).
+    fn runs_alone(&self) -> bool {
+        true
+    }
     fn description(&self) -> &'static str {
         "GPU kernel launch floor for an empty kernel, plain and through a CUDA graph, and per operation class of the model"
     }

@@ -570,6 +570,10 @@ impl Probe for LinkProbe {
     fn key(&self) -> &'static str {
         "link"
     }
+    /// Host-timed (see `Probe::runs_alone`).
+    fn runs_alone(&self) -> bool {
+        true
+    }
     fn description(&self) -> &'static str {
         "host <-> device: copy-engine and SM bandwidth by size (pinned, pageable; uni- and bidirectional), latency, PCIe link"
     }
