@@ -47,7 +47,8 @@ impl GateLog {
 
     /// As JSON for `environment.cpu_lane.gate`.
     pub fn to_json(&self) -> serde_json::Value {
-        let r = |x: f64| (x * 1e4).round() / 1e4;
+        // (+ 0.0: an empty sum is -0.0)
+        let r = |x: f64| (x * 1e4).round() / 1e4 + 0.0;
         serde_json::json!({
             "alone": self.alone.iter().map(|(k, a, b)| serde_json::json!([k, r(*a), r(*b)])).collect::<Vec<_>>(),
             "lane_stretches": self.lane.len(),

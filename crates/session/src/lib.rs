@@ -21,7 +21,7 @@ pub use ledger::{Interrupted, Ledger};
 pub use observer::{Observer, ProbeProgress, Silent};
 pub use run::{plan, snapshot, PlannedTarget, RunOutcome, RunPlan, Snapshot};
 pub use select::{select, with_needs, UnknownProbe};
-pub use target_run::{refresh_target, FaultHook};
+pub use target_run::{refresh_target, FaultHook, QUICK_MARK};
 
 use memscope_core::{Finding, Probe, Series, Target};
 use memscope_report::{ProbeRecord, Results, RunPhase};

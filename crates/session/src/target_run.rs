@@ -11,6 +11,9 @@ use memscope_report::{ProbeRecord, ProbeStatus, Results, RunPhase};
 use std::path::Path;
 use std::time::Instant;
 
+/// How a finding of a `--quick` run is marked (its note starts with it).
+pub const QUICK_MARK: &str = "quick run (--quick: smaller sweeps, fewer repetitions)";
+
 /// One target's run: where its document goes and whether its progress is shown.
 pub(crate) struct Lane<'a> {
     pub id: &'a str,
@@ -89,6 +92,12 @@ impl Session {
                     bar.finish(&format!("{} findings", out.findings.len()));
                     for (k, mut f) in out.findings {
                         f.target = Some(id.to_string());
+                        if self.quick {
+                            f.note = Some(match f.note.take() {
+                                Some(n) => format!("{QUICK_MARK}; {n}"),
+                                None => QUICK_MARK.to_string(),
+                            });
+                        }
                         doc.findings.insert(k, f);
                     }
                     doc.series.extend(out.series);

@@ -430,3 +430,15 @@ fn the_cpu_lane_never_works_while_a_probe_that_runs_alone_runs() {
     assert_eq!(gate["overlap_s"].as_f64(), Some(0.0), "{gate}");
     assert!(gate["lane_waited_s"].as_f64().unwrap() > 0.0, "{gate}");
 }
+
+#[test]
+fn every_finding_of_a_quick_run_is_marked_quick() {
+    let p = probe("first", Does::Find);
+    for quick in [false, true] {
+        let mut t = small_sim();
+        let run = Session::silent(quick).run_probes_on(&mut t, [p.as_ref()]).expect_ok();
+        let f = &run.findings["first.found"];
+        let marked = f.note.as_deref().is_some_and(|n| n.starts_with(memscope_session::QUICK_MARK));
+        assert_eq!(marked, quick, "{f:?}");
+    }
+}
