@@ -104,3 +104,42 @@ impl Session {
         Ok(docs)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memscope_core::{Applicability, ProbeContext, ProbeError, ProbeOutput, TargetInfo};
+
+    struct P(&'static str, bool);
+    impl Probe for P {
+        fn key(&self) -> &'static str {
+            self.0
+        }
+        fn description(&self) -> &'static str {
+            "split test"
+        }
+        fn applicability(&self, _t: &TargetInfo) -> Applicability {
+            Applicability::Applicable
+        }
+        fn runs_alone(&self) -> bool {
+            self.1
+        }
+        fn run(&self, _ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError> {
+            Ok(ProbeOutput::default())
+        }
+    }
+
+    #[test]
+    fn probes_that_run_alone_and_the_listed_ones_run_one_gpu_at_a_time_in_order() {
+        let probes: Vec<Box<dyn Probe>> = vec![
+            Box::new(P("a", false)),
+            Box::new(P("timed", true)),
+            Box::new(P("b", false)),
+            Box::new(P("ncu", false)),
+        ];
+        let (parallel, serial) = split(&probes, &[("ncu", "device-wide counters")]);
+        let keys = |v: &[&dyn Probe]| v.iter().map(|p| p.key()).collect::<Vec<_>>();
+        assert_eq!(keys(&parallel), ["a", "b"]);
+        assert_eq!(keys(&serial), ["timed", "ncu"]);
+    }
+}
