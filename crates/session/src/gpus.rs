@@ -72,6 +72,13 @@ impl Session {
             Ok(())
         })?;
         let parallel_s = started.elapsed().as_secs_f64();
+        // The probes one GPU at a time because they run alone (`Probe::runs_alone`), beyond the plan's list.
+        let listed = |p: &&dyn Probe| plan.one_at_a_time.iter().any(|(k, _)| *k == p.key());
+        let timed_on_host: Vec<serde_json::Value> = serial
+            .iter()
+            .filter(|p| p.runs_alone() && !listed(p))
+            .map(|p| serde_json::json!({"probe": p.key(), "why": "timed on the host: runs alone"}))
+            .collect();
         // The one-at-a-time probes, target after target, into the same documents.
         let mut docs = Vec::new();
         let opened = targets.iter_mut().filter(|t| !t.cpu && t.target.is_ok());
@@ -91,9 +98,7 @@ impl Session {
                     "one_gpu_at_a_time": plan.one_at_a_time
                         .iter()
                         .map(|(k, why)| serde_json::json!({"probe": k, "why": why}))
-                        .chain(serial.iter().filter(|p| p.runs_alone()).map(|p| {
-                            serde_json::json!({"probe": p.key(), "why": "timed on the host: runs alone"})
-                        }))
+                        .chain(timed_on_host.iter().cloned())
                         .collect::<Vec<_>>(),
                 }),
             );
