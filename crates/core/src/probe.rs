@@ -107,8 +107,10 @@ pub trait Probe: Send + Sync {
     fn needs(&self) -> &'static [&'static str] {
         &[]
     }
-    /// Whether it must run alone: one GPU at a time when several GPUs run in parallel (it uses
-    /// what the GPUs of a host share: the host link, every GPU, device-wide counters).
+    /// Whether it must run alone: its figures are timed on the host or it uses what the GPUs of a
+    /// host share (the host link, every GPU, device-wide counters), so the runner pauses the CPU
+    /// lane while it runs and runs it one GPU at a time (docs/ARCHITECTURE.md, "Data flow of
+    /// `memscope run`"). The registry (crates/registry) declares it, with the reason.
     fn runs_alone(&self) -> bool {
         false
     }

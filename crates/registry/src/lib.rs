@@ -29,7 +29,10 @@ fn entries() -> Vec<Entry> {
         alone(generic::peer::PeerProbe, "the peer matrix drives every GPU of the host"),
         entry(memscope_cpu::latency::CpuLatency),
         entry(memscope_cpu::stride::CpuStride),
-        entry(gpu::LaunchProbe),
+        alone(
+            gpu::LaunchProbe,
+            "its launch floors are timed on the host: another lane's host work beside it would move them",
+        ),
         entry(gpu::BwProbe),
         entry(gpu::L2BwProbe),
         entry(gpu::StoreProbe),

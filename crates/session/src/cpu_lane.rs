@@ -85,7 +85,7 @@ impl Session {
                 }
                 let probes: Vec<&dyn Probe> = plan.probes.iter().map(|p| &**p).collect();
                 // Two threads' progress would overwrite each other's lines: the GPU's stay.
-                let lane = Lane { id: &planned.id, path: Some(&path), shown: false };
+                let lane = Lane { id: &planned.id, path: Some(&path), shown: false, cpu_lane: true };
                 if let Err(e) = self.run_lane(&mut *target, &probes, &lane, &mut doc, &mut failures) {
                     failures.push(format!("cpu lane: {e}"));
                 }
@@ -106,6 +106,7 @@ impl CpuLane<'_> {
         docs: &mut Vec<(PathBuf, Results)>,
         shared: &Path,
         failures: &mut Vec<String>,
+        gate: &crate::GateLog,
     ) -> Result<(), SessionError> {
         let waited = Instant::now();
         let joined = self.handle.join();
@@ -122,6 +123,7 @@ impl CpuLane<'_> {
             "gpu_host_cores": self.gpu_cores,
             "cpu_lane_wall_s": lane_s,
             "waited_for_cpu_lane_s": wait_s,
+            "gate": gate.to_json(),
         });
         match docs.iter_mut().find(|(p, _)| p == shared) {
             Some((_, doc)) => {

@@ -8,6 +8,7 @@
 //! them. The binary (`memscope run`) is wiring: options, opening targets, signals, the summary.
 
 mod cpu_lane;
+mod gate;
 mod gpus;
 mod ledger;
 mod observer;
@@ -16,11 +17,12 @@ mod select;
 mod target_run;
 
 pub use cpu_lane::{allowed_cpus, pin_thread, split_cores};
+pub use gate::GateLog;
 pub use ledger::{Interrupted, Ledger};
 pub use observer::{Observer, ProbeProgress, Silent};
 pub use run::{plan, snapshot, PlannedTarget, RunOutcome, RunPlan, Snapshot};
 pub use select::{select, with_needs, UnknownProbe};
-pub use target_run::{refresh_target, FaultHook};
+pub use target_run::{refresh_target, FaultHook, QUICK_MARK};
 
 use memscope_core::{Finding, Probe, Series, Target};
 use memscope_results::{ProbeRecord, Results, RunPhase};
@@ -71,6 +73,8 @@ pub struct Session {
     ledger: Ledger,
     fault: Option<FaultHook>,
     continuation: Continuation,
+    /// Keeps the CPU lane out of host-timed probes (gate.rs).
+    gate: gate::Gate,
 }
 
 /// What a probe list produced on one target (`Session::run_probes_on`).
@@ -109,7 +113,14 @@ pub struct TargetRun {
 impl Session {
     /// A session reporting to `observer`; a target unusable after a fault stops its probes.
     pub fn new(quick: bool, observer: Box<dyn Observer>) -> Self {
-        Session { quick, observer, ledger: Ledger::default(), fault: None, continuation: Continuation::Stop }
+        Session {
+            quick,
+            observer,
+            ledger: Ledger::default(),
+            fault: None,
+            continuation: Continuation::Stop,
+            gate: gate::Gate::default(),
+        }
     }
 
     /// A quiet session (tests, examples).
@@ -164,7 +175,7 @@ impl Session {
         doc.findings = given.clone();
         let mut failures = Vec::new();
         let refs: Vec<&dyn Probe> = probes.into_iter().collect();
-        let lane = target_run::Lane { id: &info.id, path: None, shown: true };
+        let lane = target_run::Lane { id: &info.id, path: None, shown: true, cpu_lane: false };
         // (with no file, nothing in the loop can fail outside a probe)
         let _ = self.run_lane(target, &refs, &lane, &mut doc, &mut failures);
         doc.findings.retain(|k, f| given.get(k) != Some(f));
@@ -199,7 +210,7 @@ impl Session {
         let refs: Vec<&dyn Probe> = probes.iter().map(|p| p.as_ref()).collect();
         let mut failures = Vec::new();
         self.write_in_progress(Some(path), doc)?;
-        let lane = target_run::Lane { id, path: Some(path), shown: true };
+        let lane = target_run::Lane { id, path: Some(path), shown: true, cpu_lane: false };
         self.run_lane(target, &refs, &lane, doc, &mut failures)?;
         Ok(failures)
     }

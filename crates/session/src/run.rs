@@ -154,7 +154,7 @@ impl Session {
                 self.write_in_progress(Some(path), doc)?;
                 snapshot(doc, id, snap, "before");
                 let probes: Vec<&dyn Probe> = plan.probes.iter().map(|p| &**p).collect();
-                let lane = Lane { id, path: Some(path), shown: true };
+                let lane = Lane { id, path: Some(path), shown: true, cpu_lane: false };
                 self.run_lane(&mut **target, &probes, &lane, doc, &mut failures)?;
                 if snap.is_some() {
                     snapshot(doc, id, snap, "after");
@@ -162,7 +162,9 @@ impl Session {
                 }
             }
             match lane {
-                Some(lane) => lane.finish(&mut docs, &file_for(&plan.out, 0, "cpu"), &mut failures)?,
+                Some(lane) => {
+                    lane.finish(&mut docs, &file_for(&plan.out, 0, "cpu"), &mut failures, &self.gate.log())?
+                }
                 None => note_sequential(&mut docs, plan.cpu_sequential),
             }
             Ok(RunOutcome { docs, failures })

@@ -4,11 +4,15 @@
 //! after every probe, and, after a fault that leaves the target unusable (a GPU fault poisons
 //! the process's CUDA state), the remaining probes continued in a fresh process.
 
+use crate::gate::GatedProgress;
 use crate::{Continuation, Session, SessionError};
-use memscope_core::{Applicability, Probe, ProbeContext, ProbeError, Target};
+use memscope_core::{Applicability, Probe, ProbeContext, ProbeError, Progress, Target};
 use memscope_results::{ProbeRecord, ProbeStatus, Results, RunPhase};
 use std::path::Path;
 use std::time::Instant;
+
+/// How a finding of a `--quick` run is marked (its note starts with it).
+pub const QUICK_MARK: &str = "quick run (--quick: smaller sweeps, fewer repetitions)";
 
 /// One target's run: where its document goes and whether its progress is shown.
 pub(crate) struct Lane<'a> {
@@ -16,6 +20,8 @@ pub(crate) struct Lane<'a> {
     /// The file rewritten after every probe (None: the document stays in memory).
     pub path: Option<&'a Path>,
     pub shown: bool,
+    /// The CPU lane: its probes step out of the gate while a probe runs alone.
+    pub cpu_lane: bool,
 }
 
 fn record(
@@ -55,23 +61,43 @@ impl Session {
                 continue;
             }
             let bar = self.observer.probe_started(id, probe.key(), lane.shown);
-            let started = Instant::now();
             let earlier = doc.findings.clone();
             let injected = self.fault.as_ref().and_then(|f| f(probe.key(), &mut *target));
+            let shown: &dyn Progress = &*bar;
+            let gated = GatedProgress { gate: &self.gate, inner: shown };
+            let progress: &dyn Progress = if lane.cpu_lane { &gated } else { shown };
+            // The gate (gate.rs): a host-timed probe waits for the CPU lane to step out; the lane
+            // works only while no such probe runs.
+            let alone = (!lane.cpu_lane && probe.runs_alone()).then(|| self.gate.alone_begin());
+            if lane.cpu_lane {
+                self.gate.lane_enter();
+            }
+            let started = Instant::now();
             let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 if let Some(e) = injected {
                     return Err(e);
                 }
-                let mut ctx =
-                    ProbeContext { target: &mut *target, quick: self.quick, progress: &*bar, earlier: &earlier };
+                let mut ctx = ProbeContext { target: &mut *target, quick: self.quick, progress, earlier: &earlier };
                 probe.run(&mut ctx)
             }));
             let duration_s = started.elapsed().as_secs_f64();
+            if lane.cpu_lane {
+                self.gate.lane_leave();
+            }
+            if let Some(from) = alone {
+                self.gate.alone_end(probe.key(), from);
+            }
             let rec = match outcome {
                 Ok(Ok(out)) => {
                     bar.finish(&format!("{} findings", out.findings.len()));
                     for (k, mut f) in out.findings {
                         f.target = Some(id.to_string());
+                        if self.quick {
+                            f.note = Some(match f.note.take() {
+                                Some(n) => format!("{QUICK_MARK}; {n}"),
+                                None => QUICK_MARK.to_string(),
+                            });
+                        }
                         doc.findings.insert(k, f);
                     }
                     doc.series.extend(out.series);

@@ -2,7 +2,8 @@
 //! rest still run; `needs` adds the probes needed; the file is rewritten after every probe (seen
 //! mid-run through the observer); a target unusable after a fault stops with the reason when no
 //! fresh process can continue; an interruption marks the files and no later write lands; several
-//! simulated GPUs in parallel give the findings they give one at a time.
+//! simulated GPUs in parallel give the findings they give one at a time; the CPU lane never works
+//! while a probe that runs alone runs.
 
 use memscope_core::{
     Applicability, Buffer, ChaseResult, ChaseSpec, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput,
@@ -316,5 +317,128 @@ fn parallel_simulated_gpus_give_the_findings_they_give_one_at_a_time() {
         assert!(seq.findings.values().all(|f| f.target.as_deref() == Some(*id)));
         let statuses = |d: &Results| d.probes.iter().map(|(k, r)| (k.clone(), r.status)).collect::<Vec<_>>();
         assert_eq!(statuses(seq), statuses(parallel), "{id}");
+    }
+}
+
+/// What the lane test's probes did and when (seconds from the test's start).
+static ACTIVITY: Mutex<Vec<(&'static str, f64, f64)>> = Mutex::new(Vec::new());
+static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+
+fn since_epoch() -> f64 {
+    EPOCH.get_or_init(std::time::Instant::now).elapsed().as_secs_f64()
+}
+
+/// A probe that works for `steps` x `step_ms` (busy, as a host-heavy probe), reporting progress
+/// between steps and logging each step; applies to targets named `on`.
+struct Timed {
+    key: &'static str,
+    on: &'static str,
+    steps: u32,
+    step_ms: u64,
+    alone: bool,
+}
+
+impl Probe for Timed {
+    fn key(&self) -> &'static str {
+        self.key
+    }
+    fn description(&self) -> &'static str {
+        "timed probe of the lane test"
+    }
+    fn applicability(&self, t: &TargetInfo) -> Applicability {
+        if t.name == self.on {
+            Applicability::Applicable
+        } else {
+            Applicability::Waived("another target's".into())
+        }
+    }
+    fn runs_alone(&self) -> bool {
+        self.alone
+    }
+    fn run(&self, ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError> {
+        ctx.progress.start(self.steps as u64, self.key);
+        for _ in 0..self.steps {
+            let t0 = since_epoch();
+            let until = std::time::Instant::now() + std::time::Duration::from_millis(self.step_ms);
+            while std::time::Instant::now() < until {
+                std::hint::spin_loop();
+            }
+            ACTIVITY.lock().unwrap().push((self.key, t0, since_epoch()));
+            ctx.progress.advance(1);
+        }
+        Ok(ProbeOutput::default())
+    }
+}
+
+fn named(name: &str, cpu: bool) -> PlannedTarget {
+    let mut t = planned(name);
+    t.cpu = cpu;
+    t
+}
+
+#[test]
+fn the_cpu_lane_never_works_while_a_probe_that_runs_alone_runs() {
+    if memscope_session::allowed_cpus().len() < 2 {
+        eprintln!("skipped: the CPU lane needs two usable CPUs");
+        return;
+    }
+    since_epoch();
+    let timed =
+        |key, on, steps, step_ms, alone| -> Box<dyn Probe> { Box::new(Timed { key, on, steps, step_ms, alone }) };
+    let probes: Vec<Box<dyn Probe>> = vec![
+        timed("lane.steps", "lane-cpu", 60, 3, false),
+        timed("gpu.before", "gpu", 5, 6, false),
+        timed("gpu.alone", "gpu", 10, 6, true),
+        timed("gpu.after", "gpu", 5, 6, false),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let plan = RunPlan {
+        probes: &probes,
+        tool: memscope_results::ToolInfo {
+            name: "memscope".into(),
+            version: "t".into(),
+            git_commit: None,
+            command: vec![],
+        },
+        environment: Default::default(),
+        out: dir.path().to_path_buf(),
+        continue_from: None,
+        cpu_sequential: false,
+        one_at_a_time: &[],
+    };
+    let run = Session::silent(false).run(vec![named("gpu", false), named("lane-cpu", true)], &plan).unwrap();
+    assert!(run.failures.is_empty(), "{:?}", run.failures);
+    let doc = &run.docs[0].1;
+    assert_eq!(doc.environment["cpu_lane"]["mode"], "concurrent", "{:?}", doc.environment["cpu_lane"]);
+    let log = ACTIVITY.lock().unwrap().clone();
+    let span = |key: &str| {
+        let v: Vec<_> = log.iter().filter(|(k, _, _)| *k == key).collect();
+        (v.iter().map(|x| x.1).fold(f64::INFINITY, f64::min), v.iter().map(|x| x.2).fold(0.0, f64::max))
+    };
+    let (a0, a1) = span("gpu.alone");
+    let lane: Vec<_> = log.iter().filter(|(k, _, _)| *k == "lane.steps").collect();
+    assert_eq!(lane.len(), 60);
+    for (_, s0, s1) in &lane {
+        assert!(*s1 <= a0 || *s0 >= a1, "a lane step ({s0:.4}..{s1:.4}) overlaps the alone probe ({a0:.4}..{a1:.4})");
+    }
+    // The lane really ran beside the GPU probes: some of its steps before the alone probe, some after.
+    assert!(lane.iter().any(|x| x.2 <= a0) && lane.iter().any(|x| x.1 >= a1), "{lane:?} vs {a0}..{a1}");
+    // The same from the run's own record.
+    let gate = &doc.environment["cpu_lane"]["gate"];
+    assert_eq!(gate["alone"].as_array().unwrap().len(), 1, "{gate}");
+    assert_eq!(gate["alone"][0][0], "gpu.alone");
+    assert_eq!(gate["overlap_s"].as_f64(), Some(0.0), "{gate}");
+    assert!(gate["lane_waited_s"].as_f64().unwrap() > 0.0, "{gate}");
+}
+
+#[test]
+fn every_finding_of_a_quick_run_is_marked_quick() {
+    let p = probe("first", Does::Find);
+    for quick in [false, true] {
+        let mut t = small_sim();
+        let run = Session::silent(quick).run_probes_on(&mut t, [p.as_ref()]).expect_ok();
+        let f = &run.findings["first.found"];
+        let marked = f.note.as_deref().is_some_and(|n| n.starts_with(memscope_session::QUICK_MARK));
+        assert_eq!(marked, quick, "{f:?}");
     }
 }

@@ -4,8 +4,9 @@
 //! flight per thread; plain, .cs, .nc + L1::no_allocate and L2::256B hints; grid sized to the SMs,
 //! a one-pass grid, or block-contiguous chunks) and kernels/bw_tma.cu (copy through the bulk copy
 //! engine); the driver's own cuMemcpyDtoD and cuMemsetD32 are candidates too. At every size each
-//! candidate (kernel variant x launch shape) is timed (3 samples), the fastest is picked and the size
-//! is then measured afresh with it (7 samples), so the pick's luck does not inflate the figure. Each
+//! candidate (kernel variant x launch shape) is screened with one short batch, the 8 fastest are timed
+//! (3 samples), the fastest is picked and the size is then measured afresh with it (7 samples), so
+//! the pick's luck does not inflate the figure. Each
 //! sample times a batch of launches with events (>= ~2 ms); the value is the median of the samples.
 //! Every copy candidate is checked (destination poisoned, copied, compared) before it is timed, and
 //! each size's winner again after it. A copy counts the bytes read plus the bytes written. The
@@ -248,6 +249,19 @@ pub(super) fn time_per_launch(
     cfg: Config,
     reps: usize,
 ) -> Result<Vec<f64>, TargetError> {
+    time_batches(t, k, bufs, bytes, cfg, reps, 2.0)
+}
+
+/// Seconds per launch: `reps` samples, each a batch of launches lasting >= ~`batch_ms`.
+fn time_batches(
+    t: &mut CudaTarget,
+    k: Kind,
+    bufs: &Bufs,
+    bytes: u64,
+    cfg: Config,
+    reps: usize,
+    batch_ms: f64,
+) -> Result<Vec<f64>, TargetError> {
     // Warm-up and a first estimate.
     for _ in 0..2 {
         launch(t, k, bufs, bytes, cfg)?;
@@ -258,7 +272,7 @@ pub(super) fn time_per_launch(
     launch(t, k, bufs, bytes, cfg)?;
     t.gpu.sync()?;
     let one_ms = started.elapsed().as_secs_f64() * 1e3;
-    let batch = ((2.0 / one_ms.max(1e-4)) as usize).clamp(1, 2000);
+    let batch = ((batch_ms / one_ms.max(1e-4)) as usize).clamp(1, 2000);
     let mut out = Vec::with_capacity(reps);
     for _ in 0..reps {
         let ms = timed(t, null, batch, |tt| launch(tt, k, bufs, bytes, cfg))?;
@@ -314,7 +328,16 @@ pub(super) fn size_label(b: u64) -> String {
     }
 }
 
-/// The tuning at one size: every candidate's median of 3 (seconds per launch), fastest first.
+/// Candidates timed again after the screen (the screen's fastest).
+const FINALISTS: usize = 8;
+/// The screen's one batch per candidate lasts about this long (a final timing's batches, 2 ms).
+const SCREEN_MS: f64 = 0.4;
+
+/// The tuning at one size, fastest first (seconds per launch): every candidate screened with one
+/// short batch, then the screen's `FINALISTS` fastest timed with a median of 3 full batches; the
+/// pick is the fastest finalist. The rest keep their screen time (they rank after the finalists).
+/// Every candidate is still tried at every size, so a candidate that wins only on another GPU or
+/// at another size is still found; the screen costs about a fifth of timing each one in full.
 fn tune(
     t: &mut CudaTarget,
     k: Kind,
@@ -322,13 +345,21 @@ fn tune(
     bytes: u64,
     cands: &[Config],
 ) -> Result<Vec<(Config, f64)>, TargetError> {
-    let mut timed_cands = Vec::with_capacity(cands.len());
+    let mut screened = Vec::with_capacity(cands.len());
     for &cfg in cands {
-        let s = time_per_launch(t, k, bufs, bytes, cfg, 3)?;
-        timed_cands.push((cfg, memscope_core::stats::median(&s)));
+        let s = time_batches(t, k, bufs, bytes, cfg, 1, SCREEN_MS)?;
+        screened.push((cfg, s[0]));
     }
-    timed_cands.sort_by(|x, y| x.1.total_cmp(&y.1));
-    Ok(timed_cands)
+    screened.sort_by(|x, y| x.1.total_cmp(&y.1));
+    let rest = screened.split_off(FINALISTS.min(screened.len()));
+    let mut finals = Vec::with_capacity(screened.len() + rest.len());
+    for (cfg, _) in screened {
+        let s = time_per_launch(t, k, bufs, bytes, cfg, 3)?;
+        finals.push((cfg, memscope_core::stats::median(&s)));
+    }
+    finals.sort_by(|x, y| x.1.total_cmp(&y.1));
+    finals.extend(rest);
+    Ok(finals)
 }
 
 /// Per family (kernel variant, tma, driver), its best candidate's rate at `bytes`: "u2cs 4.25".
@@ -455,7 +486,8 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
             }
             let (size, cfg, m, spread) = last.ok_or_else(|| ProbeError::Failed("no sizes".into()))?;
             let method = format!(
-                "{}; the fastest of {} candidates (kernel variants x launch shapes{}) at each size{}, timed afresh: buffer {}, \
+                "{}; the fastest of {} candidates (kernel variants x launch shapes{}) at each size{} (each screened with one \
+                 short batch, the {FINALISTS} fastest timed with a median of 3), timed afresh: buffer {}, \
                  events over batches of launches, median of {reps}{}",
                 cfg.describe(k, sms),
                 cands_max.len(),
@@ -465,7 +497,8 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
                 if k == Kind::Copy { "; bytes read + bytes written; every copy candidate checked against its source" } else { "" }
             );
             let mut note = format!(
-                "tuning at {} (best launch shape per variant, median of 3, TB/s): {}; pick per size: {}",
+                "tuning at {} (best launch shape per variant, TB/s: median of 3 for the {FINALISTS} finalists, the screen's \
+                 batch for the rest): {}; pick per size: {}",
                 size_label(max),
                 family_summary(k, max, &ranked_max, sms),
                 winners.join(", ")
