@@ -217,8 +217,16 @@ fn op_cost(a: &Args, op: &str, dtype: Dtype) -> Result<(OpCost, String), CliErro
 }
 
 fn load_ceilings(path: &PathBuf) -> Result<CeilingsSource, CliError> {
-    let bytes =
-        std::fs::read(path).map_err(|e| CliError::usage(format!("--ceilings {}: cannot read: {e}", path.display())))?;
+    let max = memscope_report::results::MAX_RESULTS_BYTES;
+    let bytes = memscope_report::json::read_limited(path, max)
+        .map_err(|e| CliError::usage(format!("--ceilings {}: cannot read: {e}", path.display())))?;
+    if bytes.len() > max {
+        return Err(CliError::usage(format!(
+            "--ceilings {}: the file is over {} MiB (MAX_RESULTS_BYTES)",
+            path.display(),
+            max >> 20
+        )));
+    }
     read_ceilings(&bytes, FloorFallback::EmptyKernel)
         .map_err(|e| CliError::usage(format!("--ceilings {}: {e}", path.display())))
 }
@@ -304,6 +312,25 @@ fn choose(
     })
 }
 
+/// The chosen ceilings, refused (exit 2, naming the ceiling and where it came from) unless each
+/// is a positive normal finite number: zero, negative, subnormal (5e-324) or non-finite ceilings
+/// would predict infinite or negative times.
+fn usable(ch: Chosen, g: &Given) -> Result<Chosen, CliError> {
+    for (name, v, flag) in [
+        ("launch", ch.launch_s, g.launch.is_some()),
+        ("bandwidth", ch.bandwidth, g.bandwidth.is_some()),
+        ("peak", ch.peak, g.peak.is_some()),
+    ] {
+        if !(v.is_normal() && v > 0.0) {
+            let from = if flag { format!("--{name}") } else { format!("--ceilings: the {name} ceiling") };
+            return Err(CliError::usage(format!(
+                "{from} = {v:e}: a ceiling must be a positive (normal, finite) number"
+            )));
+        }
+    }
+    Ok(ch)
+}
+
 pub fn run(a: Args) -> CliResult {
     let dtype = Dtype::parse(&a.dtype)
         .ok_or_else(|| CliError::usage(format!("--dtype {}: expected fp32, fp16 or bf16", a.dtype)))?;
@@ -340,7 +367,7 @@ pub fn run(a: Args) -> CliResult {
             let batch = need(a.batch, "batch", "decode-step")?;
             let context = need(a.context, "context", "decode-step")?;
             let (flops, bytes) = (m::decode_step_flops(&model, batch), m::decode_step_bytes(&model, batch, context));
-            let ch = step_ceilings(&g, file.as_ref(), dtype)?;
+            let ch = step_ceilings(&g, file.as_ref(), dtype).and_then(|c| usable(c, &g))?;
             let pred = match a.composition.as_str() {
                 "totals" => m::decode_step_totals(&model, batch, context, ch.launch_s, ch.bandwidth, ch.peak),
                 "per-kernel" => {
@@ -365,7 +392,7 @@ pub fn run(a: Args) -> CliResult {
         }
         (Some(op), None, None) => {
             let (cost, class) = op_cost(&a, op, dtype)?;
-            let ch = choose(&g, file.as_ref(), &cost, &class, dtype)?;
+            let ch = choose(&g, file.as_ref(), &cost, &class, dtype).and_then(|c| usable(c, &g))?;
             extra.insert("pattern".into(), cost.pattern().name().into());
             if let Some(v) = ch.inputs {
                 extra.insert("inputs".into(), v);
@@ -379,7 +406,7 @@ pub fn run(a: Args) -> CliResult {
                 }
             }
             let cost = OpCost { flops, read_bytes: bytes, write_bytes: 0.0 };
-            let ch = choose(&g, file.as_ref(), &cost, "raw", dtype)?;
+            let ch = choose(&g, file.as_ref(), &cost, "raw", dtype).and_then(|c| usable(c, &g))?;
             if let Some(v) = ch.inputs {
                 extra.insert("inputs".into(), v);
             }
@@ -460,7 +487,7 @@ fn print_prediction(
             "bytes": bytes,
         });
         v.as_object_mut().expect("object").extend(extra);
-        println!("{}", serde_json::to_string_pretty(&v).expect("serialisable"));
+        print!("{}", String::from_utf8_lossy(&memscope_report::json::to_pretty(&v)));
         return;
     }
     println!("FLOPs           {flops:.6e}");

@@ -64,10 +64,8 @@ pub(crate) fn session_error(e: SessionError) -> CliError {
 fn check_out_dir(dir: &Path) -> CliResult {
     std::fs::create_dir_all(dir)
         .map_err(|e| CliError::usage(format!("--out {}: cannot create folder: {e}", dir.display())))?;
-    let probe = dir.join(format!(".memscope-write-test-{}", std::process::id()));
-    std::fs::write(&probe, b"").map_err(|e| CliError::usage(format!("--out {}: not writable: {e}", dir.display())))?;
-    let _ = std::fs::remove_file(probe);
-    Ok(())
+    memscope_report::json::check_folder_writable(dir)
+        .map_err(|e| CliError::usage(format!("--out {}: not writable: {e}", dir.display())))
 }
 
 pub fn run(mut args: Args) -> CliResult {
@@ -139,7 +137,9 @@ pub fn run(mut args: Args) -> CliResult {
         let inputs = docs.iter().map(|(p, d)| (p.display().to_string(), d.clone())).collect();
         let merged = memscope_report::fleet::merge(inputs, tool.clone(), &crate::provenance::now());
         let all = args.out.join("results-all.json");
-        memscope_report::json::write_atomic(&all, &memscope_report::json::to_bytes(&merged))
+        session
+            .ledger()
+            .write_bytes(&all, &memscope_report::json::to_bytes(&merged))
             .map_err(|e| CliError::failure(format!("cannot write {}: {e}", all.display())))?;
     }
     // Outputs: --json, then the summary.
@@ -149,7 +149,9 @@ pub fn run(mut args: Args) -> CliResult {
             use std::io::Write;
             let _ = std::io::stdout().write_all(&bytes);
         } else {
-            memscope_report::json::write_atomic(j, &bytes)
+            session
+                .ledger()
+                .write_bytes(j, &bytes)
                 .map_err(|e| CliError::usage(format!("--json {}: {e}", j.display())))?;
         }
     }
