@@ -352,32 +352,6 @@ proptest! {
         }
     }
 
-    /// Counts near and past the bounds: accepted documents stay within them, refused ones name
-    /// the count.
-    #[test]
-    fn counts_past_the_bounds_are_named(points in 0usize..3, findings in 0usize..3) {
-        let mut doc = serde_json::to_value(memscope_report::sample::results()).unwrap();
-        let key = doc["series"].as_object().unwrap().keys().next().unwrap().clone();
-        let n = [10, memscope_report::results::MAX_SERIES_POINTS / 2, memscope_report::results::MAX_SERIES_POINTS / 2 + 1][points];
-        doc["series"][&key]["x"] = json!(vec![1.0; n]);
-        doc["series"][&key]["y"] = json!(vec![1.0; n]);
-        let f0 = doc["findings"].as_object().unwrap().values().next().unwrap().clone();
-        let extra = [0, 10, memscope_report::results::MAX_FINDINGS + 1][findings];
-        for i in 0..extra {
-            doc["findings"][format!("k{i}")] = f0.clone();
-        }
-        match Results::from_json(doc.to_string().as_bytes()) {
-            Ok(r) => {
-                prop_assert!(extra <= memscope_report::results::MAX_FINDINGS && points < 2);
-                prop_assert!(r.findings.len() <= memscope_report::results::MAX_FINDINGS);
-            }
-            Err(e) => {
-                prop_assert!(extra > memscope_report::results::MAX_FINDINGS || points == 2, "{e}");
-                prop_assert!(e.contains("findings") || e.contains("series"), "{e}");
-            }
-        }
-    }
-
     /// A hierarchy the reader accepts has only finite times within the bound, and a `links`
     /// section within its bounds.
     #[test]
@@ -396,6 +370,39 @@ proptest! {
             if let Some(l) = &h.links {
                 prop_assert!(l.gpus <= memscope_core::links::MAX_LINK_GPUS);
                 prop_assert!(l.peer_bytes_per_s.is_normal() && l.peer_latency_ns <= max);
+            }
+        }
+    }
+}
+
+/// Counts near and past the bounds: documents within them are read, those past them refused
+/// with an error naming the count.
+#[test]
+fn counts_past_the_bounds_are_named() {
+    use memscope_report::results::{MAX_FINDINGS, MAX_SERIES_POINTS};
+    for points in 0..3 {
+        for findings in 0..3 {
+            let mut doc = serde_json::to_value(memscope_report::sample::results()).unwrap();
+            let key = doc["series"].as_object().unwrap().keys().next().unwrap().clone();
+            // (x and y both: twice n points, beside the sample's own few hundred)
+            let n = [10, MAX_SERIES_POINTS / 2 - 10_000, MAX_SERIES_POINTS / 2 + 1][points];
+            doc["series"][&key]["x"] = json!(vec![1.0; n]);
+            doc["series"][&key]["y"] = json!(vec![1.0; n]);
+            let f0 = doc["findings"].as_object().unwrap().values().next().unwrap().clone();
+            let extra = [0, 10, MAX_FINDINGS + 1][findings];
+            for i in 0..extra {
+                doc["findings"][format!("k{i}")] = f0.clone();
+            }
+            let past = points == 2 || findings == 2;
+            match Results::from_json(doc.to_string().as_bytes()) {
+                Ok(r) => {
+                    assert!(!past, "points {points}, findings {findings}: read past a bound");
+                    assert!(r.findings.len() <= MAX_FINDINGS);
+                }
+                Err(e) => {
+                    assert!(past, "points {points}, findings {findings}: {e}");
+                    assert!(e.contains("findings") || e.contains("series"), "{e}");
+                }
             }
         }
     }
