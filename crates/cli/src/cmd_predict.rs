@@ -7,7 +7,7 @@ use crate::error::{CliError, CliResult};
 use memscope_core::model::{self as m, DecodeModel, Dtype, OpCost, Prediction, SessionCeilings};
 use memscope_core::model_ceilings::{bandwidth_ceiling, launch_ceiling, peak_ceiling, FloorFallback};
 use memscope_report::model_section::{read_ceilings, CeilingsSource};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -216,7 +216,7 @@ fn op_cost(a: &Args, op: &str, dtype: Dtype) -> Result<(OpCost, String), CliErro
     })
 }
 
-fn load_ceilings(path: &PathBuf) -> Result<CeilingsSource, CliError> {
+fn load_ceilings(path: &Path) -> Result<CeilingsSource, CliError> {
     let max = memscope_report::results::MAX_RESULTS_BYTES;
     let bytes = memscope_report::json::read_limited(path, max)
         .map_err(|e| CliError::usage(format!("--ceilings {}: cannot read: {e}", path.display())))?;
@@ -358,7 +358,7 @@ pub fn run(a: Args) -> CliResult {
         }
         check_overflow(&a, op, dtype)?;
     }
-    let file = a.ceilings.as_ref().map(load_ceilings).transpose()?;
+    let file = a.ceilings.as_deref().map(load_ceilings).transpose()?;
     let mut extra = serde_json::Map::new();
     let (pred, flops, bytes, note) = match (a.op.as_deref(), a.flops, a.bytes) {
         (Some("decode-step"), _, _) => {
