@@ -55,7 +55,8 @@ pub fn run(args: Args) -> CliResult {
     };
     print!("{text}");
     if let (Some(p), Some(page)) = (&args.html, html) {
-        std::fs::write(p, page).map_err(|e| CliError::usage(format!("--html {}: cannot write: {e}", p.display())))?;
+        memscope_results::json::write_atomic(p, page.as_bytes())
+            .map_err(|e| CliError::usage(format!("--html {}: cannot write: {e}", p.display())))?;
     }
     Ok(())
 }

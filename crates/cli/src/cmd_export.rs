@@ -35,7 +35,9 @@ pub fn run(args: Args) -> CliResult {
         ExportCommand::AccelSim { results, out } => (results, out),
         ExportCommand::Nvbandwidth { results } => {
             let (res, _) = crate::cmd_report::load_results(&results)?;
-            print!("{}", memscope_report::nvbandwidth::export(&res));
+            let text = memscope_report::nvbandwidth::export(&res)
+                .map_err(|e| CliError::usage(format!("{}: {e}", results.display())))?;
+            print!("{text}");
             return Ok(());
         }
     };
@@ -47,7 +49,8 @@ pub fn run(args: Args) -> CliResult {
         .map_err(|e| CliError::usage(format!("--out {}: cannot create: {e}", out.display())))?;
     for (name, text) in &e.files {
         let p = out.join(name);
-        std::fs::write(&p, text).map_err(|e| CliError::usage(format!("--out {}: cannot write: {e}", p.display())))?;
+        memscope_results::json::write_atomic(&p, text.as_bytes())
+            .map_err(|e| CliError::usage(format!("--out {}: cannot write: {e}", p.display())))?;
         println!("wrote {}", p.display());
     }
     let set = e.entries.iter().filter(|x| !x.source.starts_with("base ")).count();

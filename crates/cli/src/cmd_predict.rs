@@ -120,8 +120,16 @@ fn given(a: &Args) -> Result<Given, CliError> {
 }
 
 fn load_ceilings(path: &PathBuf) -> Result<CeilingsSource, CliError> {
-    let bytes =
-        std::fs::read(path).map_err(|e| CliError::usage(format!("--ceilings {}: cannot read: {e}", path.display())))?;
+    let max = memscope_results::results::MAX_RESULTS_BYTES;
+    let bytes = memscope_results::json::read_limited(path, max)
+        .map_err(|e| CliError::usage(format!("--ceilings {}: cannot read: {e}", path.display())))?;
+    if bytes.len() > max {
+        return Err(CliError::usage(format!(
+            "--ceilings {}: the file is over {} MiB (MAX_RESULTS_BYTES)",
+            path.display(),
+            max >> 20
+        )));
+    }
     read_ceilings(&bytes, FloorFallback::EmptyKernel)
         .map_err(|e| CliError::usage(format!("--ceilings {}: {e}", path.display())))
 }
@@ -189,7 +197,7 @@ fn print_prediction(
             "bytes": bytes,
         });
         v.as_object_mut().expect("object").extend(extra);
-        println!("{}", serde_json::to_string_pretty(&v).expect("serialisable"));
+        print!("{}", String::from_utf8_lossy(&memscope_results::json::to_pretty(&v)));
         return;
     }
     println!("FLOPs           {flops:.6e}");

@@ -35,7 +35,7 @@ pub struct Args {
 
 /// Read and parse a results file; every problem is a usage error naming the file.
 pub fn load_results(path: &Path) -> Result<(Results, Value), CliError> {
-    let bytes = std::fs::read(path)
+    let bytes = memscope_results::json::read_limited(path, memscope_results::results::MAX_RESULTS_BYTES)
         .map_err(|e| CliError::usage(format!("{}: cannot read results file: {e}", path.display())))?;
     let results = Results::from_json(&bytes).map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
     let raw: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
@@ -52,7 +52,8 @@ fn write(path: &Path, bytes: &[u8], what: &str) -> CliResult {
             .and_then(|_| out.flush())
             .map_err(|e| CliError::failure(format!("--{what} -: cannot write to stdout: {e}")));
     }
-    std::fs::write(path, bytes).map_err(|e| CliError::usage(format!("--{what} {}: cannot write: {e}", path.display())))
+    memscope_results::json::write_atomic(path, bytes)
+        .map_err(|e| CliError::usage(format!("--{what} {}: cannot write: {e}", path.display())))
 }
 
 /// The device a model run was measured on: `device.name` (model runs) or `device` (ceilings) of
@@ -102,8 +103,15 @@ pub fn run(args: Args) -> CliResult {
     let (results, raw) = load_results(&args.results)?;
     let model = match &args.model {
         Some(p) => {
-            let bytes =
-                std::fs::read(p).map_err(|e| CliError::usage(format!("--model {}: cannot read: {e}", p.display())))?;
+            let bytes = memscope_results::json::read_limited(p, memscope_results::results::MAX_RESULTS_BYTES)
+                .map_err(|e| CliError::usage(format!("--model {}: cannot read: {e}", p.display())))?;
+            if bytes.len() > memscope_results::results::MAX_RESULTS_BYTES {
+                return Err(CliError::usage(format!(
+                    "--model {}: the file is over {} MiB (MAX_RESULTS_BYTES)",
+                    p.display(),
+                    memscope_results::results::MAX_RESULTS_BYTES >> 20
+                )));
+            }
             let mut v: Value = serde_json::from_slice(&bytes)
                 .map_err(|e| CliError::usage(format!("--model {}: not JSON: {e}", p.display())))?;
             let warning = check_model_device(&results, &v, p, args.any_device)?;
@@ -112,7 +120,7 @@ pub fn run(args: Args) -> CliResult {
                 v = v.get("model").cloned().unwrap_or(Value::Null);
             }
             if let Some(warning) = warning {
-                eprintln!("memscope: warning: {warning}");
+                eprintln!("memscope: warning: {}", memscope_report::hygiene::terminal(&warning));
                 if let Some(o) = v.as_object_mut() {
                     o.insert("other_device_warning".into(), Value::String(warning));
                 }

@@ -64,10 +64,8 @@ pub(crate) fn session_error(e: SessionError) -> CliError {
 fn check_out_dir(dir: &Path) -> CliResult {
     std::fs::create_dir_all(dir)
         .map_err(|e| CliError::usage(format!("--out {}: cannot create folder: {e}", dir.display())))?;
-    let probe = dir.join(format!(".memscope-write-test-{}", std::process::id()));
-    std::fs::write(&probe, b"").map_err(|e| CliError::usage(format!("--out {}: not writable: {e}", dir.display())))?;
-    let _ = std::fs::remove_file(probe);
-    Ok(())
+    memscope_results::json::check_folder_writable(dir)
+        .map_err(|e| CliError::usage(format!("--out {}: not writable: {e}", dir.display())))
 }
 
 pub fn run(mut args: Args) -> CliResult {
@@ -142,7 +140,9 @@ pub fn run(mut args: Args) -> CliResult {
             use std::io::Write;
             let _ = std::io::stdout().write_all(&bytes);
         } else {
-            memscope_results::json::write_atomic(j, &bytes)
+            session
+                .ledger()
+                .write_bytes(j, &bytes)
                 .map_err(|e| CliError::usage(format!("--json {}: {e}", j.display())))?;
         }
     }

@@ -113,8 +113,8 @@ fn preset(name: &str) -> Result<Hierarchy, CliError> {
 }
 
 fn from_file(f: &Path, flag: &str) -> Result<Hierarchy, CliError> {
-    let text =
-        std::fs::read_to_string(f).map_err(|e| CliError::usage(format!("{flag} {}: cannot read: {e}", f.display())))?;
+    let text = memscope_sim::target::read_limited(f)
+        .map_err(|e| CliError::usage(format!("{flag} {}: cannot read: {e}", f.display())))?;
     Hierarchy::from_json_str(&text).map_err(|e| CliError::usage(format!("{}: {e}", f.display())))
 }
 
@@ -162,13 +162,14 @@ fn sim_err(what: &str, e: memscope_core::TargetError) -> CliError {
 }
 
 fn write(path: &Path, bytes: &[u8], what: &str) -> CliResult {
-    std::fs::write(path, bytes).map_err(|e| CliError::usage(format!("--{what} {}: cannot write: {e}", path.display())))
+    memscope_results::json::write_atomic(path, bytes)
+        .map_err(|e| CliError::usage(format!("--{what} {}: cannot write: {e}", path.display())))
 }
 
 pub fn run(args: Args) -> CliResult {
     match args.command {
         SimCommand::Dump(w) => {
-            println!("{}", hierarchy(&w)?.to_json_pretty());
+            print!("{}", String::from_utf8_lossy(&memscope_results::json::to_pretty(&hierarchy(&w)?)));
             Ok(())
         }
         SimCommand::Vadd { which, n, timeline, record_warps, json, html } => {
@@ -198,7 +199,7 @@ pub fn run(args: Args) -> CliResult {
                 write(path, &memscope_report::animation::render(tl), "html")?;
             }
             if json {
-                println!("{}", serde_json::to_string_pretty(&rep).unwrap_or_default());
+                print!("{}", String::from_utf8_lossy(&memscope_results::json::to_pretty(&rep)));
             } else {
                 print_vadd(&rep, t.hierarchy());
             }
@@ -242,7 +243,7 @@ pub fn run(args: Args) -> CliResult {
                     "median_ns_per_hop": ns, "cycles_per_hop": cycles, "warmup_hops": lines * spec.warmup_laps as u64,
                     "timed_hops": spec.hops * spec.repeats as u64, "stats": s,
                     "stats_note": "stats count every hop, the warm-up laps included"});
-                println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+                print!("{}", String::from_utf8_lossy(&memscope_results::json::to_pretty(&v)));
             } else {
                 println!(
                     "chase on {}: {lines} addresses, footprint {footprint} B, stride {stride} B: {ns:.2} ns/hop ({cycles:.0} cycles)",
@@ -288,15 +289,16 @@ fn calibrate(results: &Path, out: Option<&Path>, base: &str) -> CliResult {
             CalibrateError::NoGpuFindings(m) => CliError::usage(format!("{}: {m}", results.display())),
             e => CliError::usage(format!("{}: {e}", results.display())),
         })?;
-    let table = source_table(&c.rows);
-    let text = c.hierarchy.to_json_pretty();
+    // (the table quotes the results file: terminal-escaped; the JSON has C1 and bidi escaped)
+    let table = memscope_report::hygiene::terminal(&source_table(&c.rows));
+    let text = memscope_results::json::to_pretty(&c.hierarchy);
     match out {
         Some(p) => {
-            write(p, format!("{text}\n").as_bytes(), "out")?;
+            write(p, &text, "out")?;
             print!("{table}");
         }
         None => {
-            println!("{text}");
+            print!("{}", String::from_utf8_lossy(&text));
             eprint!("{table}");
         }
     }

@@ -67,6 +67,18 @@ pub trait PeerLinks {
     fn describe(&self) -> String;
 }
 
+/// Most GPUs of one simulated host (an NVLink domain of 72 GPUs is the largest built); the peer
+/// probe copies between every ordered pair.
+pub const MAX_LINK_GPUS: u32 = 72;
+/// Slowest and fastest link rate accepted, bytes/s (1 kB/s to 1 PB/s).
+pub const LINK_BYTES_PER_S_RANGE: (f64, f64) = (1e3, 1e15);
+/// Longest link latency or copy setup accepted: one second.
+pub const MAX_LINK_TIME_NS: f64 = 1e9;
+
+fn rate_range(v: f64) -> String {
+    format!("must be from {:e} to {:e} bytes/s (got {v})", LINK_BYTES_PER_S_RANGE.0, LINK_BYTES_PER_S_RANGE.1)
+}
+
 /// Extension of the simulated hierarchy: the links of a simulated host of `gpus` GPUs, of which
 /// this hierarchy is GPU `index`. Every ordered pair has the default rate and latency unless
 /// `pairs` says otherwise (a slowed link, no peer access).
@@ -143,21 +155,30 @@ impl LinksSpec {
     }
 
     /// Check every field; the error names the offending one ("links.pairs[1].to: ...").
+    /// The bounds (docs/CONTRACTS.md, "Limits") keep the peer probe's work, quadratic in
+    /// `gpus`, and its times finite.
     pub fn validate(&self) -> Result<(), (String, String)> {
         let bad = |f: &str, m: String| Err((format!("links.{f}"), m));
-        if self.gpus == 0 || self.gpus > 1024 {
-            return bad("gpus", format!("must be in 1..=1024 (got {})", self.gpus));
+        if self.gpus == 0 || self.gpus > MAX_LINK_GPUS {
+            return bad("gpus", format!("must be in 1..={MAX_LINK_GPUS} (got {})", self.gpus));
+        }
+        let most_pairs = self.gpus as usize * (self.gpus as usize - 1);
+        if self.pairs.len() > most_pairs {
+            return bad(
+                "pairs",
+                format!("{} pairs, at most {most_pairs} (one per ordered pair of GPUs)", self.pairs.len()),
+            );
         }
         if self.index >= self.gpus {
             return bad("index", format!("must be below links.gpus = {} (got {})", self.gpus, self.index));
         }
-        let positive = |v: f64| v.is_finite() && v > 0.0;
+        let positive = |v: f64| v.is_finite() && (LINK_BYTES_PER_S_RANGE.0..=LINK_BYTES_PER_S_RANGE.1).contains(&v);
         if !positive(self.peer_bytes_per_s) {
-            return bad("peer_bytes_per_s", format!("must be > 0 (got {})", self.peer_bytes_per_s));
+            return bad("peer_bytes_per_s", rate_range(self.peer_bytes_per_s));
         }
         for (f, v) in [("peer_latency_ns", self.peer_latency_ns), ("copy_setup_ns", self.copy_setup_ns)] {
-            if !v.is_finite() || v < 0.0 {
-                return bad(f, format!("must be a finite number >= 0 (got {v})"));
+            if !v.is_finite() || !(0.0..=MAX_LINK_TIME_NS).contains(&v) {
+                return bad(f, format!("must be a finite number from 0 to {MAX_LINK_TIME_NS:e} (got {v})"));
             }
         }
         for (f, v) in [("sm_fraction", self.sm_fraction), ("bidirectional_fraction", self.bidirectional_fraction)] {
@@ -181,10 +202,13 @@ impl LinksSpec {
                 return bad(&format!("pairs[{i}].to"), format!("a pair joins two GPUs (from = to = {})", p.to));
             }
             if let Some(r) = p.bytes_per_s.filter(|r| !positive(*r)) {
-                return bad(&format!("pairs[{i}].bytes_per_s"), format!("must be > 0 (got {r})"));
+                return bad(&format!("pairs[{i}].bytes_per_s"), rate_range(r));
             }
-            if let Some(l) = p.latency_ns.filter(|l| !l.is_finite() || *l < 0.0) {
-                return bad(&format!("pairs[{i}].latency_ns"), format!("must be a finite number >= 0 (got {l})"));
+            if let Some(l) = p.latency_ns.filter(|l| !l.is_finite() || !(0.0..=MAX_LINK_TIME_NS).contains(l)) {
+                return bad(
+                    &format!("pairs[{i}].latency_ns"),
+                    format!("must be a finite number from 0 to {MAX_LINK_TIME_NS:e} (got {l})"),
+                );
             }
         }
         Ok(())

@@ -249,7 +249,16 @@ pub fn export(target: &TargetInfo, findings: &BTreeMap<String, Finding>, source:
     let mut entries = Vec::new();
     for (o, v) in base::SM90_H200.iter().chain(base::XBAR) {
         let e = match set.remove(o) {
-            Some((value, source)) => Entry { option: o, value, source },
+            Some((value, source)) if option_value_ok(&value) => Entry { option: o, value, source },
+            Some((value, _)) => Entry {
+                option: o,
+                value: v.to_string(),
+                source: format!(
+                    "base {}: the value from the results file ({:?}) is not a usable option value",
+                    if base::XBAR.iter().any(|(x, _)| x == o) { XBAR_BASE } else { BASE },
+                    value.chars().take(40).collect::<String>()
+                ),
+            },
             None => {
                 let why = not_measured(o);
                 let b = if base::XBAR.iter().any(|(x, _)| x == o) { XBAR_BASE } else { BASE };
@@ -278,11 +287,58 @@ fn not_measured(o: &str) -> &'static str {
     }
 }
 
+/// Longest run of digits accepted in an option value (a 64-bit count has 20; a measured value
+/// with more than 12 is no hardware's).
+const MAX_VALUE_DIGITS: usize = 12;
+
+/// Whether `value` is an option value GPGPU-Sim can read as memscope meant it: only letters,
+/// digits and `:,._=-`, no non-finite number (`inf`, `NaN`), no run of more than
+/// `MAX_VALUE_DIGITS` digits, at most 200 characters.
+fn option_value_ok(value: &str) -> bool {
+    let mut run = 0;
+    for c in value.chars() {
+        if !(c.is_ascii_alphanumeric() || ":,._=-".contains(c)) {
+            return false;
+        }
+        run = if c.is_ascii_digit() { run + 1 } else { 0 };
+        if run > MAX_VALUE_DIGITS {
+            return false;
+        }
+    }
+    !value.is_empty()
+        && value.len() <= 200
+        && !value.split([':', ',', '=']).any(|p| {
+            let p = p.trim_start_matches('-').to_ascii_lowercase();
+            p == "inf" || p == "nan" || p == "infinity"
+        })
+}
+
+/// Text from the results file for a `#` comment of the config: control characters (a newline
+/// would start a live option line) and bidirectional overrides written as visible `\u{..}`
+/// escapes, `#` dropped.
+fn config_comment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') {
+            out.push_str(&c.escape_unicode().to_string());
+        } else if c != '#' {
+            out.push(c);
+        }
+    }
+    out
+}
+
 fn render(entries: &[Entry], t: &TargetInfo, findings: &BTreeMap<String, Finding>, source: &str) -> String {
     let measured = entries.iter().filter(|e| !e.source.starts_with("base ")).count();
     let mut s = String::new();
     s.push_str("# GPGPU-Sim / Accel-Sim configuration written by `memscope export accel-sim`\n");
-    s.push_str(&format!("# from {source}: {} ({}), {} findings\n", t.name, t.id, findings.len()));
+    s.push_str(&format!(
+        "# from {}: {} ({}), {} findings\n",
+        config_comment(source),
+        config_comment(&t.name),
+        config_comment(&t.id),
+        findings.len()
+    ));
     s.push_str(&format!(
         "# {measured} of {} options from measurement or the driver; every other value is the public {BASE}\n",
         entries.len()
@@ -295,7 +351,7 @@ fn render(entries: &[Entry], t: &TargetInfo, findings: &BTreeMap<String, Finding
     let width = entries.iter().map(|e| e.option.len() + e.value.len() + 1).max().unwrap_or(0).min(60);
     for e in entries {
         let line = format!("{} {}", e.option, e.value);
-        s.push_str(&format!("{line:<width$}  # {}\n", e.source.replace('#', "")));
+        s.push_str(&format!("{line:<width$}  # {}\n", config_comment(&e.source)));
     }
     s
 }

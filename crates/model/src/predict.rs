@@ -286,6 +286,23 @@ fn choose(g: &Given, file: Option<&CeilingsFile>, cost: &OpCost, class: &str, dt
     })
 }
 
+/// The chosen ceilings, refused (naming the ceiling and where it came from) unless each is a
+/// positive normal finite number: zero, negative, subnormal (5e-324) or non-finite ceilings would
+/// predict infinite or negative times.
+fn usable(ch: Chosen, g: &Given) -> Result<Chosen, String> {
+    for (name, v, flag) in [
+        ("launch", ch.launch_s, g.launch.is_some()),
+        ("bandwidth", ch.bandwidth, g.bandwidth.is_some()),
+        ("peak", ch.peak, g.peak.is_some()),
+    ] {
+        if !(v.is_normal() && v > 0.0) {
+            let from = if flag { format!("--{name}") } else { format!("--ceilings: the {name} ceiling") };
+            return Err(format!("{from} = {v:e}: a ceiling must be a positive (normal, finite) number"));
+        }
+    }
+    Ok(ch)
+}
+
 impl Request {
     /// Everything wrong with the request that needs no ceilings file: either an operation or a
     /// FLOPs/bytes pair, a known operation, every missing value at once, sizes of at least 1 whose
@@ -334,7 +351,7 @@ impl Request {
                 let context = need(a.context, "context", "decode-step")?;
                 let (flops, bytes) =
                     (m::decode_step_flops(&model, batch), m::decode_step_bytes(&model, batch, context));
-                let ch = step_ceilings(g, file, dtype)?;
+                let ch = step_ceilings(g, file, dtype).and_then(|c| usable(c, g))?;
                 let pred = match a.composition.as_str() {
                     "totals" => m::decode_step_totals(&model, batch, context, ch.launch_s, ch.bandwidth, ch.peak),
                     "per-kernel" => {
@@ -359,7 +376,7 @@ impl Request {
             }
             (Some(op), None, None) => {
                 let (cost, class) = op_cost(a, op, dtype)?;
-                let ch = choose(g, file, &cost, &class, dtype)?;
+                let ch = choose(g, file, &cost, &class, dtype).and_then(|c| usable(c, g))?;
                 extra.insert("pattern".into(), cost.pattern().name().into());
                 if let Some(v) = ch.inputs {
                     extra.insert("inputs".into(), v);
@@ -373,7 +390,7 @@ impl Request {
                     }
                 }
                 let cost = OpCost { flops, read_bytes: bytes, write_bytes: 0.0 };
-                let ch = choose(g, file, &cost, "raw", dtype)?;
+                let ch = choose(g, file, &cost, "raw", dtype).and_then(|c| usable(c, g))?;
                 if let Some(v) = ch.inputs {
                     extra.insert("inputs".into(), v);
                 }

@@ -236,7 +236,7 @@ fn provenance(results: &Results) -> String {
     let t = &results.target;
     let mut rows: Vec<(String, String)> = vec![
         ("device".into(), esc(&format!("{} ({})", t.name, t.id))),
-        ("units".into(), format!("{} {}s", t.units, t.capabilities.unit_name)),
+        ("units".into(), esc(&format!("{} {}s", t.units, t.capabilities.unit_name))),
     ];
     if let Some(hz) = t.clock_hz {
         rows.push(("clock used for cycles".into(), esc(&units::si(hz, "Hz"))));

@@ -2,7 +2,9 @@
 //! note, a method string): terminal text with control characters made visible (an ANSI escape
 //! in a target name must not clear the screen), Markdown with HTML and emphasis markup escaped,
 //! CSV cells that a spreadsheet would run as a formula (`=`, `+`, `-`, `@`, tab, CR first)
-//! neutralised with a leading apostrophe (the OWASP advice for CSV injection).
+//! neutralised with a leading apostrophe (the OWASP advice for CSV injection), HTML with markup,
+//! quotes and control characters escaped. One function per output kind, used by every writer of
+//! that kind (JSON: `json::to_pretty`; simulator configs: the exporter's `config_comment`).
 
 /// `s` with every control character except newline written as a visible escape (`\u{1b}`), so
 /// printing it cannot move the cursor, recolour or clear the terminal. Tabs are kept. Unicode
@@ -48,8 +50,13 @@ pub fn markdown(s: &str) -> String {
 }
 
 /// A Markdown code span holding `s` literally: fenced by one more backtick than the longest run
-/// inside, control characters dropped, line breaks as spaces, pipes escaped for tables.
+/// inside, control characters dropped, line breaks as spaces, pipes escaped for tables. Text
+/// with `<` or `>` is written as escaped text (`markdown`) instead.
 pub fn markdown_code(s: &str) -> String {
+    // (HTML markup stays out of the page even as code: such text is escaped instead)
+    if s.contains(['<', '>']) {
+        return markdown(s);
+    }
     let clean: String = s
         .chars()
         .filter_map(|c| match c {
@@ -69,15 +76,46 @@ pub fn markdown_code(s: &str) -> String {
     format!("{fence}{pad}{}{pad}{fence}", clean.replace('|', "\\|"))
 }
 
-/// A CSV cell that no spreadsheet evaluates: text starting with `=`, `+`, `-`, `@`, tab or CR
-/// gets a leading apostrophe, unless the whole cell is a number ("-1.5" stays a number).
+/// A CSV cell that no spreadsheet evaluates and that holds no control character: line breaks and
+/// tabs as spaces, other control characters and bidi overrides as visible escapes; text starting
+/// with `=`, `+`, `-`, `@` gets a leading apostrophe, unless the whole cell is a number ("-1.5"
+/// stays a number).
 pub fn csv_cell(s: &str) -> String {
-    let risky = s.starts_with(['=', '+', '-', '@', '\t', '\r']);
+    let s: String = if s.chars().any(needs_escape) || s.contains(['\n', '\t']) {
+        s.chars()
+            .map(|c| match c {
+                '\n' | '\r' | '\t' => " ".to_string(),
+                c if needs_escape(c) => c.escape_unicode().to_string(),
+                c => c.to_string(),
+            })
+            .collect()
+    } else {
+        s.to_string()
+    };
+    let risky = s.trim_start().starts_with(['=', '+', '-', '@']);
     if risky && s.trim().parse::<f64>().is_err() {
         format!("'{s}")
     } else {
-        s.to_string()
+        s
     }
+}
+
+/// Text for HTML (element content and quoted attribute values): `& < > " '` as entities, control
+/// characters other than newline and tab and bidi overrides as visible escapes (`\u{1b}`).
+pub fn html(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if needs_escape(c) => out.push_str(&c.escape_unicode().to_string()),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -101,6 +139,18 @@ mod tests {
         assert_eq!(markdown_code("l1.hit_latency_ns"), "`l1.hit_latency_ns`");
         assert_eq!(markdown_code("a`b"), "``a`b``");
         assert_eq!(markdown_code("`x|"), "`` `x\\| ``");
+    }
+
+    #[test]
+    fn html_escapes_markup_quotes_and_controls() {
+        assert_eq!(html("<script>'x'&\"y\"</script>"), "&lt;script&gt;&#39;x&#39;&amp;&quot;y&quot;&lt;/script&gt;");
+        assert_eq!(html("a\u{1b}[2J\u{7}\u{9b}\u{202e}b\nc"), "a\\u{1b}[2J\\u{7}\\u{9b}\\u{202e}b\nc");
+    }
+
+    #[test]
+    fn csv_cells_hold_no_control_characters() {
+        assert_eq!(csv_cell("a\nb\u{1b}c\u{85}"), "a b\\u{1b}c\\u{85}");
+        assert_eq!(csv_cell("\t=1+2"), "' =1+2");
     }
 
     #[test]

@@ -40,14 +40,30 @@ const PEER: [(&str, &str, &str); 4] = [
     ("device_to_device_bidirectional_memcpy_write_sm", "SM", "<->"),
 ];
 
+/// Most GPUs of one host the export lays out (GPU indices and peer matrices; docs/CONTRACTS.md,
+/// "Limits"): the table is as wide as the largest index.
+pub const MAX_HOST_GPUS: usize = 256;
+
 /// The documents of a file with their GPU column: a merged file's members, else the file itself.
-fn columns(r: &Results) -> Vec<(usize, &Results)> {
-    let docs: Vec<&Results> = if r.fleet.is_empty() { vec![r] } else { r.fleet.iter().map(|m| &m.results).collect() };
+/// An error names a `host_gpu_index` that is not an integer below `MAX_HOST_GPUS`.
+fn columns(r: &Results) -> Result<Vec<(usize, &Results)>, String> {
+    let docs: Vec<(String, &Results)> = if r.fleet.is_empty() {
+        vec![(String::new(), r)]
+    } else {
+        r.fleet.iter().enumerate().map(|(i, m)| (format!("fleet[{i}].results."), &m.results)).collect()
+    };
     docs.into_iter()
         .enumerate()
-        .map(|(k, d)| {
-            let idx = d.target.details.get("host_gpu_index").and_then(Value::as_u64).map(|i| i as usize).unwrap_or(k);
-            (idx, d)
+        .map(|(k, (at, d))| match d.target.details.get("host_gpu_index") {
+            None => Ok((k.min(MAX_HOST_GPUS - 1), d)),
+            Some(v) => match v.as_u64().filter(|&i| i < MAX_HOST_GPUS as u64) {
+                Some(i) => Ok((i as usize, d)),
+                None => Err(format!(
+                    "{at}target.details.host_gpu_index = {}: must be an integer from 0 to {}",
+                    crate::hygiene::terminal(&v.to_string().chars().take(40).collect::<String>()),
+                    MAX_HOST_GPUS - 1
+                )),
+            },
         })
         .collect()
 }
@@ -76,16 +92,25 @@ fn table(out: &mut String, rows: &[(String, Vec<Option<f64>>)], ncols: usize) {
     out.push('\n');
 }
 
-fn matrix(v: &Value) -> Option<Vec<Vec<Option<f64>>>> {
-    v.as_array().map(|rows| {
-        rows.iter().map(|r| r.as_array().map(|c| c.iter().map(Value::as_f64).collect()).unwrap_or_default()).collect()
-    })
+/// A peer matrix, at most `MAX_HOST_GPUS` rows and columns (the table is square in its rows).
+fn matrix(v: &Value, key: &str) -> Result<Option<Vec<Vec<Option<f64>>>>, String> {
+    let Some(rows) = v.as_array() else { return Ok(None) };
+    if rows.len() > MAX_HOST_GPUS || rows.iter().any(|r| r.as_array().is_some_and(|c| c.len() > MAX_HOST_GPUS)) {
+        return Err(format!(
+            "findings[{:?}].value: a peer matrix of more than {MAX_HOST_GPUS} GPUs",
+            crate::hygiene::terminal(key)
+        ));
+    }
+    Ok(Some(
+        rows.iter().map(|r| r.as_array().map(|c| c.iter().map(Value::as_f64).collect()).unwrap_or_default()).collect(),
+    ))
 }
 
-/// The text; empty input (no interconnect findings) says so.
-pub fn export(r: &Results) -> String {
+/// The text; empty input (no interconnect findings) says so. An error names a GPU index or peer
+/// matrix beyond `MAX_HOST_GPUS`.
+pub fn export(r: &Results) -> Result<String, String> {
     let mut out = String::new();
-    let cols = columns(r);
+    let cols = columns(r)?;
     let ncols = cols.iter().map(|c| c.0 + 1).max().unwrap_or(0);
     for (name, engine, arrow) in HOST {
         let key = keys::link_bytes_per_s(name);
@@ -119,7 +144,8 @@ pub fn export(r: &Results) -> String {
     // The peer matrices: from the document (or member) that measured them.
     for (_, d) in &cols {
         for (name, engine, arrow) in PEER {
-            let Some(m) = d.findings.get(&keys::peer_bytes_per_s(name)).and_then(|f| matrix(&f.value)) else {
+            let key = keys::peer_bytes_per_s(name);
+            let Some(m) = d.findings.get(&key).map(|f| matrix(&f.value, &key)).transpose()?.flatten() else {
                 continue;
             };
             let n = m.len();
@@ -146,7 +172,8 @@ pub fn export(r: &Results) -> String {
             let _ = writeln!(out, "memcpy {engine} GPU(row) {arrow} GPU(column) bandwidth (GB/s)");
             table(&mut out, &rows, n);
         }
-        if let Some(m) = d.findings.get(keys::PEER_LATENCY_NS).and_then(|f| matrix(&f.value)) {
+        let peer_lat = d.findings.get(keys::PEER_LATENCY_NS).map(|f| matrix(&f.value, keys::PEER_LATENCY_NS));
+        if let Some(m) = peer_lat.transpose()?.flatten() {
             let _ = writeln!(out, "Running device_to_device_latency_sm.");
             let _ = writeln!(out, "Device to Device Latency SM GPU(row) <-> GPU(column) (ns)");
             let n = m.len();
@@ -156,10 +183,10 @@ pub fn export(r: &Results) -> String {
         }
         if let Some(f) = d.findings.get(keys::PEER_ACCESS) {
             if let Some(rows) = f.value.as_array() {
-                for (i, r) in rows.iter().enumerate() {
-                    for (j, a) in r.as_array().into_iter().flatten().enumerate() {
+                for (i, r) in rows.iter().enumerate().take(MAX_HOST_GPUS) {
+                    for (j, a) in r.as_array().into_iter().flatten().enumerate().take(MAX_HOST_GPUS) {
                         if let Some(why) = a.as_str() {
-                            let _ = writeln!(out, "no peer access {i} -> {j}: {why}");
+                            let _ = writeln!(out, "no peer access {i} -> {j}: {}", crate::hygiene::terminal(why));
                         }
                     }
                 }
@@ -169,7 +196,7 @@ pub fn export(r: &Results) -> String {
     if out.is_empty() {
         out.push_str("no interconnect findings in this file (run the link or peer probe)\n");
     }
-    out
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -206,7 +233,7 @@ mod tests {
             keys::peer_bytes_per_s("device_to_device_bidirectional_memcpy_write_sm"),
             Finding::json(json!([[null, 1.0e11], [2.0e11, null]]), "bytes/s", "m", Confidence::High),
         );
-        let t = export(&r);
+        let t = export(&r).unwrap();
         assert!(t.contains("Running host_to_device_memcpy_ce.\nmemcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)\n          0\n0     55.21\n"), "{t}");
         assert!(t.contains("0       N/A    300.00\n1    300.00       N/A\n"), "{t}");
     }

@@ -126,10 +126,15 @@ impl Placer {
     }
 }
 
-/// Escape text for XML/HTML.
+/// Escape text for XML/HTML (`hygiene::html`: markup, quotes, control characters).
 pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    crate::hygiene::html(s)
 }
+
+/// Most marks of each kind (level lines, knees) one plot draws.
+pub const MAX_PLOT_MARKS: usize = 1000;
+/// Most mark labels one plot places (each is checked against those placed before).
+const MAX_MARK_LABELS: usize = 64;
 
 /// Bound on a linear axis's ticks (6-8 in practice).
 const MAX_LINEAR_TICKS: usize = 16;
@@ -315,10 +320,30 @@ pub fn render(p: &Plot) -> String {
     );
     // marks: level lines first (their labels sit on their line, right or left end, above or
     // below), then knees (their labels move down the line until they overlap nothing placed).
+    // (linear in marks: at most MAX_PLOT_MARKS of each kind drawn, and only the first
+    // MAX_MARK_LABELS labelled, so the overlap search stays bounded; docs/CONTRACTS.md "Limits")
     let mut placer = Placer::default();
     const MARK_PX: f64 = 10.0;
-    for (v, label) in &p.hmarks {
+    let left_out = p.hmarks.len().saturating_sub(MAX_PLOT_MARKS) + p.vmarks.len().saturating_sub(MAX_PLOT_MARKS);
+    if left_out > 0 {
+        let _ = write!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" class="hl">{left_out} more marks not drawn</text>"#,
+            ml + 4.0,
+            h - 4.0
+        );
+    }
+    for (v, label) in p.hmarks.iter().take(MAX_PLOT_MARKS) {
         let y = sy.map(*v);
+        if placer.boxes.len() >= MAX_MARK_LABELS {
+            let _ = write!(
+                s,
+                r#"<line x1="{ml}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" class="hmark"><title>{}</title></line>"#,
+                w - mr,
+                esc(label)
+            );
+            continue;
+        }
         let wd = text_width(label, MARK_PX);
         let (r, l) = (w - mr - 4.0, ml + 4.0);
         let (x, ty, end) = placer.place(
@@ -334,8 +359,17 @@ pub fn render(p: &Plot) -> String {
             esc(label)
         );
     }
-    for (v, label) in &p.vmarks {
+    for (v, label) in p.vmarks.iter().take(MAX_PLOT_MARKS) {
         let x = sx.map(*v);
+        if placer.boxes.len() >= MAX_MARK_LABELS {
+            let _ = write!(
+                s,
+                r#"<line x1="{x:.1}" y1="{mt}" x2="{x:.1}" y2="{:.1}" class="vmark"><title>{}</title></line>"#,
+                h - mb,
+                esc(label)
+            );
+            continue;
+        }
         let wd = text_width(label, MARK_PX);
         // right of the line, or left of it where the right would pass the frame
         let right = x + 3.0 + wd <= w - mr;

@@ -163,7 +163,7 @@ pub fn provenance_line(results: &Results) -> String {
     }
     let mut tool = format!("{} {}", results.tool.name, results.tool.version);
     if let Some(c) = &results.tool.git_commit {
-        tool.push_str(&format!(" @{}", &c[..c.len().min(10)]));
+        tool.push_str(&format!(" @{}", c.chars().take(10).collect::<String>()));
     }
     parts.push(tool);
     parts.join(" · ")

@@ -230,3 +230,180 @@ fn replace_nth(doc: &Value, n: usize, v: &Value) -> Value {
     go(&mut out, &mut k, v);
     out
 }
+
+/// Text a terminal, a page or a reader would act on: C0 controls but newline and tab, C1
+/// controls, bidirectional overrides.
+fn acts(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t') || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+fn payload_text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        hostile_text(),
+        "[\\u{80}-\\u{9f}\\u{202a}-\\u{202e}\\u{2066}-\\u{2069}<>\"'&\\n\\r\\x1b\\x07a-zé€😀]{0,24}",
+        Just("\u{1b}]8;;http://x\u{7}link\u{1b}]8;;\u{7}".to_string()),
+        Just("<script>alert(1)</script>\u{9b}2J\u{202e}".to_string()),
+    ]
+}
+
+/// `doc` with the `n`-th object key (depth first, modulo the key count) renamed to `key`.
+fn rename_nth_key(doc: &Value, n: usize, key: &str) -> Value {
+    fn keys(x: &Value) -> usize {
+        match x {
+            Value::Object(m) => m.len() + m.values().map(keys).sum::<usize>(),
+            Value::Array(a) => a.iter().map(keys).sum(),
+            _ => 0,
+        }
+    }
+    fn go(x: &mut Value, n: &mut usize, key: &str) -> bool {
+        match x {
+            Value::Object(m) => {
+                if *n < m.len() {
+                    let old = m.keys().nth(*n).cloned().expect("key");
+                    let v = m.remove(&old).expect("value");
+                    m.insert(key.to_string(), v);
+                    return true;
+                }
+                *n -= m.len();
+                m.values_mut().any(|c| go(c, n, key))
+            }
+            Value::Array(a) => a.iter_mut().any(|c| go(c, n, key)),
+            _ => false,
+        }
+    }
+    let mut out = doc.clone();
+    let total = keys(doc);
+    if total > 0 {
+        let mut k = n % total;
+        go(&mut out, &mut k, key);
+    }
+    out
+}
+
+/// Every output a results document feeds, for the properties below.
+fn all_outputs(r: &Results) -> Vec<(&'static str, String)> {
+    let sample = memscope_results::sample::results();
+    let tool: memscope_results::ToolInfo =
+        serde_json::from_value(json!({"name": "memscope", "version": "0"})).expect("tool");
+    let merged = memscope_results::merge::merge(
+        vec![("a.json".into(), r.clone()), ("b.json".into(), sample.clone())],
+        tool,
+        "2026-01-01T00:00:00Z",
+    );
+    let fleet = memscope_report::fleet::analyse(&merged.fleet, 0.05);
+    let mut out = vec![
+        ("table", memscope_report::table::summary(r)),
+        ("markdown", memscope_report::markdown::to_string(r)),
+        ("csv", memscope_report::csv::to_string(r)),
+        ("html", memscope_report::html::report(r, None)),
+        ("compare", memscope_report::compare::text(r, &sample)),
+        ("compare html", memscope_report::compare::html(&sample, r)),
+        ("fleet", memscope_report::fleet_view::text(&fleet)),
+        ("fleet html", memscope_report::fleet_view::html(&fleet)),
+        ("json", String::from_utf8(memscope_results::json::to_bytes(r)).expect("utf-8")),
+        ("merged json", String::from_utf8(memscope_results::json::to_bytes(&merged)).expect("utf-8")),
+    ];
+    if let Ok(t) = memscope_report::nvbandwidth::export(r) {
+        out.push(("nvbandwidth", t));
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Several mutations at once (values anywhere, keys renamed to hostile text): a document the
+    /// reader accepts reaches no output with a character that acts, nor live markup in a page.
+    #[test]
+    fn accepted_documents_reach_every_writer_clean(
+        edits in prop::collection::vec((0usize..4096, hostile_value()), 0..4),
+        renames in prop::collection::vec((0usize..4096, payload_text()), 0..4),
+        texts in prop::collection::vec((0usize..4096, payload_text()), 1..6),
+    ) {
+        let mut doc = serde_json::to_value(memscope_results::sample::results()).unwrap();
+        for (n, v) in &edits {
+            doc = replace_nth(&doc, *n, v);
+        }
+        for (n, t) in &texts {
+            doc = replace_nth(&doc, *n, &json!(t));
+        }
+        for (n, k) in &renames {
+            doc = rename_nth_key(&doc, *n, k);
+        }
+        let Ok(r) = Results::from_json(doc.to_string().as_bytes()) else { return Ok(()) };
+        for (what, text) in all_outputs(&r) {
+            let bad: Vec<char> = text.chars().filter(|c| acts(*c)).collect();
+            prop_assert!(bad.is_empty(), "{what}: raw {bad:?}");
+            if what.contains("html") {
+                prop_assert!(!text.contains("<script>alert"), "{what}: live markup");
+            }
+        }
+    }
+
+    /// A commit, a name or an id of any characters (multibyte ones at every byte index).
+    #[test]
+    fn any_commit_or_name_is_no_panic(commit in "\\PC{0,24}", name in payload_text()) {
+        let mut r = memscope_results::sample::results();
+        r.tool.git_commit = Some(commit);
+        r.target.name = name.clone();
+        r.target.id = name;
+        for (what, text) in all_outputs(&r) {
+            prop_assert!(!text.chars().any(acts), "{what}");
+        }
+    }
+
+    /// A hierarchy the reader accepts has only finite times within the bound, and a `links`
+    /// section within its bounds.
+    #[test]
+    fn accepted_hierarchies_are_within_their_bounds(edits in prop::collection::vec((0usize..4096, hostile_value()), 1..4)) {
+        let mut h = serde_json::to_value(Hierarchy::default()).unwrap();
+        h["links"] = json!({"gpus": 4, "index": 1});
+        for (n, v) in &edits {
+            h = replace_nth(&h, *n, v);
+        }
+        if let Ok(h) = Hierarchy::from_value(&h) {
+            let max = memscope_sim::hierarchy::validate::MAX_TIME_NS;
+            for t in [h.noise.jitter_ns, h.noise.outlier_ns, h.l1.hit_ns, h.l2.hit_ns, h.tlb.miss_ns] {
+                prop_assert!(t.is_finite() && (0.0..=max).contains(&t), "{t}");
+            }
+            prop_assert!(h.clock_hz.is_finite() && h.clock_hz >= 1e3);
+            if let Some(l) = &h.links {
+                prop_assert!(l.gpus <= memscope_core::links::MAX_LINK_GPUS);
+                prop_assert!(l.peer_bytes_per_s.is_normal() && l.peer_latency_ns <= max);
+            }
+        }
+    }
+}
+
+/// Counts near and past the bounds: documents within them are read, those past them refused
+/// with an error naming the count.
+#[test]
+fn counts_past_the_bounds_are_named() {
+    use memscope_results::results::{MAX_FINDINGS, MAX_SERIES_POINTS};
+    for points in 0..3 {
+        for findings in 0..3 {
+            let mut doc = serde_json::to_value(memscope_results::sample::results()).unwrap();
+            let key = doc["series"].as_object().unwrap().keys().next().unwrap().clone();
+            // (x and y both: twice n points, beside the sample's own few hundred)
+            let n = [10, MAX_SERIES_POINTS / 2 - 10_000, MAX_SERIES_POINTS / 2 + 1][points];
+            doc["series"][&key]["x"] = json!(vec![1.0; n]);
+            doc["series"][&key]["y"] = json!(vec![1.0; n]);
+            let f0 = doc["findings"].as_object().unwrap().values().next().unwrap().clone();
+            let extra = [0, 10, MAX_FINDINGS + 1][findings];
+            for i in 0..extra {
+                doc["findings"][format!("k{i}")] = f0.clone();
+            }
+            let past = points == 2 || findings == 2;
+            match Results::from_json(doc.to_string().as_bytes()) {
+                Ok(r) => {
+                    assert!(!past, "points {points}, findings {findings}: read past a bound");
+                    assert!(r.findings.len() <= MAX_FINDINGS);
+                }
+                Err(e) => {
+                    assert!(past, "points {points}, findings {findings}: {e}");
+                    assert!(e.contains("findings") || e.contains("series"), "{e}");
+                }
+            }
+        }
+    }
+}

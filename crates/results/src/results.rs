@@ -14,6 +14,48 @@ use crate::results_locate;
 /// The schema tag every results file carries.
 pub const SCHEMA: &str = "memscope/1";
 
+/// Largest results file read (docs/CONTRACTS.md, "Limits"); a run of every probe writes under
+/// 1 MiB.
+pub const MAX_RESULTS_BYTES: usize = 32 << 20;
+/// Most findings in one document (a merged file's members each count alone).
+pub const MAX_FINDINGS: usize = 100_000;
+/// Most points in all the series of one document (x, y, spreads and marks together).
+pub const MAX_SERIES_POINTS: usize = 2_000_000;
+/// Most member documents in a merged file.
+pub const MAX_FLEET_MEMBERS: usize = 4096;
+
+/// The counts that size a reader's work, checked on the parsed JSON before it becomes a
+/// `Results`; `at` is the document's path ("fleet[3].results." for a member).
+fn check_counts(v: &Value, at: &str) -> Result<(), String> {
+    if let Some(f) = v.get("findings").and_then(Value::as_object) {
+        if f.len() > MAX_FINDINGS {
+            return Err(format!("{at}findings: {} findings, at most {MAX_FINDINGS} (MAX_FINDINGS)", f.len()));
+        }
+    }
+    if let Some(series) = v.get("series").and_then(Value::as_object) {
+        let mut points = 0usize;
+        for s in series.values() {
+            if let Some(o) = s.as_object() {
+                points += o.values().filter_map(Value::as_array).map(Vec::len).sum::<usize>();
+            }
+        }
+        if points > MAX_SERIES_POINTS {
+            return Err(format!("{at}series: {points} points in all, at most {MAX_SERIES_POINTS} (MAX_SERIES_POINTS)"));
+        }
+    }
+    if let Some(fleet) = v.get("fleet").and_then(Value::as_array) {
+        if fleet.len() > MAX_FLEET_MEMBERS {
+            return Err(format!("{at}fleet: {} members, at most {MAX_FLEET_MEMBERS}", fleet.len()));
+        }
+        for (i, m) in fleet.iter().enumerate() {
+            if let Some(r) = m.get("results") {
+                check_counts(r, &format!("{at}fleet[{i}].results."))?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Which memscope made the file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolInfo {
@@ -133,7 +175,14 @@ impl Results {
     /// Parse a results file, checking the schema tag. An error names where the file is wrong, as
     /// a JSON path (`findings["l1.hit_latency_ns"].value: invalid type ...`).
     pub fn from_json(bytes: &[u8]) -> Result<Self, String> {
+        if bytes.len() > MAX_RESULTS_BYTES {
+            return Err(format!(
+                "the file is over {} MiB (MAX_RESULTS_BYTES, docs/CONTRACTS.md \"Limits\")",
+                MAX_RESULTS_BYTES >> 20
+            ));
+        }
         let v: Value = serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
+        check_counts(&v, "")?;
         if !v.is_object() {
             return Err(format!(
                 "not a memscope results file: the top level is {}, not an object",

@@ -81,8 +81,19 @@ impl Ledger {
         Ok(())
     }
 
-    /// Mark every file written so far interrupted by `signal` ("SIGINT") at `at`, with the
-    /// planned probes not run; each file is first re-read from disk (the latest atomic write,
+    /// Write another output of the session (the merged file, `--json`) atomically, unless the
+    /// session was interrupted: holding the same lock as `interrupt`, so a signal never ends the
+    /// process in the middle of the write (no stray temp file).
+    pub fn write_bytes(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        let st = self.lock();
+        if st.closed {
+            return Ok(());
+        }
+        memscope_results::json::write_atomic(path, bytes)
+    }
+
+    /// Mark every file written so far and not finished interrupted by `signal` ("SIGINT") at
+    /// `at`, with the planned probes not run; each file is first re-read from disk (the latest atomic write,
     /// this process's or a continuing child's). No write lands afterwards.
     pub fn interrupt(&self, signal: &str, at: &str) -> Interrupted {
         let mut st = self.lock();
@@ -95,6 +106,10 @@ impl Ledger {
         let missing = not_run(&st);
         let mut written = Vec::new();
         for (path, doc) in st.files.iter_mut() {
+            // (a file its run finished is never relabelled: the run ended before the signal)
+            if doc.run.as_ref().map(|r| r.state) == Some(RunPhase::Finished) {
+                continue;
+            }
             doc.run = Some(RunState {
                 state: RunPhase::Interrupted,
                 signal: Some(signal.into()),

@@ -189,7 +189,8 @@ impl Session {
         if let (true, Some((all, tool))) = (docs.len() > 1, merged) {
             let inputs = docs.iter().map(|(p, d)| (p.display().to_string(), d.clone())).collect();
             let doc = memscope_results::merge::merge(inputs, tool.clone(), finished_at);
-            memscope_results::json::write_atomic(all, &memscope_results::json::to_bytes(&doc))
+            self.ledger()
+                .write_bytes(all, &memscope_results::json::to_bytes(&doc))
                 .map_err(|e| SessionError::Write { path: all.to_path_buf(), message: e.to_string() })?;
         }
         Ok(())

@@ -103,6 +103,10 @@ impl HashFunction {
     }
 }
 
+/// Largest simulated-hierarchy file read (docs/CONTRACTS.md, "Limits"); a preset's dump is a
+/// few KiB.
+pub const MAX_HIERARCHY_BYTES: usize = 1 << 20;
+
 /// The whole simulated hierarchy.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -455,6 +459,9 @@ fn section<T: DeserializeOwned>(name: &str, v: &Value, required: &[&str]) -> Res
 impl Hierarchy {
     /// Parse and validate a JSON text.
     pub fn from_json_str(text: &str) -> Result<Self, HierarchyError> {
+        if text.len() > MAX_HIERARCHY_BYTES {
+            return err("(file)", format!("over {} KiB (MAX_HIERARCHY_BYTES)", MAX_HIERARCHY_BYTES >> 10));
+        }
         let v: Value = serde_json::from_str(text)
             .map_err(|e| HierarchyError { field: "(file)".into(), message: format!("not JSON: {e}") })?;
         Self::from_value(&v)

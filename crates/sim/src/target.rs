@@ -120,7 +120,7 @@ impl SimTarget {
 
     /// A hierarchy JSON file (the format of docs/CONTRACTS.md); errors name the offending field.
     pub fn from_json_file(path: &Path) -> Result<Self, TargetError> {
-        let text = std::fs::read_to_string(path)
+        let text = read_limited(path)
             .map_err(|e| TargetError::InvalidConfig(format!("cannot read {}: {e}", path.display())))?;
         let h = Hierarchy::from_json_str(&text).map_err(config_err)?;
         let mut t = Self::new(h)?;
@@ -567,4 +567,15 @@ impl SimTarget {
             r.extend(per_chain.into_iter().flatten());
         }
     }
+}
+
+/// A hierarchy file's text, read no further than one byte past `MAX_HIERARCHY_BYTES` (the parser
+/// refuses what is longer).
+pub fn read_limited(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(crate::hierarchy::MAX_HIERARCHY_BYTES as u64 + 1)
+        .read_to_string(&mut text)?;
+    Ok(text)
 }

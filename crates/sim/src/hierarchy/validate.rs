@@ -43,9 +43,18 @@ fn at_most(field: &str, v: u64, max: u64) -> Result<(), HierarchyError> {
     Ok(())
 }
 
+/// Longest time a hierarchy may give any latency, jitter or overhead: one second (a memory
+/// access of a second is no hardware's; larger values overflow the probes' sums to infinity).
+pub const MAX_TIME_NS: f64 = 1e9;
+/// Fastest and slowest clock accepted (a clock outside makes cycles overflow or vanish).
+pub const CLOCK_HZ_RANGE: (f64, f64) = (1e3, 1e12);
+
 fn time(field: &str, v: f64) -> Result<(), HierarchyError> {
     if !v.is_finite() || v < 0.0 {
         return err(field, format!("must be a finite number >= 0 (got {v})"));
+    }
+    if v > MAX_TIME_NS {
+        return err(field, format!("at most {MAX_TIME_NS:e} ns (one second) (got {v:e})"));
     }
     Ok(())
 }
@@ -126,8 +135,11 @@ impl Hierarchy {
                 return err(field, message);
             }
         }
-        if !(h.clock_hz.is_finite() && h.clock_hz > 0.0) {
-            return err("clock_hz", format!("must be > 0 (got {})", h.clock_hz));
+        if !(h.clock_hz.is_finite() && h.clock_hz >= CLOCK_HZ_RANGE.0 && h.clock_hz <= CLOCK_HZ_RANGE.1) {
+            return err(
+                "clock_hz",
+                format!("must be from {:e} to {:e} Hz (got {:e})", CLOCK_HZ_RANGE.0, CLOCK_HZ_RANGE.1, h.clock_hz),
+            );
         }
         if !(20..=63).contains(&h.address_bits) {
             return err("address_bits", format!("must be in 20..=63 (got {})", h.address_bits));
