@@ -511,6 +511,18 @@ impl Probe for DramProbe {
         }
         m.target.free(buf);
         match res? {
+            // Every difference tried keeps the row: the row spans at least the bits tried (the
+            // page, or 2^22), and may span more, which no difference a program can make shows.
+            Ok(RowFound { row, top_bit, .. }) if row >= 1u64 << top_bit => out.finding(
+                keys::DRAM_ROW_BYTES,
+                Finding::undetermined(
+                    "bytes",
+                    mmethod,
+                    &format!(
+                        "every difference below bit {top_bit} keeps the row: rows are at least {row} bytes (the span the differences can reach inside a {page}-byte page), maybe larger"
+                    ),
+                ),
+            ),
             Ok(RowFound { row, preserving, saving, k, top_bit, fast_same }) => {
                 let basis: Vec<String> = gf2::rref(&preserving).iter().map(|&v| gf2::format_mask(v)).collect();
                 out.finding(
