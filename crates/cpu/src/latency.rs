@@ -259,8 +259,23 @@ pub fn lower_envelope(curve: &[f64]) -> Vec<f64> {
 /// sees at `x[i]` (the fastest repeat), `samples[i]` every ns-per-hop repeat at `x[i]`. Level
 /// assignment: the plateaus before a last one the curve ends on are caches; the first is L1d, the
 /// second L2, the longest later one L3; DRAM is the plateau right after L3 (the last plateau when
-/// there is no L3). Extra levels are reported as a warning.
+/// there is no L3). Extra levels are reported as a warning. A
+/// capacity the earlier and the later half of each footprint's repeats do not reproduce within
+/// 10 % is undetermined (crate::repeat_check).
 pub fn analyze(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Option<f64>, method: &str) -> ProbeOutput {
+    use crate::repeat_check;
+    let mut out = analyze_curve(x, curve, samples, clock_hz, method);
+    if repeat_check::splittable(samples) {
+        let (a, b) = repeat_check::halves(samples);
+        let earlier = analyze_curve(x, &repeat_check::fastest(&a), &a, clock_hz, method);
+        let later = analyze_curve(x, &repeat_check::fastest(&b), &b, clock_hz, method);
+        repeat_check::apply(&mut out, &earlier, &later);
+    }
+    out
+}
+
+/// [`analyze`] without the repeatability check.
+fn analyze_curve(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Option<f64>, method: &str) -> ProbeOutput {
     let mut out = ProbeOutput::default();
     let y = lower_envelope(curve);
     let mad: Vec<f64> = samples.iter().map(|s| Sample::new(s).map(|s| s.mad()).unwrap_or(f64::NAN)).collect();

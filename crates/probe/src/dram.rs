@@ -447,7 +447,10 @@ impl Probe for DramProbe {
         let mut out = ProbeOutput::default();
         let line = earlier_u64(&earlier, keys::L1_LINE_BYTES).unwrap_or(128);
         let sector = earlier_u64(&earlier, keys::L1_SECTOR_BYTES).unwrap_or(32);
-        let page = earlier_u64(&earlier, keys::TLB_PAGE_BYTES).unwrap_or(64 << 10);
+        // Row differences must stay inside one page (a program cannot choose physical bits above
+        // it): with the page size unknown, the smallest page there is (4 KiB), so a row of 4 KiB
+        // or more is undetermined rather than read across pages placed anywhere.
+        let page = earlier_u64(&earlier, keys::TLB_PAGE_BYTES).unwrap_or(4 << 10);
 
         // Refresh: one cold lap over dense lines.
         let n_lines: u64 = if quick { 8000 } else { 24000 };

@@ -23,7 +23,8 @@
 //!
 //! `ci_seed_set` (a few hierarchies of each generator) runs in CI; the sweep is #[ignore]d:
 //! `MEMSCOPE_SWEEP=200 cargo test --release -p memscope-probe --test random_hierarchies -- --ignored --nocapture`
-//! (MEMSCOPE_SWEEP is the count from the first generator; a quarter as many come from the second).
+//! (MEMSCOPE_SWEEP is the count from the first generator, MEMSCOPE_HELD_OUT from the second, by
+//! default a quarter as many; MEMSCOPE_THREADS hierarchies at a time, default 2).
 
 use memscope_core::gf2;
 use memscope_core::hierarchy::{HashFunction, Hierarchy, Indexing, Mask, Replacement, RowFunction};
@@ -45,14 +46,14 @@ const MAX_L2_SEGMENT_BYTES: u64 = 8 << 20;
 /// The index probe flips bits below 2^34 at most (crates/probe/src/index.rs).
 const INDEX_WINDOW_BITS: u32 = 34;
 
-/// DRAM for a page size: 24 GiB (the 4090's), 256 GiB with pages of 16 MiB and up, so the TLB
-/// probe's largest stride (256 MiB x 258 blocks) fits beside the other probes' buffers and pages
-/// up to 128 MiB can show.
+/// DRAM for a page size: 64 GiB, so the index probe's aligned window of 2^34 bytes (it asks for
+/// twice that) and the TLB probe's 128 MiB stride (258 blocks) fit; 256 GiB with pages of 16 MiB
+/// and up, so its 256 MiB stride fits and pages up to 128 MiB can show.
 fn memory_for(page_bytes: u64) -> u64 {
     if page_bytes >= 16 << 20 {
         256 << 30
     } else {
-        24 << 30
+        64 << 30
     }
 }
 
@@ -497,15 +498,17 @@ fn ci_seed_set() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// The sweep: MEMSCOPE_SWEEP hierarchies of the first generator (seeds 1000..) and a quarter as
-/// many of the held-out one (seeds 5000..); MEMSCOPE_SWEEP_FROM=N starts the first at N.
+/// The sweep: MEMSCOPE_SWEEP hierarchies of the first generator (seeds 1000..) and
+/// MEMSCOPE_HELD_OUT (default a quarter as many) of the held-out one (seeds 5000..);
+/// MEMSCOPE_SWEEP_FROM=N starts the first at N.
 #[test]
 #[ignore = "minutes: MEMSCOPE_SWEEP=200 cargo test --release -p memscope-probe --test random_hierarchies -- --ignored --nocapture"]
 fn sweep() {
     let n: u64 = std::env::var("MEMSCOPE_SWEEP").ok().and_then(|v| v.parse().ok()).unwrap_or(200);
     let from: u64 = std::env::var("MEMSCOPE_SWEEP_FROM").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
     let a = run_set("mutated rtx4090", (from..from + n).map(mutated_rtx4090));
-    let b = run_set("capacity-first (held out)", (5000..5000 + n.div_ceil(4)).map(capacity_first));
+    let held_out: u64 = std::env::var("MEMSCOPE_HELD_OUT").ok().and_then(|v| v.parse().ok()).unwrap_or(n.div_ceil(4));
+    let b = run_set("capacity-first (held out)", (5000..5000 + held_out).map(capacity_first));
     eprintln!("{}\n{}", a.summary("mutated rtx4090"), b.summary("capacity-first (held out)"));
     let failures: Vec<String> = a.failures.into_iter().chain(b.failures).collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
