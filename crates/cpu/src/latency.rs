@@ -161,7 +161,7 @@ fn level_latency(
 /// first point past the level is already over the mean) or no clear next level.
 pub fn half_miss_point(pl: &Plateau, hi: f64, x: &[f64], y: &[f64]) -> Option<f64> {
     let lo = pl.latency;
-    if !(hi > lo * MIN_STEP_RATIO) {
+    if hi.is_nan() || hi <= lo * MIN_STEP_RATIO {
         return None;
     }
     let target = 0.5 * (lo + hi);

