@@ -80,7 +80,7 @@ impl Probe for CpuLatency {
         let (x, curve, samples, pages, note) = crate::latency_sweep::measure(ctx, &p)?;
         let x: Vec<f64> = x.iter().map(|&f| f as f64).collect();
         let method = format!(
-            "random single-cycle pointer chase over {} B lines, adaptive footprints (2 per octave, 8 per octave where latency changes by over {:.0} %, up to 1.5 octaves into DRAM), {note} x {} repeats of up to {} hops per footprint, curve = fastest repeat; {pages}",
+            "random single-cycle pointer chase over {} B lines, adaptive footprints (2 per octave, 8 per octave where latency changes by over {:.0} %, up to 1.5 octaves into DRAM), {note} x {} repeats of up to {} hops per footprint, curve = fastest repeat, levels read from its lower envelope (smallest at this or any larger footprint); {pages}",
             p.line_bytes,
             (crate::sweep::REFINE_RATIO - 1.0) * 100.0,
             p.repeats,
@@ -150,6 +150,57 @@ fn level_latency(
     f
 }
 
+/// The footprint where half of a chase's hops miss this level: where the curve `y` first crosses
+/// the arithmetic mean of the level's latency and the next level's `hi` (log-footprint
+/// interpolation between the two points around the crossing). With randomly placed 4 KiB pages
+/// (a VM on a host with small pages) a W-way physically indexed cache of capacity C chased over a
+/// footprint F misses on a fraction P(Poisson(W F / C) >= W) of the hops, which is one half at
+/// F = C (1 + 1/(3W)) whatever the miss penalty; the crossing of the geometric mean lies where
+/// that fraction is (sqrt(lo hi) - lo) / (hi - lo), so it moves with the next level's latency
+/// (at a 100x penalty, at 0.7 C) and with the load on the machine. `None` for a sharp step (the
+/// first point past the level is already over the mean) or no clear next level.
+pub fn half_miss_point(pl: &Plateau, hi: f64, x: &[f64], y: &[f64]) -> Option<f64> {
+    let lo = pl.latency;
+    if hi.is_nan() || hi <= lo * MIN_STEP_RATIO {
+        return None;
+    }
+    let target = 0.5 * (lo + hi);
+    let j = (pl.points.end.max(1)..x.len().min(y.len())).find(|&j| y[j] >= target)?;
+    if j == pl.points.end {
+        // A sharp step: the first point past the level is already half-way; the knee says more.
+        return None;
+    }
+    let (y0, y1) = (y[j - 1].min(target), y[j]);
+    let t = if y1 > y0 { (target - y0) / (y1 - y0) } else { 1.0 };
+    let (a, b) = (x[j - 1].ln(), x[j].ln());
+    Some((a + t * (b - a)).exp())
+}
+
+/// Capacity of L2 or L3: the half-miss point ([`half_miss_point`]) against the next level at
+/// `hi`, never below the knee; the knee-or-midpoint rule of [`level_capacity`] when there is no
+/// next level to measure against.
+fn cache_capacity(pl: &Plateau, hi: Option<f64>, x: &[f64], y: &[f64], method: &str) -> Finding {
+    let (Some(knee), Some(half)) = (pl.capacity, hi.and_then(|h| half_miss_point(pl, h, x, y))) else {
+        return level_capacity(pl, x, method);
+    };
+    let value = half.max(knee);
+    Finding::integer(
+        value.round() as u64,
+        "bytes",
+        &format!(
+            "{method}; half-miss point: footprint where latency crosses the mean of this level's {:.2} ns and the next's {:.2} ns (half the hops miss; log-footprint interpolation)",
+            pl.latency,
+            hi.unwrap_or(f64::NAN)
+        ),
+        if pl.points.len() >= 4 { Confidence::High } else { Confidence::Medium },
+    )
+    .with_note(&format!(
+        "latency starts rising after {} B (knee {knee:.0} B); half the hops miss at {half:.0} B; the crossing of the two levels' geometric mean (moves with the next level's latency) at {:.0} B",
+        pl.x_last,
+        pl.midpoint.unwrap_or(f64::NAN)
+    ))
+}
+
 /// Capacity of a level. A sharp step (the first footprint past the plateau is already more than
 /// half-way, in log latency, to the next level): the knee (`Plateau::capacity`). A gradual
 /// transition: the transition midpoint (`Plateau::midpoint`), because on hosts whose physical
@@ -186,14 +237,47 @@ fn level_capacity(pl: &Plateau, x: &[f64], method: &str) -> Finding {
     }
 }
 
+/// The curve the levels are read from: at each footprint the smallest latency measured there or
+/// at any larger footprint. A random cyclic chase over more lines never hits more often, so the
+/// true latency does not fall with the footprint, and every later point bounds it from above;
+/// other processes only add latency, so a point that a neighbour's burst raised in every repeat
+/// (seen as 3-5x spikes inside the L2 range on the shared dev VM) is replaced by the bound its
+/// larger neighbours give, and cannot move a knee from run to run.
+pub fn lower_envelope(curve: &[f64]) -> Vec<f64> {
+    let mut out = curve.to_vec();
+    let mut least = f64::INFINITY;
+    for v in out.iter_mut().rev() {
+        if v.is_finite() {
+            least = least.min(*v);
+            *v = least;
+        }
+    }
+    out
+}
+
 /// Pure analysis: footprints `x` (bytes, ascending), `curve[i]` the latency the knee detector
 /// sees at `x[i]` (the fastest repeat), `samples[i]` every ns-per-hop repeat at `x[i]`. Level
 /// assignment: the plateaus before a last one the curve ends on are caches; the first is L1d, the
 /// second L2, the longest later one L3; DRAM is the plateau right after L3 (the last plateau when
-/// there is no L3). Extra levels are reported as a warning.
+/// there is no L3). Extra levels are reported as a warning. A
+/// capacity the earlier and the later half of each footprint's repeats do not reproduce within
+/// 10 % is undetermined (crate::repeat_check).
 pub fn analyze(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Option<f64>, method: &str) -> ProbeOutput {
+    use crate::repeat_check;
+    let mut out = analyze_curve(x, curve, samples, clock_hz, method);
+    if repeat_check::splittable(samples) {
+        let (a, b) = repeat_check::halves(samples);
+        let earlier = analyze_curve(x, &repeat_check::fastest(&a), &a, clock_hz, method);
+        let later = analyze_curve(x, &repeat_check::fastest(&b), &b, clock_hz, method);
+        repeat_check::apply(&mut out, &earlier, &later);
+    }
+    out
+}
+
+/// [`analyze`] without the repeatability check.
+fn analyze_curve(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Option<f64>, method: &str) -> ProbeOutput {
     let mut out = ProbeOutput::default();
-    let y = curve.to_vec();
+    let y = lower_envelope(curve);
     let mad: Vec<f64> = samples.iter().map(|s| Sample::new(s).map(|s| s.mad()).unwrap_or(f64::NAN)).collect();
     let levels = detect_plateaus_with(x, &y, &KneeConfig { min_step_ratio: MIN_STEP_RATIO, min_points: MIN_POINTS });
     let marks: Vec<f64> = levels.iter().filter_map(|p| p.midpoint).collect();
@@ -201,14 +285,14 @@ pub fn analyze(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Option<
         "cpu.latency",
         Series {
             description:
-                "CPU pointer-chase latency versus footprint (fastest of all repeats; y_spread = MAD of all repeats)"
+                "CPU pointer-chase latency versus footprint (fastest of all repeats; y_spread = MAD of all repeats; the levels' marks come from its lower envelope)"
                     .into(),
             x_name: "footprint".into(),
             x_unit: "bytes".into(),
             y_name: "latency".into(),
             y_unit: "ns".into(),
             x: x.to_vec(),
-            y: y.clone(),
+            y: curve.to_vec(),
             y_spread: Some(mad),
             marks,
         },
@@ -257,9 +341,14 @@ pub fn analyze(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Option<
         match lv {
             Some(pl) => {
                 out.finding(&keys::cpu_hit_latency_ns(name), level_latency(name, pl, &y, samples, clock_hz, method));
+                // The next level's latency: the plateau after this one (after the L2's far end).
+                let next_after = |p: &Plateau| {
+                    levels.iter().position(|q| q.points == p.points).and_then(|k| levels.get(k + 1)).map(|q| q.latency)
+                };
                 let cap = match (name, l2_end) {
+                    ("l1d", _) => level_capacity(pl, x, method),
                     ("l2", Some(end)) => {
-                        let mut f = level_capacity(end, x, method);
+                        let mut f = cache_capacity(end, next_after(end), x, &y, method);
                         f.note = Some(format!(
                             "{}; the L2 level continues at {:.2} ns over {:.0}..{:.0} B (under 2x its {:.2} ns: its far end, not a level of its own)",
                             f.note.unwrap_or_default(),
@@ -270,7 +359,7 @@ pub fn analyze(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Option<
                         ));
                         f
                     }
-                    _ => level_capacity(pl, x, method),
+                    _ => cache_capacity(pl, next_after(pl), x, &y, method),
                 };
                 out.finding(&keys::cpu_capacity_bytes(name), cap);
             }
@@ -464,5 +553,43 @@ mod tests {
         assert!(out.findings["cpu.dram.latency_ns"].note.as_deref().unwrap().contains("rising"));
         let none = analyze(&x[..3], &[f64::NAN; 3], &s[..3].iter().map(|_| vec![]).collect::<Vec<_>>(), None, "t");
         assert_eq!(none.findings["cpu.l1d.hit_latency_ns"].confidence, Confidence::Undetermined);
+    }
+
+    #[test]
+    fn a_neighbours_burst_inside_the_l2_does_not_move_its_capacity() {
+        // Two measured curves of the Xeon dev VM (results/dev-cpu/lane-2026-12-01: cpu-full-a3aa200,
+        // with points at 1.41 and 1.54 MiB raised 3.5x in every repeat, and cpu-check-2059a,
+        // clean; OS: 2 MiB L2): the L2 capacities agree within 10 % and lie within 25 % of 2 MiB.
+        let spiky = "4096:1.27 5760:1.27 8192:1.26 11584:1.26 16384:1.25 23168:1.22 32768:1.25 46336:1.23 \
+            50496:2.18 55104:4.11 65536:4.03 92672:3.95 131072:3.95 185344:3.95 262144:4.02 \
+            370688:4.01 524288:4.45 623424:4.77 679872:4.86 741440:5.03 808512:4.99 881728:5.04 \
+            1048576:5.16 1143424:5.15 1246912:5.44 1359744:5.79 1482880:17.98 1617088:17.24 \
+            1763456:6.06 1923072:7.57 2097152:24.86 2286912:78.33 2493888:120.32 2719552:138.58 \
+            2965760:137.8 3526912:156.46 3846144:66.32 4194304:54.92 4573888:63.01 4987840:97.91 \
+            5439232:161.2 5931584:151.44 8388608:423.27 11863232:421.03 16777216:416.75";
+        let clean = "4096:1.37 5760:1.36 8192:1.25 11584:1.25 16384:1.25 23168:1.26 32768:1.25 46336:1.27 \
+            50496:2.29 55104:4.05 65536:4.55 92672:4.52 131072:4.45 185344:4.57 262144:4.61 \
+            370688:4.58 524288:5.05 623424:4.97 741440:5.02 1048576:5.33 1482880:5.94 1617088:9.45 \
+            1763456:12.46 1923072:15.84 2097152:21.05 2493888:27.03 2719552:31.34 2965760:32.74 \
+            4194304:37.35 5931584:38.07 8388608:40.22 11863232:41.39 14107840:43.56 16777216:47.24 \
+            18295616:44.94 19951552:53.31 21757312:49.6 23726528:71.93 25873920:108.51 28215744:91.59 \
+            30769472:132.47 33554432:147.24 39903104:131.12 47453120:144.84 67108864:162.72";
+        // "footprint_bytes:latency_ns" pairs, fastest repeat per footprint.
+        let cap = |text: &str| {
+            let pts: Vec<(f64, f64)> = text
+                .split_whitespace()
+                .map(|p| p.split_once(':').map(|(a, b)| (a.parse().unwrap(), b.parse().unwrap())).unwrap())
+                .collect();
+            let x: Vec<f64> = pts.iter().map(|p| p.0).collect();
+            let y: Vec<f64> = pts.iter().map(|p| p.1).collect();
+            let s: Vec<Vec<f64>> = y.iter().map(|&v| vec![v]).collect();
+            analyze(&x, &y, &s, None, "test").findings["cpu.l2.capacity_bytes"].as_f64().unwrap()
+        };
+        let (a, b) = (cap(spiky), cap(clean));
+        assert!((a / b - 1.0).abs() <= 0.10, "{a} vs {b}");
+        for c in [a, b] {
+            assert!((c / 2097152.0 - 1.0).abs() <= 0.25, "{c}");
+        }
+        assert_eq!(lower_envelope(&[1.0, 5.0, 2.0, 3.0, 2.5]), vec![1.0, 2.0, 2.0, 2.5, 2.5]);
     }
 }

@@ -10,6 +10,7 @@ pub mod cpuid;
 pub mod latency;
 mod latency_sweep;
 pub mod oscheck;
+pub mod repeat_check;
 pub mod stride;
 pub mod sweep;
 pub mod sysinfo;

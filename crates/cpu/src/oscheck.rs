@@ -117,7 +117,8 @@ pub fn host_now() -> Host {
 
 /// Put the OS-reported size beside each `cpu.<level>.capacity_bytes` of `out`: in its note, as
 /// `cpu.<level>.os_capacity_bytes` (a reported value, not a measurement), and as a warning when
-/// they disagree by more than [`TOLERANCE`]; a level the OS reports but the curve lacks gets
+/// they disagree by more than [`TOLERANCE`] (then a private level, L1d or L2, becomes
+/// undetermined with the measured value in its reason); a level the OS reports but the curve lacks gets
 /// the reason in its note. Sizes from sysfs (`sysfs`), else from CPUID (`cpuid`).
 pub fn annotate(out: &mut ProbeOutput, sysfs: &[OsCache], cpuid: &crate::cpuid::Report, host: &Host) {
     for (name, level) in [("l1d", 1u32), ("l2", 2), ("l3", 3)] {
@@ -138,6 +139,16 @@ pub fn annotate(out: &mut ProbeOutput, sysfs: &[OsCache], cpuid: &crate::cpuid::
                     });
                     if c.flagged {
                         out.warnings.push(format!("{key}: {}", c.text));
+                    }
+                    // A private level (one core's L1d or L2) this far from the size the OS reports
+                    // is what the chase kept under interference, not the cache's size: no number.
+                    if c.flagged && level <= 2 {
+                        let why = format!(
+                            "measured {measured:.0} B; {}; a private level's capacity more than {:.0} % from the OS's figure is not reported as a measurement",
+                            f.note.take().unwrap_or_default(),
+                            TOLERANCE * 100.0
+                        );
+                        *f = Finding::undetermined("bytes", &f.method, &why);
                     }
                 }
             }
@@ -206,5 +217,22 @@ mod tests {
         assert!(compare(3, f64::NAN, Some((&cache(3, 1 << 20, 1), "x")), &Host::default()).is_none());
         let m = missing_level(3, &cache(3, 32 << 20, 2), &Host { hypervisor: true, ..Default::default() });
         assert!(m.contains("32.000 MiB") && m.contains("VM"), "{m}");
+    }
+
+    #[test]
+    fn a_private_level_far_from_the_os_figure_is_undetermined() {
+        let sysfs = vec![cache(1, 48 << 10, 1), cache(2, 2 << 20, 1), cache(3, 260 << 20, 2)];
+        let mut out = ProbeOutput::default();
+        for (name, v) in [("l1d", 50_000u64), ("l2", 741_440), ("l3", 5 << 20)] {
+            out.finding(&keys::cpu_capacity_bytes(name), Finding::integer(v, "bytes", "m", Confidence::Medium));
+        }
+        let h = Host { hypervisor: true, ..Default::default() };
+        annotate(&mut out, &sysfs, &crate::cpuid::Report::default(), &h);
+        assert_eq!(out.findings["cpu.l1d.capacity_bytes"].as_f64(), Some(50_000.0));
+        let l2 = &out.findings["cpu.l2.capacity_bytes"];
+        assert!(l2.value.is_null() && l2.note.as_deref().unwrap().starts_with("measured 741440 B"), "{:?}", l2.note);
+        // A VM's share of the L3 stays a measurement, flagged.
+        assert_eq!(out.findings["cpu.l3.capacity_bytes"].as_f64(), Some(5242880.0));
+        assert_eq!(out.warnings.len(), 2);
     }
 }

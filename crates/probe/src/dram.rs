@@ -447,7 +447,10 @@ impl Probe for DramProbe {
         let mut out = ProbeOutput::default();
         let line = earlier_u64(&earlier, keys::L1_LINE_BYTES).unwrap_or(128);
         let sector = earlier_u64(&earlier, keys::L1_SECTOR_BYTES).unwrap_or(32);
-        let page = earlier_u64(&earlier, keys::TLB_PAGE_BYTES).unwrap_or(64 << 10);
+        // Row differences must stay inside one page (a program cannot choose physical bits above
+        // it): with the page size unknown, the smallest page there is (4 KiB), so a row of 4 KiB
+        // or more is undetermined rather than read across pages placed anywhere.
+        let page = earlier_u64(&earlier, keys::TLB_PAGE_BYTES).unwrap_or(4 << 10);
 
         // Refresh: one cold lap over dense lines.
         let n_lines: u64 = if quick { 8000 } else { 24000 };
@@ -511,6 +514,18 @@ impl Probe for DramProbe {
         }
         m.target.free(buf);
         match res? {
+            // Every difference tried keeps the row: the row spans at least the bits tried (the
+            // page, or 2^22), and may span more, which no difference a program can make shows.
+            Ok(RowFound { row, top_bit, .. }) if row >= 1u64 << top_bit => out.finding(
+                keys::DRAM_ROW_BYTES,
+                Finding::undetermined(
+                    "bytes",
+                    mmethod,
+                    &format!(
+                        "every difference below bit {top_bit} keeps the row: rows are at least {row} bytes (the span the differences can reach inside a {page}-byte page), maybe larger"
+                    ),
+                ),
+            ),
             Ok(RowFound { row, preserving, saving, k, top_bit, fast_same }) => {
                 let basis: Vec<String> = gf2::rref(&preserving).iter().map(|&v| gf2::format_mask(v)).collect();
                 out.finding(

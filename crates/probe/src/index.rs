@@ -197,7 +197,9 @@ impl Probe for IndexProbe {
         let mut hi = window_bits;
         let physical = earlier.get(keys::L1_INDEXING).and_then(|f| f.value.as_str()) == Some("physical");
         let page = earlier_u64(&earlier, keys::TLB_PAGE_BYTES);
-        let mut note = format!("address bits {lo}..{hi} flipped in an aligned window of 2^{hi} bytes");
+        let mut note = format!(
+            "address bits {lo}..{hi} flipped in an aligned window of 2^{hi} bytes: the function over these bits (bits {hi} and up were not flipped)"
+        );
         if physical {
             match page {
                 Some(p) => {
