@@ -15,38 +15,39 @@ pub struct Args {
     /// --flops and --bytes instead).
     #[arg(long)]
     pub op: Option<String>,
-    /// matmul: rows of the left operand.
-    #[arg(long)]
+    /// matmul: rows of the left operand. Every count takes 4096, 4k (= 4096), 16M (= 16777216)
+    /// or 16e6.
+    #[arg(long, value_parser = crate::quantity::count)]
     pub m: Option<u64>,
     /// matmul: inner dimension.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::quantity::count)]
     pub k: Option<u64>,
     /// matmul: columns of the right operand.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::quantity::count)]
     pub n: Option<u64>,
     /// add, gelu: number of elements.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::quantity::count)]
     pub elems: Option<u64>,
     /// layernorm, softmax: rows.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::quantity::count)]
     pub rows: Option<u64>,
     /// layernorm, softmax: columns (elements per row).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::quantity::count)]
     pub cols: Option<u64>,
     /// decode-attention, decode-step: sequences in the batch.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::quantity::count)]
     pub batch: Option<u64>,
     /// decode-attention: heads.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::quantity::count)]
     pub heads: Option<u64>,
     /// decode-attention: cached tokens per sequence.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::quantity::count)]
     pub tokens: Option<u64>,
     /// decode-attention: head dimension.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::quantity::count)]
     pub head_dim: Option<u64>,
     /// decode-step: cached tokens per sequence.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::quantity::count)]
     pub context: Option<u64>,
     /// decode-step: the model (gpt2-small).
     #[arg(long, default_value = "gpt2-small")]
@@ -54,11 +55,11 @@ pub struct Args {
     /// decode-step: totals (max of total launch, bytes, FLOPs) or per-kernel (sum of kernel bounds).
     #[arg(long, default_value = "totals")]
     pub composition: String,
-    /// Raw FLOPs (with --bytes) instead of --op.
-    #[arg(long)]
+    /// Raw FLOPs (with --bytes) instead of --op: 1e12, 1T (decimal prefixes).
+    #[arg(long, value_parser = crate::quantity::amount)]
     pub flops: Option<f64>,
-    /// Raw bytes moved (with --flops) instead of --op.
-    #[arg(long)]
+    /// Raw bytes moved (with --flops) instead of --op: 1e9, 1G (decimal prefixes).
+    #[arg(long, value_parser = crate::quantity::amount)]
     pub bytes: Option<f64>,
     /// Element type: fp32, fp16, bf16.
     #[arg(long, default_value = "fp32")]
@@ -69,8 +70,8 @@ pub struct Args {
     /// Peak arithmetic in FLOP per second: 6.3e12, 51.3TFLOP/s, 794T (overrides --ceilings).
     #[arg(long, allow_hyphen_values = true)]
     pub peak: Option<String>,
-    /// Launch floor: 4us, 3.98 µs, 500ns, or seconds (12e-6); overrides --ceilings (for
-    /// decode-step, the whole step's floor).
+    /// Launch floor with its unit: 4us, 3.98 µs, 500ns, 12e-6s (a bare number is refused);
+    /// overrides --ceilings (for decode-step, the whole step's floor).
     #[arg(long, allow_hyphen_values = true)]
     pub launch: Option<String>,
     /// Ceilings from a file: the results of `memscope run` on a GPU (its bw, launch and peak
@@ -244,6 +245,14 @@ fn head(s: &str) -> &str {
     s.split(' ').next().unwrap_or(s)
 }
 
+/// The launch class of raw `--flops`/`--bytes` (no kernel, so no class of its own).
+const RAW: &str = "raw";
+
+/// The class with the smallest launch floor in a ceilings file.
+fn smallest_floor_class(c: &SessionCeilings) -> Option<&str> {
+    c.launch_floor_s.iter().min_by(|a, b| a.1.total_cmp(b.1)).map(|(k, _)| k.as_str())
+}
+
 /// The three ceilings for one prediction: explicit flags win over the file.
 struct Chosen {
     launch_s: f64,
@@ -267,13 +276,20 @@ fn choose(
     let from_file = match file {
         Some(src) if launch.is_none() || bandwidth.is_none() || peak.is_none() => {
             let c = src.ceilings();
+            // Raw FLOPs and bytes have no kernel class: they take the smallest floor measured (the
+            // model is a lower bound), or none at all when --launch is given.
+            let raw = class == RAW;
+            let class = if raw { smallest_floor_class(c).unwrap_or(RAW) } else { class };
             let ch = c.choose(cost, class, dtype).map_err(|e| CliError::usage(format!("--ceilings: {e}")))?;
-            note = format!(
-                "ceilings file: launch floor of '{}', {} bandwidth, {} peak",
-                ch.launch_class,
-                ch.pattern.name(),
-                ch.precision
-            );
+            let floor = match (launch, raw) {
+                (Some(_), _) => "launch floor from --launch".to_string(),
+                (None, true) => format!(
+                    "launch floor of '{}' (the smallest measured: raw FLOPs and bytes name no kernel)",
+                    ch.launch_class
+                ),
+                (None, false) => format!("launch floor of '{}'", ch.launch_class),
+            };
+            note = format!("ceilings file: {floor}, {} bandwidth, {} peak", ch.pattern.name(), ch.precision);
             let mut used = vec![];
             for (given, ceiling) in [
                 (launch, launch_ceiling(head(&ch.launch_class))),
@@ -379,7 +395,7 @@ pub fn run(a: Args) -> CliResult {
                 }
             }
             let cost = OpCost { flops, read_bytes: bytes, write_bytes: 0.0 };
-            let ch = choose(&g, file.as_ref(), &cost, "raw", dtype)?;
+            let ch = choose(&g, file.as_ref(), &cost, RAW, dtype)?;
             if let Some(v) = ch.inputs {
                 extra.insert("inputs".into(), v);
             }
