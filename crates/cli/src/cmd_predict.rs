@@ -479,8 +479,8 @@ fn print_prediction(
         println!("{}", serde_json::to_string_pretty(&v).expect("serialisable"));
         return;
     }
-    println!("FLOPs           {flops:.6e}");
-    println!("bytes           {bytes:.6e}");
+    println!("FLOPs           {}", memscope_report::units::si(flops, "FLOP"));
+    println!("bytes           {}", memscope_report::units::si(bytes, "B"));
     println!("launch bound    {}", fmt_s(p.bounds.launch_s));
     println!("memory bound    {}", fmt_s(p.bounds.memory_s));
     println!("compute bound   {}", fmt_s(p.bounds.compute_s));
@@ -499,15 +499,7 @@ fn print_prediction(
     }
 }
 
-/// Seconds with a readable unit.
+/// Seconds with a readable unit (the reports' formatting: ns, µs, ms or s, 4 significant digits).
 pub fn fmt_s(s: f64) -> String {
-    if s >= 1.0 {
-        format!("{s:.3} s")
-    } else if s >= 1e-3 {
-        format!("{:.3} ms", s * 1e3)
-    } else if s >= 1e-6 {
-        format!("{:.2} us", s * 1e6)
-    } else {
-        format!("{:.1} ns", s * 1e9)
-    }
+    memscope_report::units::seconds(s)
 }

@@ -310,6 +310,8 @@ fn html_outputs_render_in_headless_chromium() {
     assert!(console.is_empty(), "console output on the animation: {console:#?}");
     assert!(num(&dom, "start-ns") > 0.0, "opened at t = 0");
     assert!(num(&dom, "sim-ns") > 0.0 && num(&dom, "flight") > 0.0, "no request in flight at the start");
+    // ... and data already returning: the SM panel and the counters are not empty there.
+    assert!(num(&dom, "retired") > 0.0, "nothing retired at the opening moment");
     assert!(dom.contains("id=\"start-note\""), "the start is explained");
     assert!(num(&dom, "mc-scale-gbs") > 0.0, "throughput bars without a scale");
 }

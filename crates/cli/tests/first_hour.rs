@@ -334,3 +334,14 @@ fn a_failed_run_writes_its_results_with_the_failure() {
     assert!(doc["probes"]["open@cuda:0"]["reason"].as_str().unwrap().contains("GPU"), "{doc}");
     assert_eq!(doc["run"]["state"], "finished");
 }
+
+/// The guide the datasheet's footer and `--help` point to exists and explains every column.
+#[test]
+fn reading_the_datasheet_is_documented() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/READING.md")).unwrap();
+    for term in
+        ["value", "cycles", "spread (MAD)", "`check:`", "**high**", "**medium**", "**low**", "DISAGREES", "## Warnings"]
+    {
+        assert!(doc.contains(term), "docs/READING.md does not explain {term}");
+    }
+}

@@ -29,12 +29,7 @@ fn moved(fa: &memscope_core::Finding, fb: &memscope_core::Finding) -> bool {
     if fa.unit != fb.unit {
         return false;
     }
-    let mad = fa
-        .spread
-        .iter()
-        .chain(fb.spread.iter())
-        .map(|s| s.mad)
-        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+    let mad = fa.spread.iter().chain(fb.spread.iter()).map(|s| s.mad).reduce(f64::max);
     match mad {
         Some(m) => (y - x).abs() > 3.0 * m && (y - x).abs() > 1e-9 * x.abs().max(y.abs()),
         None => x != 0.0 && ((y - x) / x).abs() > 0.05,
@@ -159,8 +154,8 @@ pub fn html(a: &Results, b: &Results) -> String {
             "<tr{}><td><code>{}</code></td><td class=\"{c}\">{}</td><td class=\"{c}\">{}</td><td class=\"num\">{}</td></tr>",
             if r.moved { " class=\"moved\"" } else { "" },
             crate::html::breakable_key(&r.key),
-            esc(&r.a),
-            esc(&r.b),
+            esc(&r.a).replace('_', "_<wbr>"),
+            esc(&r.b).replace('_', "_<wbr>"),
             esc(&ratio_text(r))
         );
     }

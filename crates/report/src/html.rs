@@ -59,16 +59,17 @@ type Member<'a> = (&'a str, &'a Series);
 /// Series sharing one plot, under their group name.
 type Group<'a> = (String, Vec<Member<'a>>);
 
-/// Group series into plots: same top-level key, same x and y units.
+/// Group series into plots: same top-level key, same x quantity (a stride never shares an axis
+/// with a footprint), same x and y units.
 fn plot_groups(results: &Results) -> Vec<Group<'_>> {
-    let mut groups: BTreeMap<(String, String, String), Vec<Member<'_>>> = BTreeMap::new();
+    let mut groups: BTreeMap<(String, String, String, String), Vec<Member<'_>>> = BTreeMap::new();
     for (k, s) in &results.series {
         let top = k.split('.').next().unwrap_or(k).to_string();
         let hist = k.contains("hist");
         let gk = if hist { k.clone() } else { top };
-        groups.entry((gk, s.x_unit.clone(), s.y_unit.clone())).or_default().push((k.as_str(), s));
+        groups.entry((gk, s.x_name.clone(), s.x_unit.clone(), s.y_unit.clone())).or_default().push((k.as_str(), s));
     }
-    let mut out: Vec<Group<'_>> = groups.into_iter().map(|((g, _, _), v)| (g, v)).collect();
+    let mut out: Vec<Group<'_>> = groups.into_iter().map(|((g, _, _, _), v)| (g, v)).collect();
     // Path order: latency first, then bandwidth, the CPU, DRAM, the rest.
     let rank = |g: &str| ["latency", "bw", "cpu", "dram"].iter().position(|p| g.starts_with(p)).unwrap_or(9);
     out.sort_by_key(|(g, _)| rank(g));
@@ -278,7 +279,7 @@ pub fn breakable_key(key: &str) -> String {
 /// Escaped text with its `backticked` spans as <code> (an unpaired backtick stays as it is).
 pub fn inline_code(escaped: &str) -> String {
     let parts: Vec<&str> = escaped.split('`').collect();
-    if parts.len() % 2 == 0 {
+    if parts.len().is_multiple_of(2) {
         return escaped.to_string();
     }
     parts
@@ -316,7 +317,7 @@ fn findings_table(results: &Results) -> String {
                 breakable_key(k),
                 if f.value.is_number() { "num" } else { "txt" },
                 esc(&f.value.to_string()),
-                esc(&table::value_text(f)),
+                esc(&table::value_text(f)).replace('_', "_<wbr>"),
                 esc(&table::cycles_text(f)),
                 esc(&spread),
                 esc(&f.method).replace('_', "_<wbr>"),
@@ -451,6 +452,17 @@ mod tests {
         assert!(
             c.contains("name=\"viewport\"") && c.contains("<div class=\"scroll\"><table class=\"t\" id=\"compare\">")
         );
+    }
+
+    #[test]
+    fn strides_and_footprints_never_share_an_axis() {
+        let mut r = crate::sample::results();
+        r.series.clear();
+        let s = |xn: &str| series("d", xn, "bytes", "latency", "ns", vec![64.0, 4096.0, 65536.0], vec![1.0, 2.0, 3.0]);
+        r.series.insert("cpu.by_stride".into(), s("stride"));
+        r.series.insert("cpu.by_footprint".into(), s("footprint"));
+        r.series.insert("cpu.by_footprint_2".into(), s("footprint"));
+        assert_eq!(plot_groups(&r).len(), 2, "one plot per x quantity");
     }
 
     fn series(key_desc: &str, xn: &str, xu: &str, yn: &str, yu: &str, x: Vec<f64>, y: Vec<f64>) -> Series {
