@@ -21,6 +21,10 @@ pub enum ExportCommand {
         /// Directory to write gpgpusim.config into (created if missing).
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
+        /// Accept the results of a simulated target (refused otherwise: its values are the
+        /// simulator's, not a GPU's); every file written then says so on its first line.
+        #[arg(long)]
+        allow_simulated: bool,
     },
     /// The interconnect findings (link and peer probes) in nvbandwidth's matrix layout, on stdout
     /// (docs/INTERCONNECT.md).
@@ -30,9 +34,34 @@ pub enum ExportCommand {
     },
 }
 
+/// Refuse (exit 2, naming the file and the target) the results of a simulated target unless
+/// `allowed`; returns whether the source is simulated (then a warning went to stderr).
+pub(crate) fn refuse_simulated(
+    res: &memscope_results::Results,
+    file: &std::path::Path,
+    allowed: bool,
+) -> Result<bool, CliError> {
+    if res.target.kind != "sim" {
+        return Ok(false);
+    }
+    let what = format!(
+        "{}: the results of {} ({}), a simulated target, not a measured GPU",
+        file.display(),
+        res.target.name,
+        res.target.id
+    );
+    if !allowed {
+        return Err(CliError::usage(format!(
+            "{what}: its values are the simulator's own (pass --allow-simulated to use them anyway)"
+        )));
+    }
+    eprintln!("memscope: warning: {what}; the output is marked as simulated");
+    Ok(true)
+}
+
 pub fn run(args: Args) -> CliResult {
-    let (results, out) = match args.command {
-        ExportCommand::AccelSim { results, out } => (results, out),
+    let (results, out, allow_simulated) = match args.command {
+        ExportCommand::AccelSim { results, out, allow_simulated } => (results, out, allow_simulated),
         ExportCommand::Nvbandwidth { results } => {
             let (res, _) = crate::cmd_report::load_results(&results)?;
             let text = memscope_report::nvbandwidth::export(&res)
@@ -42,6 +71,7 @@ pub fn run(args: Args) -> CliResult {
         }
     };
     let (res, _) = crate::cmd_report::load_results(&results)?;
+    let simulated = refuse_simulated(&res, &results, allow_simulated)?;
     let label = results.display().to_string();
     let e = memscope_export::accel_sim::export(&res.target, &res.findings, &label)
         .map_err(|e| CliError::usage(format!("{label}: {e}")))?;
@@ -49,6 +79,14 @@ pub fn run(args: Args) -> CliResult {
         .map_err(|e| CliError::usage(format!("--out {}: cannot create: {e}", out.display())))?;
     for (name, text) in &e.files {
         let p = out.join(name);
+        let text = if simulated {
+            format!(
+                "# SIMULATED SOURCE: {label} holds the results of {} ({}), a simulated target, not a measured GPU\n{text}",
+                res.target.name, res.target.id
+            )
+        } else {
+            text.clone()
+        };
         memscope_results::json::write_atomic(&p, text.as_bytes())
             .map_err(|e| CliError::usage(format!("--out {}: cannot write: {e}", p.display())))?;
         println!("wrote {}", p.display());

@@ -17,38 +17,39 @@ pub struct Args {
     /// --flops and --bytes instead).
     #[arg(long)]
     pub op: Option<String>,
-    /// matmul: rows of the left operand.
-    #[arg(long)]
+    /// matmul: rows of the left operand. Every count takes 4096, 4k (= 4096), 16M (= 16777216)
+    /// or 16e6.
+    #[arg(long, value_parser = crate::quantity::count)]
     pub m: Option<u64>,
     /// matmul: inner dimension.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::quantity::count)]
     pub k: Option<u64>,
     /// matmul: columns of the right operand.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::quantity::count)]
     pub n: Option<u64>,
     /// add, gelu: number of elements.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::quantity::count)]
     pub elems: Option<u64>,
     /// layernorm, softmax: rows.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::quantity::count)]
     pub rows: Option<u64>,
     /// layernorm, softmax: columns (elements per row).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::quantity::count)]
     pub cols: Option<u64>,
     /// decode-attention, decode-step: sequences in the batch.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::quantity::count)]
     pub batch: Option<u64>,
     /// decode-attention: heads.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::quantity::count)]
     pub heads: Option<u64>,
     /// decode-attention: cached tokens per sequence.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::quantity::count)]
     pub tokens: Option<u64>,
     /// decode-attention: head dimension.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::quantity::count)]
     pub head_dim: Option<u64>,
     /// decode-step: cached tokens per sequence.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::quantity::count)]
     pub context: Option<u64>,
     /// decode-step: the model (gpt2-small).
     #[arg(long, default_value = "gpt2-small")]
@@ -56,11 +57,11 @@ pub struct Args {
     /// decode-step: totals (max of total launch, bytes, FLOPs) or per-kernel (sum of kernel bounds).
     #[arg(long, default_value = "totals")]
     pub composition: String,
-    /// Raw FLOPs (with --bytes) instead of --op.
-    #[arg(long)]
+    /// Raw FLOPs (with --bytes) instead of --op: 1e12, 1T (decimal prefixes).
+    #[arg(long, value_parser = crate::quantity::amount)]
     pub flops: Option<f64>,
-    /// Raw bytes moved (with --flops) instead of --op.
-    #[arg(long)]
+    /// Raw bytes moved (with --flops) instead of --op: 1e9, 1G (decimal prefixes).
+    #[arg(long, value_parser = crate::quantity::amount)]
     pub bytes: Option<f64>,
     /// Element type: fp32, fp16, bf16.
     #[arg(long, default_value = "fp32")]
@@ -71,8 +72,8 @@ pub struct Args {
     /// Peak arithmetic in FLOP per second: 6.3e12, 51.3TFLOP/s, 794T (overrides --ceilings).
     #[arg(long, allow_hyphen_values = true)]
     pub peak: Option<String>,
-    /// Launch floor: 4us, 3.98 µs, 500ns, or seconds (12e-6); overrides --ceilings (for
-    /// decode-step, the whole step's floor).
+    /// Launch floor with its unit: 4us, 3.98 µs, 500ns, 12e-6s (a bare number is refused);
+    /// overrides --ceilings (for decode-step, the whole step's floor).
     #[arg(long, allow_hyphen_values = true)]
     pub launch: Option<String>,
     /// Ceilings from a file: the results of `memscope run` on a GPU (its bw, launch and peak
@@ -200,8 +201,8 @@ fn print_prediction(
         print!("{}", String::from_utf8_lossy(&memscope_results::json::to_pretty(&v)));
         return;
     }
-    println!("FLOPs           {flops:.6e}");
-    println!("bytes           {bytes:.6e}");
+    println!("FLOPs           {}", memscope_report::units::si(flops, "FLOP"));
+    println!("bytes           {}", memscope_report::units::si(bytes, "B"));
     println!("launch bound    {}", fmt_s(p.bounds.launch_s));
     println!("memory bound    {}", fmt_s(p.bounds.memory_s));
     println!("compute bound   {}", fmt_s(p.bounds.compute_s));
@@ -220,15 +221,7 @@ fn print_prediction(
     }
 }
 
-/// Seconds with a readable unit.
+/// Seconds with a readable unit (the reports' formatting: ns, µs, ms or s, 4 significant digits).
 pub fn fmt_s(s: f64) -> String {
-    if s >= 1.0 {
-        format!("{s:.3} s")
-    } else if s >= 1e-3 {
-        format!("{:.3} ms", s * 1e3)
-    } else if s >= 1e-6 {
-        format!("{:.2} us", s * 1e6)
-    } else {
-        format!("{:.1} ns", s * 1e9)
-    }
+    memscope_report::units::seconds(s)
 }

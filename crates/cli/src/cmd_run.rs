@@ -22,9 +22,11 @@ pub struct Args {
     /// Smaller sweeps and fewer repetitions: a first look in seconds.
     #[arg(long)]
     pub quick: bool,
-    /// Folder for results.json (created if missing).
-    #[arg(long, default_value = "memscope-out")]
-    pub out: PathBuf,
+    /// Folder for results.json (created if missing; an earlier run's results there are
+    /// replaced). Default: a new folder per run, memscope-out/<UTC time>/, with memscope-out/latest
+    /// pointing at it (under Slurm or Open MPI: memscope-out/<host>-rank<N>/).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
     /// Also write the results JSON to FILE ("-" prints it to stdout instead of the summary).
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -68,10 +70,40 @@ fn check_out_dir(dir: &Path) -> CliResult {
         .map_err(|e| CliError::usage(format!("--out {}: not writable: {e}", dir.display())))
 }
 
-pub fn run(mut args: Args) -> CliResult {
+/// The folder of a run without --out: memscope-out/<UTC time>/ (a suffix -2, -3... when two runs
+/// start in the same second), and memscope-out/latest pointing at it; a scheduled job keeps
+/// memscope-out/ itself (each rank gets its own folder in it, and ranks start at different times).
+fn default_out() -> Result<PathBuf, CliError> {
+    let root = PathBuf::from("memscope-out");
+    if crate::scheduler::placement(|k| std::env::var(k).ok(), "").is_some() {
+        return Ok(root);
+    }
+    std::fs::create_dir_all(&root)
+        .map_err(|e| CliError::usage(format!("cannot create {}: {e} (or give --out DIR)", root.display())))?;
+    let stamp: String = crate::provenance::now().chars().filter(|c| *c != ':').collect();
+    for n in 1..1000 {
+        let name = if n == 1 { stamp.clone() } else { format!("{stamp}-{n}") };
+        let dir = root.join(&name);
+        match std::fs::create_dir(&dir) {
+            Ok(()) => {
+                let latest = root.join("latest");
+                let replaceable =
+                    std::fs::symlink_metadata(&latest).map(|m| m.file_type().is_symlink()).unwrap_or(true);
+                if replaceable {
+                    let _ = std::fs::remove_file(&latest);
+                    let _ = std::os::unix::fs::symlink(&name, &latest);
+                }
+                return Ok(dir);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(CliError::usage(format!("cannot create {}: {e} (or give --out DIR)", dir.display()))),
+        }
+    }
+    Err(CliError::usage(format!("{}: no free folder name for this run (give --out DIR)", root.display())))
+}
+
+pub fn run(args: Args) -> CliResult {
     let run_started = Instant::now();
-    // Under Slurm or Open MPI: DIR/<host>-rank<N> (crates/cli/src/scheduler.rs).
-    let scheduler = crate::scheduler::place(&mut args.out, args.continue_from.is_some());
     let probes = select_probes(memscope_registry::all(), &args.probes, args.continue_from.is_some())?;
     let specs = match &args.target {
         Some(t) => targets::parse(t)?,
@@ -83,14 +115,15 @@ pub fn run(mut args: Args) -> CliResult {
             specs
         }
     };
-    check_out_dir(&args.out)?;
     if let Some(j) = &args.json {
         crate::run_guard::check_output_file("--json", j)?;
     }
-    // (held to the end: a second run on the same --out gets exit 2 naming this pid)
-    let _lock = crate::run_guard::acquire(&args.out, args.continue_from.is_some())?;
+    if let Some(dir) = &args.out {
+        check_out_dir(dir)?;
+    }
 
-    // Open every target first so bad simulator files fail before any measurement.
+    // Open every target first so bad simulator files fail before any measurement (and before a
+    // run's own folder is made).
     let mut opened: Vec<PlannedTarget> = Vec::new();
     for spec in &specs {
         let t = targets::open(spec);
@@ -105,8 +138,25 @@ pub fn run(mut args: Args) -> CliResult {
         let target = t.map_err(|e| e.to_string());
         opened.push(PlannedTarget { id: spec.id(), cpu: *spec == TargetSpec::Cpu, target, snapshot });
     }
+    let mut out = match &args.out {
+        Some(dir) => {
+            if args.continue_from.is_none() && dir.join("results.json").is_file() {
+                eprintln!("memscope: --out {}: replacing the results of an earlier run there", dir.display());
+            }
+            dir.clone()
+        }
+        None => default_out()?,
+    };
+    // Under Slurm or Open MPI: DIR/<host>-rank<N> (crates/cli/src/scheduler.rs).
+    let scheduler = crate::scheduler::place(&mut out, args.continue_from.is_some());
+    check_out_dir(&out)?;
+    if args.out.is_none() && !args.quiet {
+        eprintln!("memscope: writing to {}", out.display());
+    }
+    // (held to the end: a second run on the same --out gets exit 2 naming this pid)
+    let _lock = crate::run_guard::acquire(&out, args.continue_from.is_some())?;
     let session = Session::new(args.quick, Box::new(crate::progress::Bars { quiet: args.quiet }))
-        .with_continuation(Continuation::FreshProcess { out: args.out.clone(), quiet: args.quiet })
+        .with_continuation(Continuation::FreshProcess { out: out.clone(), quiet: args.quiet })
         .with_fault_hook(Box::new(injected_fault));
     // From here on SIGINT/SIGTERM mark the files written as interrupted, with the probes not run.
     session.ledger().set_plan(memscope_session::plan(&opened, &probes));
@@ -122,7 +172,7 @@ pub fn run(mut args: Args) -> CliResult {
         probes: &probes,
         tool: tool.clone(),
         environment: env,
-        out: args.out.clone(),
+        out: out.clone(),
         continue_from: args.continue_from.clone(),
         cpu_sequential: args.cpu_sequential,
         one_at_a_time: &one_gpu_at_a_time,
@@ -130,7 +180,7 @@ pub fn run(mut args: Args) -> CliResult {
     let outcome = session.run(opened, &plan).map_err(session_error)?;
     let (mut docs, failures) = (outcome.docs, outcome.failures);
     // Finished, and with several documents also all of them in one file (`memscope merge`'s format).
-    let all = args.out.join("results-all.json");
+    let all = out.join("results-all.json");
     let merged = args.continue_from.is_none().then_some((all.as_path(), &tool));
     session.finish(&mut docs, &crate::provenance::now(), merged).map_err(session_error)?;
     // Outputs: --json, then the summary.
@@ -152,7 +202,7 @@ pub fn run(mut args: Args) -> CliResult {
             println!("results: {}", path.display());
         }
         if docs.len() > 1 {
-            println!("all targets in one file: {}", args.out.join("results-all.json").display());
+            println!("all targets in one file: {}", out.join("results-all.json").display());
         }
         println!("total time: {:.1} s", run_started.elapsed().as_secs_f64());
     }

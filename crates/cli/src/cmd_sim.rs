@@ -40,14 +40,14 @@ pub enum SimCommand {
     Vadd {
         #[command(flatten)]
         which: Which,
-        /// Number of floats (e.g. 16777216 or 16M).
-        #[arg(long, default_value = "16777216", value_parser = parse_size)]
+        /// Number of floats (e.g. 16777216, 16M = 16777216, 16e6).
+        #[arg(long, default_value = "16777216", value_parser = crate::quantity::count)]
         n: u64,
         /// Write the per-request timeline (JSON, memscope_sim::timeline) to FILE.
         #[arg(long, value_name = "FILE")]
         timeline: Option<PathBuf>,
         /// Warps recorded in the timeline (default: one full wave, SMs x resident warps).
-        #[arg(long)]
+        #[arg(long, value_parser = crate::quantity::count)]
         record_warps: Option<u64>,
         /// Print the report as JSON.
         #[arg(long)]
@@ -69,8 +69,8 @@ pub enum SimCommand {
         /// Cache path: ca (ld.global.ca, through L1) or cg (ld.global.cg, bypassing L1).
         #[arg(long, default_value = "ca")]
         path: String,
-        /// Timed hops.
-        #[arg(long, default_value = "20000")]
+        /// Timed hops (e.g. 20000, 20k, 1e6).
+        #[arg(long, default_value = "20000", value_parser = crate::quantity::count)]
         hops: u64,
         /// Visit order: random (one shuffled cycle) or sequential.
         #[arg(long, default_value = "random")]
@@ -90,6 +90,10 @@ pub enum SimCommand {
         /// Preset supplying every value that was not measured: rtx4090, l40s (or sim:rtx4090 ...).
         #[arg(long, default_value = "sim:rtx4090", value_name = "sim:PRESET")]
         base: String,
+        /// Accept the results of a simulated target (refused otherwise: its values are the
+        /// simulator's, not a GPU's); the hierarchy is then named as calibrated from a simulation.
+        #[arg(long)]
+        allow_simulated: bool,
     },
 }
 
@@ -272,16 +276,20 @@ pub fn run(args: Args) -> CliResult {
             }
             Ok(())
         }
-        SimCommand::Calibrate { results, out, base } => calibrate(&results, out.as_deref(), &base),
+        SimCommand::Calibrate { results, out, base, allow_simulated } => {
+            calibrate(&results, out.as_deref(), &base, allow_simulated)
+        }
     }
 }
 
 /// `sim calibrate`: the hierarchy JSON (to --out or stdout) and the table of every field's
 /// source (to stdout with --out, else to stderr).
-fn calibrate(results: &Path, out: Option<&Path>, base: &str) -> CliResult {
+fn calibrate(results: &Path, out: Option<&Path>, base: &str, allow_simulated: bool) -> CliResult {
     use memscope_sim::calibrate::CalibrateError;
     let (res, _) = crate::cmd_report::load_results(results)?;
-    let name = format!("calibrated from {} ({})", res.target.name, res.target.id);
+    let simulated = crate::cmd_export::refuse_simulated(&res, results, allow_simulated)?;
+    let name =
+        format!("calibrated from {}{} ({})", if simulated { "SIMULATED " } else { "" }, res.target.name, res.target.id);
     let base_h = preset_as(base, "--base")?;
     let base = base.strip_prefix("sim:").unwrap_or(base);
     let c =

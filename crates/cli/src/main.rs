@@ -37,7 +37,14 @@ use clap::{Parser, Subcommand};
 /// simulated hierarchy. Exit codes: 0 success, 1 a probe or device failure (partial results
 /// are still written), 2 bad usage or bad input.
 #[derive(Parser, Debug)]
-#[command(name = "memscope", version = env!("MEMSCOPE_VERSION"), about, long_about)]
+#[command(
+    name = "memscope",
+    version = env!("MEMSCOPE_VERSION"),
+    about,
+    long_about,
+    after_help = "Reading the datasheet (value, cycles, spread (MAD), check:, confidence, warnings): docs/READING.md. \
+                  A page per command: memscope man COMMAND."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -77,8 +84,8 @@ enum Command {
     Batch(cmd_gpu::BatchArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
     Completions(cmd_docs::CompletionsArgs),
-    /// Print the man page (roff, section 1) to stdout: `memscope man | man -l -`.
-    Man,
+    /// Print a man page (roff) to stdout: `memscope man | man -l -`, `memscope man run | man -l -`.
+    Man(cmd_docs::ManArgs),
     /// The l2.slices probe's child process under Nsight Compute (internal).
     #[command(hide = true)]
     HammerLines(cmd_hammer::Args),
@@ -137,7 +144,7 @@ fn main() {
         Command::Fusion(a) => cmd_gpu::fusion(a),
         Command::Batch(a) => cmd_gpu::batch(a),
         Command::Completions(a) => cmd_docs::completions(a, <Cli as clap::CommandFactory>::command()),
-        Command::Man => cmd_docs::man(<Cli as clap::CommandFactory>::command()),
+        Command::Man(a) => cmd_docs::man(a, <Cli as clap::CommandFactory>::command()),
         Command::HammerLines(a) => cmd_hammer::run(a),
     };
     if let Err(e) = result {

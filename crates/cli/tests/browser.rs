@@ -7,10 +7,11 @@
 //! into data attributes that --dump-dom shows), the animation advances when played (#autoplay),
 //! and a screenshot of each page is kept under target/browser-test/. Skips with a message when no
 //! Chromium is installed (CI installs Debian's `chromium` in scripts/setup.sh).
-//! Layout rules, measured by tests/browser/layout_check.js in a 1280 px wide window on
-//! the committed H200 report and on compare pages: no element wider than the viewport, no two text
-//! boxes of a plot overlapping, no text cut at a plot's edge, every plot with x and y axis titles
-//! carrying a unit in brackets. The fleet view of compare (three simulated GPUs, one slowed) has
+//! Layout rules, measured by tests/browser/layout_check.js in a 390 px (phone) and a
+//! 1280 px wide window on the report, compare, fleet and vadd pages: no element's right edge beyond
+//! the viewport outside its own scrolling box, no two text boxes of a plot overlapping, no text cut
+//! at a plot's edge, every plot with x and y axis titles carrying a unit in brackets, no word of a
+//! table broken mid-word, and the hierarchy diagram at full size. The fleet view of compare (three simulated GPUs, one slowed) has
 //! its own test below.
 
 use std::path::{Path, PathBuf};
@@ -119,25 +120,51 @@ fn num(dom: &str, name: &str) -> f64 {
     body_attr(dom, name).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("no data-{name} on <body>"))
 }
 
-/// The layout rules on `page`, measured in a 1280 px window; panics naming every
-/// offender.
+/// The layout rules on `page` at a phone's width (390 px) and a desktop's (1280 px); panics naming
+/// every offender. Plots are required where the page has any; the hierarchy diagram is drawn at
+/// full size (in its own scrolling box on a phone), never shrunk.
 fn assert_layout(bin: &Path, page: &Path, what: &str) {
+    for width in [390, 1280] {
+        assert_layout_at(bin, page, what, width);
+    }
+}
+
+fn assert_layout_at(bin: &Path, page: &Path, what: &str, width: u32) {
     let html = std::fs::read_to_string(page).expect("page");
     let script = format!("<script>{}</script></body>", include_str!("browser/layout_check.js"));
-    let checked = page.with_extension("layout.html");
-    std::fs::write(&checked, html.replacen("</body>", &script, 1)).expect("write checked page");
+    let checked = page.with_extension(format!("layout-{width}.html"));
+    let with_check = html.replacen("</body>", &script, 1);
+    // Headless Chromium's window is at least 500 px wide: a phone's width is a frame of that width
+    // inside a desktop window (the page in `srcdoc`, so the check can report to the page around).
+    let (doc, window) = if width < 500 {
+        let quoted = with_check.replace('&', "&amp;").replace('"', "&quot;");
+        let frame = format!(
+            "<!DOCTYPE html><html><body style=\"margin:0\"><iframe style=\"width:{width}px;height:2000px;border:0\" srcdoc=\"{quoted}\"></iframe></body></html>"
+        );
+        (frame, 1280)
+    } else {
+        (with_check, width)
+    };
+    std::fs::write(&checked, doc).expect("write checked page");
     let url = format!("file://{}", checked.canonicalize().expect("page path").display());
-    let (dom, _) = chrome(bin, &url, &["--window-size=1280,2000", "--virtual-time-budget=2000", "--dump-dom"]);
+    let size = format!("--window-size={window},2000");
+    let (dom, _) = chrome(bin, &url, &[&size, "--virtual-time-budget=2000", "--dump-dom"]);
     let start = dom.rfind("<pre id=\"layout-check\">{").unwrap_or_else(|| panic!("{what}: layout check did not run"));
     let text = &dom[start + "<pre id=\"layout-check\">".len()..];
     let text = &text[..text.find("</pre>").expect("end of layout check")];
     let unescaped = text.replace("&quot;", "\"").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&");
     let v: serde_json::Value = serde_json::from_str(&unescaped).expect("layout JSON");
-    assert_eq!(v["viewport"].as_f64(), Some(1280.0), "{what}: window is not 1280 px wide");
-    assert!(v["plots"].as_u64().unwrap_or(0) >= 1, "{what}: no plots measured");
-    for rule in ["wide", "overlaps", "clipped", "axes"] {
+    let what = format!("{what} at {width} px");
+    assert_eq!(v["viewport"].as_f64(), Some(width as f64), "{what}: window has another width");
+    if html.contains("<svg class=\"plot\"") {
+        assert!(v["plots"].as_u64().unwrap_or(0) >= 1, "{what}: no plots measured");
+    }
+    for rule in ["wide", "overlaps", "clipped", "axes", "broken"] {
         let list = v[rule].as_array().cloned().unwrap_or_default();
         assert!(list.is_empty(), "{what}: {rule}: {list:#?}");
+    }
+    if let Some(scale) = v["diagram_scale"].as_f64() {
+        assert!(scale > 0.99, "{what}: the hierarchy diagram is shrunk to {scale:.2} of its size");
     }
 }
 
@@ -271,6 +298,8 @@ fn html_outputs_render_in_headless_chromium() {
     assert!(num(&dom, "frames") > 5.0, "animation did not advance: {:?}", body_attr(&dom, "frames"));
     assert!(num(&dom, "sim-ns") > 0.0);
     assert!(num(&dom, "retired") > 0.0, "no request retired while playing");
+    // The player fits a phone and a desktop too.
+    assert_layout(&bin, &anim, "the vadd animation");
     // A full wave must stay smooth: the mean frame costs well under a 60 Hz frame here (about 2 ms
     // on a 2-core VM); 50 ms only catches a player that went quadratic.
     let draw_ms = num(&dom, "draw-ms");
@@ -282,6 +311,8 @@ fn html_outputs_render_in_headless_chromium() {
     assert!(console.is_empty(), "console output on the animation: {console:#?}");
     assert!(num(&dom, "start-ns") > 0.0, "opened at t = 0");
     assert!(num(&dom, "sim-ns") > 0.0 && num(&dom, "flight") > 0.0, "no request in flight at the start");
+    // ... and data already returning: the SM panel and the counters are not empty there.
+    assert!(num(&dom, "retired") > 0.0, "nothing retired at the opening moment");
     assert!(dom.contains("id=\"start-note\""), "the start is explained");
     assert!(num(&dom, "mc-scale-gbs") > 0.0, "throughput bars without a scale");
 }

@@ -76,7 +76,7 @@ fn predict_names_every_missing_value_at_once() {
 #[test]
 fn predict_takes_times_and_rates_with_units() {
     let with_units = ["--launch", "4us", "--bandwidth", "4.6TB/s", "--peak", "51.3TFLOP/s"];
-    let plain = ["--launch", "4e-6", "--bandwidth", "4.6e12", "--peak", "51.3e12"];
+    let plain = ["--launch", "4e-6s", "--bandwidth", "4.6e12", "--peak", "51.3e12"];
     let op = ["predict", "--op", "add", "--elems", "16777216", "--json"];
     let a = run(&[op.as_slice(), &with_units].concat());
     let b = run(&[op.as_slice(), &plain].concat());
@@ -263,4 +263,85 @@ fn the_smallest_hierarchy_of_contracts_md_is_valid() {
     let (code, out, err) = run(&["sim", "dump", "--target", &format!("sim:{}", f.display())]);
     assert_eq!(code, 0, "{json}\n{err}");
     assert!(out.contains("\"sets_per_slice\": 1024"), "{out}");
+}
+
+/// Each command has its own man page, and a page lists only pages that `memscope man` prints.
+#[test]
+fn every_listed_man_page_exists() {
+    let (code, top, err) = run(&["man"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!top.contains("memscope-run(1)"), "lists a page no man database holds");
+    let listed: Vec<String> =
+        top.lines().filter(|l| l.starts_with("\\fBmemscope man ")).map(|l| l[3..l.len() - 3].to_string()).collect();
+    assert!(listed.iter().any(|l| l == "memscope man run"), "{top}");
+    assert!(listed.len() >= 10, "{listed:?}");
+    for call in &listed {
+        let words: Vec<&str> = call.split(' ').skip(1).collect();
+        let (code, page, err) = run(&words);
+        assert_eq!(code, 0, "{call}: {err}");
+        let name = format!(".TH memscope-{}", words[1..].join("-"));
+        assert!(page.contains(&name), "{call} does not print its page ({name})");
+    }
+    let (code, page, _) = run(&["man", "sim", "vadd"]);
+    assert_eq!(code, 0);
+    assert!(page.contains(".TH memscope-sim-vadd") && page.contains("memscope sim vadd"), "{page}");
+    let (code, _, err) = run(&["man", "runn"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("\"runn\"") && err.contains("run"), "{err}");
+    let (_, help, _) = run(&["--help"]);
+    assert!(help.contains("docs/READING.md"), "--help points to the datasheet guide: {help}");
+}
+
+/// Without --out every run gets a folder of its own (never replacing the last run's results),
+/// printed at the start, with memscope-out/latest pointing at it.
+#[test]
+fn runs_without_out_never_replace_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let go = || {
+        let out = Command::new(BIN)
+            .args(["run", "--target", "sim:rtx4090", "--probes", "line", "--quick"])
+            .env("MEMSCOPE_NO_SCHEDULER", "1")
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        let line = err.lines().find(|l| l.starts_with("memscope: writing to ")).expect("where it writes").to_string();
+        dir.path().join(line.trim_start_matches("memscope: writing to "))
+    };
+    let (first, second) = (go(), go());
+    assert_ne!(first, second);
+    assert!(first.join("results.json").is_file() && second.join("results.json").is_file());
+    assert!(first.starts_with(dir.path().join("memscope-out")), "{}", first.display());
+    let latest = std::fs::read_link(dir.path().join("memscope-out/latest")).unwrap();
+    assert_eq!(Some(latest.as_os_str()), second.file_name());
+}
+
+/// A run whose target cannot be opened still writes its results file, naming the failure (exit 1).
+#[test]
+fn a_failed_run_writes_its_results_with_the_failure() {
+    let (code, list, _) = run(&["list"]);
+    assert_eq!(code, 0);
+    if list.contains("cuda:0: ") {
+        return; // a GPU machine: cuda:0 opens
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (code, _, err) = run(&["run", "--target", "cuda:0", "--quiet", "--out", dir.path().to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("results.json")).unwrap()).unwrap();
+    assert_eq!(doc["probes"]["open@cuda:0"]["status"], "failed", "{doc}");
+    assert!(doc["probes"]["open@cuda:0"]["reason"].as_str().unwrap().contains("GPU"), "{doc}");
+    assert_eq!(doc["run"]["state"], "finished");
+}
+
+/// The guide the datasheet's footer and `--help` point to exists and explains every column.
+#[test]
+fn reading_the_datasheet_is_documented() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/READING.md")).unwrap();
+    for term in
+        ["value", "cycles", "spread (MAD)", "`check:`", "**high**", "**medium**", "**low**", "DISAGREES", "## Warnings"]
+    {
+        assert!(doc.contains(term), "docs/READING.md does not explain {term}");
+    }
 }

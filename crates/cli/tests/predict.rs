@@ -28,7 +28,7 @@ fn seed_decode_sized_matmul_is_31_us_memory_bound() {
         "--peak",
         "6.325e12",
         "--launch",
-        "12e-6",
+        "12us",
         "--json",
     ]);
     assert_eq!(v["regime"], "memory");
@@ -53,7 +53,7 @@ fn seed_decode_step_both_compositions_at_batch_256() {
         "--peak",
         "6.37e12",
         "--launch",
-        "8.3e-3",
+        "8.3ms",
         "--json",
     ];
     let totals = json(&base);
@@ -87,14 +87,14 @@ fn ceilings_file_picks_pattern_class_and_precision() {
 #[test]
 fn bad_input_exits_2_with_one_line_naming_the_value() {
     for (args, needle) in [
-        (vec!["--op", "add", "--elems", "0", "--bandwidth", "1", "--peak", "1", "--launch", "1"], "--elems 0"),
-        (vec!["--op", "conv", "--bandwidth", "1", "--peak", "1", "--launch", "1"], "--op conv"),
+        (vec!["--op", "add", "--elems", "0", "--bandwidth", "1", "--peak", "1", "--launch", "1s"], "--elems 0"),
+        (vec!["--op", "conv", "--bandwidth", "1", "--peak", "1", "--launch", "1s"], "--op conv"),
         (
-            vec!["--op", "add", "--elems", "4", "--dtype", "fp8", "--bandwidth", "1", "--peak", "1", "--launch", "1"],
+            vec!["--op", "add", "--elems", "4", "--dtype", "fp8", "--bandwidth", "1", "--peak", "1", "--launch", "1s"],
             "--dtype fp8",
         ),
-        (vec!["--op", "add", "--elems", "4", "--bandwidth=-5", "--peak", "1", "--launch", "1"], "--bandwidth -5"),
-        (vec!["--op", "add", "--elems", "4", "--peak", "1", "--launch", "1"], "--bandwidth"),
+        (vec!["--op", "add", "--elems", "4", "--bandwidth=-5", "--peak", "1", "--launch", "1s"], "--bandwidth -5"),
+        (vec!["--op", "add", "--elems", "4", "--peak", "1", "--launch", "1s"], "--bandwidth"),
     ] {
         let out = predict(&args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
@@ -102,4 +102,38 @@ fn bad_input_exits_2_with_one_line_naming_the_value() {
         assert_eq!(err.trim().lines().count(), 1, "{err}");
         assert!(err.contains(needle), "{err} lacks {needle}");
     }
+}
+
+/// Counts take k/M/G/T (binary, as `sim vadd --n` does) and exponents; raw amounts take decimal
+/// prefixes; a bare --launch is refused; raw FLOPs and bytes work with a ceilings file.
+#[test]
+fn counts_amounts_and_times_share_one_parser() {
+    let c = ["--launch", "4us", "--bandwidth", "1TB/s", "--peak", "1TFLOP/s", "--json"];
+    let elems = |e: &str| json(&[["--op", "add", "--elems", e].as_slice(), &c].concat())["bytes"].as_f64().unwrap();
+    assert_eq!(elems("16M"), elems("16777216"));
+    assert_eq!(elems("16e6"), elems("16000000"));
+    assert_eq!(elems("4k"), elems("4096"));
+    let mm = json(&[["--op", "matmul", "--m", "4k", "--k", "4k", "--n", "1k"].as_slice(), &c].concat());
+    assert_eq!(mm["flops"].as_f64().unwrap(), 2.0 * 4096.0 * 4096.0 * 1024.0);
+    let raw = json(&[["--flops", "1T", "--bytes", "1G"].as_slice(), &c].concat());
+    assert_eq!((raw["flops"].as_f64().unwrap(), raw["bytes"].as_f64().unwrap()), (1e12, 1e9));
+
+    let out = predict(&["--op", "add", "--elems", "4", "--launch", "4", "--bandwidth", "1", "--peak", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--launch 4") && err.contains("add a unit"), "{err}");
+    let out = predict(&["--op", "add", "--elems", "4.5", "--launch", "4us", "--bandwidth", "1", "--peak", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("4.5"));
+
+    let ceilings = concat!(env!("CARGO_MANIFEST_DIR"), "/../../results/h200/ceilings.json");
+    let v = json(&["--flops", "1e12", "--bytes", "1e9", "--ceilings", ceilings, "--json"]);
+    // 1e12 FLOP at the H200's fp32 peak (about 51 TFLOP/s) is about 20 ms: compute-bound.
+    assert_eq!(v["regime"], "compute");
+    assert!(v["bounds"]["launch_s"].as_f64().unwrap() > 1e-6);
+    let w = json(&["--flops", "1e12", "--bytes", "1e9", "--ceilings", ceilings, "--launch", "1ms", "--json"]);
+    assert_eq!(w["bounds"]["launch_s"].as_f64().unwrap(), 1e-3);
+    let text = predict(&["--flops", "1e12", "--bytes", "1e9", "--ceilings", ceilings]);
+    assert!(text.status.success());
+    assert!(String::from_utf8_lossy(&text.stdout).contains("the smallest measured"));
 }

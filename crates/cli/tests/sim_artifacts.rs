@@ -68,3 +68,35 @@ fn cpu_only_results_are_refused_with_exit_2() {
         assert!(err.contains("CPU") && err.lines().count() == 1, "{err}");
     }
 }
+
+/// The results of a simulated target are refused by `sim calibrate` and `export accel-sim` (exit 2
+/// naming the file and the target) unless --allow-simulated, and then the output says so.
+#[test]
+fn a_simulated_source_is_refused_unless_allowed_and_then_marked() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut doc: serde_json::Value = serde_json::from_slice(&std::fs::read(root().join(source())).unwrap()).unwrap();
+    doc["target"]["kind"] = "sim".into();
+    doc["target"]["id"] = "sim:rtx4090".into();
+    doc["target"]["name"] = "simulated RTX 4090".into();
+    let p = dir.path().join("sim.json");
+    std::fs::write(&p, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let p = p.to_str().unwrap();
+    let cfg = dir.path().join("cfg");
+    let cfg = cfg.to_str().unwrap();
+    for args in [vec!["sim", "calibrate", p], vec!["export", "accel-sim", p, "--out", cfg]] {
+        let o = memscope(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("sim:rtx4090") && err.contains("sim.json") && err.contains("--allow-simulated"), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    let o = memscope(&["sim", "calibrate", p, "--allow-simulated"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let h: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(h["name"].as_str().unwrap().contains("SIMULATED"), "{}", h["name"]);
+    let o = memscope(&["export", "accel-sim", p, "--out", cfg, "--allow-simulated"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("warning"));
+    let text = std::fs::read_to_string(dir.path().join("cfg/gpgpusim.config")).unwrap();
+    assert!(text.starts_with("# SIMULATED SOURCE:"), "{}", &text[..200.min(text.len())]);
+}

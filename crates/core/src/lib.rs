@@ -12,6 +12,7 @@ pub mod links;
 pub mod probe;
 pub mod stats;
 pub mod target;
+pub mod text;
 pub mod timeline;
 
 pub use finding::{Check, Confidence, Finding, Series, Spread, CHECK_TOLERANCE};

@@ -232,6 +232,14 @@ fn head(s: &str) -> &str {
     s.split(' ').next().unwrap_or(s)
 }
 
+/// The launch class of raw `--flops`/`--bytes` (no kernel, so no class of its own).
+const RAW: &str = "raw";
+
+/// The class with the smallest launch floor in a ceilings file.
+fn smallest_floor_class(c: &SessionCeilings) -> Option<&str> {
+    c.launch_floor_s.iter().min_by(|a, b| a.1.total_cmp(b.1)).map(|(k, _)| k.as_str())
+}
+
 /// The three ceilings for one prediction: explicit flags win over the file.
 struct Chosen {
     launch_s: f64,
@@ -249,13 +257,20 @@ fn choose(g: &Given, file: Option<&CeilingsFile>, cost: &OpCost, class: &str, dt
     let from_file = match file {
         Some(src) if launch.is_none() || bandwidth.is_none() || peak.is_none() => {
             let c = src.ceilings;
+            // Raw FLOPs and bytes have no kernel class: they take the smallest floor measured (the
+            // model is a lower bound), or none at all when --launch is given.
+            let raw = class == RAW;
+            let class = if raw { smallest_floor_class(c).unwrap_or(RAW) } else { class };
             let ch = c.choose(cost, class, dtype).map_err(|e| format!("--ceilings: {e}"))?;
-            note = format!(
-                "ceilings file: launch floor of '{}', {} bandwidth, {} peak",
-                ch.launch_class,
-                ch.pattern.name(),
-                ch.precision
-            );
+            let floor = match (launch, raw) {
+                (Some(_), _) => "launch floor from --launch".to_string(),
+                (None, true) => format!(
+                    "launch floor of '{}' (the smallest measured: raw FLOPs and bytes name no kernel)",
+                    ch.launch_class
+                ),
+                (None, false) => format!("launch floor of '{}'", ch.launch_class),
+            };
+            note = format!("ceilings file: {floor}, {} bandwidth, {} peak", ch.pattern.name(), ch.precision);
             let mut used = vec![];
             for (given, ceiling) in [
                 (launch, launch_ceiling(head(&ch.launch_class))),
@@ -390,7 +405,7 @@ impl Request {
                     }
                 }
                 let cost = OpCost { flops, read_bytes: bytes, write_bytes: 0.0 };
-                let ch = choose(g, file, &cost, "raw", dtype).and_then(|c| usable(c, g))?;
+                let ch = choose(g, file, &cost, RAW, dtype).and_then(|c| usable(c, g))?;
                 if let Some(v) = ch.inputs {
                     extra.insert("inputs".into(), v);
                 }

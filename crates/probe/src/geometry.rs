@@ -21,7 +21,12 @@ pub fn line_bytes(m: &mut Meter<'_>, earlier: &BTreeMap<String, Finding>) -> Res
     let e = find_l1_evset(m, buf.base, POOL_STRIDE, 4096)?;
     let outcomes = measure_line(m, &e)?;
     m.target.free(buf);
-    analyze_line(&outcomes).ok_or_else(|| ProbeError::Failed(format!("line size undetermined: {outcomes:?}")))
+    analyze_line(&outcomes).ok_or_else(|| {
+        ProbeError::Failed(format!(
+            "line size undetermined: {}",
+            crate::line::outcomes_text(&outcomes, "same line", "another line")
+        ))
+    })
 }
 
 /// Candidate pool size: 4096 lines, or four L1 capacities when that is more.

@@ -259,7 +259,10 @@ impl Probe for IndexProbe {
                 Finding::undetermined(
                     "",
                     &method,
-                    &format!("the recovered masks {hex:?} predicted only {ok} of {total} conflicts"),
+                    &format!(
+                        "the recovered masks {} predicted only {ok} of {total} conflicts",
+                        rec.masks.iter().map(|&mk| gf2::format_mask(mk)).collect::<Vec<_>>().join(", ")
+                    ),
                 ),
             );
         } else {

@@ -18,6 +18,11 @@ pub struct LineProbe;
 /// Pool stride for line discovery: at least any plausible line size.
 pub const POOL_STRIDE: u64 = 512;
 
+/// Outcomes by offset for a note: "64 B: same line, 128 B: another line".
+pub fn outcomes_text(outcomes: &[(u64, bool)], yes: &str, no: &str) -> String {
+    outcomes.iter().map(|(d, o)| format!("{d} B: {}", if *o { yes } else { no })).collect::<Vec<_>>().join(", ")
+}
+
 /// Pure: the line size from per-offset outcomes `(d, same_line)` in ascending `d`: the first `d`
 /// that is not in the same line, if every smaller one was.
 pub fn analyze_line(outcomes: &[(u64, bool)]) -> Option<u64> {
@@ -91,7 +96,10 @@ impl Probe for LineProbe {
                 Finding::undetermined(
                     "bytes",
                     method,
-                    &format!("inconsistent outcomes {outcomes:?} (or line >= {POOL_STRIDE} bytes)"),
+                    &format!(
+                        "inconsistent outcomes ({}; or the line is {POOL_STRIDE} bytes or more)",
+                        outcomes_text(&outcomes, "same line", "another line")
+                    ),
                 ),
             ),
         }
@@ -126,7 +134,10 @@ impl Probe for LineProbe {
             ),
             _ => out.finding(
                 keys::L1_SECTOR_BYTES,
-                Finding::undetermined("bytes", smethod, &format!("miss fractions {fractions:?} fit no fetch unit")),
+                Finding::undetermined("bytes", smethod, &format!(
+                    "miss fractions ({}) fit no fetch unit",
+                    fractions.iter().map(|(d, f)| format!("{d} B: {}", memscope_core::text::sig(*f, 3))).collect::<Vec<_>>().join(", ")
+                )),
             ),
         }
         m.target.free(buf);

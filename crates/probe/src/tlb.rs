@@ -293,7 +293,8 @@ fn run_steps(m: &mut Meter<'_>, b: &Bench, info: &TargetInfo, out: &mut ProbeOut
                 "bytes",
                 &pmethod,
                 &format!(
-                    "shares-translation outcomes {outcomes:?} show no single page size up to {} bytes",
+                    "shares-translation outcomes ({}) show no single page size up to {} bytes",
+                    crate::line::outcomes_text(&outcomes, "shares", "does not share"),
                     b.stride / 2
                 ),
             ),

@@ -142,14 +142,21 @@
     t5s = Float32Array.from(t5).sort();
   }
   var mcScaleGbs = 0;
-  // The busiest moment: the bin with the most DRAM bytes over all controllers (where the page
-  // opens, so every panel shows traffic; restart goes back to t = 0).
+  // The busiest moment: the bin where DRAM traffic and data returning to the SMs are both high
+  // (the larger of the two shares' minimum), so the SM, crossbar, L2 and DRAM panels all show
+  // traffic and the counters are not zero; the page opens there (restart goes back to t = 0).
+  // A replay where nothing returns takes the bin of the most DRAM bytes.
   function busiestNs() {
-    var best = -1, at = 0;
+    var dram = new Float32Array(NBIN), maxD = 1e-9, maxR = 1e-9;
     for (var bb = 0; bb < NBIN; bb++) {
-      var tot = 0;
-      for (var cc = 0; cc < D.mcs; cc++) tot += mcBytes[cc * NBIN + bb];
-      if (tot > best) { best = tot; at = bb; }
+      for (var cc = 0; cc < D.mcs; cc++) dram[bb] += mcBytes[cc * NBIN + bb];
+      maxD = Math.max(maxD, dram[bb]);
+      maxR = Math.max(maxR, retBytes[bb]);
+    }
+    var best = -1, at = 0;
+    for (bb = 0; bb < NBIN; bb++) {
+      var score = maxR > 1e-9 ? Math.min(dram[bb] / maxD, retBytes[bb] / maxR) : dram[bb] / maxD;
+      if (score > best) { best = score; at = bb; }
     }
     return (at + 0.5) * BIN;
   }
@@ -295,7 +302,7 @@
   if (!seek && !auto) {
     var note = document.createElement('span');
     note.id = 'start-note';
-    note.textContent = ' opened at the busiest moment (' + fmtNs(start) + ', the most DRAM traffic); restart goes to 0 ns';
+    note.textContent = ' opened at the busiest moment (' + fmtNs(start) + ': DRAM traffic and data returning to the SMs); restart goes to 0 ns';
     document.getElementById('clock').insertAdjacentElement('afterend', note);
   }
   document.body.dataset.startNs = start.toFixed(1);

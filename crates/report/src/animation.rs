@@ -103,9 +103,9 @@ main{max-width:1360px;margin:0 auto;padding:12px 18px}
 h1{font-size:18px;margin:4px 0}.sub{color:#9aa;margin:0 0 8px;font-size:12px}
 #ctl{display:flex;gap:8px;align-items:center;flex-wrap:wrap;margin:6px 0}
 button,select{background:#26303a;color:#eee;border:1px solid #445;border-radius:4px;padding:3px 10px;font:inherit;cursor:pointer}
-input[type=range]{flex:1;min-width:200px}
+input[type=range]{flex:1;min-width:160px;max-width:100%}
 canvas{image-rendering:pixelated;image-rendering:crisp-edges;width:100%;background:#000;border:1px solid #333}
-#counters{display:flex;gap:22px;font-variant-numeric:tabular-nums;margin:6px 0;font-size:14px}
+#counters{display:flex;flex-wrap:wrap;gap:8px 22px;font-variant-numeric:tabular-nums;margin:6px 0;font-size:14px}
 #counters b{color:#fff}.legend span{display:inline-block;width:10px;height:10px;margin:0 4px 0 12px;vertical-align:middle}
 "#;
 
@@ -138,7 +138,7 @@ pub fn render_with_note(t: &Timeline, note: &str) -> Vec<u8> {
     let mut h = String::with_capacity(t.len() * 48 + 20_000);
     let _ = write!(
         h,
-        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{title}</title><style>{PLAYER_CSS}</style></head><body><main>
+        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>{title}</title><style>{PLAYER_CSS}</style></head><body><main>
 <h1>{title}</h1>
 <p class="sub">{} requests from {} SMs ({} L1 sets each, one pixel per set) through the crossbar to {} L2 slices ({} sets each, one pixel per set, grouped by {} memory controllers), the controllers' instantaneous throughput and the DRAM banks ({} channels × {} banks per controller). {}{}</p>
 <div id="ctl"><button id="play">play</button><button id="step">step</button><button id="restart">restart</button>

@@ -1,6 +1,8 @@
 //! `memscope compare A B`: every finding the two results files share, both values and the ratio
 //! B/A, as a terminal table and as a self-contained HTML page (the table plus each shared series
-//! of A and B overlaid on one plot). Findings present in only one file are listed after.
+//! of A and B overlaid on one plot). Findings present in only one file are listed after. The
+//! header names both targets, a warning says when A and B are different devices, and a finding
+//! whose values moved beyond their spread (docs/READING.md "Compare") is marked.
 
 use crate::svg::{self, esc, Axis, Line, Plot, Style};
 use crate::{table, units};
@@ -16,6 +18,39 @@ pub struct Row {
     /// B / A for numbers in the same unit.
     pub ratio: Option<f64>,
     pub same: bool,
+    /// The two values differ by more than their spread allows: more than 3 MADs (the larger of
+    /// the two) when a spread is recorded, more than 5 % when neither has one.
+    pub moved: bool,
+}
+
+/// Whether B moved from A beyond their spread (see `Row::moved`).
+fn moved(fa: &memscope_core::Finding, fb: &memscope_core::Finding) -> bool {
+    let (Some(x), Some(y)) = (fa.as_f64(), fb.as_f64()) else { return false };
+    if fa.unit != fb.unit {
+        return false;
+    }
+    let mad = fa.spread.iter().chain(fb.spread.iter()).map(|s| s.mad).reduce(f64::max);
+    match mad {
+        Some(m) => (y - x).abs() > 3.0 * m && (y - x).abs() > 1e-9 * x.abs().max(y.abs()),
+        None => x != 0.0 && ((y - x) / x).abs() > 0.05,
+    }
+}
+
+/// The two targets by name and id ("NVIDIA H200 (cuda:0)").
+fn target_name(r: &Results) -> String {
+    format!("{} ({})", r.target.name, r.target.id)
+}
+
+/// A warning when A and B are not the same kind of device (their differences are then the
+/// devices', not run-to-run noise).
+pub fn device_warning(a: &Results, b: &Results) -> Option<String> {
+    (a.target.name != b.target.name || a.target.kind != b.target.kind).then(|| {
+        format!(
+            "A and B are different devices ({} and {}): their differences include the devices', not only run-to-run noise",
+            target_name(a),
+            target_name(b)
+        )
+    })
 }
 
 /// The shared findings, and the keys only in A and only in B.
@@ -35,6 +70,7 @@ pub fn rows(a: &Results, b: &Results) -> (Vec<Row>, Vec<String>, Vec<String>) {
                     b: table::value_text(fb),
                     ratio,
                     same: fa.value == fb.value && fa.unit == fb.unit,
+                    moved: moved(fa, fb),
                 });
             }
             None => only_a.push(k.clone()),
@@ -55,10 +91,20 @@ fn ratio_text(r: &Row) -> String {
 /// The comparison as a terminal table (control characters from the files escaped).
 pub fn text(a: &Results, b: &Results) -> String {
     let (shared, only_a, only_b) = rows(a, b);
-    let mut out = format!("A: {}\nB: {}\n\n", table::provenance_line(a), table::provenance_line(b));
-    out.push_str(&format!("{:<34} {:>22} {:>22} {:>10}\n", "finding", "A", "B", "B/A"));
+    let mut out = format!("memscope compare: {} vs {}\n", target_name(a), target_name(b));
+    out.push_str(&format!("A: {}\nB: {}\n", table::provenance_line(a), table::provenance_line(b)));
+    if let Some(w) = device_warning(a, b) {
+        out.push_str(&format!("warning: {w}\n"));
+    }
+    let n_moved = shared.iter().filter(|r| r.moved).count();
+    out.push_str(&format!(
+        "{n_moved} of {} shared findings moved beyond their spread (marked *; see docs/READING.md)\n\n",
+        shared.len()
+    ));
+    out.push_str(&format!("  {:<34} {:>22} {:>22} {:>10}\n", "finding", "A", "B", "B/A"));
     for r in &shared {
-        out.push_str(&format!("{:<34} {:>22} {:>22} {:>10}\n", r.key, r.a, r.b, ratio_text(r)));
+        let mark = if r.moved { "*" } else { " " };
+        out.push_str(&format!("{mark} {:<34} {:>22} {:>22} {:>10}\n", r.key, r.a, r.b, ratio_text(r)));
     }
     if shared.is_empty() {
         out.push_str("(no finding in common)\n");
@@ -78,31 +124,42 @@ pub fn html(a: &Results, b: &Results) -> String {
     let mut h = String::new();
     let _ = write!(
         h,
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>memscope compare: {} vs {}</title><style>{}</style></head><body><main>",
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>memscope compare: {} vs {}</title><style>{}tr.moved td{{background:#fff3cd}}</style></head><body><main>",
         esc(&a.target.name),
         esc(&b.target.name),
         crate::html::CSS
     );
     let _ = write!(
         h,
-        "<h1>memscope compare</h1><p class=\"sub\"><b>A</b>: {}<br><b>B</b>: {}</p>",
+        "<h1>memscope compare: {} vs {}</h1><p class=\"sub\"><b>A</b>: {}<br><b>B</b>: {}</p>",
+        esc(&target_name(a)),
+        esc(&target_name(b)),
         esc(&table::provenance_line(a)),
         esc(&table::provenance_line(b))
     );
-    h.push_str("<h2>Shared findings</h2><table class=\"t\" id=\"compare\"><tr><th>finding</th><th>A</th><th>B</th><th>B / A</th></tr>");
+    if let Some(w) = device_warning(a, b) {
+        let _ = write!(h, "<p class=\"warn\" id=\"device-warning\">Warning: {}</p>", esc(&w));
+    }
+    let n_moved = shared.iter().filter(|r| r.moved).count();
+    let _ = write!(
+        h,
+        "<h2>Shared findings</h2><p class=\"note\">{n_moved} of {} moved beyond their spread (highlighted): more than 3 MADs apart, or more than 5 % where no spread was recorded.</p><div class=\"scroll\"><table class=\"t\" id=\"compare\"><tr><th>finding</th><th>A</th><th>B</th><th>B / A</th></tr>",
+        shared.len()
+    );
     for r in &shared {
         // Numbers align right; long text (mask lists) wraps.
         let c = if r.ratio.is_some() { "num" } else { "txt" };
         let _ = write!(
             h,
-            "<tr><td><code>{}</code></td><td class=\"{c}\">{}</td><td class=\"{c}\">{}</td><td class=\"num\">{}</td></tr>",
-            esc(&r.key),
-            esc(&r.a),
-            esc(&r.b),
+            "<tr{}><td><code>{}</code></td><td class=\"{c}\">{}</td><td class=\"{c}\">{}</td><td class=\"num\">{}</td></tr>",
+            if r.moved { " class=\"moved\"" } else { "" },
+            crate::html::breakable_key(&r.key),
+            esc(&r.a).replace('_', "_<wbr>"),
+            esc(&r.b).replace('_', "_<wbr>"),
             esc(&ratio_text(r))
         );
     }
-    h.push_str("</table>");
+    h.push_str("</table></div>");
     for (label, keys) in [("Only in A", &only_a), ("Only in B", &only_b)] {
         if !keys.is_empty() {
             let _ = write!(h, "<p><b>{label}</b>: <code>{}</code></p>", esc(&keys.join(", ")));
@@ -165,5 +222,47 @@ mod tests {
         let t = text(&a, &b);
         assert!(t.contains("2×"), "{t}");
         assert!(html(&a, &b).contains("id=\"compare\""));
+    }
+
+    #[test]
+    fn header_names_both_targets_and_warns_on_different_devices() {
+        let a = memscope_results::sample::results();
+        let mut b = memscope_results::sample::results();
+        assert!(device_warning(&a, &b).is_none());
+        assert!(!text(&a, &b).contains("warning:"));
+        b.target.name = "Another GPU".into();
+        b.target.id = "cuda:1".into();
+        let t = text(&a, &b);
+        assert!(
+            t.starts_with(&format!("memscope compare: {} ({}) vs Another GPU (cuda:1)", a.target.name, a.target.id)),
+            "{t}"
+        );
+        assert!(t.contains("warning: A and B are different devices"), "{t}");
+        let h = html(&a, &b);
+        assert!(h.contains("id=\"device-warning\"") && h.contains("Another GPU (cuda:1)"), "header or warning missing");
+    }
+
+    #[test]
+    fn a_finding_that_moved_beyond_its_spread_is_marked() {
+        let a = memscope_results::sample::results();
+        let mut b = memscope_results::sample::results();
+        let f = b.findings.get_mut("l1.hit_latency_ns").unwrap();
+        let x = f.as_f64().unwrap();
+        let mad = f.spread.as_ref().map(|s| s.mad).unwrap_or(0.0);
+        // within 3 MADs: not marked; well beyond: marked
+        f.value = serde_json::json!(x + 2.0 * mad);
+        let (r, _, _) = rows(&a, &b);
+        assert!(mad > 0.0, "the sample's latency has a spread");
+        assert!(!r.iter().find(|r| r.key == "l1.hit_latency_ns").unwrap().moved, "2 MADs is within the spread");
+        b.findings.get_mut("l1.hit_latency_ns").unwrap().value = serde_json::json!(x * 2.0 + 10.0 * mad);
+        let (r, _, _) = rows(&a, &b);
+        assert!(r.iter().find(|r| r.key == "l1.hit_latency_ns").unwrap().moved);
+        assert!(
+            r.iter().filter(|r| r.key != "l1.hit_latency_ns").all(|r| !r.moved),
+            "identical findings are never marked"
+        );
+        let t = text(&a, &b);
+        assert!(t.contains("1 of") && t.contains("* l1.hit_latency_ns"), "{t}");
+        assert!(html(&a, &b).contains("<tr class=\"moved\">"));
     }
 }

@@ -175,7 +175,7 @@ pub fn html(f: &Fleet) -> String {
     let mut h = String::new();
     let _ = write!(
         h,
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>memscope compare: fleet of {} targets</title><style>{}{}</style></head><body><main>",
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>memscope compare: fleet of {} targets</title><style>{}{}</style></head><body><main>",
         f.units.len(),
         crate::html::CSS,
         FLEET_CSS
@@ -216,7 +216,7 @@ pub fn html(f: &Fleet) -> String {
             let _ = write!(
                 h,
                 "<tr><td><code>{}</code><br><small>{}</small></td><td class=\"num\">{}</td>",
-                esc(&r.key),
+                crate::html::breakable_key(&r.key),
                 esc(direction_text(r.direction)),
                 esc(&median_text(r))
             );

@@ -24,21 +24,23 @@ h3{font-size:15px;margin:18px 0 6px}
 table.t{border-collapse:collapse;font-size:13px;background:#fff}
 table.t th,table.t td{border:1px solid #e0e0e0;padding:3px 8px;text-align:left;vertical-align:top}
 table.t th{background:#f0f2f5;font-weight:600}
-table#findings{width:100%;table-layout:fixed}table#findings td,table#findings th{overflow-wrap:anywhere}table#findings td.num{white-space:normal}
+table#findings{width:100%;min-width:1000px;table-layout:fixed}table#findings td,table#findings th{overflow-wrap:break-word}table#findings td.num{white-space:normal}
 table#findings td.wide,table#findings td.txt{min-width:0;max-width:none}
-table#findings col.k{width:17%}table#findings col.v{width:10%}table#findings col.c{width:7%}table#findings col.s{width:12%}
-table#findings col.m{width:24%}table#findings col.f{width:7%}table#findings col.n{width:17%}table#findings col.g{width:6%}
-.warn{color:#b3541e}table.t td.wide{min-width:220px}table.t td.txt{min-width:180px;max-width:300px;overflow-wrap:anywhere}table.t td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+table#findings col.k{width:16%}table#findings col.v{width:11%}table#findings col.c{width:7%}table#findings col.s{width:12%}
+table#findings col.m{width:19%}table#findings col.f{width:11%}table#findings col.n{width:16%}table#findings col.g{width:8%}
+.warn{color:#b3541e}table.t td.wide{min-width:220px}table.t td.txt{min-width:180px;max-width:300px;overflow-wrap:break-word}table.t td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 table.t tr.sec td{background:#eef3f8;font-weight:600}
 .c-high{color:#11772d}.c-medium{color:#8a6d00}.c-low{color:#b3541e}.c-undetermined{color:#888;font-style:italic}
-.plots{display:flex;flex-wrap:wrap;gap:14px}.plots figure{margin:0;background:#fff;border:1px solid #e3e3e3;border-radius:6px;padding:6px}
+.plots{display:flex;flex-wrap:wrap;gap:14px}.plots figure{margin:0;background:#fff;border:1px solid #e3e3e3;border-radius:6px;padding:6px;max-width:100%;box-sizing:border-box}
+svg.plot{max-width:100%;height:auto}.scroll{overflow-x:auto;max-width:100%}p code,li code{overflow-wrap:anywhere}
+@media (max-width:700px){main{padding:10px 10px 40px}h1{font-size:20px}}
 figcaption{font-size:12px;color:#555;max-width:584px;padding:0 4px}
 svg.plot text{font-size:11px;fill:#333}svg.plot .pt{font-size:13px;font-weight:600;text-anchor:middle}
 svg.plot .tx{text-anchor:middle}svg.plot .ty{text-anchor:end}svg.plot .xl,svg.plot .yl{text-anchor:middle;font-size:12px}
 svg.plot .grid{stroke:#eee}svg.plot .frame{fill:none;stroke:#999}
 svg.plot .vmark{stroke:#c0392b;stroke-dasharray:4 3;stroke-width:1.5}svg.plot .ml{fill:#c0392b;font-size:10px}
 svg.plot .hmark{stroke:#7f8c8d;stroke-dasharray:2 3}svg.plot .hl{fill:#555;font-size:10px}
-svg.diagram{background:#fff;border:1px solid #e3e3e3;border-radius:6px;max-width:100%;height:auto}
+svg.diagram{background:#fff;border:1px solid #e3e3e3;border-radius:6px;max-width:none;height:auto}
 svg.diagram .lvl rect{fill:#eaf2fb;stroke:#0072B2}svg.diagram .tlb rect{fill:#fdf1e6;stroke:#D55E00}
 svg.diagram .dram rect{fill:#e9f7f0;stroke:#009E73}svg.diagram .src{fill:#f3f3f3;stroke:#777}
 svg.diagram .bt{font-weight:700;font-size:13px;text-anchor:middle}svg.diagram .bl{font-size:11.5px;text-anchor:middle}
@@ -57,16 +59,17 @@ type Member<'a> = (&'a str, &'a Series);
 /// Series sharing one plot, under their group name.
 type Group<'a> = (String, Vec<Member<'a>>);
 
-/// Group series into plots: same top-level key, same x and y units.
+/// Group series into plots: same top-level key, same x quantity (a stride never shares an axis
+/// with a footprint), same x and y units.
 fn plot_groups(results: &Results) -> Vec<Group<'_>> {
-    let mut groups: BTreeMap<(String, String, String), Vec<Member<'_>>> = BTreeMap::new();
+    let mut groups: BTreeMap<(String, String, String, String), Vec<Member<'_>>> = BTreeMap::new();
     for (k, s) in &results.series {
         let top = k.split('.').next().unwrap_or(k).to_string();
         let hist = k.contains("hist");
         let gk = if hist { k.clone() } else { top };
-        groups.entry((gk, s.x_unit.clone(), s.y_unit.clone())).or_default().push((k.as_str(), s));
+        groups.entry((gk, s.x_name.clone(), s.x_unit.clone(), s.y_unit.clone())).or_default().push((k.as_str(), s));
     }
-    let mut out: Vec<Group<'_>> = groups.into_iter().map(|((g, _, _), v)| (g, v)).collect();
+    let mut out: Vec<Group<'_>> = groups.into_iter().map(|((g, _, _, _), v)| (g, v)).collect();
     // Path order: latency first, then bandwidth, the CPU, DRAM, the rest.
     let rank = |g: &str| ["latency", "bw", "cpu", "dram"].iter().position(|p| g.starts_with(p)).unwrap_or(9);
     out.sort_by_key(|(g, _)| rank(g));
@@ -170,13 +173,7 @@ fn plots(results: &Results) -> Vec<String> {
                 Style::LinePoints
             };
             let name = k.strip_prefix(&format!("{group}.")).unwrap_or(k).to_string();
-            p.lines.push(Line {
-                name,
-                color: svg::PALETTE[j % svg::PALETTE.len()].into(),
-                style,
-                points,
-                labels: vec![],
-            });
+            p.lines.push(Line { name, color: svg::series_colour(j).into(), style, points, labels: vec![] });
             if s.x_name == "stride" && k.starts_with("cpu.stride") {
                 // The stride probe marks the line and twice the line (seed 002's pair); the plot
                 // marks the one line size found, from the finding.
@@ -265,17 +262,36 @@ fn provenance(results: &Results) -> String {
     rows.push(("tool".into(), esc(&format!("{} {}", results.tool.name, results.tool.version))));
     rows.push(("git commit".into(), esc(results.tool.git_commit.as_deref().unwrap_or("unknown"))));
     rows.push(("command".into(), esc(&results.tool.command.join(" "))));
-    let mut s = String::from("<table class=\"t prov\">");
+    let mut s = String::from("<div class=\"scroll\"><table class=\"t prov\">");
     for (k, v) in rows {
         let _ = write!(s, "<tr><td>{}</td><td><code>{v}</code></td></tr>", esc(&k));
     }
-    s.push_str("</table>");
+    s.push_str("</table></div>");
     s
+}
+
+/// A finding key, escaped, with a line-break opportunity after each dot and underscore, so a
+/// narrow column breaks `l2.hit_latency_l1_path_ns` between its parts, never inside a word.
+pub fn breakable_key(key: &str) -> String {
+    esc(key).replace('.', ".<wbr>").replace('_', "_<wbr>")
+}
+
+/// Escaped text with its `backticked` spans as <code> (an unpaired backtick stays as it is).
+pub fn inline_code(escaped: &str) -> String {
+    let parts: Vec<&str> = escaped.split('`').collect();
+    if parts.len().is_multiple_of(2) {
+        return escaped.to_string();
+    }
+    parts
+        .iter()
+        .enumerate()
+        .map(|(i, p)| if i % 2 == 1 { format!("<code>{p}</code>") } else { p.to_string() })
+        .collect()
 }
 
 fn findings_table(results: &Results) -> String {
     let mut s = String::from(
-        "<table class=\"t\" id=\"findings\"><colgroup><col class=\"k\"><col class=\"v\"><col class=\"c\"><col class=\"s\"><col class=\"m\"><col class=\"f\"><col class=\"n\"><col class=\"g\"></colgroup><tr><th>key</th><th>value</th><th>cycles</th><th>spread (MAD, min–max)</th><th>method</th><th>confidence</th><th>note</th><th>target</th></tr>",
+        "<div class=\"scroll\"><table class=\"t\" id=\"findings\"><colgroup><col class=\"k\"><col class=\"v\"><col class=\"c\"><col class=\"s\"><col class=\"m\"><col class=\"f\"><col class=\"n\"><col class=\"g\"></colgroup><tr><th>key</th><th>value</th><th>cycles</th><th>spread (MAD, min–max)</th><th>method</th><th>confidence</th><th>note</th><th>target</th></tr>",
     );
     for (title, rows) in table::sections(results) {
         let _ = write!(s, "<tr class=\"sec\"><td colspan=\"8\">{}</td></tr>", esc(&title));
@@ -298,23 +314,24 @@ fn findings_table(results: &Results) -> String {
             let _ = write!(
                 s,
                 "<tr><td><code>{}</code></td><td class=\"{}\" title=\"{}\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"wide\">{}</td><td class=\"c-{conf}\">{conf}</td><td class=\"wide\">{}</td><td>{}</td></tr>",
-                esc(k),
+                breakable_key(k),
                 if f.value.is_number() { "num" } else { "txt" },
                 esc(&f.value.to_string()),
-                esc(&table::value_text(f)),
+                esc(&table::value_text(f)).replace('_', "_<wbr>"),
                 esc(&table::cycles_text(f)),
                 esc(&spread),
-                esc(&f.method),
-                esc(&match (f.note.as_deref(), table::check_text(f)) {
+                esc(&f.method).replace('_', "_<wbr>"),
+                inline_code(&esc(&match (f.note.as_deref(), table::check_text(f)) {
                     (Some(n), Some(c)) => format!("{n}; second opinion: {c}"),
                     (None, Some(c)) => format!("second opinion: {c}"),
                     (n, None) => n.unwrap_or("").to_string(),
-                }),
-                esc(f.target.as_deref().unwrap_or(""))
+                }))
+                .replace('_', "_<wbr>"),
+                breakable_key(f.target.as_deref().unwrap_or("")).replace(':', ":<wbr>").replace('/', "/<wbr>")
             );
         }
     }
-    s.push_str("</table>");
+    s.push_str("</table></div>");
     s
 }
 
@@ -323,7 +340,7 @@ fn probes_table(results: &Results) -> String {
     let ok = results.probes.len() - not_ok.len();
     let mut s = format!("<p>{ok} probe runs completed, {} waived or failed.</p>", not_ok.len());
     if !not_ok.is_empty() {
-        s.push_str("<table class=\"t\" id=\"probes\"><tr><th>probe@target</th><th>status</th><th>reason</th></tr>");
+        s.push_str("<div class=\"scroll\"><table class=\"t\" id=\"probes\"><tr><th>probe@target</th><th>status</th><th>reason</th></tr>");
         for (k, p) in not_ok {
             let st = if p.status == ProbeStatus::Failed { "failed" } else { "waived" };
             let _ = write!(
@@ -333,7 +350,7 @@ fn probes_table(results: &Results) -> String {
                 esc(p.reason.as_deref().unwrap_or(""))
             );
         }
-        s.push_str("</table>");
+        s.push_str("</table></div>");
     }
     s
 }
@@ -355,7 +372,7 @@ pub fn report(results: &Results, model: Option<&Value>) -> String {
         let _ = write!(h, "<p class=\"sub\">{}</p>", esc(&c));
     }
     h.push_str("<section id=\"hierarchy-section\"><h2>Discovered hierarchy</h2>");
-    h.push_str(&diagram::render(results));
+    let _ = write!(h, "<div class=\"scroll\">{}</div>", diagram::render(results));
     let _ = write!(
         h,
         "<p class=\"note\">Command: <code>{}</code> · full provenance (host, OS, driver, clocks before and after) <a href=\"#provenance\">below</a>.</p>",
@@ -415,6 +432,37 @@ mod tests {
         assert!(h.contains("needs a real GPU"));
         assert!(h.contains("knee 128K"));
         assert!(h.contains("fixture host") || h.contains("fixture-host"));
+    }
+
+    /// Pages fit a phone: viewport meta, plots that scale, tables and the diagram in their own
+    /// scrolling boxes, keys that break at dots and underscores, backticks as code.
+    #[test]
+    fn pages_are_responsive_and_keys_break_between_words() {
+        let r = memscope_results::sample::results();
+        let h = report(&r, None);
+        assert!(h.contains("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"));
+        assert!(CSS.contains("svg.plot{max-width:100%;height:auto}") && CSS.contains(".scroll{overflow-x:auto"));
+        assert!(h.contains("<div class=\"scroll\"><table class=\"t\" id=\"findings\">"));
+        assert!(h.contains("<div class=\"scroll\"><svg id=\"hierarchy\""));
+        assert!(!CSS.contains("overflow-wrap:anywhere}table#findings"), "findings cells must not break inside words");
+        assert_eq!(breakable_key("l2.hit_ns"), "l2.<wbr>hit_<wbr>ns");
+        assert_eq!(inline_code("run `memscope list` first"), "run <code>memscope list</code> first");
+        assert_eq!(inline_code("a ` b"), "a ` b");
+        let c = crate::compare::html(&r, &r);
+        assert!(
+            c.contains("name=\"viewport\"") && c.contains("<div class=\"scroll\"><table class=\"t\" id=\"compare\">")
+        );
+    }
+
+    #[test]
+    fn strides_and_footprints_never_share_an_axis() {
+        let mut r = memscope_results::sample::results();
+        r.series.clear();
+        let s = |xn: &str| series("d", xn, "bytes", "latency", "ns", vec![64.0, 4096.0, 65536.0], vec![1.0, 2.0, 3.0]);
+        r.series.insert("cpu.by_stride".into(), s("stride"));
+        r.series.insert("cpu.by_footprint".into(), s("footprint"));
+        r.series.insert("cpu.by_footprint_2".into(), s("footprint"));
+        assert_eq!(plot_groups(&r).len(), 2, "one plot per x quantity");
     }
 
     fn series(key_desc: &str, xn: &str, xu: &str, yn: &str, yu: &str, x: Vec<f64>, y: Vec<f64>) -> Series {

@@ -15,7 +15,10 @@ fn num(r: &Results, key: &str) -> Option<f64> {
 
 fn matrix_table(title: &str, m: &[Value], scale: f64, unit: &str, flagged: &[(u64, u64)]) -> String {
     let n = m.len();
-    let mut h = format!("<table class=\"peer\"><caption>{}</caption><tr><th>row -> column</th>", esc(title));
+    let mut h = format!(
+        "<div class=\"scroll\"><table class=\"peer\"><caption>{}</caption><tr><th>row -> column</th>",
+        esc(title)
+    );
     for j in 0..n {
         let _ = write!(h, "<th>GPU {j}</th>");
     }
@@ -43,7 +46,7 @@ fn matrix_table(title: &str, m: &[Value], scale: f64, unit: &str, flagged: &[(u6
         }
         h.push_str("</tr>");
     }
-    let _ = write!(h, "</table><p class=\"note\">{}</p>", esc(unit));
+    let _ = write!(h, "</table></div><p class=\"note\">{}</p>", esc(unit));
     h
 }
 
@@ -87,7 +90,7 @@ pub fn section(r: &Results) -> Option<String> {
     if !rows.is_empty() {
         let _ = write!(
             h,
-            "<table class=\"links\"><tr><th>test (nvbandwidth's name)</th><th>plateau GB/s</th><th>of nominal</th></tr>{rows}</table>"
+            "<div class=\"scroll\"><table class=\"links\"><tr><th>test (nvbandwidth's name)</th><th>plateau GB/s</th><th>of nominal</th></tr>{rows}</table></div>"
         );
     }
     for (key, label) in [

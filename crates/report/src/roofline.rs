@@ -309,7 +309,7 @@ pub fn section(m: &ModelView) -> String {
     }
     out.push_str("</div>");
     // Scoring by regime.
-    out.push_str("<h3>Scoring by regime</h3><table class=\"t\"><tr><th>regime</th><th>operations</th><th>median ratio (measured / bound)</th><th>within 25 %</th><th>faster than the bound by &gt; 5 %</th></tr>");
+    out.push_str("<h3>Scoring by regime</h3><div class=\"scroll\"><table class=\"t\"><tr><th>regime</th><th>operations</th><th>median ratio (measured / bound)</th><th>within 25 %</th><th>faster than the bound by &gt; 5 %</th></tr>");
     let mut groups: Vec<(String, Vec<&Op>)> =
         regimes.iter().map(|r| (r.clone(), scored.iter().filter(|o| &o.regime == r).copied().collect())).collect();
     groups.push(("all".into(), scored.clone()));
@@ -328,7 +328,7 @@ pub fn section(m: &ModelView) -> String {
             units::sig(faster * 100.0, 3)
         );
     }
-    out.push_str("</table><h3>Operations</h3><table class=\"t\"><tr><th>operation</th><th>FLOPs</th><th>bytes</th><th>measured</th><th>bound</th><th>regime</th><th>ratio</th></tr>");
+    out.push_str("</table></div><h3>Operations</h3><div class=\"scroll\"><table class=\"t\"><tr><th>operation</th><th>FLOPs</th><th>bytes</th><th>measured</th><th>bound</th><th>regime</th><th>ratio</th></tr>");
     for o in &m.ops {
         let ratio = o.predicted_s.filter(|p| *p > 0.0).map(|p| units::sig(o.measured_s / p, 3)).unwrap_or_default();
         let _ = write!(
@@ -344,7 +344,7 @@ pub fn section(m: &ModelView) -> String {
             ratio
         );
     }
-    out.push_str("</table></section>");
+    out.push_str("</table></div></section>");
     out
 }
 

@@ -9,6 +9,21 @@ use std::fmt::Write;
 /// Colours for successive series (colour-blind-friendly Okabe-Ito order).
 pub const PALETTE: &[&str] = &["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"];
 
+/// Colours after the first eight, so a plot of up to 16 series never draws two in one colour
+/// (Paul Tol's muted scheme, distinct from the palette above).
+const MORE_COLOURS: &[&str] = &["#882255", "#44AA99", "#999933", "#AA4499", "#332288", "#117733", "#88CCEE", "#DDCC77"];
+
+/// The colour of the `i`-th series of a plot: 16 distinct colours, then the cycle repeats.
+pub fn series_colour(i: usize) -> &'static str {
+    let n = PALETTE.len() + MORE_COLOURS.len();
+    let i = i % n;
+    if i < PALETTE.len() {
+        PALETTE[i]
+    } else {
+        MORE_COLOURS[i - PALETTE.len()]
+    }
+}
+
 /// How a line is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Style {
@@ -583,5 +598,13 @@ mod tests {
         }
         assert!(svg.matches("class=\"pt\"").count() >= 2, "a long title wraps onto two lines");
         assert!(svg.contains("(fastest of all repeats;") && !svg.contains('…'), "the title is whole");
+    }
+
+    #[test]
+    fn sixteen_series_get_sixteen_colours() {
+        let mut c: Vec<&str> = (0..16).map(series_colour).collect();
+        c.sort();
+        c.dedup();
+        assert_eq!(c.len(), 16);
     }
 }

@@ -77,7 +77,8 @@ pub fn quantity(key: &str) -> String {
         parts.remove(0);
     }
     let mut name = parts.join(" ");
-    for suffix in ["_ns", "_bytes_per_s", "_flops_per_s", "_bytes", "_s", "_cycles", "_hz"] {
+    // (the unit is in the value column: "2.5 Gop/s" beside "global distinct ops")
+    for suffix in ["_ns", "_bytes_per_s", "_flops_per_s", "_per_s", "_bytes", "_s", "_cycles", "_hz"] {
         if let Some(s) = name.strip_suffix(suffix) {
             name = s.to_string();
             break;
@@ -104,15 +105,27 @@ pub fn spread_text(f: &Finding) -> String {
 /// whether the two agree (None without one).
 pub fn check_text(f: &Finding) -> Option<String> {
     let c = f.check.as_ref()?;
-    Some(format!(
-        "{} by {}: {:.2}% apart, {} (tolerance {:.0}%)",
-        units::number(c.value, &f.unit),
-        c.method,
-        100.0 * c.rel_diff,
-        if c.agrees { "agrees" } else { "DISAGREES" },
-        100.0 * c.tolerance
-    ))
+    let apart = units::sig(100.0 * c.rel_diff, 3);
+    let tolerance = units::sig(100.0 * c.tolerance, 2);
+    let verdict = if c.agrees {
+        format!("agrees (within the {tolerance} % tolerance)")
+    } else {
+        format!(
+            "DISAGREES: the two instruments are more than the {tolerance} % tolerance apart, so the value is in doubt \
+             and its confidence was lowered one step (docs/READING.md)"
+        )
+    };
+    Some(format!("{} by {}: {apart} % apart, {verdict}", units::number(c.value, &f.unit), c.method))
 }
+
+/// Every warning of the run (probe warnings, such as a cache size that disagrees with the OS's,
+/// or a clock that moved during a probe), as (probe@target, text), in key order.
+pub fn warnings(results: &Results) -> Vec<(&str, &str)> {
+    results.probes.iter().flat_map(|(k, p)| p.warnings.iter().map(move |w| (k.as_str(), w.as_str()))).collect()
+}
+
+/// Where the datasheet's columns are explained, for footers and `--help`.
+pub const READING_DOC: &str = "docs/READING.md (value, cycles, spread (MAD), check:, confidence, warnings)";
 
 /// Cycles, when recorded.
 pub fn cycles_text(f: &Finding) -> String {
@@ -175,13 +188,16 @@ pub fn provenance_line(results: &Results) -> String {
 pub fn terminal_value(f: &Finding) -> String {
     fn brief(v: &Value) -> String {
         match v {
-            Value::Array(a) => format!("[{} items]", a.len()),
-            Value::Object(o) => format!("{{{} fields}}", o.len()),
+            Value::Array(a) if a.len() == 1 => "1 entry".into(),
+            Value::Array(a) => format!("{} entries", a.len()),
+            Value::Object(o) => format!("{} fields", o.len()),
             other => units::value(other, ""),
         }
     }
     fn fields(o: &serde_json::Map<String, Value>) -> String {
-        o.iter().map(|(k, v)| format!("{k}={}", brief(v))).collect::<Vec<_>>().join(" ")
+        let shown = o.iter().map(|(k, v)| format!("{}: {}", k.replace('_', " "), brief(v))).collect::<Vec<_>>();
+        let nested = o.values().any(|v| v.is_array() || v.is_object());
+        format!("{}{}", shown.join("; "), if nested { " (in full in the HTML report)" } else { "" })
     }
     match &f.value {
         Value::Object(o) => fields(o),
@@ -236,7 +252,8 @@ pub fn summary(results: &Results) -> String {
         for (k, f) in rows {
             // Bookkeeping counts are exact tallies: a confidence says nothing there.
             let conf = if counts { "" } else { confidence_text(f.confidence) };
-            let name = quantity(k);
+            // (counts keep their whole key: l2.evset_chases and evset.chases are different tallies)
+            let name = if counts { k.replace('_', " ") } else { quantity(k) };
             let value = terminal_value(f);
             let (name_cell, long_name) = if name.chars().count() > 30 { ("", true) } else { (name.as_str(), false) };
             if long_name {
@@ -256,7 +273,8 @@ pub fn summary(results: &Results) -> String {
                     out.push_str(&format!("  {:<4} {line}\n", ""));
                 }
             }
-            if f.confidence == Confidence::Undetermined {
+            let disagrees = f.check.as_ref().is_some_and(|c| !c.agrees);
+            if f.confidence == Confidence::Undetermined || disagrees {
                 if let Some(n) = &f.note {
                     for (i, line) in wrap_text(n, 82).iter().enumerate() {
                         out.push_str(&format!("  {:<4} {} {line}\n", "", if i == 0 { "why:" } else { "    " }));
@@ -284,6 +302,16 @@ pub fn summary(results: &Results) -> String {
             out.push_str(&format!("  {what:<7} on {target}: {} — {reason}\n", keys.join(", ")));
         }
     }
+    let warned = warnings(results);
+    if !warned.is_empty() {
+        out.push_str("\nWarnings\n");
+        for (probe, text) in warned {
+            for (i, line) in wrap_text(&format!("{probe}: {text}"), 96).iter().enumerate() {
+                out.push_str(&format!("  {} {line}\n", if i == 0 { "!" } else { " " }));
+            }
+        }
+    }
+    out.push_str(&format!("\nHow to read this datasheet: {READING_DOC}\n"));
     // (names, notes and methods come from the results file: no control character reaches the
     // terminal)
     crate::hygiene::terminal(&out)
@@ -298,10 +326,28 @@ mod tests {
     fn a_second_opinion_shows_under_its_finding() {
         let f = Finding::number(100.0, "ns", "chase", Confidence::High).with_check(110.0, "another SM", 0.03);
         let t = check_text(&f).unwrap();
-        assert!(t.contains("another SM") && t.contains("10.00% apart") && t.contains("DISAGREES"), "{t}");
+        assert!(t.contains("another SM") && t.contains("10 % apart") && t.contains("DISAGREES"), "{t}");
+        assert!(t.contains("more than the 3 % tolerance apart") && t.contains("docs/READING.md"), "{t}");
         let g = Finding::number(100.0, "ns", "chase", Confidence::High).with_check(101.0, "host clock", 0.03);
         assert!(check_text(&g).unwrap().contains("agrees"));
         assert!(check_text(&Finding::number(1.0, "ns", "m", Confidence::High)).is_none());
+    }
+
+    /// Every warning of the run and every disagreement, with its reason, reaches the terminal.
+    #[test]
+    fn warnings_and_disagreements_are_shown_with_their_reason() {
+        let mut r = sample::results();
+        let os = "measured 735 KiB, the OS reports 1 MiB: DISAGREES by more than 25 %";
+        let rec = r.probes.values_mut().find(|p| p.status == ProbeStatus::Ok).expect("an ok probe");
+        rec.warnings.push(format!("cpu.l2.capacity_bytes: {os}"));
+        let mut f = r.findings["l1.hit_latency_ns"].clone().with_check(40.0, "host events", 0.03);
+        f.note = Some("the host-event check is 160 % away".into());
+        r.findings.insert("l1.hit_latency_ns".into(), f);
+        let s = summary(&r);
+        let joined: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(s.contains("\nWarnings\n") && joined.contains(os), "{s}");
+        assert!(joined.contains("DISAGREES: the two instruments are more than the 3 % tolerance apart"), "{s}");
+        assert!(joined.contains("the host-event check is 160 % away"), "the note of a disagreement is shown:\n{s}");
     }
 
     #[test]
@@ -402,6 +448,7 @@ mod tests {
         let hops = s.find("evset hops").unwrap();
         assert!(hops > counts && counts > l2, "evset hops belongs under the counts, not L2:\n{s}");
         assert!(!s.contains("\nOther\n"), "no Other section for known keys:\n{s}");
+        assert!(s.contains("How to read this datasheet: docs/READING.md"), "{s}");
         // An estimate of 36918.4 sets prints like the 36,864 next to it, not as "36918".
         assert_eq!(units::value(&serde_json::json!(36918.4), "count"), "36,918");
         assert_eq!(units::value(&serde_json::json!(36864), "count"), "36,864");

@@ -52,6 +52,9 @@ pub fn seconds(s: f64) -> String {
     let a = s.abs();
     if a == 0.0 {
         "0 s".into()
+    } else if a < 1e-12 {
+        // below a thousandth of a nanosecond: zero within any timer's resolution
+        "≈ 0 ns".into()
     } else if a < 1e-6 {
         format!("{} ns", sig(s * 1e9, 4))
     } else if a < 1e-3 {
@@ -145,7 +148,9 @@ pub fn value(v: &Value, unit: &str) -> String {
     match v {
         Value::Null => "undetermined".into(),
         Value::Number(n) => n.as_f64().map(|x| number(x, unit)).unwrap_or_else(|| n.to_string()),
+        Value::String(s) if s.is_empty() => "(empty text)".into(),
         Value::String(s) => s.clone(),
+        Value::Array(a) if a.is_empty() => "none".into(),
         Value::Bool(b) => b.to_string(),
         Value::Array(a) => {
             let parts: Vec<String> = a.iter().map(|x| value(x, "")).collect();
@@ -156,7 +161,9 @@ pub fn value(v: &Value, unit: &str) -> String {
                 parts.join(", ")
             }
         }
-        Value::Object(_) => v.to_string(),
+        Value::Object(o) => {
+            o.iter().map(|(k, x)| format!("{}: {}", k.replace('_', " "), value(x, ""))).collect::<Vec<_>>().join("; ")
+        }
     }
 }
 
@@ -201,5 +208,13 @@ mod tests {
         assert_eq!(number(4.0, "ways"), "4 ways");
         assert_eq!(value(&serde_json::json!(["0x1", "0x2"]), ""), "0x1, 0x2");
         assert_eq!(value(&Value::Null, "ns"), "undetermined");
+        // no exponent on a time, no raw JSON, no blank cell
+        assert_eq!(number(2.492e-9, "ns"), "≈ 0 ns");
+        assert_eq!(
+            value(&serde_json::json!({"ways": 16, "sets_per_slice": [1, 2]}), ""),
+            "ways: 16; sets per slice: 1, 2"
+        );
+        assert_eq!(value(&serde_json::json!([]), "ns"), "none");
+        assert_eq!(value(&serde_json::json!(""), ""), "(empty text)");
     }
 }

@@ -119,6 +119,12 @@ impl Session {
                     Ok(target) => target,
                     Err(e) => {
                         failures.push(e.clone());
+                        // (the results file still says what failed: exit 1 promises results written)
+                        if plan.continue_from.is_none() && !docs.iter().any(|(p, _)| *p == path) {
+                            let mut doc = unopened_doc(plan, id, e);
+                            self.write_in_progress(Some(&path), &mut doc)?;
+                            docs.push((path, doc));
+                        }
                         continue;
                     }
                 };
@@ -195,6 +201,35 @@ impl Session {
         }
         Ok(())
     }
+}
+
+/// The document of a target that could not be opened: its id, the kind its id names, and the
+/// failure recorded as the failed probe `open@<id>`.
+fn unopened_doc(plan: &RunPlan<'_>, id: &str, why: &str) -> Results {
+    let kind = id.split(':').next().unwrap_or(id);
+    let info = memscope_core::TargetInfo {
+        kind: kind.to_string(),
+        id: id.to_string(),
+        name: format!("{id} (could not be opened)"),
+        clock_hz: None,
+        bypass_supported: false,
+        aliasing_supported: false,
+        per_hop_supported: false,
+        gpu_hierarchy: false,
+        units: 0,
+        capabilities: Default::default(),
+        details: Map::new(),
+    };
+    let mut doc = plan.new_doc(&info);
+    let record = memscope_results::ProbeRecord {
+        target: id.to_string(),
+        status: memscope_results::ProbeStatus::Failed,
+        reason: Some(why.to_string()),
+        duration_s: 0.0,
+        warnings: vec![],
+    };
+    doc.probes.insert(format!("open@{id}"), record);
+    doc
 }
 
 /// Record in a document holding the CPU and another target that the CPU ran after it.

@@ -3,7 +3,10 @@
 // wide: elements whose right edge passes the viewport (outside scrolling boxes);
 // overlaps: pairs of text boxes inside one plot that intersect;
 // clipped: text boxes that pass their plot's edge (a title or label cut off);
-// axes: plots lacking an x or y axis title with a unit in brackets ("latency [ns]").
+// axes: plots lacking an x or y axis title with a unit in brackets ("latency [ns]");
+// broken: words in table cells split over two lines (a word broken mid-word, "confiden/ce"); breaks
+// at spaces, hyphens, slashes and the <wbr> after a key's dots and underscores are allowed;
+// diagram_scale: the hierarchy diagram's drawn width over its own (1 = full size, not shrunk).
 window.addEventListener('load', function () {
   var vw = document.documentElement.clientWidth;
   var wide = [];
@@ -56,8 +59,36 @@ window.addEventListener('load', function () {
     if (!xl || !unit.test(xl.textContent)) axes.push(svg.id + ': x axis title "' + (xl ? xl.textContent : '') + '"');
     if (!yl || !unit.test(yl.textContent)) axes.push(svg.id + ': y axis title "' + (yl ? yl.textContent : '') + '"');
   }
+  var broken = [];
+  var cells = document.querySelectorAll('td, th');
+  for (var ci = 0; ci < cells.length && broken.length < 20; ci++) {
+    if (cells[ci].closest('.prov')) continue;
+    var walker = document.createTreeWalker(cells[ci], NodeFilter.SHOW_TEXT);
+    for (var node = walker.nextNode(); node; node = walker.nextNode()) {
+      var re = /[^\s\-\u2013\/,;=]+/g, m;
+      while ((m = re.exec(node.data)) !== null) {
+        var range = document.createRange();
+        range.setStart(node, m.index);
+        range.setEnd(node, m.index + m[0].length);
+        var rects = range.getClientRects();
+        if (rects.length > 1 && Math.abs(rects[0].top - rects[rects.length - 1].top) > 2) {
+          broken.push(name(cells[ci]) + ': "' + m[0] + '"');
+        }
+      }
+    }
+  }
+  var diagram = document.getElementById('hierarchy');
+  var scale = diagram ? diagram.getBoundingClientRect().width / parseFloat(diagram.getAttribute('width')) : null;
   var pre = document.createElement('pre');
   pre.id = 'layout-check';
-  pre.textContent = JSON.stringify({ viewport: vw, plots: plots.length, wide: wide, overlaps: overlaps, clipped: clipped, axes: axes });
+  pre.textContent = JSON.stringify({ viewport: vw, plots: plots.length, wide: wide, overlaps: overlaps, clipped: clipped, axes: axes, broken: broken, diagram_scale: scale });
   document.body.appendChild(pre);
+  // In the phone-width frame of the browser test, the result goes to the page around it too (the
+  // one whose DOM Chromium dumps).
+  if (window.frameElement) {
+    var copy = parent.document.createElement('pre');
+    copy.id = 'layout-check';
+    copy.textContent = pre.textContent;
+    parent.document.body.appendChild(copy);
+  }
 });

@@ -181,7 +181,7 @@ fn run(t: &mut CudaTarget, b: &mut Bench, reps: u32, clock: Option<f64>) -> Resu
             }
         }
         None => {
-            let why = format!("no plateau in the curve {y:?}");
+            let why = format!("no plateau in the curve ({})", memscope_core::text::numbers(&y, "ns"));
             for (k, u) in [
                 (keys::CONST_L1_HIT_LATENCY_NS, "ns"),
                 (keys::CONST_L1_CAPACITY_BYTES, "bytes"),
@@ -202,7 +202,11 @@ fn run(t: &mut CudaTarget, b: &mut Bench, reps: u32, clock: Option<f64>) -> Resu
         Some(u) => Finding::integer(u, "bytes", &fmethod, Confidence::Low).with_note(
             "the constant L1 is larger than half the walk's footprint: the walk may not have missed it on every unit",
         ),
-        None => Finding::undetermined("bytes", &fmethod, &format!("no clear step in ns by stride {ys:?}")),
+        None => Finding::undetermined(
+            "bytes",
+            &fmethod,
+            &format!("no clear step in the latency by stride ({})", memscope_core::text::numbers(&ys, "ns")),
+        ),
     };
     out.finding(keys::CONST_L1_FETCH_BYTES, f);
     out.series(

@@ -111,7 +111,7 @@ fn run(t: &mut CudaTarget, b: &mut Bench, reps: u32, clock: Option<f64>) -> Resu
                 match unit {
                     Some(u) => Finding::integer(u, "bytes", &fmethod, Confidence::High)
                         .with_note("the unit a miss of this path fetches (a sector where the cache is sectored; the line is l1.line_bytes)"),
-                    None => Finding::undetermined("bytes", &fmethod, &format!("no clear step in ns by stride {ys:?}")),
+                    None => Finding::undetermined("bytes", &fmethod, &format!("no clear step in the latency by stride ({})", memscope_core::text::numbers(&ys, "ns"))),
                 },
             );
         }
@@ -187,7 +187,7 @@ fn run(t: &mut CudaTarget, b: &mut Bench, reps: u32, clock: Option<f64>) -> Resu
                 }
             }
             None => {
-                let why = format!("no plateau in the curve {y:?}");
+                let why = format!("no plateau in the curve ({})", memscope_core::text::numbers(&y, "ns"));
                 out.finding(pk.hit, Finding::undetermined("ns", &smethod, &why));
                 out.finding(pk.capacity, Finding::undetermined("bytes", &smethod, &why));
                 if let Some(k) = pk.penalty {
