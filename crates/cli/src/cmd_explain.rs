@@ -5,10 +5,10 @@
 
 use crate::cmd_predict::Args as PredictArgs;
 use crate::error::{CliError, CliResult};
-use memscope_model::compose::{predict_step, ComposeCeilings, LaunchMode};
-use memscope_model::compose_step::{step_kernels, DecodeShape, HEAD_DIM};
 use memscope_explain::predict::{gpt2, model_config, predict_from_trace, Mode, ModelConfig, Scaling};
 use memscope_explain::{explain, explain_with, load, load_ceilings, render};
+use memscope_model::compose::{predict_step, ComposeCeilings, LaunchMode};
+use memscope_model::compose_step::{step_kernels, DecodeShape, HEAD_DIM};
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args, Debug)]

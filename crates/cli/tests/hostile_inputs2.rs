@@ -323,8 +323,7 @@ fn payload_in_every_hierarchy_text_field_reaches_no_output_raw() {
     let mut h: Value = serde_json::from_slice(&run(&["sim", "dump", "--preset", "rtx4090"]).stdout).unwrap();
     h["provenance"] = json!({"source": "x", PAYLOAD: "y"});
     h["links"] = json!({"gpus": 2, "index": 0, "pairs": [{"from": 0, "to": 1, "no_access": "z"}]});
-    let (doc, taken) =
-        with_payload(&h, &|v| memscope_sim::hierarchy::Hierarchy::from_json_str(&v.to_string()).is_ok());
+    let (doc, taken) = with_payload(&h, &|v| memscope_sim::hierarchy::Hierarchy::from_json_str(&v.to_string()).is_ok());
     assert!(taken >= 3, "only {taken} text fields took the payload");
     let f = write_json(d, "h.json", &doc);
     let t = format!("sim:{}", s(&f));

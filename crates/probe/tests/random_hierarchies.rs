@@ -27,8 +27,8 @@
 //! default a quarter as many; MEMSCOPE_THREADS hierarchies at a time, default 2).
 
 use memscope_core::gf2;
-use memscope_sim::hierarchy::{HashFunction, Hierarchy, Indexing, Mask, Replacement, RowFunction};
 use memscope_core::{Finding, Target};
+use memscope_sim::hierarchy::{HashFunction, Hierarchy, Indexing, Mask, Replacement, RowFunction};
 use memscope_sim::SimTarget;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

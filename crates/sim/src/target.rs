@@ -574,8 +574,6 @@ impl SimTarget {
 pub fn read_limited(path: &Path) -> std::io::Result<String> {
     use std::io::Read;
     let mut text = String::new();
-    std::fs::File::open(path)?
-        .take(crate::hierarchy::MAX_HIERARCHY_BYTES as u64 + 1)
-        .read_to_string(&mut text)?;
+    std::fs::File::open(path)?.take(crate::hierarchy::MAX_HIERARCHY_BYTES as u64 + 1).read_to_string(&mut text)?;
     Ok(text)
 }
