@@ -120,7 +120,7 @@ fn given(a: &Args) -> Result<Given, CliError> {
     })
 }
 
-fn load_ceilings(path: &PathBuf) -> Result<CeilingsSource, CliError> {
+fn load_ceilings(path: &std::path::Path) -> Result<CeilingsSource, CliError> {
     let max = memscope_results::results::MAX_RESULTS_BYTES;
     let bytes = memscope_results::json::read_limited(path, max)
         .map_err(|e| CliError::usage(format!("--ceilings {}: cannot read: {e}", path.display())))?;
@@ -168,7 +168,7 @@ pub fn run(a: Args) -> CliResult {
         ceilings_file: a.ceilings.is_some(),
     };
     request.check().map_err(CliError::usage)?;
-    let source = a.ceilings.as_ref().map(load_ceilings).transpose()?;
+    let source = a.ceilings.as_deref().map(load_ceilings).transpose()?;
     let file = source.as_ref().map(|s| CeilingsFile {
         ceilings: s.ceilings(),
         run: match s {
