@@ -25,7 +25,7 @@ table.t{border-collapse:collapse;font-size:13px;background:#fff}
 table.t th,table.t td{border:1px solid #e0e0e0;padding:3px 8px;text-align:left;vertical-align:top}
 table.t th{background:#f0f2f5;font-weight:600}
 table#findings{width:100%;min-width:1000px;table-layout:fixed}table#findings td,table#findings th{overflow-wrap:break-word}table#findings td.num{white-space:normal}
-table#findings td.wide,table#findings td.txt{min-width:0;max-width:none}
+table#findings td.wide,table#findings td.txt{min-width:0;max-width:none}table#findings td.id{overflow-wrap:anywhere}
 table#findings col.k{width:16%}table#findings col.v{width:11%}table#findings col.c{width:7%}table#findings col.s{width:12%}
 table#findings col.m{width:19%}table#findings col.f{width:11%}table#findings col.n{width:16%}table#findings col.g{width:8%}
 .warn{color:#b3541e}table.t td.wide{min-width:220px}table.t td.txt{min-width:180px;max-width:300px;overflow-wrap:break-word}table.t td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
@@ -313,7 +313,7 @@ fn findings_table(results: &Results) -> String {
             let conf = confidence_text(f.confidence);
             let _ = write!(
                 s,
-                "<tr><td><code>{}</code></td><td class=\"{}\" title=\"{}\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"wide\">{}</td><td class=\"c-{conf}\">{conf}</td><td class=\"wide\">{}</td><td>{}</td></tr>",
+                "<tr><td><code>{}</code></td><td class=\"{}\" title=\"{}\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"wide\">{}</td><td class=\"c-{conf}\">{conf}</td><td class=\"wide\">{}</td><td class=\"id\">{}</td></tr>",
                 breakable_key(k),
                 if f.value.is_number() { "num" } else { "txt" },
                 esc(&f.value.to_string()),

@@ -62,7 +62,8 @@ window.addEventListener('load', function () {
   var broken = [];
   var cells = document.querySelectorAll('td, th');
   for (var ci = 0; ci < cells.length && broken.length < 20; ci++) {
-    if (cells[ci].closest('.prov')) continue;
+    // (file paths and target ids are not words: the provenance table and the target column)
+    if (cells[ci].closest('.prov') || cells[ci].classList.contains('id')) continue;
     var walker = document.createTreeWalker(cells[ci], NodeFilter.SHOW_TEXT);
     for (var node = walker.nextNode(); node; node = walker.nextNode()) {
       var re = /[^\s\-\u2013\/,;=]+/g, m;
