@@ -14,8 +14,8 @@ fn repo(p: &str) -> String {
     format!("{}/../../{p}", env!("CARGO_MANIFEST_DIR"))
 }
 
-const RESULTS: &str = "results/h200/final-2026-12-02T0615/runs/run1/results.json";
-const COMPOSE: &str = "results/h200/final-2026-12-02T0615/compose/compose-run1.json";
+const RESULTS: &str = "results/h200/reference/runs/run1/results.json";
+const COMPOSE: &str = "results/h200/reference/compose/compose-run1.json";
 
 fn assert_usage_error(out: &Output, needle: &str) {
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -557,7 +557,7 @@ mod tests {
 
     #[test]
     fn a_neighbours_burst_inside_the_l2_does_not_move_its_capacity() {
-        // Two measured curves of the Xeon dev VM (results/dev-cpu/lane-2026-12-01: cpu-full-a3aa200,
+        // Two measured curves of the Xeon dev VM (a run since removed, notes/removed-results/: cpu-full-a3aa200,
         // with points at 1.41 and 1.54 MiB raised 3.5x in every repeat, and cpu-check-2059a,
         // clean; OS: 2 MiB L2): the L2 capacities agree within 10 % and lie within 25 % of 2 MiB.
         let spiky = "4096:1.27 5760:1.27 8192:1.26 11584:1.26 16384:1.25 23168:1.22 32768:1.25 46336:1.23 \

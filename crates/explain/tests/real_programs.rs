@@ -1,7 +1,7 @@
 //! explain and predict on REAL PyTorch programs: the traces in tests/data/ (recorded on an H200;
 //! tests/data/README.md) and their event-timed step times in results/h200/real-programs/
 //! summary.json, against the ceilings of a memscope run on an H200
-//! (results/h200/final-2026-12-02T0615/runs/run1/results.json: another session of the same GPU
+//! (results/h200/reference/runs/run1/results.json: another session of the same GPU
 //! model). The scores are printed (`--nocapture`) and docs/MODEL.md ("Real programs") quotes them.
 
 use memscope_explain::predict::{gpt2, predict_from_trace, Mode, ModelConfig, Scaling};
@@ -14,7 +14,7 @@ fn repo(p: &str) -> PathBuf {
 }
 
 fn ceilings() -> Ceilings {
-    load_ceilings(&repo("results/h200/final-2026-12-02T0615/runs/run1/results.json")).unwrap()
+    load_ceilings(&repo("results/h200/reference/runs/run1/results.json")).unwrap()
 }
 
 fn summary() -> Value {

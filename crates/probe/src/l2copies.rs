@@ -2,7 +2,7 @@
 //! homed in the far partition (docs/TRUST.md; an extension beyond seed 000, which has one L2). On the
 //! H200 one of three eviction-set searches once reduced to 8 lines where the near lines' sets
 //! take 17; this search asks whether far copies thrash in fewer ways than the L2 has (on the
-//! H200 on 2026-12-01 23:08 they did not: 16, results/h200/compose-2026-12-01T2308). The lines that miss the near
+//! H200 on 2026-12-01 23:08 they did not: 16; notes/removed-results/ lists that run). The lines that miss the near
 //! partition on every lap but are served by the far one (`l2ways::MissingLines::far`) are reduced
 //! by the same threshold group testing (Vila, Köpf, Morales, S&P 2019) with the near-L2 threshold,
 //! so a hop served by the far partition counts as a miss; the minimal set has `copy ways + 1`
