@@ -46,9 +46,9 @@ pub(crate) fn refuse_simulated(
     }
     let what = format!(
         "{}: the results of {} ({}), a simulated target, not a measured GPU",
-        file.display(),
-        res.target.name,
-        res.target.id
+        memscope_report::hygiene::terminal(&file.display().to_string()),
+        memscope_report::hygiene::terminal(&res.target.name),
+        memscope_report::hygiene::terminal(&res.target.id)
     );
     if !allowed {
         return Err(CliError::usage(format!(
@@ -81,8 +81,10 @@ pub fn run(args: Args) -> CliResult {
         let p = out.join(name);
         let text = if simulated {
             format!(
-                "# SIMULATED SOURCE: {label} holds the results of {} ({}), a simulated target, not a measured GPU\n{text}",
-                res.target.name, res.target.id
+                "# SIMULATED SOURCE: {} holds the results of {} ({}), a simulated target, not a measured GPU\n{text}",
+                memscope_export::accel_sim::config_comment(&label),
+                memscope_export::accel_sim::config_comment(&res.target.name),
+                memscope_export::accel_sim::config_comment(&res.target.id)
             )
         } else {
             text.clone()

@@ -134,9 +134,9 @@ fn non_regular_destinations_are_refused_by_every_writer() {
         vec!["report", s(&good), "--md", s(&link)],
         vec!["report", s(&good), "--csv", s(&fifo)],
         vec!["compare", s(&good), s(&good), "--html", s(&link)],
-        vec!["sim", "calibrate", s(&good), "--out", s(&link)],
+        vec!["sim", "calibrate", s(&good), "--allow-simulated", "--out", s(&link)],
         vec!["sim", "vadd", "--n", "1024", "--timeline", s(&link)],
-        vec!["export", "accel-sim", s(&good), "--out", s(&accel)],
+        vec!["export", "accel-sim", s(&good), "--allow-simulated", "--out", s(&accel)],
     ];
     for c in cases {
         let started = Instant::now();
@@ -293,8 +293,8 @@ fn payload_in_every_results_text_field_reaches_no_output_raw() {
         vec!["compare".into(), s(&good).into(), s(&f).into(), s(&f).into(), "--html".into(), o("f.html")],
         vec!["merge".into(), s(&f).into(), s(&good).into(), "--out".into(), o("merged.json")],
         vec!["merge".into(), s(&f).into(), s(&good).into(), "--out".into(), "-".into()],
-        vec!["sim".into(), "calibrate".into(), s(&f).into()],
-        vec!["sim".into(), "calibrate".into(), s(&f).into(), "--out".into(), o("cal.json")],
+        vec!["sim".into(), "calibrate".into(), s(&f).into(), "--allow-simulated".into()],
+        vec!["sim".into(), "calibrate".into(), s(&f).into(), "--allow-simulated".into(), "--out".into(), o("cal.json")],
         vec!["export".into(), "accel-sim".into(), s(&f).into(), "--out".into(), o("accel")],
         vec!["export".into(), "nvbandwidth".into(), s(&f).into()],
     ];
@@ -369,7 +369,7 @@ fn payload_in_every_hierarchy_text_field_reaches_no_output_raw() {
         vec!["report", s(&res)],
         vec!["report", s(&res), "--html", &o("r.html"), "--md", &o("r.md"), "--csv", &o("r.csv")],
         vec!["export", "nvbandwidth", s(&res)],
-        vec!["sim", "calibrate", s(&res)],
+        vec!["sim", "calibrate", s(&res), "--allow-simulated"],
     ] {
         check_run(&c.join(" "), &run(&c));
     }
@@ -403,7 +403,7 @@ fn accel_sim_config_holds_no_input_option_lines_or_absurd_values() {
     v["target"]["details"]["l2_cache_bytes_attribute"] = json!(1e300);
     let f = write_json(dir.path(), "r.json", &v);
     let out = dir.path().join("accel");
-    assert_exit(&run(&["export", "accel-sim", s(&f), "--out", s(&out)]), 0, "export accel-sim");
+    assert_exit(&run(&["export", "accel-sim", s(&f), "--allow-simulated", "--out", s(&out)]), 0, "export accel-sim");
     let cfg = std::fs::read_to_string(out.join("gpgpusim.config")).unwrap();
     assert!(!cfg.contains('\u{1b}') && !cfg.contains('\r'));
     let mut seen = std::collections::BTreeMap::new();
@@ -612,9 +612,9 @@ fn hierarchy_numbers_that_overflow_probes_are_refused() {
 fn predict_refuses_unusable_ceilings() {
     let dir = tempfile::tempdir().unwrap();
     let base = ["predict", "--flops", "1e9", "--bytes", "1e9"];
-    for (flag, v) in [("--bandwidth", "5e-324"), ("--peak", "4.9e-324"), ("--launch", "1e-320")] {
+    for (flag, v) in [("--bandwidth", "5e-324"), ("--peak", "4.9e-324"), ("--launch", "1e-320s")] {
         let mut c = base.to_vec();
-        c.extend(["--bandwidth", "1e12", "--peak", "1e14", "--launch", "1e-6"].iter());
+        c.extend(["--bandwidth", "1e12", "--peak", "1e14", "--launch", "1e-6s"].iter());
         let i = c.iter().position(|a| *a == flag).unwrap();
         c[i + 1] = v;
         let o = run(&c);
@@ -646,7 +646,9 @@ fn a_stale_lock_is_taken_over_by_exactly_one_run() {
         let out = dir.path().join(format!("out{trial}"));
         std::fs::create_dir(&out).unwrap();
         std::fs::write(out.join(".memscope.lock"), "2147483000\n").unwrap();
-        let args = ["run", "--target", "sim:rtx4090", "--probes", "line", "--quick", "--quiet", "--out", s(&out)];
+        // The tlb probe holds the lock for about 0.3 s (line: 0.07 s), so a run whose process starts
+        // late on a loaded machine still finds the lock held rather than free again.
+        let args = ["run", "--target", "sim:rtx4090", "--probes", "tlb", "--quick", "--quiet", "--out", s(&out)];
         let children: Vec<_> =
             (0..4).map(|_| cmd(&args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap()).collect();
         let outs: Vec<Output> = children.into_iter().map(|c| c.wait_with_output().unwrap()).collect();

@@ -316,7 +316,7 @@ fn option_value_ok(value: &str) -> bool {
 /// Text from the results file for a `#` comment of the config: control characters (a newline
 /// would start a live option line) and bidirectional overrides written as visible `\u{..}`
 /// escapes, `#` dropped.
-fn config_comment(s: &str) -> String {
+pub fn config_comment(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         if c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') {
