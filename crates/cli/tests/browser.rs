@@ -9,7 +9,8 @@
 //! Chromium is installed (CI installs Debian's `chromium` in scripts/setup.sh).
 //! Layout rules, measured by tests/browser/layout_check.js in a 390 px (phone) and a
 //! 1280 px wide window on the report, compare, fleet and vadd pages: no element's right edge beyond
-//! the viewport outside its own scrolling box, no two text boxes of a plot overlapping, no text cut
+//! the viewport outside its own scrolling box, no two text boxes of a plot overlapping, no knee or level
+//! line through a text of a plot, no text of the hierarchy diagram passing its box, no text cut
 //! at a plot's edge, every plot with x and y axis titles carrying a unit in brackets, no word of a
 //! table broken mid-word, and the hierarchy diagram at full size. The fleet view of compare (three simulated GPUs, one slowed) has
 //! its own test below.
@@ -159,7 +160,7 @@ fn assert_layout_at(bin: &Path, page: &Path, what: &str, width: u32) {
     if html.contains("<svg class=\"plot\"") {
         assert!(v["plots"].as_u64().unwrap_or(0) >= 1, "{what}: no plots measured");
     }
-    for rule in ["wide", "overlaps", "clipped", "axes", "broken"] {
+    for rule in ["wide", "overlaps", "crossed", "overflow", "clipped", "axes", "broken"] {
         let list = v[rule].as_array().cloned().unwrap_or_default();
         assert!(list.is_empty(), "{what}: {rule}: {list:#?}");
     }
@@ -298,6 +299,9 @@ fn html_outputs_render_in_headless_chromium() {
     assert!(num(&dom, "frames") > 5.0, "animation did not advance: {:?}", body_attr(&dom, "frames"));
     assert!(num(&dom, "sim-ns") > 0.0);
     assert!(num(&dom, "retired") > 0.0, "no request retired while playing");
+    // No canvas label crosses a panel (every line and dot is drawn inside one), overlaps another
+    // label or passes the canvas's edge (measured by the player itself, animation.js).
+    assert_eq!(body_attr(&dom, "label-clashes").as_deref(), Some("[]"), "vadd canvas labels clash");
     // The player fits a phone and a desktop too.
     assert_layout(&bin, &anim, "the vadd animation");
     // A full wave must stay smooth: the mean frame costs well under a 60 Hz frame here (about 2 ms

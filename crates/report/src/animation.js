@@ -74,39 +74,70 @@
   var cell = Math.max(3, Math.min(10, Math.floor((colW - 10) / bCols)));
   var dramY0 = y, H = dramY0 + bRows * cell + 14;
 
+  var SCALE_ROOM = 400; // px kept at the right of the controllers' title for the bars' scale
   var cv = document.getElementById('cv');
   cv.width = W; cv.height = H;
   var ctx = cv.getContext('2d');
 
   // ---- static background ----
+  // Every panel (and so every line and dot drawn inside one: crossbar paths, bar grid lines) is
+  // a box in `panels`; every label a box in `labels`. A label goes where its box meets no panel
+  // and no other label; one that does not fit its room is shortened ("MC 10" to "10") or left out.
+  // The clashes that remain are written to data-label-clashes for the browser test.
+  var panels = [], labels = [];
+  function panel(x, yy, w, h, col) { ctx.fillStyle = col; ctx.fillRect(x, yy, w, h); panels.push([x, yy, x + w, yy + h]); }
+  function clash(b, boxes) {
+    for (var i = 0; i < boxes.length; i++) {
+      var o = boxes[i];
+      if (b[0] < o[2] && b[2] > o[0] && b[1] < o[3] && b[3] > o[1]) return true;
+    }
+    return false;
+  }
+  function label(texts, x, yy, col, align, room) { // the first of `texts` that fits `room` px
+    for (var i = 0; i < texts.length; i++) {
+      var w = ctx.measureText(texts[i]).width, x0 = align === 'right' ? x - w : x;
+      var b = [x0, yy - 10, x0 + w, yy + 3];
+      if (room !== undefined && w > room) continue;
+      ctx.fillStyle = col; ctx.textAlign = align || 'left'; ctx.fillText(texts[i], x, yy); ctx.textAlign = 'left';
+      labels.push({ t: texts[i], b: b });
+      return;
+    }
+  }
   ctx.fillStyle = '#000'; ctx.fillRect(0, 0, W, H);
-  ctx.fillStyle = '#9ab'; ctx.font = '12px system-ui,sans-serif';
-  ctx.fillText('SMs (' + D.sms + '), one pixel per L1 set', PAD, 14);
-  ctx.fillStyle = '#1b2229';
-  for (s = 0; s < D.sms; s++) ctx.fillRect(smX[s], smYs[s], smW, smH);
-  ctx.fillStyle = '#9ab'; ctx.fillText('crossbar', PAD, xbY0 - 4);
-  ctx.fillStyle = '#0b0f13'; ctx.fillRect(PAD, xbY0, W - 2 * PAD, xbY1 - xbY0);
-  ctx.fillStyle = '#9ab';
-  ctx.fillText('L2 (' + D.slices + ' slices, ' + spc + ' per controller), one pixel per set', PAD, l2Y0 - 6);
-  for (q = 0; q < D.slices; q++) { ctx.fillStyle = '#1b2229'; ctx.fillRect(slX[q], slY[q], slW, slH); }
-  ctx.fillStyle = '#789';
+  ctx.font = '12px system-ui,sans-serif';
+  label(['SMs (' + D.sms + '), one pixel per L1 set'], PAD, 14, '#9ab');
+  for (s = 0; s < D.sms; s++) panel(smX[s], smYs[s], smW, smH, '#1b2229');
+  label(['crossbar'], PAD, xbY0 - 4, '#9ab');
+  panel(PAD, xbY0, W - 2 * PAD, xbY1 - xbY0, '#0b0f13');
+  label(['L2 (' + D.slices + ' slices, ' + spc + ' per controller), one pixel per set'], PAD, l2Y0 - 6, '#9ab');
+  for (q = 0; q < D.slices; q++) panel(slX[q], slY[q], slW, slH, '#1b2229');
   for (g = 0; g < D.mcs; g++) {
     var gx = PAD + (g % grpPer) * (grpW + grpGap), gy = l2Y0 + Math.floor(g / grpPer) * (slH + 20) + slH + 12;
-    ctx.fillText('MC ' + g, gx, gy);
+    label(['MC ' + g, '' + g], gx, gy, '#789', 'left', grpW + grpGap - 4);
   }
-  ctx.fillStyle = '#9ab'; ctx.fillText('memory controllers (level is instantaneous throughput; scale at the right)', PAD, mcY0 - 6);
+  label(['memory controllers (level is instantaneous throughput; scale at the right)', 'memory controllers'], PAD, mcY0 - 6, '#9ab', 'left', W - 2 * PAD - SCALE_ROOM);
   for (g = 0; g < D.mcs; g++) {
-    ctx.fillStyle = '#1b2229'; ctx.fillRect(PAD + g * colW + 4, mcY0, colW - 8, mcH);
-    ctx.fillStyle = '#789'; ctx.fillText('MC ' + g, PAD + g * colW + 6, mcY0 + mcH + 13);
+    panel(PAD + g * colW + 4, mcY0, colW - 8, mcH, '#1b2229');
+    label(['MC ' + g, '' + g], PAD + g * colW + 6, mcY0 + mcH + 13, '#789', 'left', colW - 4);
   }
-  ctx.fillStyle = '#9ab'; ctx.fillText('DRAM, ' + D.mcs + ' controllers, ' + D.banksPerMc + ' banks each', PAD, dramY0 - 6);
+  label(['DRAM, ' + D.mcs + ' controllers, ' + D.banksPerMc + ' banks each'], PAD, dramY0 - 6, '#9ab');
   var bankX = new Float32Array(D.mcs * D.banksPerMc), bankY = new Float32Array(D.mcs * D.banksPerMc);
   for (g = 0; g < D.mcs; g++) for (k = 0; k < D.banksPerMc; k++) {
     var bi = g * D.banksPerMc + k;
     bankX[bi] = PAD + g * colW + 4 + (k % bCols) * cell;
     bankY[bi] = dramY0 + Math.floor(k / bCols) * cell;
-    ctx.fillStyle = '#1b2229'; ctx.fillRect(bankX[bi], bankY[bi], cell - 1, cell - 1);
+    panel(bankX[bi], bankY[bi], cell - 1, cell - 1, '#1b2229');
   }
+  // (the bars' scale, drawn each frame at the right of the controllers' title, has its room)
+  labels.push({ t: 'full bar = ...', b: [W - PAD - SCALE_ROOM + 8, mcY0 - 16, W - PAD, mcY0 - 3] });
+  var clashes = [];
+  for (var li = 0; li < labels.length; li++) {
+    var lb = labels[li].b;
+    if (clash(lb, panels)) clashes.push('"' + labels[li].t + '" crosses a panel');
+    if (clash(lb, labels.slice(li + 1).map(function (o) { return o.b; }))) clashes.push('"' + labels[li].t + '" overlaps a label');
+    if (lb[0] < 0 || lb[2] > W || lb[1] < 0 || lb[3] > H) clashes.push('"' + labels[li].t + '" passes the edge');
+  }
+  document.body.dataset.labelClashes = JSON.stringify(clashes.slice(0, 10));
   var bgImg = ctx.getImageData(0, 0, W, H);
   var bg32 = new Uint32Array(bgImg.data.buffer.slice(0));
   var frame = ctx.createImageData(W, H);
@@ -246,8 +277,10 @@
     ctx.putImageData(frame, 0, 0);
     // The bars' scale: a full bar is the busiest controller's peak in this replay (bytes per bin
     // over the bin's ns = GB/s).
+    var scaleText = 'full bar = ' + mcScaleGbs.toFixed(1) + ' GB/s per controller, grid every quarter';
+    if (ctx.measureText(scaleText).width > SCALE_ROOM - 8) scaleText = 'full bar = ' + mcScaleGbs.toFixed(1) + ' GB/s';
     ctx.fillStyle = '#9ab'; ctx.textAlign = 'right';
-    ctx.fillText('full bar = ' + mcScaleGbs.toFixed(1) + ' GB/s per controller, grid every quarter', W - PAD, mcY0 - 6);
+    ctx.fillText(scaleText, W - PAD, mcY0 - 6);
     ctx.textAlign = 'left';
     frames++;
     var retired = upper(t5s, T);

@@ -5,7 +5,7 @@
 //! memories beside L1 (shared memory, the constant caches, the read-only and texture paths: issue
 //! 25), drawn without arrows because they are not on the path of a load to L2.
 
-use crate::svg::esc;
+use crate::svg::{esc, text_width, wrap};
 use crate::table::quantity;
 use crate::units;
 use memscope_core::Finding;
@@ -207,21 +207,39 @@ fn box_lines(l: &Level, clock_hz: Option<f64>) -> Vec<String> {
         }
     }
     lines.truncate(8);
-    // Undetermined values read "ways undetermined", not "undetermined ways"; long lines are cut.
+    // Undetermined values read "ways undetermined", not "undetermined ways"; long lines wrap at
+    // spaces (the box widens to its widest line).
     lines
         .into_iter()
         .map(|l| match l.strip_prefix("undetermined ") {
             Some(rest) => format!("{rest} undetermined"),
             None => l,
         })
-        .map(|l| if l.chars().count() > 30 { format!("{}…", l.chars().take(29).collect::<String>()) } else { l })
+        .flat_map(|l| wrap(&l, MAX_LINE_PX, LINE_PX))
         .collect()
+}
+
+/// Font size of a box's lines (the report's CSS `svg.diagram .bl`).
+const LINE_PX: f64 = 11.5;
+/// Width of a box's bold title per character, as `svg::text_width` counts it (13 px bold).
+const TITLE_PX: f64 = 13.0 * 1.08;
+/// Widest a line of a box grows before it wraps.
+const MAX_LINE_PX: f64 = 300.0;
+/// Room left and right of the widest text inside a box.
+const BOX_PAD_PX: f64 = 16.0;
+
+/// The width of a box holding `title` (bold) and `lines`, at least `min`.
+fn box_width(title: &str, lines: &[String], min: f64) -> f64 {
+    lines
+        .iter()
+        .map(|l| text_width(l, LINE_PX))
+        .chain([text_width(title, TITLE_PX)])
+        .fold(min, |a, b| a.max(b + BOX_PAD_PX))
 }
 
 /// The diagram as an inline `<svg id="hierarchy">`.
 pub fn render(results: &Results) -> String {
     let lanes = levels(results);
-    let bw = 196.0;
     let gap = 34.0;
     let lh = 15.0;
     let mut lane_svgs = vec![];
@@ -239,6 +257,8 @@ pub fn render(results: &Results) -> String {
         let max_lines = boxes.iter().map(|b| b.1.len()).chain([src_lines.len() + 1]).max().unwrap_or(1).max(2) as f64;
         let bh = 30.0 + max_lines * lh;
         let mut s = String::new();
+        let src_w = box_width("", &src_lines, 90.0);
+        let src_x = 10.0 + src_w / 2.0;
         // the source of loads
         let units_n = if lane == "CPU" {
             results.targets.iter().find(|t| t.capabilities.host_cores).map(|t| t.units).unwrap_or(0)
@@ -248,7 +268,7 @@ pub fn render(results: &Results) -> String {
         let src = if lane == "CPU" { "core" } else { "SM" };
         let _ = write!(
             s,
-            r#"<g class="lane"><text x="10" y="{:.1}" class="lane-t">{}</text><rect x="10" y="{:.1}" width="90" height="{bh:.1}" rx="6" class="src"/><text x="55" y="{:.1}" class="bt">{src}</text><text x="55" y="{:.1}" class="bl">{} {src}s</text>"#,
+            r#"<g class="lane"><text x="10" y="{:.1}" class="lane-t">{}</text><rect x="10" y="{:.1}" width="{src_w:.1}" height="{bh:.1}" rx="6" class="src"/><text x="{src_x:.1}" y="{:.1}" class="bt">{src}</text><text x="{src_x:.1}" y="{:.1}" class="bl">{} {src}s</text>"#,
             y + 12.0,
             esc(lane),
             y + 20.0,
@@ -257,10 +277,16 @@ pub fn render(results: &Results) -> String {
             if units_n > 0 { units_n.to_string() } else { "?".into() }
         );
         for (j, line) in src_lines.iter().enumerate() {
-            let _ = write!(s, r#"<text x="55" y="{:.1}" class="bl">{}</text>"#, y + 77.0 + j as f64 * lh, esc(line));
+            let _ = write!(
+                s,
+                r#"<text x="{src_x:.1}" y="{:.1}" class="bl">{}</text>"#,
+                y + 77.0 + j as f64 * lh,
+                esc(line)
+            );
         }
-        let mut x = 100.0 + gap;
+        let mut x = 10.0 + src_w + gap;
         for (i, (title, lines)) in boxes.iter().enumerate() {
+            let bw = box_width(title, lines, 196.0);
             let class = if title.contains("TLB") {
                 "lvl tlb"
             } else if title.contains("DRAM") {
@@ -329,6 +355,47 @@ mod tests {
         let svg = render(&r);
         assert!(svg.contains("4 ways × 256 sets"), "{svg}");
         assert!(svg.contains("latency 15.4 ns (38.8 cyc)"), "{svg}");
+    }
+
+    /// Every text of every box (the source box and each level's) lies inside its box: its width
+    /// as `svg::text_width` counts it (which leans high), centred on its x, and its baseline.
+    #[test]
+    fn no_text_overflows_its_box() {
+        use memscope_core::Confidence;
+        let mut r = memscope_results::sample::results();
+        let long =
+            "a long finding text that would run past a box of fixed width unless the box grows or the text wraps";
+        for (k, f) in [
+            ("l2.partition_mode_of_the_far_side", Finding::text(long, "test", Confidence::High)),
+            ("l2.replacement_policy_description", Finding::text("tree-PLRU-like", "test", Confidence::Low)),
+            ("cpu.line_bytes", Finding::integer(64, "bytes", "test", Confidence::High)),
+            ("cpu.prefetcher_description", Finding::text(long, "test", Confidence::Low)),
+        ] {
+            r.findings.insert(k.into(), f);
+        }
+        let svg = render(&r);
+        let attr = |t: &str, name: &str| -> f64 {
+            let k = format!("{name}=\"");
+            let at = t.find(&k).unwrap_or_else(|| panic!("{name} in {t}")) + k.len();
+            t[at..at + t[at..].find('"').unwrap()].parse().unwrap()
+        };
+        let mut checked = 0;
+        for chunk in svg.split("<rect ").skip(1).map(|c| format!(" {c}")) {
+            let (x0, w, y0, h) =
+                (attr(&chunk, " x"), attr(&chunk, " width"), attr(&chunk, " y"), attr(&chunk, " height"));
+            let end = ["<line", "<g ", "</g>"].iter().filter_map(|e| chunk.find(e)).min().unwrap_or(chunk.len());
+            for t in chunk[..end].split("<text ").skip(1).map(|t| format!(" {t}")) {
+                let text = &t[t.find('>').unwrap() + 1..t.find("</text>").unwrap()];
+                let px = if t.contains("class=\"bt\"") { TITLE_PX } else { LINE_PX };
+                let (cx, base, tw) = (attr(&t, " x"), attr(&t, " y"), text_width(text, px));
+                let inside = cx - tw / 2.0 >= x0 && cx + tw / 2.0 <= x0 + w && base - px >= y0 && base + 3.0 <= y0 + h;
+                assert!(inside, "\"{text}\" ({tw:.0} px wide at {cx}, {base}) overflows its box {:?}", (x0, w, y0, h));
+                assert!(!text.contains('…'), "\"{text}\" is cut");
+                checked += 1;
+            }
+        }
+        assert!(checked > 20, "{checked} texts checked\n{svg}");
+        assert!(svg.contains(">partition mode of the far side a long<"), "the long line wraps whole: {svg}");
     }
 
     #[test]

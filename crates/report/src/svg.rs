@@ -114,15 +114,29 @@ pub fn wrap(text: &str, max_px: f64, font_px: f64) -> Vec<String> {
     lines
 }
 
-/// Boxes of labels already placed on a plot, so a new one can move until it overlaps none.
+/// Boxes of labels already placed on a plot, and the mark lines drawn across it, so a new label
+/// can move until it overlaps no label, is crossed by no mark line and stays inside the frame.
 #[derive(Default)]
 struct Placer {
     boxes: Vec<(f64, f64, f64, f64)>,
+    /// x of each vertical mark line.
+    vlines: Vec<f64>,
+    /// y of each horizontal mark line.
+    hlines: Vec<f64>,
+    /// The plot frame (x0, y0, x1, y1) a label stays inside.
+    frame: (f64, f64, f64, f64),
 }
 
 impl Placer {
     fn free(&self, b: (f64, f64, f64, f64)) -> bool {
-        self.boxes.iter().all(|o| b.2 <= o.0 || b.0 >= o.2 || b.3 <= o.1 || b.1 >= o.3)
+        let f = self.frame;
+        b.0 >= f.0
+            && b.2 <= f.2
+            && b.1 >= f.1
+            && b.3 <= f.3
+            && self.boxes.iter().all(|o| b.2 <= o.0 || b.0 >= o.2 || b.3 <= o.1 || b.1 >= o.3)
+            && self.vlines.iter().all(|&x| x <= b.0 || x >= b.2)
+            && self.hlines.iter().all(|&y| y <= b.1 || y >= b.3)
     }
     /// The box of a text of `width` with its baseline at (x, y), anchored at its start or end.
     fn text_box(x: f64, y: f64, width: f64, end_anchor: bool, font_px: f64) -> (f64, f64, f64, f64) {
@@ -337,8 +351,13 @@ pub fn render(p: &Plot) -> String {
     // below), then knees (their labels move down the line until they overlap nothing placed).
     // (linear in marks: at most MAX_PLOT_MARKS of each kind drawn, and only the first
     // MAX_MARK_LABELS labelled, so the overlap search stays bounded; docs/CONTRACTS.md "Limits")
-    let mut placer = Placer::default();
     const MARK_PX: f64 = 10.0;
+    let mut placer = Placer {
+        vlines: p.vmarks.iter().take(MAX_MARK_LABELS).map(|m| sx.map(m.0)).collect(),
+        hlines: p.hmarks.iter().take(MAX_MARK_LABELS).map(|m| sy.map(m.0)).collect(),
+        frame: (ml, mt, w - mr, h - mb),
+        ..Placer::default()
+    };
     let left_out = p.hmarks.len().saturating_sub(MAX_PLOT_MARKS) + p.vmarks.len().saturating_sub(MAX_PLOT_MARKS);
     if left_out > 0 {
         let _ = write!(
@@ -361,11 +380,14 @@ pub fn render(p: &Plot) -> String {
         }
         let wd = text_width(label, MARK_PX);
         let (r, l) = (w - mr - 4.0, ml + 4.0);
-        let (x, ty, end) = placer.place(
-            &[(r, y - 4.0, true), (r, y + 12.0, true), (l, y - 4.0, false), (l, y + 12.0, false)],
-            wd,
-            MARK_PX,
-        );
+        // at either end, above or below the line; else beside a knee line, so none crosses it
+        let mut cands = vec![(r, y - 4.0, true), (r, y + 12.0, true), (l, y - 4.0, false), (l, y + 12.0, false)];
+        for &vx in &placer.vlines {
+            for ty in [y - 4.0, y + 12.0] {
+                cands.extend([(vx - 3.0, ty, true), (vx + 3.0, ty, false)]);
+            }
+        }
+        let (x, ty, end) = placer.place(&cands, wd, MARK_PX);
         let _ = write!(
             s,
             r#"<line x1="{ml}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" class="hmark"/><text x="{x:.1}" y="{ty:.1}" class="hl" text-anchor="{}">{}</text>"#,
@@ -386,17 +408,27 @@ pub fn render(p: &Plot) -> String {
             continue;
         }
         let wd = text_width(label, MARK_PX);
-        // right of the line, or left of it where the right would pass the frame
+        // right of the line, or left of it where the right would pass the frame; down the line
+        // until free, then on the other side; where knees stand too close for a label between
+        // them, beside the nearest other knee line that leaves room
         let right = x + 3.0 + wd <= w - mr;
-        let lx = if right { x + 3.0 } else { x - 3.0 };
+        let mut sides = vec![(x, right), (x, !right)];
+        let mut others: Vec<f64> = placer.vlines.iter().copied().filter(|vx| *vx != x).collect();
+        others.sort_by(|a, b| (a - x).abs().total_cmp(&(b - x).abs()));
+        for vx in others {
+            sides.extend([(vx, vx > x), (vx, vx < x)]);
+        }
         let mut cands = vec![];
-        let mut y = mt + 12.0;
-        while y < h - mb - 2.0 {
-            cands.push((lx, y, !right));
-            y += 12.0;
+        for (vx, side_right) in sides {
+            let lx = if side_right { vx + 3.0 } else { vx - 3.0 };
+            let mut y = mt + 12.0;
+            while y < h - mb - 2.0 {
+                cands.push((lx, y, !side_right));
+                y += 12.0;
+            }
         }
         if cands.is_empty() {
-            cands.push((lx, mt + 12.0, !right));
+            cands.push((if right { x + 3.0 } else { x - 3.0 }, mt + 12.0, !right));
         }
         let (tx, ty, end) = placer.place(&cands, wd, MARK_PX);
         let _ = write!(
@@ -598,6 +630,65 @@ mod tests {
         }
         assert!(svg.matches("class=\"pt\"").count() >= 2, "a long title wraps onto two lines");
         assert!(svg.contains("(fastest of all repeats;") && !svg.contains('…'), "the title is whole");
+    }
+
+    /// The mark lines as drawn: (x1, y1, x2, y2) of each `vmark` and `hmark` line.
+    fn mark_lines(svg: &str) -> Vec<(f64, f64, f64, f64)> {
+        svg.split("<line ")
+            .skip(1)
+            .filter(|t| t.contains("class=\"vmark\"") || t.contains("class=\"hmark\""))
+            .map(|t| {
+                let attr = |name: &str| -> f64 {
+                    let k = format!("{name}=\"");
+                    let at = t.find(&k).unwrap() + k.len();
+                    t[at..at + t[at..].find('"').unwrap()].parse().unwrap()
+                };
+                (attr("x1"), attr("y1"), attr("x2"), attr("y2"))
+            })
+            .collect()
+    }
+
+    /// No mark line (knee or level) passes through a mark label's box (baseline - 10 px to
+    /// baseline + 3 px at 10 px text), whatever the knees' and levels' positions.
+    #[test]
+    fn no_mark_line_crosses_a_mark_label() {
+        let cases: Vec<(Vec<f64>, Vec<f64>)> = vec![
+            // the H200 case: knees under the level labels at the right end
+            (vec![28215680.0, 30000000.0, 60000000.0], vec![349.0, 256.1, 250.0]),
+            // knees at both ends and the middle, levels close together
+            (vec![5000.0, 1048576.0, 2e6, 6e7], vec![30.0, 33.0, 120.0, 340.0]),
+        ];
+        for (knees, levels) in cases {
+            let mut p = Plot::new(
+                "t",
+                "latency",
+                Axis { label: "footprint [bytes]".into(), unit: "bytes".into(), log: true },
+                Axis { label: "latency [ns]".into(), unit: "ns".into(), log: false },
+            );
+            p.lines.push(Line {
+                name: "a".into(),
+                color: PALETTE[0].into(),
+                style: Style::LinePoints,
+                points: vec![(4096.0, 25.0), (33554432.0, 256.0), (67108864.0, 349.0)],
+                labels: vec![],
+            });
+            p.vmarks = knees.iter().map(|k| (*k, format!("knee {}", units::tick(*k, "bytes")))).collect();
+            p.hmarks = levels.iter().map(|v| (*v, format!("L2 {v} ns"))).collect();
+            let svg = render(&p);
+            let lines = mark_lines(&svg);
+            assert_eq!(lines.len(), knees.len() + levels.len());
+            for (x0, x1, base) in mark_labels(&svg) {
+                let (y0, y1) = (base - 10.0, base + 3.0);
+                for &(lx1, ly1, lx2, ly2) in &lines {
+                    let crosses = if lx1 == lx2 {
+                        lx1 > x0 && lx1 < x1 && ly1.min(ly2) < y1 && ly1.max(ly2) > y0
+                    } else {
+                        ly1 > y0 && ly1 < y1 && lx1.min(lx2) < x1 && lx1.max(lx2) > x0
+                    };
+                    assert!(!crosses, "line {:?} crosses label {:?}\n{svg}", (lx1, ly1, lx2, ly2), (x0, x1, base));
+                }
+            }
+        }
     }
 
     #[test]

@@ -2,6 +2,8 @@
 // goes into <pre id="layout-check"> as JSON for the Rust test (crates/cli/tests/browser.rs) to read.
 // wide: elements whose right edge passes the viewport (outside scrolling boxes);
 // overlaps: pairs of text boxes inside one plot that intersect;
+// crossed: text boxes inside a plot that a knee or level line passes through;
+// overflow: texts of the hierarchy diagram that pass the edge of the box they sit in;
 // clipped: text boxes that pass their plot's edge (a title or label cut off);
 // axes: plots lacking an x or y axis title with a unit in brackets ("latency [ns]");
 // broken: words in table cells split over two lines (a word broken mid-word, "confiden/ce"); breaks
@@ -30,6 +32,7 @@ window.addEventListener('load', function () {
     if (r.right > vw + 0.5 && !scrolls(el)) wide.push(name(el) + ' right=' + Math.round(r.right));
   }
   var overlaps = [];
+  var crossed = [];
   var clipped = [];
   var axes = [];
   var plots = document.querySelectorAll('svg.plot');
@@ -52,6 +55,18 @@ window.addEventListener('load', function () {
         if (w > 1 && h > 1 && A.width > 0 && B.width > 0) {
           overlaps.push(svg.id + ': "' + texts[a].textContent + '" x "' + texts[b].textContent + '"');
         }
+      }
+    }
+    var marks = svg.querySelectorAll('line.vmark, line.hmark');
+    for (var mi = 0; mi < marks.length; mi++) {
+      var L = marks[mi].getBoundingClientRect(), vertical = L.height > L.width;
+      for (var ti = 0; ti < texts.length; ti++) {
+        var X = boxes[ti];
+        if (X.width === 0) continue;
+        var hit = vertical
+          ? (L.left + L.right) / 2 > X.left + 0.5 && (L.left + L.right) / 2 < X.right - 0.5 && L.top < X.bottom - 0.5 && L.bottom > X.top + 0.5
+          : (L.top + L.bottom) / 2 > X.top + 0.5 && (L.top + L.bottom) / 2 < X.bottom - 0.5 && L.left < X.right - 0.5 && L.right > X.left + 0.5;
+        if (hit) crossed.push(svg.id + ': "' + texts[ti].textContent + '" crossed by a ' + marks[mi].getAttribute('class') + ' line');
       }
     }
     var unit = /\[[^\]]+\]/;
@@ -79,10 +94,25 @@ window.addEventListener('load', function () {
     }
   }
   var diagram = document.getElementById('hierarchy');
+  var overflow = [];
+  if (diagram) {
+    var rects = Array.prototype.map.call(diagram.querySelectorAll('rect'), function (r) { return r.getBoundingClientRect(); });
+    var dtexts = diagram.querySelectorAll('text');
+    for (var di = 0; di < dtexts.length; di++) {
+      var D = dtexts[di].getBoundingClientRect(), cx = (D.left + D.right) / 2, cy = (D.top + D.bottom) / 2;
+      for (var ri = 0; ri < rects.length; ri++) {
+        var R = rects[ri];
+        if (cx < R.left || cx > R.right || cy < R.top || cy > R.bottom) continue;
+        if (D.left < R.left - 0.5 || D.right > R.right + 0.5 || D.top < R.top - 0.5 || D.bottom > R.bottom + 0.5) {
+          overflow.push('"' + dtexts[di].textContent + '" is wider or taller than its box');
+        }
+      }
+    }
+  }
   var scale = diagram ? diagram.getBoundingClientRect().width / parseFloat(diagram.getAttribute('width')) : null;
   var pre = document.createElement('pre');
   pre.id = 'layout-check';
-  pre.textContent = JSON.stringify({ viewport: vw, plots: plots.length, wide: wide, overlaps: overlaps, clipped: clipped, axes: axes, broken: broken, diagram_scale: scale });
+  pre.textContent = JSON.stringify({ viewport: vw, plots: plots.length, wide: wide, overlaps: overlaps, crossed: crossed, overflow: overflow, clipped: clipped, axes: axes, broken: broken, diagram_scale: scale });
   document.body.appendChild(pre);
   // In the phone-width frame of the browser test, the result goes to the page around it too (the
   // one whose DOM Chromium dumps).
