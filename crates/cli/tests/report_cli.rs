@@ -67,7 +67,9 @@ fn compare_prints_both_values_and_the_ratio() {
     let html = dir.path().join("c.html");
     let (code, out, err) = run(&["compare", a.as_str(), b.as_str(), "--html", html.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
-    let line = out.lines().find(|l| l.starts_with("l1.hit_latency_ns")).expect("l1 row");
+    // Each row starts with its mark (`*`: moved beyond its spread) and a space.
+    let line = out.lines().find(|l| l.get(2..).is_some_and(|r| r.starts_with("l1.hit_latency_ns"))).expect("l1 row");
     assert!(line.contains("15.4 ns") && line.contains("30.8 ns") && line.contains("2×"), "{line}");
+    assert!(line.starts_with('*'), "a doubled latency is marked as moved: {line}");
     assert!(std::fs::read_to_string(&html).unwrap().contains("id=\"compare\""));
 }
