@@ -522,11 +522,11 @@ pub fn render(p: &Plot) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn plot_has_axes_marks_and_points() {
+    /// A latency-versus-footprint plot with one line through `points` (the tests' common plot).
+    fn latency_plot(title: &str, points: Vec<(f64, f64)>) -> Plot {
         let mut p = Plot::new(
             "t",
-            "latency",
+            title,
             Axis { label: "footprint [bytes]".into(), unit: "bytes".into(), log: true },
             Axis { label: "latency [ns]".into(), unit: "ns".into(), log: false },
         );
@@ -534,9 +534,15 @@ mod tests {
             name: "a".into(),
             color: PALETTE[0].into(),
             style: Style::LinePoints,
-            points: vec![(4096.0, 15.0), (1048576.0, 120.0), (1e9, 250.0)],
+            points,
             labels: vec![],
         });
+        p
+    }
+
+    #[test]
+    fn plot_has_axes_marks_and_points() {
+        let mut p = latency_plot("latency", vec![(4096.0, 15.0), (1048576.0, 120.0), (1e9, 250.0)]);
         p.vmarks.push((131072.0, "knee 128K".into()));
         let svg = render(&p);
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
@@ -603,19 +609,7 @@ mod tests {
 
     #[test]
     fn mark_labels_do_not_overlap_and_long_titles_wrap() {
-        let mut p = Plot::new(
-            "t",
-            "cpu.latency: CPU pointer-chase latency versus footprint (fastest of all repeats; y_spread = MAD of all repeats)",
-            Axis { label: "footprint [bytes]".into(), unit: "bytes".into(), log: true },
-            Axis { label: "latency [ns]".into(), unit: "ns".into(), log: false },
-        );
-        p.lines.push(Line {
-            name: "a".into(),
-            color: PALETTE[0].into(),
-            style: Style::LinePoints,
-            points: vec![(4096.0, 25.0), (33554432.0, 256.0), (67108864.0, 349.0)],
-            labels: vec![],
-        });
+        let mut p = latency_plot("cpu.latency: CPU pointer-chase latency versus footprint (fastest of all repeats; y_spread = MAD of all repeats)", vec![(4096.0, 25.0), (33554432.0, 256.0), (67108864.0, 349.0)]);
         // The H200 case: a knee near the right edge under the DRAM level line, and knees close together.
         p.vmarks = vec![(28215680.0, "knee 26.91M".into()), (30000000.0, "knee 28.6M".into())];
         p.hmarks = vec![(349.0, "DRAM 349 ns".into()), (256.1, "L2 256.1 ns".into()), (250.0, "L2 250 ns".into())];
@@ -659,19 +653,7 @@ mod tests {
             (vec![5000.0, 1048576.0, 2e6, 6e7], vec![30.0, 33.0, 120.0, 340.0]),
         ];
         for (knees, levels) in cases {
-            let mut p = Plot::new(
-                "t",
-                "latency",
-                Axis { label: "footprint [bytes]".into(), unit: "bytes".into(), log: true },
-                Axis { label: "latency [ns]".into(), unit: "ns".into(), log: false },
-            );
-            p.lines.push(Line {
-                name: "a".into(),
-                color: PALETTE[0].into(),
-                style: Style::LinePoints,
-                points: vec![(4096.0, 25.0), (33554432.0, 256.0), (67108864.0, 349.0)],
-                labels: vec![],
-            });
+            let mut p = latency_plot("latency", vec![(4096.0, 25.0), (33554432.0, 256.0), (67108864.0, 349.0)]);
             p.vmarks = knees.iter().map(|k| (*k, format!("knee {}", units::tick(*k, "bytes")))).collect();
             p.hmarks = levels.iter().map(|v| (*v, format!("L2 {v} ns"))).collect();
             let svg = render(&p);
