@@ -466,3 +466,29 @@ fn link_probe_measures_the_host_link() {
         assert!(t.peer_links().is_none(), "one GPU: no peer instrument");
     }
 }
+
+/// The per-SM L2 map: every SM has an L1 control faster than its warm L2 hit; where the first
+/// touches split in two modes, the far hit is slower than the near one on every SM of the series,
+/// and the groups cover each SM at most once.
+#[test]
+#[ignore = "needs a CUDA GPU; run scripts/gpu-test.sh"]
+fn sm_map_probe_maps_every_sm() {
+    let Some(mut t) = gpu() else { return };
+    let sms = t.info().units as usize;
+    let out = run_probe_by_key(&mut t, "l2.sm_map");
+    let l1 = &out.series["l2.sm_map.l1_control"];
+    assert_eq!(l1.x.len(), sms, "an L1 control for every SM");
+    let warm = value(&out, "l2.sm_map.warm_hit_latency_ns");
+    assert!(l1.y.iter().all(|&y| y > 1.0 && y < warm), "L1 {:?} vs warm L2 {warm}", l1.y);
+    if let Some(groups) = out.findings["l2.sm_map.groups"].value.as_array() {
+        let mut seen = std::collections::HashSet::new();
+        for g in groups {
+            for sm in g["sms"].as_array().expect("sms") {
+                assert!(seen.insert(sm.as_u64().expect("an SM id")), "SM {sm} in two groups");
+            }
+        }
+        let near = value(&out, "l2.sm_map.near_hit_latency_ns");
+        let far = value(&out, "l2.sm_map.far_hit_latency_ns");
+        assert!(far > 1.2 * near && near > 0.5 * warm, "near {near}, far {far}, warm {warm}");
+    }
+}

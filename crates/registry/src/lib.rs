@@ -47,6 +47,7 @@ fn entries() -> Vec<Entry> {
         entry(gpu::AtomicsProbe),
         entry(gpu::LevelBwProbe),
         entry(gpu::InflightProbe),
+        entry(gpu::SmMapProbe),
         alone(
             gpu::LinkProbe,
             "host <-> device copies share the host's PCIe root complex, its memory bandwidth and its copy threads: \

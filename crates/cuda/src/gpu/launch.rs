@@ -28,7 +28,7 @@ impl Gpu {
         let cname = CString::new(name).map_err(|_| GpuError::invalid(format!("kernel name {name:?}")))?;
         let mut f = std::ptr::null_mut();
         unsafe { ck(sys::cuModuleGetFunction(&mut f, module, cname.as_ptr()), &format!("kernel {name}"))? };
-        if m == Module::Chase || m == Module::ConstMem {
+        if m == Module::Chase || m == Module::ConstMem || m == Module::SmMap {
             // The chase kernels need at most a few hundred bytes of shared memory (47 KB with per-hop
             // records): ask for the smallest shared-memory carveout, so the unified L1/shared array
             // gives L1 all it can (left to itself the driver picked a split with a 64 KiB L1 on the H200).

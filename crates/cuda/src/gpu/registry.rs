@@ -33,6 +33,8 @@ pub enum Module {
     Link,
     /// The L2 slice probe's hammer (its child process, under Nsight Compute).
     Slices,
+    /// The per-SM L2 map: first-touch chases pinned to each SM, the reductions that prime them.
+    SmMap,
     /// Bottleneck model (seed 003): copies, fills, sums, random init, element-wise arithmetic, GELU.
     OpsElementwise,
     /// Bottleneck model: LayerNorm and softmax rows (plain and the v2..v6 variants).
@@ -47,7 +49,7 @@ const COMMON: &str = include_str!("../../kernels/common.cuh");
 
 impl Module {
     /// Every module, each once.
-    pub const ALL: [Module; 14] = [
+    pub const ALL: [Module; 15] = [
         Module::Chase,
         Module::Bw,
         Module::BwTma,
@@ -58,13 +60,14 @@ impl Module {
         Module::Levels,
         Module::Link,
         Module::Slices,
+        Module::SmMap,
         Module::OpsElementwise,
         Module::OpsRows,
         Module::OpsAttention,
         Module::OpsCompose,
     ];
     /// The probe modules (kernels/*.cu).
-    pub const PROBES: [Module; 10] = [
+    pub const PROBES: [Module; 11] = [
         Module::Chase,
         Module::Bw,
         Module::BwTma,
@@ -75,6 +78,7 @@ impl Module {
         Module::Levels,
         Module::Link,
         Module::Slices,
+        Module::SmMap,
     ];
     /// The bottleneck-model modules (kernels/ops/*.cu).
     pub const OPS: [Module; 4] = [Module::OpsElementwise, Module::OpsRows, Module::OpsAttention, Module::OpsCompose];
@@ -92,6 +96,7 @@ impl Module {
             Module::Levels => "levels.cu",
             Module::Link => "link.cu",
             Module::Slices => "slices.cu",
+            Module::SmMap => "sm_map.cu",
             Module::OpsElementwise => "ops/elementwise.cu",
             Module::OpsRows => "ops/rows.cu",
             Module::OpsAttention => "ops/attention.cu",
@@ -125,6 +130,9 @@ impl Module {
             Module::Link => concat!(include_str!("../../kernels/common.cuh"), include_str!("../../kernels/link.cu")),
             Module::Slices => {
                 concat!(include_str!("../../kernels/common.cuh"), include_str!("../../kernels/slices.cu"))
+            }
+            Module::SmMap => {
+                concat!(include_str!("../../kernels/common.cuh"), include_str!("../../kernels/sm_map.cu"))
             }
             Module::OpsElementwise => concat!(
                 include_str!("../../kernels/ops/common.cuh"),
@@ -210,6 +218,7 @@ impl Module {
             Module::Levels => &["l1_read", "l2_write", "line_read", "par_read_u1", "par_read_u2", "par_read_u4"],
             Module::Link => &["link_copy", "link_copy_split", "link_spin", "link_chase"],
             Module::Slices => &["slice_hammer"],
+            Module::SmMap => &["sm_map_prime", "sm_map_chase"],
             Module::OpsElementwise => &[
                 "copy_u32", "fill_u32", "sum_u32", "init_f32", "init_f16", "add_f32", "add_f16", "mul_f32", "mul_f16",
                 "fma_f32", "fma_f16", "gelu_f32", "gelu_f16",

@@ -3,7 +3,7 @@
 //! store and fence (seed 004), l2.slices (seed 000 appendix; waived here), and the SM memories'
 //! constmem, texture and l1share (the constant caches, the read-only and texture paths, what
 //! shares L1), smem, atomics, levelbw (bandwidth by level) and inflight (bandwidth by
-//! parallelism). Each is waived on
+//! parallelism), and the per-SM L2 map (l2.sm_map). Each is waived on
 //! non-CUDA targets and wraps its run in NVML readings so clock moves become warnings.
 
 mod atomics;
@@ -24,6 +24,10 @@ mod peak;
 mod slices;
 mod sm_chase;
 mod sm_fit;
+mod sm_map;
+mod sm_map_fit;
+#[cfg(test)]
+mod sm_map_tests;
 mod smem;
 mod smem_fit;
 mod store;
@@ -47,6 +51,7 @@ pub use link::{LinkProbe, TEST_NAMES as LINK_TEST_NAMES};
 pub use peak::PeakProbe;
 pub use slices::hammer as slices_hammer;
 pub use slices::SlicesProbe;
+pub use sm_map::SmMapProbe;
 pub use smem::SmemProbe;
 pub use store::{FenceProbe, StoreProbe};
 pub use texture::TextureProbe;
