@@ -4,15 +4,27 @@ and with the independent peer (scripts/peers/sm_map_peer.cu, per SM and over SMs
 
     python3 scripts/peers/sm_map_compare.py RUN1.json RUN2.json PEER.csv [PEER2.csv ...] [--md OUT.md]
 
+Files may be gzipped (.gz). With two or more peer files, each peer run is also compared with the
+first (the peer's own repeatability).
+
 Per SM the probe's value is its series' point (median over repetitions); the peer's is the median
 over its repetitions, in ns at the peer's own measured clock. Prints a markdown summary: medians
 and spreads over SMs (MAD, min, max), the per-SM differences run 1 vs run 2 (the 1 % bar) and
 probe vs peer.
 """
 import csv
+import gzip
+import io
 import json
 import statistics
 import sys
+
+
+def opened(path):
+    """A text file, gunzipped when its name ends in .gz."""
+    if path.endswith(".gz"):
+        return io.TextIOWrapper(gzip.open(path), encoding="utf-8")
+    return open(path, encoding="utf-8")
 
 
 def med(v):
@@ -26,7 +38,7 @@ def mad(v):
 
 def probe_map(path):
     """{level: {sm: ns}} from the results' l2.sm_map series, and the findings."""
-    d = json.load(open(path))
+    d = json.load(opened(path))
     out = {"near": {}, "far": {}, "l1": {}}
     for k, s in d["series"].items():
         if not k.startswith("l2.sm_map."):
@@ -41,7 +53,7 @@ def probe_map(path):
 def peer_map(paths):
     rows = {}
     for p in paths:
-        for r in csv.DictReader(open(p)):
+        for r in csv.DictReader(opened(p)):
             sm = int(r["sm"])
             hz = float(r["clock_hz"])
             e = rows.setdefault(sm, {"near": [], "far": []})
@@ -94,6 +106,18 @@ def main(argv):
             f"| {lv} | {summary(a.values())} | {summary(b.values())} | {summary(p.values()) if p else 'n/a'} | "
             f"{within} of {len(both)} | {100 * worst:.2f} % (SM {worst_sm}) | {rtxt} |"
         )
+    if len(argv) > 3:
+        first, _ = peer_map(argv[2:3])
+        for k, other in enumerate(argv[3:], start=2):
+            o, _ = peer_map([other])
+            for lv in ("near", "far"):
+                both = sorted(set(first[lv]) & set(o[lv]))
+                rel = [abs(o[lv][s] - first[lv][s]) / first[lv][s] for s in both]
+                if rel:
+                    lines.append(
+                        f"- peer run {k} vs peer run 1, {lv}: {sum(1 for x in rel if x <= 0.01)} of {len(rel)} SMs within 1 %, "
+                        f"largest {100 * max(rel):.2f} %"
+                    )
     split = sum(1 for e in peer_rows.values() if e["near"])
     lines.append("")
     lines.append(f"Peer: {len(peer_rows)} SMs, {split} with at least one repetition split in two modes.")

@@ -21,6 +21,8 @@
 // (near and far less the overhead; empty when the lap did not split in two modes).
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
