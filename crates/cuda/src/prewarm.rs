@@ -2,14 +2,12 @@
 //! time"): on a machine whose CUDA compute cache is cold, the driver compiles a module's PTX to
 //! machine code when it is first loaded, about 6 s for the bottleneck model's modules on the H200
 //! machine, inside the `launch` probe that loads them first. A thread started when a `memscope run`
-//! opens the GPU compiles the modules the probes load later (NVRTC, then `cuModuleLoadData` into
-//! the GPU's primary context, then unloads them), so the driver's cache holds the machine code when
-//! the probes load the same PTX. It keeps off the CPU lane's core (the highest-numbered CPU the
+//! opens the GPU compiles the modules the probes load later (the GPU layer's
+//! `warm::warm_module_cache`: NVRTC, then a load into the GPU's primary context and an unload), so
+//! the driver's cache holds the machine code when the probes load the same PTX. It keeps off the CPU lane's core (the highest-numbered CPU the
 //! process may use), and a probe timed on the host waits for it to end (`Prewarm::wait`).
 
 use crate::gpu::Module;
-use cudarc::driver::sys;
-use std::ffi::{c_void, CString};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
@@ -94,41 +92,10 @@ fn keep_off_the_lane_core() {
 
 fn warm(ordinal: usize, arch: &str, modules: &[Module]) -> Warmed {
     let started = Instant::now();
-    let mut failed = Vec::new();
-    let mut dev = 0;
-    let mut ctx = std::ptr::null_mut();
-    // SAFETY: driver calls with valid out-pointers; the primary context is retained for the
-    // thread's work and released after it.
-    let bound = unsafe {
-        sys::cuDeviceGet(&mut dev, ordinal as i32) == sys::CUresult::CUDA_SUCCESS
-            && sys::cuDevicePrimaryCtxRetain(&mut ctx, dev) == sys::CUresult::CUDA_SUCCESS
-            && sys::cuCtxSetCurrent(ctx) == sys::CUresult::CUDA_SUCCESS
+    let failed = match crate::gpu::warm::warm_module_cache(ordinal, arch, modules) {
+        Ok(files) => files.into_iter().map(String::from).collect(),
+        Err(e) => vec![format!("the primary context ({e})")],
     };
-    if !bound {
-        return Warmed { seconds: started.elapsed().as_secs_f64(), failed: vec!["the primary context".into()] };
-    }
-    for &m in modules {
-        let ptx = match m.compile(arch).ok().and_then(|p| CString::new(p).ok()) {
-            Some(p) => p,
-            None => {
-                failed.push(m.file().to_string());
-                continue;
-            }
-        };
-        let mut module = std::ptr::null_mut();
-        // SAFETY: a NUL-terminated PTX image; the module is unloaded right after.
-        unsafe {
-            if sys::cuModuleLoadData(&mut module, ptx.as_ptr() as *const c_void) == sys::CUresult::CUDA_SUCCESS {
-                sys::cuModuleUnload(module);
-            } else {
-                failed.push(m.file().to_string());
-            }
-        }
-    }
-    // SAFETY: releases the retain above.
-    unsafe {
-        sys::cuDevicePrimaryCtxRelease_v2(dev);
-    }
     Warmed { seconds: started.elapsed().as_secs_f64(), failed }
 }
 
@@ -140,8 +107,9 @@ mod tests {
         warmed.sort_by_key(|m| m.file());
         warmed.dedup();
         assert_eq!(warmed.len(), super::WARMED.len());
+        let chase = crate::gpu::Module::Chase;
         for m in crate::gpu::Module::ALL {
-            assert_eq!(super::WARMED.contains(&m), m != crate::gpu::Module::Chase, "{m:?}");
+            assert_eq!(super::WARMED.contains(&m), m != chase, "{}", m.file());
         }
     }
 }
