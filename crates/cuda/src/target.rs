@@ -474,6 +474,8 @@ impl Target for CudaTarget {
         if n < 2 {
             return None;
         }
+        // (the peer matrix runs alone: the background warming of the kernel cache ends first)
+        self.prewarm.wait();
         if self.peers.is_none() {
             self.peers = crate::peer::CudaPeers::open(n).ok();
             // (the target's own context stays current for its other probes)

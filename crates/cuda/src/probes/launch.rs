@@ -42,9 +42,10 @@ fn graph_floor(t: &mut CudaTarget, reps: usize) -> Result<Vec<f64>, TargetError>
     Ok(v)
 }
 
-/// How long the host launches empty kernels before the floor is timed: the launching core comes
-/// out of whatever state the probes before left it in (a host-timed floor after 200 launches, about
-/// 1 ms, read 3.0-4.1 us from one process to the next on the H200 machine).
+/// How long the host launches empty kernels before the floor is timed, so the launching core and
+/// the driver's queue are in the steady state the floor describes (it was 200 launches, about
+/// 1 ms). The floor still moves between processes on the H200 machine, by more than within one
+/// (docs/PERFORMANCE.md, "The default run's time").
 const WARM_UP_S: f64 = 0.1;
 
 /// Keeps the calling thread on the CPU it runs on until dropped: the floor is the host's enqueue
