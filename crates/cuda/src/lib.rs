@@ -7,6 +7,7 @@ pub mod gpu;
 pub mod nvml;
 pub mod ops;
 mod peer;
+pub mod prewarm;
 pub mod probes;
 mod target;
 

@@ -43,6 +43,8 @@ pub struct CudaTarget {
     pub(crate) l2_bytes: u64,
     /// Every GPU of the host, opened on the first peer measurement (docs/INTERCONNECT.md).
     peers: Option<crate::peer::CudaPeers>,
+    /// The background warming of the driver's kernel cache (prewarm.rs), when started.
+    prewarm: crate::prewarm::Prewarm,
 }
 
 impl CudaTarget {
@@ -61,6 +63,7 @@ impl CudaTarget {
             sms,
             l2_bytes,
             peers: None,
+            prewarm: Default::default(),
         };
         t.clock_hz = t.measure_clock_hz().ok();
         Ok(t)
@@ -95,6 +98,22 @@ impl CudaTarget {
             t.gpu.launch(Module::Chase, "scatter_u64", 1, 1, 0, &[pairs, 1], std::ptr::null_mut())?;
             Ok(t.gpu.sync()?)
         })
+    }
+
+    /// Start compiling and loading the kernel modules the probes load later on a background thread,
+    /// so a cold driver cache costs no probe's time (prewarm.rs). `memscope run` starts it when
+    /// the run has the `launch` probe, the first to load the bottleneck model's modules.
+    pub fn warm_kernels_in_background(&mut self) {
+        self.prewarm.wait();
+        self.prewarm = crate::prewarm::Prewarm::start(self.gpu.ordinal, self.gpu.arch(), &crate::prewarm::WARMED);
+    }
+
+    /// Wait for the background warming (a probe timed on the host calls it first); its seconds,
+    /// when it ran, and how long this call waited.
+    pub(crate) fn wait_for_prewarm(&mut self) -> Option<(crate::prewarm::Warmed, f64)> {
+        let t0 = std::time::Instant::now();
+        let w = self.prewarm.wait().cloned()?;
+        Some((w, t0.elapsed().as_secs_f64()))
     }
 
     /// The GPU layer under this target (the bottleneck-model ops can run on it after the probes:
@@ -455,6 +474,8 @@ impl Target for CudaTarget {
         if n < 2 {
             return None;
         }
+        // (the peer matrix runs alone: the background warming of the kernel cache ends first)
+        self.prewarm.wait();
         if self.peers.is_none() {
             self.peers = crate::peer::CudaPeers::open(n).ok();
             // (the target's own context stays current for its other probes)
@@ -470,6 +491,7 @@ impl Target for CudaTarget {
 
 impl Drop for CudaTarget {
     fn drop(&mut self) {
+        self.prewarm.wait();
         let ids: Vec<u64> = self.allocs.keys().copied().collect();
         for id in ids {
             if let Some(base) = self.allocs.get(&id).map(|e| e.base) {

@@ -492,3 +492,18 @@ fn sm_map_probe_maps_every_sm() {
         assert!(far > 1.2 * near && near > 0.5 * warm, "near {near}, far {far}, warm {warm}");
     }
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU; run scripts/gpu-test.sh"]
+fn the_kernel_cache_warming_loads_every_module_beside_the_targets_own_work() {
+    let Some(mut t) = gpu() else { return };
+    let arch = t.gpu().arch();
+    let modules = &memscope_cuda::prewarm::WARMED;
+    let failed = memscope_cuda::gpu::warm::warm_module_cache(0, &arch, modules).expect("the primary context");
+    assert!(failed.is_empty(), "modules that did not load: {failed:?}");
+    // On its thread, while the target chases on the same primary context.
+    t.warm_kernels_in_background();
+    let (ns, _) = chase_ns(&mut t, 256, 128, CachePath::L1Cached, 2);
+    assert!(ns > 1.0 && ns < 1000.0, "L1 chase beside the warming: {ns} ns");
+    drop(t);
+}

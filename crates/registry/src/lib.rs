@@ -1,7 +1,8 @@
 //! The probe registry (nvbandwidth-style): every probe memscope knows, in run order, in one list.
 //! Each probe declares its key, description, needs and applicability through its `Probe`
 //! implementation; the list declares which probes must run alone (one GPU at a time when several
-//! GPUs run in parallel) and why. Keys are unique and stable; later probes read earlier findings.
+//! GPUs run in parallel) and why, and which a `--quick` run leaves out (docs/PERFORMANCE.md,
+//! "`--quick`"). Keys are unique and stable; later probes read earlier findings.
 
 use memscope_core::{Applicability, Probe, ProbeContext, ProbeError, ProbeOutput, TargetInfo};
 use memscope_cuda::probes as gpu;
@@ -81,6 +82,67 @@ impl Probe for RunsAlone {
     }
 }
 
+/// The probes a `--quick` run of every probe leaves out, and why: none of them gives a headline
+/// finding (latencies, capacities, bandwidths, the launch floor, peak rates, the host link), and
+/// together they took 14.5 of a `--quick` run's 23 s on the H200. A probe that needs one of them
+/// is left out with it.
+pub const LEFT_OUT_OF_QUICK: [(&str, &str); 11] = [
+    ("evset", "the L1's eviction set and geometry"),
+    ("ways", "the L1's eviction set and geometry"),
+    ("sets", "the L1's eviction set and geometry"),
+    ("tlb", "the TLB's reach and miss cost"),
+    ("indexing", "the caches' set-index functions"),
+    ("index", "the caches' set-index functions"),
+    ("l2ways", "the L2's ways from an eviction set"),
+    ("l2policy", "the L2's replacement policy"),
+    ("dram", "the DRAM's rows and refresh"),
+    ("l2.slices", "the L2's slice map (Nsight Compute)"),
+    ("texture", "the texture and read-only paths"),
+];
+
+/// A probe a `--quick` run leaves out: waived there with the reason.
+struct LeftOutOfQuick(Box<dyn Probe>, &'static str);
+
+impl Probe for LeftOutOfQuick {
+    fn key(&self) -> &'static str {
+        self.0.key()
+    }
+    fn description(&self) -> &'static str {
+        self.0.description()
+    }
+    fn applicability(&self, target: &TargetInfo) -> Applicability {
+        match self.0.applicability(target) {
+            Applicability::Applicable => Applicability::Waived(format!(
+                "left out of a --quick run ({}: not a headline finding); run without --quick, or --quick --probes {}",
+                self.1,
+                self.0.key()
+            )),
+            waived => waived,
+        }
+    }
+    fn needs(&self) -> &'static [&'static str] {
+        self.0.needs()
+    }
+    fn runs_alone(&self) -> bool {
+        self.0.runs_alone()
+    }
+    fn run(&self, ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError> {
+        self.0.run(ctx)
+    }
+}
+
+/// Every probe of a `--quick` run that asks for no probes by name: `all()` with the probes of
+/// `LEFT_OUT_OF_QUICK` waived, with the reason.
+pub fn for_quick_run() -> Vec<Box<dyn Probe>> {
+    all()
+        .into_iter()
+        .map(|p| match LEFT_OUT_OF_QUICK.iter().find(|(k, _)| *k == p.key()) {
+            Some((_, what)) => Box::new(LeftOutOfQuick(p, what)) as Box<dyn Probe>,
+            None => p,
+        })
+        .collect()
+}
+
 /// Every probe memscope knows, in run order.
 pub fn all() -> Vec<Box<dyn Probe>> {
     entries()
@@ -130,6 +192,52 @@ mod tests {
         for p in &probes {
             assert_eq!(p.runs_alone(), listed.iter().any(|(a, _)| *a == p.key()), "{}", p.key());
         }
+    }
+
+    #[test]
+    fn a_quick_run_leaves_out_known_probes_with_what_they_need_and_keeps_the_headline_ones() {
+        use memscope_core::Applicability;
+        let probes = super::for_quick_run();
+        let info = memscope_core::TargetInfo {
+            kind: "cuda".into(),
+            id: "cuda:0".into(),
+            name: "a CUDA GPU".into(),
+            clock_hz: Some(1.98e9),
+            bypass_supported: true,
+            aliasing_supported: true,
+            per_hop_supported: true,
+            gpu_hierarchy: true,
+            units: 132,
+            capabilities: memscope_core::target::Capabilities::cuda_gpu(),
+            details: Default::default(),
+        };
+        let left: Vec<&str> = super::LEFT_OUT_OF_QUICK.iter().map(|(k, _)| *k).collect();
+        for k in &left {
+            assert!(probes.iter().any(|p| p.key() == *k), "{k} is not a probe");
+        }
+        for p in &probes {
+            if left.contains(&p.key()) {
+                assert_eq!(
+                    super::all().iter().find(|a| a.key() == p.key()).map(|a| a.applicability(&info)),
+                    Some(Applicability::Applicable),
+                    "{}",
+                    p.key()
+                );
+                match p.applicability(&info) {
+                    Applicability::Waived(why) => assert!(why.contains("--quick"), "{}: {why}", p.key()),
+                    Applicability::Applicable => panic!("{} should be waived in a quick run", p.key()),
+                }
+            } else {
+                // (a probe kept reads no finding of a probe left out)
+                for need in p.needs() {
+                    assert!(!left.contains(need), "{} is kept but needs {need}, which is left out", p.key());
+                }
+            }
+        }
+        for headline in ["line", "latency", "bw", "launch", "peak", "link", "cpu.latency"] {
+            assert!(!left.contains(&headline), "{headline}");
+        }
+        assert_eq!(super::for_quick_run().len(), super::all().len());
     }
 
     #[test]

@@ -122,7 +122,17 @@ impl Session {
             doc.probes.insert(key, rec);
             self.write_in_progress(lane.path, doc)?;
             if let Some(why) = target.unusable() {
-                let remaining: Vec<&str> = probes[index + 1..].iter().map(|p| p.key()).collect();
+                // (a waived probe is recorded here: the fresh process is not asked for it)
+                let mut remaining: Vec<&str> = Vec::new();
+                for p in &probes[index + 1..] {
+                    match p.applicability(&info) {
+                        Applicability::Applicable => remaining.push(p.key()),
+                        Applicability::Waived(reason) => {
+                            let rec = record(id, ProbeStatus::Waived, Some(reason), 0.0, vec![]);
+                            doc.probes.insert(format!("{}@{id}", p.key()), rec);
+                        }
+                    }
+                }
                 if !remaining.is_empty() {
                     self.continue_elsewhere(lane, &remaining, &why, doc, failures)?;
                 }

@@ -227,10 +227,18 @@ impl Target for Poisoned {
 fn after_a_fault_the_remaining_probes_are_recorded_as_not_run_when_nothing_can_continue_them() {
     let mut t = Poisoned { inner: small_sim(), probes_run: 0 };
     let id = t.info().id;
-    let probes = [probe("first", Does::Find), probe("second", Does::Find), probe("third", Does::Find)];
+    let probes = [
+        probe("first", Does::Find),
+        probe("second", Does::Find),
+        probe("waived", Does::Waive),
+        probe("third", Does::Find),
+    ];
     let run = Session::silent(true).run_probes_on(&mut t, probes.iter().map(|p| p.as_ref()));
     assert_eq!(t.probes_run, 1, "nothing ran on the unusable target");
     assert_eq!(run.statuses[&format!("first@{id}")].status, ProbeStatus::Ok);
+    // (a probe waived on the target stays waived, with its own reason: it was never going to run)
+    let w = &run.statuses[&format!("waived@{id}")];
+    assert_eq!((w.status, w.reason.as_deref()), (ProbeStatus::Waived, Some("waived by the test")));
     for k in ["second", "third"] {
         let r = &run.statuses[&format!("{k}@{id}")];
         assert_eq!(r.status, ProbeStatus::Failed);

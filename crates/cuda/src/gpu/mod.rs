@@ -15,6 +15,7 @@ pub mod memory;
 pub mod peer;
 pub mod registry;
 pub mod timing;
+pub mod warm;
 
 pub use blas::Blas;
 pub use error::{GpuError, GpuResult};

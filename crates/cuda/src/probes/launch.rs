@@ -42,11 +42,70 @@ fn graph_floor(t: &mut CudaTarget, reps: usize) -> Result<Vec<f64>, TargetError>
     Ok(v)
 }
 
+/// How long the host launches empty kernels before the floor is timed, so the launching core and
+/// the driver's queue are in the steady state the floor describes (it was 200 launches, about
+/// 1 ms). The floor still moves between processes on the H200 machine, by more than within one
+/// (docs/PERFORMANCE.md, "The default run's time").
+const WARM_UP_S: f64 = 0.1;
+
+/// Keeps the calling thread on the CPU it runs on until dropped: the floor is the host's enqueue
+/// cost, and a thread moved between cores mid-batch would time two of them.
+struct StayOnThisCpu {
+    previous: Option<libc::cpu_set_t>,
+    cpu: Option<usize>,
+}
+
+impl StayOnThisCpu {
+    fn new() -> Self {
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        // SAFETY: plain libc calls on zeroed, properly sized sets; they affect the calling thread only.
+        unsafe {
+            let mut previous: libc::cpu_set_t = std::mem::zeroed();
+            let cpu = libc::sched_getcpu();
+            if cpu < 0 || libc::sched_getaffinity(0, size, &mut previous) != 0 {
+                return StayOnThisCpu { previous: None, cpu: None };
+            }
+            let mut one: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu as usize, &mut one);
+            if libc::sched_setaffinity(0, size, &one) != 0 {
+                return StayOnThisCpu { previous: None, cpu: None };
+            }
+            StayOnThisCpu { previous: Some(previous), cpu: Some(cpu as usize) }
+        }
+    }
+    fn cpu(&self) -> Option<usize> {
+        self.cpu
+    }
+}
+
+impl Drop for StayOnThisCpu {
+    fn drop(&mut self) {
+        if let Some(previous) = &self.previous {
+            // SAFETY: restores the mask read in `new`.
+            unsafe {
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), previous);
+            }
+        }
+    }
+}
+
 fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
-    let reps = if quick { 5 } else { 15 };
+    let reps = if quick { 9 } else { 31 };
+    // (the background warming of the kernel cache, when a run started it, ends before any timing)
+    let prewarm = t.wait_for_prewarm();
     let null = std::ptr::null_mut();
-    for _ in 0..200 {
-        t.gpu.launch(Module::Bw, "empty_kernel", 1, 1, 0, &[], null)?;
+    let stay = StayOnThisCpu::new();
+    let warm = Instant::now();
+    let mut warm_launches = 0usize;
+    while warm_launches < 200 || warm.elapsed().as_secs_f64() < WARM_UP_S {
+        for _ in 0..100 {
+            t.gpu.launch(Module::Bw, "empty_kernel", 1, 1, 0, &[], null)?;
+        }
+        warm_launches += 100;
+        // (the queue is drained now and then: the launches stay back to back, never queue-bound)
+        if warm_launches.is_multiple_of(1000) {
+            t.gpu.sync()?;
+        }
     }
     t.gpu.sync()?;
     let mut plain = Vec::new();
@@ -55,6 +114,9 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
         plain.push(ms / 1e3 / BATCH as f64);
     }
     let graph = graph_floor(t, reps)?;
+    let cpu = stay.cpu();
+    drop(stay);
+    let on_cpu = cpu.map(|c| format!(", the launching thread kept on CPU {c}")).unwrap_or_default();
     let mut out = ProbeOutput::default();
     let (m, s) = summarize(&plain, "launch floor")?;
     out.finding(
@@ -62,7 +124,11 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
         Finding::number(
             m,
             "s",
-            &format!("empty kernel <<<1,1>>>, {BATCH} back-to-back launches on the default stream between events, median of {reps}"),
+            &format!(
+                "empty kernel <<<1,1>>>, {BATCH} back-to-back launches on the default stream between events, median of {reps}, \
+                 after {:.0} ms of launches ({warm_launches}){on_cpu}",
+                WARM_UP_S * 1e3
+            ),
             Confidence::High,
         )
         .with_spread(s),
@@ -80,7 +146,7 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
         )
         .with_spread(s),
     );
-    class_findings(t, &mut out)?;
+    class_findings(t, &mut out, prewarm.as_ref())?;
     Ok(out)
 }
 
@@ -88,7 +154,11 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
 /// while the context still works (a kernel file NVRTC refuses, cuBLAS missing, memory) leaves
 /// every class undetermined with the reason, the empty kernel's findings kept; a fault fails the
 /// probe (the context is rebuilt).
-fn class_findings(t: &mut CudaTarget, out: &mut ProbeOutput) -> Result<(), ProbeError> {
+fn class_findings(
+    t: &mut CudaTarget,
+    out: &mut ProbeOutput,
+    prewarm: Option<&(crate::prewarm::Warmed, f64)>,
+) -> Result<(), ProbeError> {
     let started = Instant::now();
     let measured = OpsGpu::on(t.gpu()).and_then(|g| class_floors(&g));
     let points = match measured {
@@ -108,7 +178,16 @@ fn class_findings(t: &mut CudaTarget, out: &mut ProbeOutput) -> Result<(), Probe
         if p.class != *class {
             return Err(ProbeError::Failed(format!("class floors out of order: {} where {class} belongs", p.class)));
         }
-        out.finding(&keys::launch_class_floor_s(class), class_finding(p, took_s));
+        let mut f = class_finding(p, took_s);
+        if let Some((w, waited_s)) = prewarm {
+            let failed = if w.failed.is_empty() { String::new() } else { format!(", failed: {}", w.failed.join(", ")) };
+            let note = f.note.take().unwrap_or_default();
+            f = f.with_note(&format!(
+                "{note}; the kernel modules were warmed in the background first ({:.2} s, this probe waited {:.2} s{failed}; crates/cuda/src/prewarm.rs)",
+                w.seconds, waited_s
+            ));
+        }
+        out.finding(&keys::launch_class_floor_s(class), f);
     }
     Ok(())
 }
