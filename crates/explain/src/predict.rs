@@ -118,6 +118,19 @@ pub struct TracePrediction {
     pub dispatch_per_op_s: Option<f64>,
     /// Device time by class at the predicted shapes, and the trace's efficiency per class.
     pub classes: Vec<ClassScale>,
+    /// Every op of the scaled step, in launch order: its traced and predicted device time.
+    pub op_scales: Vec<OpScale>,
+}
+
+/// One op of the scaled step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpScale {
+    pub name: String,
+    pub class: String,
+    /// Its input shapes at the predicted batch and context.
+    pub input_dims: Vec<Value>,
+    pub traced_device_s: f64,
+    pub predicted_device_s: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -289,6 +302,7 @@ pub fn predict_from_trace(
     }
     let mut scale: HashMap<usize, f64> = HashMap::new();
     let mut classes: HashMap<String, ClassScale> = HashMap::new();
+    let mut op_scales = Vec::new();
     for w in works {
         let op = &x.ops[w.oi];
         let (mem1, comp1) = split(&w.new_cost, &names[w.oi]);
@@ -325,6 +339,13 @@ pub fn predict_from_trace(
         });
         e.traced_device_s += op.device_s;
         e.predicted_device_s += new_device;
+        op_scales.push(OpScale {
+            name: op.name.clone(),
+            class: op.cost.class.name().into(),
+            input_dims: map.shape(&op.input_dims),
+            traced_device_s: op.device_s,
+            predicted_device_s: new_device,
+        });
     }
     for cl in classes.values_mut() {
         cl.traced_efficiency = x.classes.iter().find(|r| r.class.name() == cl.class).and_then(|r| r.efficiency);
@@ -431,5 +452,6 @@ pub fn predict_from_trace(
         host_scale,
         dispatch_per_op_s: x.dispatch_floor.per_op_s,
         classes,
+        op_scales,
     })
 }

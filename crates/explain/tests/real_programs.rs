@@ -255,11 +255,11 @@ fn graph_replays_take_their_ops_from_the_eager_trace_of_the_same_step() {
                 o.bound.as_ref().map(|b| (b.bound_s * 1e6, b.ceiling.clone()))
             );
         }
-        // Every kernel of the recorded steps and of whole earlier replays gets its op; a replay
-        // cut by the profiler's start does not (11 to 16 % of these traces' GPU time).
+        // Every kernel of the recorded steps, of whole earlier replays and of the replay cut by
+        // the profiler's start gets its op.
         let in_steps: Vec<_> = x.kernels.iter().filter(|k| k.step.is_some()).collect();
         assert!(in_steps.iter().all(|k| k.known), "{}", p.display());
-        assert!(x.known_fraction >= 0.8, "{}: {}", p.display(), x.known_fraction);
+        assert!(x.known_fraction >= 0.95, "{}: {}", p.display(), x.known_fraction);
         assert!(highest <= 1.05, "{}: an op beats its bound ({highest})", p.display());
     }
 }
