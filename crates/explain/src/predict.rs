@@ -2,21 +2,29 @@
 //! from a trace of that program (docs/MODEL.md, "Real programs"). Each op of one traced step keeps
 //! its host dispatch (the framework's, as the trace measured it) and gets new shapes (`DimMap`:
 //! the traced batch and context become the new ones in the tensors of this batch). Its device time
-//! is a fixed part (the trace's shortest kernel, per kernel) plus a variable part. Work time is
-//! the larger of memory work (bytes at DRAM bandwidth) and compute work (FLOPs at the bound's
-//! peak), each over an efficiency from the trace: the op's own where its work at the traced
-//! shapes was at least its fixed part (work-dominated) in that regime, else the best of its
-//! class's work-dominated ops, else the best of all work-dominated ops, else 1 (the bound). A work-dominated
-//! op's variable part is its work time at the new shapes; a latency-dominated op keeps its traced
-//! variable part plus the change in its work time. The step then runs
-//! as the trace ran it: on a stream, kernel i starts at max(its launch + the launch latency, the
-//! end of kernel i-1) (eager: the host's dispatch chain against the device's chain); in a graph,
-//! the kernels run back to back with the graph's per-kernel gap.
+//! is a fixed part (the trace's shortest kernel, per kernel) plus a variable part.
+//!
+//! - A matrix product that ran GEMM kernels, given memscope's cuBLAS calibration sweep (the
+//!   results of `memscope batch --compose`): its variable part scales by the ratio of the sweep's
+//!   work at the new shape to its work at the traced shape (`memscope_model::compose::
+//!   product_work_s`), which carries cuBLAS's kernel choice by shape and its efficiency by size
+//!   and regime (memory- or compute-bound).
+//! - Every other op: work time is the larger of memory work (bytes at DRAM bandwidth) and compute
+//!   work (FLOPs at the bound's peak), each over an efficiency from the trace: the op's own where
+//!   its work at the traced shapes was at least its fixed part (work-dominated) in that regime,
+//!   else the best of its class's work-dominated ops, else the best of all work-dominated ops,
+//!   else 1 (the bound). A work-dominated op's variable part is its work time at the new shapes; a
+//!   latency-dominated op keeps its traced variable part plus the change in its work time.
+//!
+//! The step then runs as the trace ran it: on a stream, kernel i starts at max(its launch + the
+//! launch latency, the end of kernel i-1) (eager: the host's dispatch chain against the device's
+//! chain); in a graph, the kernels run back to back with the graph's per-kernel gap.
 
 use crate::ceilings::Ceilings;
 use crate::explain::{median, Explanation};
-use crate::ops::{estimated_cost, known_cost_with};
+use crate::ops::{estimated_cost, known_cost_with, Dtype, Gemm, OpClass};
 use crate::trace::{Category, Trace};
+use memscope_model::compose::{product_work_s, ComposeCeilings};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -131,6 +139,9 @@ pub struct OpScale {
     pub input_dims: Vec<Value>,
     pub traced_device_s: f64,
     pub predicted_device_s: f64,
+    /// What scaled it: `calibration` (a product, by memscope's cuBLAS sweep), `work` (its work at
+    /// its efficiency), `latency` (its traced time plus the change in its work time).
+    pub scaled_by: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -145,9 +156,12 @@ pub struct ClassScale {
 /// Only a tensor of this batch is rewritten: its leading dimension is the traced batch (two or
 /// more dimensions) or batch x heads (three dimensions, as attention's batched products reshape
 /// it); weights, whose leading dimension is a width, keep their shape even where a width equals
-/// the traced batch or context. In a rewritten tensor, the context (or context + 1) anywhere
-/// takes the new context.
+/// the traced batch or context. The context (or context + 1) takes the new context only in
+/// attention's tensors: four dimensions with a head count second (the query's heads, a divisor of
+/// them for grouped keys and values, or 1 for a mask), or three led by batch x heads; an
+/// activation's width that happens to equal the traced context keeps its size.
 struct DimMap {
+    heads: u64,
     b0: u64,
     bh0: u64,
     t0: u64,
@@ -162,7 +176,7 @@ impl DimMap {
         if t0 == b0 || t0 <= 1 {
             return Err(format!("--trace-context {t0}: must be above 1 and differ from the traced batch {b0}"));
         }
-        Ok(DimMap { b0, bh0: b0 * h, t0, b: s.batch, bh: s.batch * h, t: s.context })
+        Ok(DimMap { heads: h, b0, bh0: b0 * h, t0, b: s.batch, bh: s.batch * h, t: s.context })
     }
 
     fn shape(&self, dims: &[Value]) -> Vec<Value> {
@@ -179,9 +193,16 @@ impl DimMap {
                 _ => None,
             };
             let Some(lead) = lead else { return v.clone() };
+            let attention = match d.len() {
+                4 => d[1] > 0 && self.heads.is_multiple_of(d[1]),
+                3 => d[0] == self.bh0,
+                _ => false,
+            };
             let mut out: Vec<Value> = vec![Value::from(lead)];
             for &x in &d[1..] {
-                let y = if x == self.t0 {
+                let y = if !attention {
+                    x
+                } else if x == self.t0 {
                     self.t
                 } else if x == self.t0 + 1 {
                     self.t + 1
@@ -210,6 +231,7 @@ pub fn predict_from_trace(
     x: &Explanation,
     c: &Ceilings,
     s: &Scaling,
+    calibration: Option<&ComposeCeilings>,
 ) -> Result<TracePrediction, String> {
     let map = DimMap::new(s)?;
     let si = pick_step(x).ok_or("the trace has no step with GPU kernels")?;
@@ -329,7 +351,22 @@ pub fn predict_from_trace(
         } else {
             (w.var0 + work_time(mem1, comp1) - work_time(w.mem0, w.comp0)).max(0.0)
         };
-        let new_device = w.fixed + new_var;
+        let mut new_device = w.fixed + new_var;
+        let mut scaled_by = if dominated { "work" } else { "latency" };
+        // A product that ran a GEMM kernel follows cuBLAS's own time on memscope's calibration
+        // sweep between its traced and its new shape (the library's kernel choice by shape, its
+        // efficiency by size and regime): its fixed part stays, its variable part scales by the
+        // sweep's ratio. GEMV kernels (fp32 batched products) are another family the sweep does
+        // not measure: they keep the rule above.
+        let gemm_kernels = !names[w.oi].iter().any(|k| k.to_ascii_lowercase().contains("gemv"));
+        if let (Some(cal), OpClass::Matmul, Some(g0), Some(g1), true) =
+            (calibration, op.cost.class, op.cost.gemm, w.new_cost.gemm, gemm_kernels)
+        {
+            if let (Some(t0), Some(t1)) = (calibrated_s(cal, &g0), calibrated_s(cal, &g1)) {
+                new_device = w.fixed + w.var0 * t1 / t0;
+                scaled_by = "calibration";
+            }
+        }
         scale.insert(w.oi, if op.device_s > 0.0 { new_device / op.device_s } else { 1.0 });
         let e = classes.entry(op.cost.class.name().to_string()).or_insert(ClassScale {
             class: op.cost.class.name().into(),
@@ -345,6 +382,7 @@ pub fn predict_from_trace(
             input_dims: map.shape(&op.input_dims),
             traced_device_s: op.device_s,
             predicted_device_s: new_device,
+            scaled_by: scaled_by.into(),
         });
     }
     for cl in classes.values_mut() {
@@ -454,4 +492,19 @@ pub fn predict_from_trace(
         classes,
         op_scales,
     })
+}
+
+/// A product's device work on memscope's calibration sweep (None when the sweep has none of its
+/// precision and alignment class).
+fn calibrated_s(cal: &ComposeCeilings, g: &Gemm) -> Option<f64> {
+    use memscope_model::bottleneck::Dtype as D;
+    let dtype = match g.dtype {
+        Dtype::Fp32 => D::Fp32,
+        Dtype::Fp16 => D::Fp16,
+        Dtype::Bf16 => D::Bf16,
+        _ => return None,
+    };
+    let s = g.dtype.size_bytes();
+    let (b, m, k, n) = (g.batch as f64, g.m as f64, g.k as f64, g.n as f64);
+    product_work_s(cal, 2.0 * b * m * k * n, b * (m * k + k * n + m * n) * s, dtype, g.aligned_16_bytes()).ok()
 }

@@ -5,7 +5,7 @@
 //! model). The scores are printed (`--nocapture`) and docs/MODEL.md ("Real programs") quotes them.
 
 use memscope_explain::predict::{gpt2, predict_from_trace, Mode, ModelConfig, Scaling};
-use memscope_explain::{explain, explain_with, load, load_ceilings, Ceilings, Explanation, Trace};
+use memscope_explain::{explain, explain_with, load, load_calibration, load_ceilings, Ceilings, Explanation, Trace};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -134,6 +134,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// length, tests/data/README.md) that no trace of another step can carry.
 fn scores(c: &Ceilings) -> Vec<Score> {
     let sum = summary();
+    let cal = load_calibration(&repo("results/h200/reference/compose/compose-run1.json")).unwrap();
     let mut out = Vec::new();
     for t in sum["traces"].as_array().unwrap() {
         let file = t["file"].as_str().unwrap();
@@ -159,7 +160,7 @@ fn scores(c: &Ceilings) -> Vec<Score> {
                 mode,
                 trace_step_s: t["step_time_s"].as_f64(),
             };
-            let pr = predict_from_trace(&trace, &x, c, &sc).unwrap();
+            let pr = predict_from_trace(&trace, &x, c, &sc, Some(&cal)).unwrap();
             out.push(Score {
                 file: file.into(),
                 mode: name,
@@ -213,13 +214,22 @@ fn predict_scores_against_the_event_timed_steps() {
         }
     }
     // Regression guards at the scores measured when this was written (docs/MODEL.md, "Real
-    // programs"), not the issue's targets (1.25x in sample), which these do not meet.
+    // programs"), not the issue's targets (every in-sample step within 1.25x), which these do not
+    // meet: 90 % of the in-sample steps within 1.25x in each mode, every median within 1.1, no
+    // step off by 1.7x or more.
     assert_eq!(all.len(), 160);
     for mode in ["eager", "graph"] {
-        let r: Vec<f64> = all.iter().filter(|s| s.mode == mode).map(Score::ratio).collect();
-        let m = median(r.clone());
-        assert!(factor(m) <= 1.1, "{mode}: median {m}");
-        assert!(r.iter().all(|x| factor(*x) < 2.0), "{mode}: a step off by 2x or more");
+        for in_sample in [true, false] {
+            let r: Vec<f64> =
+                all.iter().filter(|s| s.mode == mode && s.in_sample == in_sample).map(Score::ratio).collect();
+            let m = median(r.clone());
+            assert!(factor(m) <= 1.1, "{mode} {in_sample}: median {m}");
+            assert!(r.iter().all(|x| factor(*x) < 1.7), "{mode} {in_sample}: a step off by 1.7x or more");
+            if in_sample {
+                let within = r.iter().filter(|x| factor(**x) <= 1.25).count() as f64 / r.len() as f64;
+                assert!(within >= 0.9, "{mode}: {within} of the in-sample steps within 1.25x");
+            }
+        }
     }
 }
 
