@@ -247,7 +247,7 @@ fn graph_replays_take_their_ops_from_the_eager_trace_of_the_same_step() {
         let known_ops: Vec<_> = x.ops.iter().filter(|o| o.cost.known && o.efficiency.is_some()).collect();
         let highest = known_ops.iter().map(|o| o.efficiency.unwrap()).fold(0.0, f64::max);
         println!(
-            "{}: known_fraction {:.3} alone, {:.3} with the eager trace's ops; {} ops, highest efficiency {:.3}",
+            "{}: known_fraction {:.4} alone, {:.4} with the eager trace's ops; {} ops, highest efficiency {:.3}",
             p.file_name().unwrap().to_string_lossy(),
             alone.known_fraction,
             x.known_fraction,
