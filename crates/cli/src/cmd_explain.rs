@@ -121,7 +121,21 @@ pub fn predict_decode_step(a: &PredictArgs, mode: &str) -> CliResult {
             Some(cp) => Some(load_calibration(cp).map_err(|e| CliError::usage(format!("--calibration {e}")))?),
             None => load_calibration(path).ok(),
         };
-        let s = Scaling { model: m, trace_batch: tb, trace_context: tc, batch, context, mode, trace_step_s };
+        let trace_model = match &a.trace_model {
+            None => None,
+            Some(t) if t.ends_with(".json") => {
+                let text = std::fs::read_to_string(t)
+                    .map_err(|e| CliError::usage(format!("--trace-model {t}: cannot read the file: {e}")))?;
+                Some(model_config(&text, t).map_err(|e| CliError::usage(format!("--trace-model {e}")))?)
+            }
+            Some(t) => Some(gpt2(t).ok_or_else(|| {
+                CliError::usage(format!(
+                    "--trace-model {t}: expected gpt2-small, gpt2-medium, gpt2-large, gpt2-xl or a model JSON file"
+                ))
+            })?),
+        };
+        let s =
+            Scaling { model: m, trace_batch: tb, trace_context: tc, batch, context, mode, trace_step_s, trace_model };
         let p = predict_from_trace(&trace, &x, &c, &s, calibration.as_ref()).map_err(CliError::usage)?;
         out["calibration"] = match (&a.calibration, &calibration) {
             (Some(cp), _) => cp.display().to_string().into(),

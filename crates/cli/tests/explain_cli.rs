@@ -143,6 +143,12 @@ fn predict_decode_step_from_a_trace_and_from_the_composition() {
     assert_ne!(by[1], "calibration");
     let bad_cal = [&traced[..], &["--trace-context", "256", "--calibration", &results]].concat();
     assert_usage_error(&run(&bad_cal), "--calibration");
+    // Another model size: named, and refused where the trace shows no repeated layers.
+    let other = [&traced[..], &["--trace-context", "256", "--trace-model", "gpt9"]].concat();
+    assert_usage_error(&run(&other), "--trace-model gpt9");
+    let other =
+        [&traced[..], &["--trace-context", "256", "--model", "gpt2-medium", "--trace-model", "gpt2-small"]].concat();
+    assert_usage_error(&run(&other), "no 12 repeated layers");
     let out = run(&["--mode", "graph", "--ceilings", &repo(COMPOSE)]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();

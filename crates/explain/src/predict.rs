@@ -96,6 +96,11 @@ pub struct Scaling {
     /// replays at this time (the profiler slows the host, not the device). None: the profiled
     /// dispatch as traced.
     pub trace_step_s: Option<f64>,
+    /// The model the trace was taken of, when it is not `model`: its widths, heads and vocabulary
+    /// become the new model's in every tensor, and its layers are repeated (or dropped) to the
+    /// new model's count. None: `model` itself.
+    #[serde(default)]
+    pub trace_model: Option<ModelConfig>,
 }
 
 /// The prediction and the parts it is made of.
@@ -153,15 +158,22 @@ pub struct ClassScale {
 }
 
 /// Dimension rewriting from the traced step to the predicted one.
-/// Only a tensor of this batch is rewritten: its leading dimension is the traced batch (two or
-/// more dimensions) or batch x heads (three dimensions, as attention's batched products reshape
-/// it); weights, whose leading dimension is a width, keep their shape even where a width equals
-/// the traced batch or context. The context (or context + 1) takes the new context only in
+/// The batch is rewritten only in a tensor of this batch: its leading dimension is the traced
+/// batch (two or more dimensions) or batch x heads (three dimensions, as attention's batched
+/// products reshape it); weights, whose leading dimension is a width, keep it even where a width
+/// equals the traced batch or context. The context (or context + 1) takes the new context only in
 /// attention's tensors: four dimensions with a head count second (the query's heads, a divisor of
 /// them for grouped keys and values, or 1 for a mask), or three led by batch x heads; an
-/// activation's width that happens to equal the traced context keeps its size.
+/// activation's width that happens to equal the traced context keeps its size. For another model
+/// size, attention's heads and head dimension take the new model's, and elsewhere (weights
+/// included) the width, three widths (the fused query-key-value product), the MLP width and the
+/// vocabulary take the new model's.
 struct DimMap {
-    heads: u64,
+    heads0: u64,
+    heads1: u64,
+    head_dim0: u64,
+    head_dim1: u64,
+    widths: Vec<(u64, u64)>,
     b0: u64,
     bh0: u64,
     t0: u64,
@@ -172,11 +184,34 @@ struct DimMap {
 
 impl DimMap {
     fn new(s: &Scaling) -> Result<DimMap, String> {
-        let (b0, t0, h) = (s.trace_batch, s.trace_context, s.model.heads);
+        let m0 = s.trace_model.as_ref().unwrap_or(&s.model);
+        let m1 = &s.model;
+        let (b0, t0) = (s.trace_batch, s.trace_context);
         if t0 == b0 || t0 <= 1 {
             return Err(format!("--trace-context {t0}: must be above 1 and differ from the traced batch {b0}"));
         }
-        Ok(DimMap { heads: h, b0, bh0: b0 * h, t0, b: s.batch, bh: s.batch * h, t: s.context })
+        let widths = if m0 == m1 {
+            Vec::new()
+        } else {
+            vec![(m0.width, m1.width), (3 * m0.width, 3 * m1.width), (m0.mlp_width, m1.mlp_width), (m0.vocab, m1.vocab)]
+        };
+        Ok(DimMap {
+            heads0: m0.heads,
+            heads1: m1.heads,
+            head_dim0: m0.width / m0.heads,
+            head_dim1: m1.width / m1.heads,
+            widths,
+            b0,
+            bh0: b0 * m0.heads,
+            t0,
+            b: s.batch,
+            bh: s.batch * m1.heads,
+            t: s.context,
+        })
+    }
+
+    fn width(&self, x: u64) -> u64 {
+        self.widths.iter().find(|(w0, _)| *w0 == x).map(|(_, w1)| *w1).unwrap_or(x)
     }
 
     fn shape(&self, dims: &[Value]) -> Vec<Value> {
@@ -192,20 +227,32 @@ impl DimMap {
                 (Some(&x), 3) if x == self.bh0 => Some(self.bh),
                 _ => None,
             };
-            let Some(lead) = lead else { return v.clone() };
+            let Some(lead) = lead else {
+                return Value::Array(d.iter().map(|&x| Value::from(self.width(x))).collect());
+            };
             let attention = match d.len() {
-                4 => d[1] > 0 && self.heads.is_multiple_of(d[1]),
+                4 => d[1] > 0 && self.heads0.is_multiple_of(d[1]),
                 3 => d[0] == self.bh0,
                 _ => false,
             };
             let mut out: Vec<Value> = vec![Value::from(lead)];
-            for &x in &d[1..] {
+            let last = d.len() - 1;
+            for (i, &x) in d.iter().enumerate().skip(1) {
                 let y = if !attention {
-                    x
+                    self.width(x)
+                } else if d.len() == 4 && i == 1 {
+                    // Heads (or grouped key-value heads in the same proportion).
+                    if (x * self.heads1).is_multiple_of(self.heads0) {
+                        x * self.heads1 / self.heads0
+                    } else {
+                        x
+                    }
                 } else if x == self.t0 {
                     self.t
                 } else if x == self.t0 + 1 {
                     self.t + 1
+                } else if x == self.head_dim0 && (i == last || i == last - 1) {
+                    self.head_dim1
                 } else {
                     x
                 };
@@ -215,6 +262,24 @@ impl DimMap {
         };
         dims.iter().map(one).collect()
     }
+}
+
+/// The traced step's layers: the first op of the first layer and the ops per layer, where the
+/// step's op sequence (names and shapes) repeats `layers` times in a row, the shortest such
+/// repetition found first.
+fn layer_block(sigs: &[String], layers: usize) -> Option<(usize, usize)> {
+    let n = sigs.len();
+    if layers < 2 {
+        return None;
+    }
+    for per in 1..=n / layers {
+        for start in 0..=(n - layers * per) {
+            if (0..(layers - 1) * per).all(|i| sigs[start + i] == sigs[start + i + per]) {
+                return Some((start, per));
+            }
+        }
+    }
+    None
 }
 
 /// The step to scale: the traced step with the most kernels launched by framework ops, the last
@@ -392,7 +457,6 @@ pub fn predict_from_trace(
         let k = &x.kernels[i];
         k.duration_s * k.op_index.and_then(|o| scale.get(&o)).copied().unwrap_or(1.0)
     };
-    let device_s: f64 = ks.iter().map(|&i| new_dur(i)).sum();
     // Host: each kernel's launch time, relative to the step's first op.
     let t0 = x.ops.iter().filter(|o| o.step == Some(si)).count();
     let first_op_us = trace
@@ -410,32 +474,75 @@ pub fn predict_from_trace(
     });
     let host_chain_traced_s = (step.host_chain_s - (first_op_us - step.start_us) * 1e-6).max(0.0);
     // Each kernel's launch time after the step's first op and its device time (traced, new).
-    let launches: Vec<(f64, f64, f64)> = order
-        .iter()
-        .map(|&i| {
-            let k = &x.kernels[i];
-            let launch = (k.start_us - first_op_us) * 1e-6 - k.launch_to_start_s.unwrap_or(latency);
-            (launch.max(0.0), k.duration_s, new_dur(i))
-        })
-        .collect();
-    let replay = |host_scale: f64, new: bool| {
-        let mut free = 0.0f64;
-        for &(launch, old_d, new_d) in &launches {
-            let start = (launch * host_scale + latency).max(free);
-            free = start + if new { new_d } else { old_d };
+    let launch_of = |i: usize| {
+        let k = &x.kernels[i];
+        ((k.start_us - first_op_us) * 1e-6 - k.launch_to_start_s.unwrap_or(latency)).max(0.0)
+    };
+    let traced: Vec<(f64, f64)> = order.iter().map(|&i| (launch_of(i), x.kernels[i].duration_s)).collect();
+    let mut predicted: Vec<(f64, f64)> = order.iter().map(|&i| (launch_of(i), new_dur(i))).collect();
+    let mut host_chain_new_s = host_chain_traced_s;
+    // Another layer count: the last traced layer's kernels repeat (or the last layers go), one
+    // traced layer's host time apart, and what follows the layers moves with them.
+    let (layers0, layers1) = (s.trace_model.as_ref().map(|m| m.layers).unwrap_or(s.model.layers), s.model.layers);
+    if layers0 != layers1 {
+        let step_ops: Vec<usize> = (0..x.ops.len()).filter(|&i| x.ops[i].step == Some(si)).collect();
+        let sigs: Vec<String> = step_ops
+            .iter()
+            .map(|&i| format!("{} {}", x.ops[i].name, serde_json::to_string(&x.ops[i].input_dims).unwrap_or_default()))
+            .collect();
+        let (start, per) = layer_block(&sigs, layers0 as usize).ok_or_else(|| {
+            format!(
+                "the traced step shows no {layers0} repeated layers: predict {} from a trace of that size",
+                s.model.name
+            )
+        })?;
+        let layer_of = |i: usize| {
+            let pos = x.kernels[i].op_index.and_then(|oi| step_ops.iter().position(|&o| o == oi))?;
+            (pos >= start).then(|| (pos - start) / per)
+        };
+        let first_launch = |layer: usize| order.iter().find(|&&i| layer_of(i) == Some(layer)).map(|&i| launch_of(i));
+        let (l0, l1) = (layers0 as usize, layers1 as usize);
+        let span = match (first_launch(0), first_launch(l0 - 1)) {
+            (Some(a), Some(b)) if l0 > 1 && b > a => (b - a) / (l0 - 1) as f64,
+            _ => return Err("the traced step's layers launched no kernels".into()),
+        };
+        let shift = span * (l1 as f64 - l0 as f64);
+        predicted.clear();
+        for &i in &order {
+            let (launch, d) = (launch_of(i), new_dur(i));
+            match layer_of(i) {
+                Some(j) if j >= l0 => predicted.push((launch + shift, d)),
+                Some(j) if j >= l1 => {}
+                Some(j) if j == l0 - 1 => {
+                    for extra in 0..=l1.saturating_sub(l0) {
+                        predicted.push((launch + span * extra as f64, d));
+                    }
+                }
+                _ => predicted.push((launch, d)),
+            }
         }
-        free.max(host_chain_traced_s * host_scale)
+        predicted.sort_by(|a, b| a.0.total_cmp(&b.0));
+        host_chain_new_s = (host_chain_traced_s + shift).max(0.0);
+    }
+    let device_s: f64 = predicted.iter().map(|p| p.1).sum();
+    let replay = |list: &[(f64, f64)], chain_s: f64, host_scale: f64| {
+        let mut free = 0.0f64;
+        for &(launch, d) in list {
+            let start = (launch * host_scale + latency).max(free);
+            free = start + d;
+        }
+        free.max(chain_s * host_scale)
     };
     let host_scale = match (s.trace_step_s, s.mode) {
         (Some(target), Mode::Stream) if target > 0.0 => {
             // replay(f) grows with f: bisect for the traced step's own time.
             let (mut lo, mut hi) = (0.0f64, 4.0f64);
-            if replay(hi, false) < target {
+            if replay(&traced, host_chain_traced_s, hi) < target {
                 hi
             } else {
                 for _ in 0..60 {
                     let mid = 0.5 * (lo + hi);
-                    if replay(mid, false) < target {
+                    if replay(&traced, host_chain_traced_s, mid) < target {
                         lo = mid;
                     } else {
                         hi = mid;
@@ -446,11 +553,11 @@ pub fn predict_from_trace(
         }
         _ => 1.0,
     };
-    let host_chain_s = host_chain_traced_s * host_scale;
+    let host_chain_s = host_chain_new_s * host_scale;
     let (time_s, graph_gap_s, sets) = match s.mode {
         Mode::Stream => {
             let sets = if host_chain_s > device_s { "host" } else { "device" };
-            (replay(host_scale, true), None, sets.to_string())
+            (replay(&predicted, host_chain_new_s, host_scale), None, sets.to_string())
         }
         Mode::Graph => {
             let gaps: Vec<f64> = {
@@ -469,7 +576,7 @@ pub fn predict_from_trace(
             let gap = median(&mut gaps.clone())
                 .or_else(|| c.kernel_floor.as_ref().map(|f| f.value))
                 .ok_or("--mode graph needs the graph's per-kernel gap: a graph-replay step in the trace or launch.graph_floor_s in the ceilings")?;
-            (device_s + ks.len() as f64 * gap, Some(gap), "device".to_string())
+            (device_s + predicted.len() as f64 * gap, Some(gap), "device".to_string())
         }
     };
     let mut classes: Vec<ClassScale> = classes.into_values().collect();
@@ -480,7 +587,7 @@ pub fn predict_from_trace(
         step: step.name.clone(),
         traced_wall_s: step.wall_s,
         ops: t0,
-        kernels: ks.len(),
+        kernels: predicted.len(),
         device_s,
         host_chain_s,
         sets,

@@ -31,6 +31,7 @@ fn scaling(b0: u64, t0: u64, b: u64, t: u64, mode: Mode) -> Scaling {
         context: t,
         mode,
         trace_step_s: None,
+        trace_model: None,
     }
 }
 
@@ -148,4 +149,59 @@ fn a_width_equal_to_the_traced_context_keeps_its_size() {
     assert_eq!(dims("aten::addmm")[2], serde_json::json!([768, 2304]));
     assert_eq!(dims("aten::bmm")[1], serde_json::json!([96, 64, 128]));
     assert_eq!(dims("aten::_softmax")[0], serde_json::json!([8, 12, 1, 128]));
+}
+
+#[test]
+fn another_model_size_takes_its_widths_heads_and_layers() {
+    let c = from_results(&h200_results(), "synthetic").unwrap();
+    let t = traced(8, 128, 4);
+    let x = explain(&t, "b8", Some(&c));
+    let small = memscope_explain::predict::ModelConfig { layers: 4, ..gpt2("gpt2-small").unwrap() };
+    let at = |model: memscope_explain::predict::ModelConfig| Scaling {
+        model,
+        trace_model: Some(small.clone()),
+        ..scaling(8, 128, 8, 128, Mode::Graph)
+    };
+    let same = predict_from_trace(&t, &x, &c, &scaling(8, 128, 8, 128, Mode::Graph), None).unwrap();
+    // Six layers of the same widths: the traced layer's kernels once more per added layer.
+    let six = predict_from_trace(
+        &t,
+        &x,
+        &c,
+        &at(memscope_explain::predict::ModelConfig { layers: 6, ..small.clone() }),
+        None,
+    )
+    .unwrap();
+    assert_eq!((same.kernels, six.kernels), (24, 36));
+    assert!((six.device_s / same.device_s - 1.5).abs() < 1e-9, "{} {}", six.device_s, same.device_s);
+    let two = predict_from_trace(
+        &t,
+        &x,
+        &c,
+        &at(memscope_explain::predict::ModelConfig { layers: 2, ..small.clone() }),
+        None,
+    )
+    .unwrap();
+    assert_eq!(two.kernels, 12);
+    // gpt2-medium's widths: weights and activations take the width, the fused product's three
+    // widths and the heads; the head dimension (64) and the batch stay.
+    let medium = predict_from_trace(&t, &x, &c, &at(gpt2("gpt2-medium").unwrap()), None).unwrap();
+    assert_eq!(medium.kernels, 24 * 6);
+    let dims = |name: &str| medium.op_scales.iter().find(|o| o.name == name).unwrap().input_dims.clone();
+    assert_eq!(
+        dims("aten::addmm"),
+        serde_json::json!([[3072], [8, 1024], [1024, 3072], [], []]).as_array().unwrap().clone()
+    );
+    assert_eq!(dims("aten::bmm"), serde_json::json!([[128, 1, 64], [128, 64, 128]]).as_array().unwrap().clone());
+    assert_eq!(dims("aten::_softmax")[0], serde_json::json!([8, 16, 1, 128]));
+    assert!(medium.device_s > six.device_s);
+    // A one-layer trace shows no repeated layer to add.
+    let one = traced(8, 128, 1);
+    let x1 = explain(&one, "one", Some(&c));
+    let s = Scaling {
+        trace_model: Some(memscope_explain::predict::ModelConfig { layers: 1, ..small.clone() }),
+        ..at(small.clone())
+    };
+    let e = predict_from_trace(&one, &x1, &c, &s, None).unwrap_err();
+    assert!(e.contains("no 1 repeated layers"), "{e}");
 }

@@ -103,7 +103,9 @@ struct Score {
     mode: &'static str,
     context: u64,
     batch: u64,
-    in_sample: bool,
+    /// `in` (the traced model and context), `context` (the other context), `model` (the other
+    /// GPT-2 size, either context).
+    sample: &'static str,
     measured_s: f64,
     predicted_s: f64,
 }
@@ -130,7 +132,8 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// Every eager trace of a hand-written program predicts every event-timed step of the same
 /// program, model and dtype, in both modes: the traced context in sample, the other context out of
-/// sample. hf-gpt2 is left out: its step is set by one host call (cuDNN's plan for a new key
+/// sample; a hand-written GPT-2 trace also predicts the other GPT-2 size's steps (small from
+/// medium, medium from small; out of sample). hf-gpt2 is left out: its step is set by one host call (cuDNN's plan for a new key
 /// length, tests/data/README.md) that no trace of another step can carry.
 fn scores(c: &Ceilings) -> Vec<Score> {
     let sum = summary();
@@ -146,19 +149,22 @@ fn scores(c: &Ceilings) -> Vec<Score> {
         let m = model(t["model"].as_str().unwrap()).unwrap();
         let (b0, t0) = (t["batch"].as_u64().unwrap(), t["context"].as_u64().unwrap());
         for s in sum["steps"].as_array().unwrap() {
-            if s["program"] != t["program"] || s["model"] != t["model"] || s["dtype"] != t["dtype"] {
+            if s["program"] != t["program"] || s["dtype"] != t["dtype"] {
                 continue;
             }
+            let target = model(s["model"].as_str().unwrap()).unwrap();
+            let other_model = target != m;
             let (mode, name) = if s["mode"] == "eager" { (Mode::Stream, "eager") } else { (Mode::Graph, "graph") };
             let (b, ctx) = (s["batch"].as_u64().unwrap(), s["context"].as_u64().unwrap());
             let sc = Scaling {
-                model: m.clone(),
+                model: target,
                 trace_batch: b0,
                 trace_context: t0,
                 batch: b,
                 context: ctx,
                 mode,
                 trace_step_s: t["step_time_s"].as_f64(),
+                trace_model: other_model.then(|| m.clone()),
             };
             let pr = predict_from_trace(&trace, &x, c, &sc, Some(&cal)).unwrap();
             out.push(Score {
@@ -166,7 +172,13 @@ fn scores(c: &Ceilings) -> Vec<Score> {
                 mode: name,
                 context: ctx,
                 batch: b,
-                in_sample: ctx == t0,
+                sample: if other_model {
+                    "model"
+                } else if ctx == t0 {
+                    "in"
+                } else {
+                    "context"
+                },
                 measured_s: s["step_time_s"].as_f64().unwrap(),
                 predicted_s: pr.time_s,
             });
@@ -187,16 +199,15 @@ fn predict_scores_against_the_event_timed_steps() {
             s.mode,
             s.context,
             s.batch,
-            if s.in_sample { "in" } else { "out" },
+            s.sample,
             s.measured_s * 1e3,
             s.predicted_s * 1e3,
             s.ratio()
         );
     }
     for mode in ["eager", "graph"] {
-        for in_sample in [true, false] {
-            let r: Vec<f64> =
-                all.iter().filter(|s| s.mode == mode && s.in_sample == in_sample).map(Score::ratio).collect();
+        for sample in ["in", "context", "model"] {
+            let r: Vec<f64> = all.iter().filter(|s| s.mode == mode && s.sample == sample).map(Score::ratio).collect();
             if r.is_empty() {
                 continue;
             }
@@ -204,7 +215,11 @@ fn predict_scores_against_the_event_timed_steps() {
             let within = |f: f64| r.iter().filter(|x| factor(**x) <= f).count() as f64 / r.len() as f64;
             println!(
                 "SCORE {mode} {}: n {} median {:.3} worst {:.3} within 1.25x {:.0} % within 1.5x {:.0} %",
-                if in_sample { "in-sample" } else { "out-of-sample" },
+                match sample {
+                    "in" => "in-sample",
+                    "context" => "other context",
+                    _ => "other model size",
+                },
                 r.len(),
                 median(r.clone()),
                 worst,
@@ -217,19 +232,27 @@ fn predict_scores_against_the_event_timed_steps() {
     // programs"), not the issue's targets (every in-sample step within 1.25x), which these do not
     // meet: 90 % of the in-sample steps within 1.25x in each mode, every median within 1.1, no
     // step off by 1.7x or more.
-    assert_eq!(all.len(), 160);
+    assert_eq!(all.iter().filter(|s| s.sample != "model").count(), 160);
     for mode in ["eager", "graph"] {
-        for in_sample in [true, false] {
-            let r: Vec<f64> =
-                all.iter().filter(|s| s.mode == mode && s.in_sample == in_sample).map(Score::ratio).collect();
+        for sample in ["in", "context"] {
+            let r: Vec<f64> = all.iter().filter(|s| s.mode == mode && s.sample == sample).map(Score::ratio).collect();
             let m = median(r.clone());
-            assert!(factor(m) <= 1.1, "{mode} {in_sample}: median {m}");
-            assert!(r.iter().all(|x| factor(*x) < 1.7), "{mode} {in_sample}: a step off by 1.7x or more");
-            if in_sample {
+            assert!(factor(m) <= 1.1, "{mode} {sample}: median {m}");
+            assert!(r.iter().all(|x| factor(*x) < 1.7), "{mode} {sample}: a step off by 1.7x or more");
+            if sample == "in" {
                 let within = r.iter().filter(|x| factor(**x) <= 1.25).count() as f64 / r.len() as f64;
                 assert!(within >= 0.9, "{mode}: {within} of the in-sample steps within 1.25x");
             }
         }
+    }
+    // Another GPT-2 size (out of sample): medians within 1.1, 95 % of the steps within 1.5x.
+    for mode in ["eager", "graph"] {
+        let r: Vec<f64> = all.iter().filter(|s| s.mode == mode && s.sample == "model").map(Score::ratio).collect();
+        assert_eq!(r.len(), 56);
+        let m = median(r.clone());
+        assert!(factor(m) <= 1.1, "{mode} other model size: median {m}");
+        let within = r.iter().filter(|x| factor(**x) <= 1.5).count() as f64 / r.len() as f64;
+        assert!(within >= 0.95, "{mode} other model size: {within} within 1.5x");
     }
 }
 
