@@ -602,7 +602,7 @@ pub fn predict_from_trace(
 }
 
 /// A product's device work on memscope's calibration sweep (None when the sweep has none of its
-/// precision and alignment class).
+/// precision and alignment class, or its ceilings give no finite positive time).
 fn calibrated_s(cal: &ComposeCeilings, g: &Gemm) -> Option<f64> {
     use memscope_model::bottleneck::Dtype as D;
     let dtype = match g.dtype {
@@ -613,5 +613,7 @@ fn calibrated_s(cal: &ComposeCeilings, g: &Gemm) -> Option<f64> {
     };
     let s = g.dtype.size_bytes();
     let (b, m, k, n) = (g.batch as f64, g.m as f64, g.k as f64, g.n as f64);
-    product_work_s(cal, 2.0 * b * m * k * n, b * (m * k + k * n + m * n) * s, dtype, g.aligned_16_bytes()).ok()
+    product_work_s(cal, 2.0 * b * m * k * n, b * (m * k + k * n + m * n) * s, dtype, g.aligned_16_bytes())
+        .ok()
+        .filter(|t| t.is_finite() && *t > 0.0)
 }
