@@ -6,8 +6,8 @@
 use crate::cmd_predict::Args as PredictArgs;
 use crate::error::{CliError, CliResult};
 use memscope_explain::predict::{gpt2, model_config, predict_from_trace, Mode, ModelConfig, Scaling};
-use memscope_explain::{explain, explain_with, load, load_ceilings, render};
-use memscope_model::compose::{predict_step, ComposeCeilings, LaunchMode};
+use memscope_explain::{explain, explain_with, load, load_calibration, load_ceilings, render};
+use memscope_model::compose::{predict_step, LaunchMode};
 use memscope_model::compose_step::{step_kernels, DecodeShape, HEAD_DIM};
 use std::path::{Path, PathBuf};
 
@@ -117,8 +117,31 @@ pub fn predict_decode_step(a: &PredictArgs, mode: &str) -> CliResult {
             }
             v => v,
         };
-        let s = Scaling { model: m, trace_batch: tb, trace_context: tc, batch, context, mode, trace_step_s };
-        let p = predict_from_trace(&trace, &x, &c, &s).map_err(CliError::usage)?;
+        let calibration = match &a.calibration {
+            Some(cp) => Some(load_calibration(cp).map_err(|e| CliError::usage(format!("--calibration {e}")))?),
+            None => load_calibration(path).ok(),
+        };
+        let trace_model = match &a.trace_model {
+            None => None,
+            Some(t) if t.ends_with(".json") => {
+                let text = std::fs::read_to_string(t)
+                    .map_err(|e| CliError::usage(format!("--trace-model {t}: cannot read the file: {e}")))?;
+                Some(model_config(&text, t).map_err(|e| CliError::usage(format!("--trace-model {e}")))?)
+            }
+            Some(t) => Some(gpt2(t).ok_or_else(|| {
+                CliError::usage(format!(
+                    "--trace-model {t}: expected gpt2-small, gpt2-medium, gpt2-large, gpt2-xl or a model JSON file"
+                ))
+            })?),
+        };
+        let s =
+            Scaling { model: m, trace_batch: tb, trace_context: tc, batch, context, mode, trace_step_s, trace_model };
+        let p = predict_from_trace(&trace, &x, &c, &s, calibration.as_ref()).map_err(CliError::usage)?;
+        out["calibration"] = match (&a.calibration, &calibration) {
+            (Some(cp), _) => cp.display().to_string().into(),
+            (None, Some(_)) => path.display().to_string().into(),
+            (None, None) => serde_json::Value::Null,
+        };
         out["composition"] = "trace".into();
         out["trace"] = tp.display().to_string().into();
         out["time_s"] = p.time_s.into();
@@ -144,18 +167,8 @@ pub fn predict_decode_step(a: &PredictArgs, mode: &str) -> CliResult {
         let dtype = memscope_model::bottleneck::Dtype::parse(&a.dtype)
             .filter(|d| *d != memscope_model::bottleneck::Dtype::Bf16)
             .ok_or_else(|| CliError::usage(format!("--dtype {}: the composition knows fp32 and fp16", a.dtype)))?;
-        let text = std::fs::read(path)
-            .map_err(|e| CliError::usage(format!("{}: cannot read the file: {e}", path.display())))?;
-        let doc: serde_json::Value = serde_json::from_slice(&text)
-            .map_err(|e| CliError::usage(format!("{}: not JSON ({e})", path.display())))?;
-        let cc = doc.pointer("/model/parts/compose/compose_ceilings/ceilings").ok_or_else(|| {
-            CliError::usage(format!(
-                "{}: no composition ceilings (model.parts.compose.compose_ceilings): give the results of `memscope batch --compose`, or --trace of your own step",
-                path.display()
-            ))
-        })?;
-        let cc: ComposeCeilings = serde_json::from_value(cc.clone())
-            .map_err(|e| CliError::usage(format!("{}: unreadable composition ceilings ({e})", path.display())))?;
+        let cc_path = a.calibration.as_deref().unwrap_or(path);
+        let cc = load_calibration(cc_path).map_err(|e| CliError::usage(format!("{e}, or --trace of your own step")))?;
         let name: &'static str = Box::leak(m.name.clone().into_boxed_str());
         let shape =
             DecodeShape { name, layers: m.layers, width: m.width, heads: m.heads, ff: m.mlp_width, vocab: m.vocab };

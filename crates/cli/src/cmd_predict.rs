@@ -107,6 +107,17 @@ pub struct Args {
     /// decode-step --mode: the model as JSON (layers, width, heads, mlp_width, vocab) instead of --model.
     #[arg(long)]
     pub model_config: Option<PathBuf>,
+    /// decode-step --trace: the model the trace was taken of, when it is not the predicted one
+    /// (gpt2-small ... gpt2-xl, or a JSON file as for --model-config): its widths and layers
+    /// become the predicted model's.
+    #[arg(long)]
+    pub trace_model: Option<String>,
+    /// decode-step --trace: the results of `memscope batch --compose` on the same GPU: its cuBLAS
+    /// calibration sweep scales the traced matrix products to their new shapes (the library's
+    /// kernel choice and efficiency by shape). Without it, --ceilings is read for one; with none,
+    /// products scale by their traced efficiency like every other op.
+    #[arg(long)]
+    pub calibration: Option<PathBuf>,
 }
 
 /// The ceilings given as flags, parsed ("4us", "4.6TB/s", "51.3TFLOP/s" or plain numbers).

@@ -127,6 +127,28 @@ fn predict_decode_step_from_a_trace_and_from_the_composition() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["composition"], "trace");
     assert!(v["time_s"].as_f64().unwrap() > 0.0);
+    assert_eq!(v["calibration"], Value::Null);
+    // With the cuBLAS calibration of `batch --compose`, the SGEMM product scales by it; the GEMV
+    // one does not.
+    let (results, compose) = (repo(RESULTS), repo(COMPOSE));
+    let traced = ["--mode", "stream", "--ceilings", &results, "--trace", &t, "--trace-batch", "16"];
+    let with_cal = [&traced[..], &["--trace-context", "256", "--calibration", &compose]].concat();
+    let out = run(&with_cal);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["calibration"], repo(COMPOSE).as_str());
+    let by: Vec<&str> =
+        v["prediction"]["op_scales"].as_array().unwrap().iter().map(|o| o["scaled_by"].as_str().unwrap()).collect();
+    assert_eq!(by[0], "calibration");
+    assert_ne!(by[1], "calibration");
+    let bad_cal = [&traced[..], &["--trace-context", "256", "--calibration", &results]].concat();
+    assert_usage_error(&run(&bad_cal), "--calibration");
+    // Another model size: named, and refused where the trace shows no repeated layers.
+    let other = [&traced[..], &["--trace-context", "256", "--trace-model", "gpt9"]].concat();
+    assert_usage_error(&run(&other), "--trace-model gpt9");
+    let other =
+        [&traced[..], &["--trace-context", "256", "--model", "gpt2-medium", "--trace-model", "gpt2-small"]].concat();
+    assert_usage_error(&run(&other), "no 12 repeated layers");
     let out = run(&["--mode", "graph", "--ceilings", &repo(COMPOSE)]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -343,8 +343,8 @@ pub fn explain_with(
     // group of its own.
     let mut outside: HashMap<usize, (usize, usize)> = HashMap::new();
     if !template.is_empty() {
-        // Only whole replays are taken: a run cut by the profiler's start could not be aligned
-        // with certainty (its kernels stay without an op).
+        // A kernel whose name breaks the sequence starts over at the template's end (its run so
+        // far stays without an op).
         let (mut cursor, mut group) = (template.len() - 1, 0usize);
         let mut run: Vec<(usize, usize)> = Vec::new();
         for (ei, e) in ev.iter().enumerate().rev() {
@@ -366,6 +366,18 @@ pub fn explain_with(
                     cursor -= 1;
                 }
             }
+        }
+        // The earliest run, cut by the profiler's start, is the tail of a replay: it ends where
+        // the next replay starts, so its kernels line up with the template's last ones, and each
+        // name followed the template back to where the trace begins. Its first op keeps no op
+        // when the cut took its earlier kernels (a product's split-K reduce without the product).
+        let cut_op = template[cursor].1;
+        while run.last().is_some_and(|&(_, oi)| oi == cut_op) {
+            run.pop();
+        }
+        if !run.is_empty() && run.len() < template.len() {
+            group += 1;
+            outside.extend(run.drain(..).map(|(ei, oi)| (ei, (group, oi))));
         }
     }
     for (ei, e) in ev.iter().enumerate().filter(|(_, e)| e.cat.on_device()) {

@@ -2,21 +2,29 @@
 //! from a trace of that program (docs/MODEL.md, "Real programs"). Each op of one traced step keeps
 //! its host dispatch (the framework's, as the trace measured it) and gets new shapes (`DimMap`:
 //! the traced batch and context become the new ones in the tensors of this batch). Its device time
-//! is a fixed part (the trace's shortest kernel, per kernel) plus a variable part. Work time is
-//! the larger of memory work (bytes at DRAM bandwidth) and compute work (FLOPs at the bound's
-//! peak), each over an efficiency from the trace: the op's own where its work at the traced
-//! shapes was at least its fixed part (work-dominated) in that regime, else the best of its
-//! class's work-dominated ops, else the best of all work-dominated ops, else 1 (the bound). A work-dominated
-//! op's variable part is its work time at the new shapes; a latency-dominated op keeps its traced
-//! variable part plus the change in its work time. The step then runs
-//! as the trace ran it: on a stream, kernel i starts at max(its launch + the launch latency, the
-//! end of kernel i-1) (eager: the host's dispatch chain against the device's chain); in a graph,
-//! the kernels run back to back with the graph's per-kernel gap.
+//! is a fixed part (the trace's shortest kernel, per kernel) plus a variable part.
+//!
+//! - A matrix product that ran GEMM kernels, given memscope's cuBLAS calibration sweep (the
+//!   results of `memscope batch --compose`): its variable part scales by the ratio of the sweep's
+//!   work at the new shape to its work at the traced shape (`memscope_model::compose::
+//!   product_work_s`), which carries cuBLAS's kernel choice by shape and its efficiency by size
+//!   and regime (memory- or compute-bound).
+//! - Every other op: work time is the larger of memory work (bytes at DRAM bandwidth) and compute
+//!   work (FLOPs at the bound's peak), each over an efficiency from the trace: the op's own where
+//!   its work at the traced shapes was at least its fixed part (work-dominated) in that regime,
+//!   else the best of its class's work-dominated ops, else the best of all work-dominated ops,
+//!   else 1 (the bound). A work-dominated op's variable part is its work time at the new shapes; a
+//!   latency-dominated op keeps its traced variable part plus the change in its work time.
+//!
+//! The step then runs as the trace ran it: on a stream, kernel i starts at max(its launch + the
+//! launch latency, the end of kernel i-1) (eager: the host's dispatch chain against the device's
+//! chain); in a graph, the kernels run back to back with the graph's per-kernel gap.
 
 use crate::ceilings::Ceilings;
 use crate::explain::{median, Explanation};
-use crate::ops::{estimated_cost, known_cost_with};
+use crate::ops::{estimated_cost, known_cost_with, Dtype, Gemm, OpClass};
 use crate::trace::{Category, Trace};
+use memscope_model::compose::{product_work_s, ComposeCeilings};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -88,6 +96,11 @@ pub struct Scaling {
     /// replays at this time (the profiler slows the host, not the device). None: the profiled
     /// dispatch as traced.
     pub trace_step_s: Option<f64>,
+    /// The model the trace was taken of, when it is not `model`: its widths, heads and vocabulary
+    /// become the new model's in every tensor, and its layers are repeated (or dropped) to the
+    /// new model's count. None: `model` itself.
+    #[serde(default)]
+    pub trace_model: Option<ModelConfig>,
 }
 
 /// The prediction and the parts it is made of.
@@ -118,6 +131,22 @@ pub struct TracePrediction {
     pub dispatch_per_op_s: Option<f64>,
     /// Device time by class at the predicted shapes, and the trace's efficiency per class.
     pub classes: Vec<ClassScale>,
+    /// Every op of the scaled step, in launch order: its traced and predicted device time.
+    pub op_scales: Vec<OpScale>,
+}
+
+/// One op of the scaled step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpScale {
+    pub name: String,
+    pub class: String,
+    /// Its input shapes at the predicted batch and context.
+    pub input_dims: Vec<Value>,
+    pub traced_device_s: f64,
+    pub predicted_device_s: f64,
+    /// What scaled it: `calibration` (a product, by memscope's cuBLAS sweep), `work` (its work at
+    /// its efficiency), `latency` (its traced time plus the change in its work time).
+    pub scaled_by: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -129,12 +158,22 @@ pub struct ClassScale {
 }
 
 /// Dimension rewriting from the traced step to the predicted one.
-/// Only a tensor of this batch is rewritten: its leading dimension is the traced batch (two or
-/// more dimensions) or batch x heads (three dimensions, as attention's batched products reshape
-/// it); weights, whose leading dimension is a width, keep their shape even where a width equals
-/// the traced batch or context. In a rewritten tensor, the context (or context + 1) anywhere
-/// takes the new context.
+/// The batch is rewritten only in a tensor of this batch: its leading dimension is the traced
+/// batch (two or more dimensions) or batch x heads (three dimensions, as attention's batched
+/// products reshape it); weights, whose leading dimension is a width, keep it even where a width
+/// equals the traced batch or context. The context (or context + 1) takes the new context only in
+/// attention's tensors: four dimensions with a head count second (the query's heads, a divisor of
+/// them for grouped keys and values, or 1 for a mask), or three led by batch x heads; an
+/// activation's width that happens to equal the traced context keeps its size. For another model
+/// size, attention's heads and head dimension take the new model's, and elsewhere (weights
+/// included) the width, three widths (the fused query-key-value product), the MLP width and the
+/// vocabulary take the new model's.
 struct DimMap {
+    heads0: u64,
+    heads1: u64,
+    head_dim0: u64,
+    head_dim1: u64,
+    widths: Vec<(u64, u64)>,
     b0: u64,
     bh0: u64,
     t0: u64,
@@ -145,11 +184,34 @@ struct DimMap {
 
 impl DimMap {
     fn new(s: &Scaling) -> Result<DimMap, String> {
-        let (b0, t0, h) = (s.trace_batch, s.trace_context, s.model.heads);
+        let m0 = s.trace_model.as_ref().unwrap_or(&s.model);
+        let m1 = &s.model;
+        let (b0, t0) = (s.trace_batch, s.trace_context);
         if t0 == b0 || t0 <= 1 {
             return Err(format!("--trace-context {t0}: must be above 1 and differ from the traced batch {b0}"));
         }
-        Ok(DimMap { b0, bh0: b0 * h, t0, b: s.batch, bh: s.batch * h, t: s.context })
+        let widths = if m0 == m1 {
+            Vec::new()
+        } else {
+            vec![(m0.width, m1.width), (3 * m0.width, 3 * m1.width), (m0.mlp_width, m1.mlp_width), (m0.vocab, m1.vocab)]
+        };
+        Ok(DimMap {
+            heads0: m0.heads,
+            heads1: m1.heads,
+            head_dim0: m0.width / m0.heads,
+            head_dim1: m1.width / m1.heads,
+            widths,
+            b0,
+            bh0: b0 * m0.heads,
+            t0,
+            b: s.batch,
+            bh: s.batch * m1.heads,
+            t: s.context,
+        })
+    }
+
+    fn width(&self, x: u64) -> u64 {
+        self.widths.iter().find(|(w0, _)| *w0 == x).map(|(_, w1)| *w1).unwrap_or(x)
     }
 
     fn shape(&self, dims: &[Value]) -> Vec<Value> {
@@ -165,13 +227,32 @@ impl DimMap {
                 (Some(&x), 3) if x == self.bh0 => Some(self.bh),
                 _ => None,
             };
-            let Some(lead) = lead else { return v.clone() };
+            let Some(lead) = lead else {
+                return Value::Array(d.iter().map(|&x| Value::from(self.width(x))).collect());
+            };
+            let attention = match d.len() {
+                4 => d[1] > 0 && self.heads0.is_multiple_of(d[1]),
+                3 => d[0] == self.bh0,
+                _ => false,
+            };
             let mut out: Vec<Value> = vec![Value::from(lead)];
-            for &x in &d[1..] {
-                let y = if x == self.t0 {
+            let last = d.len() - 1;
+            for (i, &x) in d.iter().enumerate().skip(1) {
+                let y = if !attention {
+                    self.width(x)
+                } else if d.len() == 4 && i == 1 {
+                    // Heads (or grouped key-value heads in the same proportion).
+                    if (x * self.heads1).is_multiple_of(self.heads0) {
+                        x * self.heads1 / self.heads0
+                    } else {
+                        x
+                    }
+                } else if x == self.t0 {
                     self.t
                 } else if x == self.t0 + 1 {
                     self.t + 1
+                } else if x == self.head_dim0 && (i == last || i == last - 1) {
+                    self.head_dim1
                 } else {
                     x
                 };
@@ -181,6 +262,24 @@ impl DimMap {
         };
         dims.iter().map(one).collect()
     }
+}
+
+/// The traced step's layers: the first op of the first layer and the ops per layer, where the
+/// step's op sequence (names and shapes) repeats `layers` times in a row, the shortest such
+/// repetition found first.
+fn layer_block(sigs: &[String], layers: usize) -> Option<(usize, usize)> {
+    let n = sigs.len();
+    if layers < 2 {
+        return None;
+    }
+    for per in 1..=n / layers {
+        for start in 0..=(n - layers * per) {
+            if (0..(layers - 1) * per).all(|i| sigs[start + i] == sigs[start + i + per]) {
+                return Some((start, per));
+            }
+        }
+    }
+    None
 }
 
 /// The step to scale: the traced step with the most kernels launched by framework ops, the last
@@ -197,6 +296,7 @@ pub fn predict_from_trace(
     x: &Explanation,
     c: &Ceilings,
     s: &Scaling,
+    calibration: Option<&ComposeCeilings>,
 ) -> Result<TracePrediction, String> {
     let map = DimMap::new(s)?;
     let si = pick_step(x).ok_or("the trace has no step with GPU kernels")?;
@@ -289,6 +389,7 @@ pub fn predict_from_trace(
     }
     let mut scale: HashMap<usize, f64> = HashMap::new();
     let mut classes: HashMap<String, ClassScale> = HashMap::new();
+    let mut op_scales = Vec::new();
     for w in works {
         let op = &x.ops[w.oi];
         let (mem1, comp1) = split(&w.new_cost, &names[w.oi]);
@@ -315,7 +416,22 @@ pub fn predict_from_trace(
         } else {
             (w.var0 + work_time(mem1, comp1) - work_time(w.mem0, w.comp0)).max(0.0)
         };
-        let new_device = w.fixed + new_var;
+        let mut new_device = w.fixed + new_var;
+        let mut scaled_by = if dominated { "work" } else { "latency" };
+        // A product that ran a GEMM kernel follows cuBLAS's own time on memscope's calibration
+        // sweep between its traced and its new shape (the library's kernel choice by shape, its
+        // efficiency by size and regime): its fixed part stays, its variable part scales by the
+        // sweep's ratio. GEMV kernels (fp32 batched products) are another family the sweep does
+        // not measure: they keep the rule above.
+        let gemm_kernels = !names[w.oi].iter().any(|k| k.to_ascii_lowercase().contains("gemv"));
+        if let (Some(cal), OpClass::Matmul, Some(g0), Some(g1), true) =
+            (calibration, op.cost.class, op.cost.gemm, w.new_cost.gemm, gemm_kernels)
+        {
+            if let (Some(t0), Some(t1)) = (calibrated_s(cal, &g0), calibrated_s(cal, &g1)) {
+                new_device = w.fixed + w.var0 * t1 / t0;
+                scaled_by = "calibration";
+            }
+        }
         scale.insert(w.oi, if op.device_s > 0.0 { new_device / op.device_s } else { 1.0 });
         let e = classes.entry(op.cost.class.name().to_string()).or_insert(ClassScale {
             class: op.cost.class.name().into(),
@@ -325,6 +441,14 @@ pub fn predict_from_trace(
         });
         e.traced_device_s += op.device_s;
         e.predicted_device_s += new_device;
+        op_scales.push(OpScale {
+            name: op.name.clone(),
+            class: op.cost.class.name().into(),
+            input_dims: map.shape(&op.input_dims),
+            traced_device_s: op.device_s,
+            predicted_device_s: new_device,
+            scaled_by: scaled_by.into(),
+        });
     }
     for cl in classes.values_mut() {
         cl.traced_efficiency = x.classes.iter().find(|r| r.class.name() == cl.class).and_then(|r| r.efficiency);
@@ -333,7 +457,6 @@ pub fn predict_from_trace(
         let k = &x.kernels[i];
         k.duration_s * k.op_index.and_then(|o| scale.get(&o)).copied().unwrap_or(1.0)
     };
-    let device_s: f64 = ks.iter().map(|&i| new_dur(i)).sum();
     // Host: each kernel's launch time, relative to the step's first op.
     let t0 = x.ops.iter().filter(|o| o.step == Some(si)).count();
     let first_op_us = trace
@@ -351,32 +474,75 @@ pub fn predict_from_trace(
     });
     let host_chain_traced_s = (step.host_chain_s - (first_op_us - step.start_us) * 1e-6).max(0.0);
     // Each kernel's launch time after the step's first op and its device time (traced, new).
-    let launches: Vec<(f64, f64, f64)> = order
-        .iter()
-        .map(|&i| {
-            let k = &x.kernels[i];
-            let launch = (k.start_us - first_op_us) * 1e-6 - k.launch_to_start_s.unwrap_or(latency);
-            (launch.max(0.0), k.duration_s, new_dur(i))
-        })
-        .collect();
-    let replay = |host_scale: f64, new: bool| {
-        let mut free = 0.0f64;
-        for &(launch, old_d, new_d) in &launches {
-            let start = (launch * host_scale + latency).max(free);
-            free = start + if new { new_d } else { old_d };
+    let launch_of = |i: usize| {
+        let k = &x.kernels[i];
+        ((k.start_us - first_op_us) * 1e-6 - k.launch_to_start_s.unwrap_or(latency)).max(0.0)
+    };
+    let traced: Vec<(f64, f64)> = order.iter().map(|&i| (launch_of(i), x.kernels[i].duration_s)).collect();
+    let mut predicted: Vec<(f64, f64)> = order.iter().map(|&i| (launch_of(i), new_dur(i))).collect();
+    let mut host_chain_new_s = host_chain_traced_s;
+    // Another layer count: the last traced layer's kernels repeat (or the last layers go), one
+    // traced layer's host time apart, and what follows the layers moves with them.
+    let (layers0, layers1) = (s.trace_model.as_ref().map(|m| m.layers).unwrap_or(s.model.layers), s.model.layers);
+    if layers0 != layers1 {
+        let step_ops: Vec<usize> = (0..x.ops.len()).filter(|&i| x.ops[i].step == Some(si)).collect();
+        let sigs: Vec<String> = step_ops
+            .iter()
+            .map(|&i| format!("{} {}", x.ops[i].name, serde_json::to_string(&x.ops[i].input_dims).unwrap_or_default()))
+            .collect();
+        let (start, per) = layer_block(&sigs, layers0 as usize).ok_or_else(|| {
+            format!(
+                "the traced step shows no {layers0} repeated layers: predict {} from a trace of that size",
+                s.model.name
+            )
+        })?;
+        let layer_of = |i: usize| {
+            let pos = x.kernels[i].op_index.and_then(|oi| step_ops.iter().position(|&o| o == oi))?;
+            (pos >= start).then(|| (pos - start) / per)
+        };
+        let first_launch = |layer: usize| order.iter().find(|&&i| layer_of(i) == Some(layer)).map(|&i| launch_of(i));
+        let (l0, l1) = (layers0 as usize, layers1 as usize);
+        let span = match (first_launch(0), first_launch(l0 - 1)) {
+            (Some(a), Some(b)) if l0 > 1 && b > a => (b - a) / (l0 - 1) as f64,
+            _ => return Err("the traced step's layers launched no kernels".into()),
+        };
+        let shift = span * (l1 as f64 - l0 as f64);
+        predicted.clear();
+        for &i in &order {
+            let (launch, d) = (launch_of(i), new_dur(i));
+            match layer_of(i) {
+                Some(j) if j >= l0 => predicted.push((launch + shift, d)),
+                Some(j) if j >= l1 => {}
+                Some(j) if j == l0 - 1 => {
+                    for extra in 0..=l1.saturating_sub(l0) {
+                        predicted.push((launch + span * extra as f64, d));
+                    }
+                }
+                _ => predicted.push((launch, d)),
+            }
         }
-        free.max(host_chain_traced_s * host_scale)
+        predicted.sort_by(|a, b| a.0.total_cmp(&b.0));
+        host_chain_new_s = (host_chain_traced_s + shift).max(0.0);
+    }
+    let device_s: f64 = predicted.iter().map(|p| p.1).sum();
+    let replay = |list: &[(f64, f64)], chain_s: f64, host_scale: f64| {
+        let mut free = 0.0f64;
+        for &(launch, d) in list {
+            let start = (launch * host_scale + latency).max(free);
+            free = start + d;
+        }
+        free.max(chain_s * host_scale)
     };
     let host_scale = match (s.trace_step_s, s.mode) {
         (Some(target), Mode::Stream) if target > 0.0 => {
             // replay(f) grows with f: bisect for the traced step's own time.
             let (mut lo, mut hi) = (0.0f64, 4.0f64);
-            if replay(hi, false) < target {
+            if replay(&traced, host_chain_traced_s, hi) < target {
                 hi
             } else {
                 for _ in 0..60 {
                     let mid = 0.5 * (lo + hi);
-                    if replay(mid, false) < target {
+                    if replay(&traced, host_chain_traced_s, mid) < target {
                         lo = mid;
                     } else {
                         hi = mid;
@@ -387,11 +553,11 @@ pub fn predict_from_trace(
         }
         _ => 1.0,
     };
-    let host_chain_s = host_chain_traced_s * host_scale;
+    let host_chain_s = host_chain_new_s * host_scale;
     let (time_s, graph_gap_s, sets) = match s.mode {
         Mode::Stream => {
             let sets = if host_chain_s > device_s { "host" } else { "device" };
-            (replay(host_scale, true), None, sets.to_string())
+            (replay(&predicted, host_chain_new_s, host_scale), None, sets.to_string())
         }
         Mode::Graph => {
             let gaps: Vec<f64> = {
@@ -410,7 +576,7 @@ pub fn predict_from_trace(
             let gap = median(&mut gaps.clone())
                 .or_else(|| c.kernel_floor.as_ref().map(|f| f.value))
                 .ok_or("--mode graph needs the graph's per-kernel gap: a graph-replay step in the trace or launch.graph_floor_s in the ceilings")?;
-            (device_s + ks.len() as f64 * gap, Some(gap), "device".to_string())
+            (device_s + predicted.len() as f64 * gap, Some(gap), "device".to_string())
         }
     };
     let mut classes: Vec<ClassScale> = classes.into_values().collect();
@@ -421,7 +587,7 @@ pub fn predict_from_trace(
         step: step.name.clone(),
         traced_wall_s: step.wall_s,
         ops: t0,
-        kernels: ks.len(),
+        kernels: predicted.len(),
         device_s,
         host_chain_s,
         sets,
@@ -431,5 +597,23 @@ pub fn predict_from_trace(
         host_scale,
         dispatch_per_op_s: x.dispatch_floor.per_op_s,
         classes,
+        op_scales,
     })
+}
+
+/// A product's device work on memscope's calibration sweep (None when the sweep has none of its
+/// precision and alignment class, or its ceilings give no finite positive time).
+fn calibrated_s(cal: &ComposeCeilings, g: &Gemm) -> Option<f64> {
+    use memscope_model::bottleneck::Dtype as D;
+    let dtype = match g.dtype {
+        Dtype::Fp32 => D::Fp32,
+        Dtype::Fp16 => D::Fp16,
+        Dtype::Bf16 => D::Bf16,
+        _ => return None,
+    };
+    let s = g.dtype.size_bytes();
+    let (b, m, k, n) = (g.batch as f64, g.m as f64, g.k as f64, g.n as f64);
+    product_work_s(cal, 2.0 * b * m * k * n, b * (m * k + k * n + m * n) * s, dtype, g.aligned_16_bytes())
+        .ok()
+        .filter(|t| t.is_finite() && *t > 0.0)
 }

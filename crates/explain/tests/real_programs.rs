@@ -5,7 +5,7 @@
 //! model). The scores are printed (`--nocapture`) and docs/MODEL.md ("Real programs") quotes them.
 
 use memscope_explain::predict::{gpt2, predict_from_trace, Mode, ModelConfig, Scaling};
-use memscope_explain::{explain, explain_with, load, load_ceilings, Ceilings, Explanation, Trace};
+use memscope_explain::{explain, explain_with, load, load_calibration, load_ceilings, Ceilings, Explanation, Trace};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -103,7 +103,9 @@ struct Score {
     mode: &'static str,
     context: u64,
     batch: u64,
-    in_sample: bool,
+    /// `in` (the traced model and context), `context` (the other context), `model` (the other
+    /// GPT-2 size, either context).
+    sample: &'static str,
     measured_s: f64,
     predicted_s: f64,
 }
@@ -130,10 +132,12 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// Every eager trace of a hand-written program predicts every event-timed step of the same
 /// program, model and dtype, in both modes: the traced context in sample, the other context out of
-/// sample. hf-gpt2 is left out: its step is set by one host call (cuDNN's plan for a new key
+/// sample; a hand-written GPT-2 trace also predicts the other GPT-2 size's steps (small from
+/// medium, medium from small; out of sample). hf-gpt2 is left out: its step is set by one host call (cuDNN's plan for a new key
 /// length, tests/data/README.md) that no trace of another step can carry.
 fn scores(c: &Ceilings) -> Vec<Score> {
     let sum = summary();
+    let cal = load_calibration(&repo("results/h200/reference/compose/compose-run1.json")).unwrap();
     let mut out = Vec::new();
     for t in sum["traces"].as_array().unwrap() {
         let file = t["file"].as_str().unwrap();
@@ -145,27 +149,36 @@ fn scores(c: &Ceilings) -> Vec<Score> {
         let m = model(t["model"].as_str().unwrap()).unwrap();
         let (b0, t0) = (t["batch"].as_u64().unwrap(), t["context"].as_u64().unwrap());
         for s in sum["steps"].as_array().unwrap() {
-            if s["program"] != t["program"] || s["model"] != t["model"] || s["dtype"] != t["dtype"] {
+            if s["program"] != t["program"] || s["dtype"] != t["dtype"] {
                 continue;
             }
+            let target = model(s["model"].as_str().unwrap()).unwrap();
+            let other_model = target != m;
             let (mode, name) = if s["mode"] == "eager" { (Mode::Stream, "eager") } else { (Mode::Graph, "graph") };
             let (b, ctx) = (s["batch"].as_u64().unwrap(), s["context"].as_u64().unwrap());
             let sc = Scaling {
-                model: m.clone(),
+                model: target,
                 trace_batch: b0,
                 trace_context: t0,
                 batch: b,
                 context: ctx,
                 mode,
                 trace_step_s: t["step_time_s"].as_f64(),
+                trace_model: other_model.then(|| m.clone()),
             };
-            let pr = predict_from_trace(&trace, &x, c, &sc).unwrap();
+            let pr = predict_from_trace(&trace, &x, c, &sc, Some(&cal)).unwrap();
             out.push(Score {
                 file: file.into(),
                 mode: name,
                 context: ctx,
                 batch: b,
-                in_sample: ctx == t0,
+                sample: if other_model {
+                    "model"
+                } else if ctx == t0 {
+                    "in"
+                } else {
+                    "context"
+                },
                 measured_s: s["step_time_s"].as_f64().unwrap(),
                 predicted_s: pr.time_s,
             });
@@ -186,16 +199,15 @@ fn predict_scores_against_the_event_timed_steps() {
             s.mode,
             s.context,
             s.batch,
-            if s.in_sample { "in" } else { "out" },
+            s.sample,
             s.measured_s * 1e3,
             s.predicted_s * 1e3,
             s.ratio()
         );
     }
     for mode in ["eager", "graph"] {
-        for in_sample in [true, false] {
-            let r: Vec<f64> =
-                all.iter().filter(|s| s.mode == mode && s.in_sample == in_sample).map(Score::ratio).collect();
+        for sample in ["in", "context", "model"] {
+            let r: Vec<f64> = all.iter().filter(|s| s.mode == mode && s.sample == sample).map(Score::ratio).collect();
             if r.is_empty() {
                 continue;
             }
@@ -203,7 +215,11 @@ fn predict_scores_against_the_event_timed_steps() {
             let within = |f: f64| r.iter().filter(|x| factor(**x) <= f).count() as f64 / r.len() as f64;
             println!(
                 "SCORE {mode} {}: n {} median {:.3} worst {:.3} within 1.25x {:.0} % within 1.5x {:.0} %",
-                if in_sample { "in-sample" } else { "out-of-sample" },
+                match sample {
+                    "in" => "in-sample",
+                    "context" => "other context",
+                    _ => "other model size",
+                },
                 r.len(),
                 median(r.clone()),
                 worst,
@@ -213,13 +229,30 @@ fn predict_scores_against_the_event_timed_steps() {
         }
     }
     // Regression guards at the scores measured when this was written (docs/MODEL.md, "Real
-    // programs"), not the issue's targets (1.25x in sample), which these do not meet.
-    assert_eq!(all.len(), 160);
+    // programs"), not the issue's targets (every in-sample step within 1.25x), which these do not
+    // meet: 90 % of the in-sample steps within 1.25x in each mode, every median within 1.1, no
+    // step off by 1.7x or more.
+    assert_eq!(all.iter().filter(|s| s.sample != "model").count(), 160);
     for mode in ["eager", "graph"] {
-        let r: Vec<f64> = all.iter().filter(|s| s.mode == mode).map(Score::ratio).collect();
+        for sample in ["in", "context"] {
+            let r: Vec<f64> = all.iter().filter(|s| s.mode == mode && s.sample == sample).map(Score::ratio).collect();
+            let m = median(r.clone());
+            assert!(factor(m) <= 1.1, "{mode} {sample}: median {m}");
+            assert!(r.iter().all(|x| factor(*x) < 1.7), "{mode} {sample}: a step off by 1.7x or more");
+            if sample == "in" {
+                let within = r.iter().filter(|x| factor(**x) <= 1.25).count() as f64 / r.len() as f64;
+                assert!(within >= 0.9, "{mode}: {within} of the in-sample steps within 1.25x");
+            }
+        }
+    }
+    // Another GPT-2 size (out of sample): medians within 1.1, 95 % of the steps within 1.5x.
+    for mode in ["eager", "graph"] {
+        let r: Vec<f64> = all.iter().filter(|s| s.mode == mode && s.sample == "model").map(Score::ratio).collect();
+        assert_eq!(r.len(), 56);
         let m = median(r.clone());
-        assert!(factor(m) <= 1.1, "{mode}: median {m}");
-        assert!(r.iter().all(|x| factor(*x) < 2.0), "{mode}: a step off by 2x or more");
+        assert!(factor(m) <= 1.1, "{mode} other model size: median {m}");
+        let within = r.iter().filter(|x| factor(**x) <= 1.5).count() as f64 / r.len() as f64;
+        assert!(within >= 0.95, "{mode} other model size: {within} within 1.5x");
     }
 }
 
@@ -237,7 +270,7 @@ fn graph_replays_take_their_ops_from_the_eager_trace_of_the_same_step() {
         let known_ops: Vec<_> = x.ops.iter().filter(|o| o.cost.known && o.efficiency.is_some()).collect();
         let highest = known_ops.iter().map(|o| o.efficiency.unwrap()).fold(0.0, f64::max);
         println!(
-            "{}: known_fraction {:.3} alone, {:.3} with the eager trace's ops; {} ops, highest efficiency {:.3}",
+            "{}: known_fraction {:.4} alone, {:.4} with the eager trace's ops; {} ops, highest efficiency {:.3}",
             p.file_name().unwrap().to_string_lossy(),
             alone.known_fraction,
             x.known_fraction,
@@ -255,11 +288,11 @@ fn graph_replays_take_their_ops_from_the_eager_trace_of_the_same_step() {
                 o.bound.as_ref().map(|b| (b.bound_s * 1e6, b.ceiling.clone()))
             );
         }
-        // Every kernel of the recorded steps and of whole earlier replays gets its op; a replay
-        // cut by the profiler's start does not (11 to 16 % of these traces' GPU time).
+        // Every kernel of the recorded steps, of whole earlier replays and of the replay cut by
+        // the profiler's start gets its op.
         let in_steps: Vec<_> = x.kernels.iter().filter(|k| k.step.is_some()).collect();
         assert!(in_steps.iter().all(|k| k.known), "{}", p.display());
-        assert!(x.known_fraction >= 0.8, "{}: {}", p.display(), x.known_fraction);
+        assert!(x.known_fraction >= 0.95, "{}: {}", p.display(), x.known_fraction);
         assert!(highest <= 1.05, "{}: an op beats its bound ({highest})", p.display());
     }
 }

@@ -293,3 +293,84 @@ fn gzip_traces_are_read_and_a_cut_gzip_is_named() {
     assert!(matches!(memscope_explain::load(&p).unwrap_err(), TraceError::Gzip { .. }));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A step of three ops, the product running as two kernels (the product and its split-K reduce).
+fn three_op_step(b: &mut Builder) {
+    let x = json!([[8, 768], [768], [768], []]);
+    b.op(
+        &[("aten::native_layer_norm", x, json!(["float", "float", "float", "Scalar"]))],
+        10.0,
+        &[("layer_norm_kernel", 3.0)],
+    );
+    b.op(
+        &[(
+            "aten::addmm",
+            json!([[768], [8, 768], [768, 768], [], []]),
+            json!(["float", "float", "float", "Scalar", "Scalar"]),
+        )],
+        12.0,
+        &[("sgemm_kernel", 8.0), ("splitKreduce_kernel", 1.0)],
+    );
+    b.op(
+        &[("aten::add", json!([[8, 768], [8, 768], []]), json!(["float", "float", "Scalar"]))],
+        8.0,
+        &[("add_kernel", 1.5)],
+    );
+}
+
+#[test]
+fn graph_replays_take_the_eager_steps_ops_including_the_replay_cut_by_the_profilers_start() {
+    let mut e = Builder::default();
+    e.step(1, three_op_step);
+    let eager = explain(&parse(e.json().as_bytes(), "eager").unwrap(), "eager", Some(&ceilings()));
+    let names = ["layer_norm_kernel", "sgemm_kernel", "splitKreduce_kernel", "add_kernel"];
+    let times = [3.0, 8.0, 1.0, 1.5];
+    let mut g = Builder::default();
+    // Before the recorded step: the tail of a replay the profiler's start cut (the product's
+    // reduce and the add), then one whole replay.
+    for i in 2..4 {
+        g.graph_kernel(names[i], times[i]);
+    }
+    for i in 0..4 {
+        g.graph_kernel(names[i], times[i]);
+    }
+    g.t_host = g.t_dev + 10.0;
+    g.step(1, |b| {
+        for i in 0..4 {
+            b.graph_kernel(names[i], times[i]);
+        }
+        // The step's host span covers its kernels (a replay's host call returns early; the
+        // kernels fall in the step's window as the device-side span would hold them).
+        b.t_host = b.t_dev + 1.0;
+    });
+    let x = memscope_explain::explain_with(
+        &parse(g.json().as_bytes(), "graph").unwrap(),
+        "graph",
+        Some(&ceilings()),
+        Some(&eager),
+    );
+    let ops: Vec<Option<&str>> = x.kernels.iter().map(|k| k.op.as_deref()).collect();
+    assert_eq!(
+        ops,
+        [
+            // The cut product lost its first kernel: its reduce alone keeps no op (its bound
+            // would be the whole product's).
+            None,
+            Some("aten::add"),
+            Some("aten::native_layer_norm"),
+            Some("aten::addmm"),
+            Some("aten::addmm"),
+            Some("aten::add"),
+            Some("aten::native_layer_norm"),
+            Some("aten::addmm"),
+            Some("aten::addmm"),
+            Some("aten::add"),
+        ]
+    );
+    // Each replay's product is one op of two kernels; the known share leaves out the lone reduce.
+    let products: Vec<_> = x.ops.iter().filter(|o| o.name == "aten::addmm").collect();
+    assert_eq!(products.len(), 2);
+    assert!(products.iter().all(|o| o.kernels == 2 && (o.device_s - 9e-6).abs() < 1e-12));
+    let total: f64 = 1.0 + 1.5 + 2.0 * times.iter().sum::<f64>();
+    assert!((x.known_fraction - (total - 1.0) / total).abs() < 1e-12, "{}", x.known_fraction);
+}

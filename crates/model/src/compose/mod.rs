@@ -317,21 +317,53 @@ pub const NEIGHBOURS: usize = 4;
 /// weighted geometric mean of the `NEIGHBOURS` nearest in (log2 FLOPs, log2 intensity). Refuses a
 /// calibration that contains `shape` itself.
 pub fn matmul_efficiency(c: &ComposeCeilings, shape: &MatmulShape) -> Result<f64, ComposeError> {
-    let peak = peak(c, shape.dtype)?;
+    if c.matmul.iter().any(|s| s.shape == *shape) {
+        return Err(ComposeError::CalibrationIncludesPredictedShape(shape.label()));
+    }
     let (x, y) = coords(shape);
+    interpolated_efficiency(c, shape.dtype, shape.aligned_16_bytes(), x, y)
+}
+
+/// The device work of a product that is not in the calibration's own form, a user's (batched)
+/// product of `flops` FLOPs over `bytes` bytes of `dtype` with rows `aligned` to 16 bytes or not:
+/// its roofline over the efficiency interpolated as `matmul_efficiency` does at its coordinates
+/// (a calibration point at the same coordinates gives its own efficiency). A `Bf16` product reads
+/// the fp16 calibration (the same tensor-core kernels at the same element width) at the bf16 peak.
+pub fn product_work_s(
+    c: &ComposeCeilings,
+    flops: f64,
+    bytes: f64,
+    dtype: Dtype,
+    aligned: bool,
+) -> Result<f64, ComposeError> {
+    let (flops, bytes) = (finite(flops, "product FLOPs")?, finite(bytes, "product bytes")?);
+    if flops <= 0.0 || bytes <= 0.0 {
+        return Err(ComposeError::NotFinite(format!("a product of {flops} FLOPs over {bytes} bytes")));
+    }
+    let roofline = (bytes / c.dram_bytes_per_s).max(flops / peak(c, dtype).or_else(|_| peak(c, Dtype::Fp16))?);
+    let curve = if dtype == Dtype::Bf16 { Dtype::Fp16 } else { dtype };
+    let e = interpolated_efficiency(c, curve, aligned, flops.log2(), (flops / bytes).log2())?;
+    Ok(roofline / e.max(1e-12))
+}
+
+fn interpolated_efficiency(
+    c: &ComposeCeilings,
+    dtype: Dtype,
+    aligned: bool,
+    x: f64,
+    y: f64,
+) -> Result<f64, ComposeError> {
+    let peak = peak(c, dtype)?;
     let mut near: Vec<(f64, f64)> = Vec::new();
-    let class = shape.aligned_16_bytes();
-    for s in c.matmul.iter().filter(|s| s.shape.dtype == shape.dtype && s.shape.aligned_16_bytes() == class) {
-        if s.shape == *shape {
-            return Err(ComposeError::CalibrationIncludesPredictedShape(shape.label()));
-        }
+    for s in c.matmul.iter().filter(|s| s.shape.dtype == dtype && s.shape.aligned_16_bytes() == aligned) {
         let e =
             matmul_roofline_s(&s.shape, c.dram_bytes_per_s, peak) / finite(s.work_s, "calibration work")?.max(1e-12);
         let (sx, sy) = coords(&s.shape);
         near.push(((sx - x).powi(2) + (sy - y).powi(2), e));
     }
     if near.is_empty() {
-        return Err(ComposeError::NoCalibration(format!("{}, {}", shape.dtype.name(), shape.alignment_class())));
+        let class = if aligned { "16-byte-aligned rows" } else { "unaligned rows" };
+        return Err(ComposeError::NoCalibration(format!("{}, {class}", dtype.name())));
     }
     near.sort_by(|a, b| a.0.total_cmp(&b.0));
     near.truncate(NEIGHBOURS);

@@ -325,6 +325,26 @@ fn efficiency_is_interpolated_between_neighbours_and_exact_at_a_sample() {
     assert!(matches!(matmul_efficiency(&c, &f16), Err(ComposeError::Missing { .. })));
 }
 
+/// A user's (batched) product: a calibration point at its coordinates gives that point's own
+/// work; between points, the roofline over the interpolated efficiency; bf16 reads the fp16 sweep.
+#[test]
+fn a_batched_products_work_comes_from_the_sweep_at_its_coordinates() {
+    let c = plain_ceilings(vec![sample(1, 512, 512, 0.2), sample(64, 512, 512, 0.4), sample(512, 512, 512, 0.8)]);
+    let exact = sample(64, 512, 512, 0.4);
+    let w = product_work_s(&c, exact.shape.flops(), exact.shape.bytes(), Dtype::Fp32, true).unwrap();
+    assert!((w / exact.work_s - 1.0).abs() < 1e-12, "{w} vs {}", exact.work_s);
+    // Twelve products of 1 x 512 @ 512 x 512 batched: off every sample, so the roofline over an
+    // efficiency inside the samples' range.
+    let one = MatmulShape { m: 1, k: 512, n: 512, dtype: Dtype::Fp32 };
+    let (f, b) = (12.0 * one.flops(), 12.0 * one.bytes());
+    let w = product_work_s(&c, f, b, Dtype::Fp32, true).unwrap();
+    let roofline = (b / 1e12).max(f / 1e13);
+    assert!(w > roofline / 0.8 && w < roofline / 0.2, "{w} {roofline}");
+    // No fp16 or bf16 peak or sweep here: a bf16 product is refused, as is one of no FLOPs.
+    assert!(product_work_s(&c, f, b, Dtype::Bf16, true).is_err());
+    assert!(product_work_s(&c, 0.0, b, Dtype::Fp32, true).is_err());
+}
+
 /// Structural: a calibration that contains a predicted shape is refused, so no time measured on a
 /// predicted product can become an input.
 #[test]
