@@ -1,4 +1,4 @@
-//! The one kernel registry of this crate (docs/ARCHITECTURE.md): every CUDA C file under kernels/ (the probe
+//! The one kernel registry of memscope (docs/ARCHITECTURE.md): every CUDA C file under kernels/ (the probe
 //! kernels with kernels/common.cuh prepended, the bottleneck-model kernels of seed 003 under
 //! kernels/ops/ with kernels/ops/common.cuh prepended), the kernels each defines, and their run-time
 //! compilation by NVRTC for the device's arch (docs/ARCHITECTURE.md). NVRTC is loaded dynamically; when it
@@ -43,7 +43,7 @@ pub enum Module {
     OpsCompose,
 }
 
-const COMMON: &str = include_str!("../../kernels/common.cuh");
+const COMMON: &str = include_str!("../kernels/common.cuh");
 
 impl Module {
     /// Every module, each once.
@@ -108,42 +108,36 @@ impl Module {
     /// newline for the ops files) and the file.
     pub fn source(self) -> &'static str {
         match self {
-            Module::Chase => concat!(include_str!("../../kernels/common.cuh"), include_str!("../../kernels/chase.cu")),
-            Module::Bw => concat!(include_str!("../../kernels/common.cuh"), include_str!("../../kernels/bw.cu")),
-            Module::BwTma => concat!(include_str!("../../kernels/common.cuh"), include_str!("../../kernels/bw_tma.cu")),
-            Module::Store => concat!(include_str!("../../kernels/common.cuh"), include_str!("../../kernels/store.cu")),
+            Module::Chase => concat!(include_str!("../kernels/common.cuh"), include_str!("../kernels/chase.cu")),
+            Module::Bw => concat!(include_str!("../kernels/common.cuh"), include_str!("../kernels/bw.cu")),
+            Module::BwTma => concat!(include_str!("../kernels/common.cuh"), include_str!("../kernels/bw_tma.cu")),
+            Module::Store => concat!(include_str!("../kernels/common.cuh"), include_str!("../kernels/store.cu")),
             Module::ConstMem => {
-                concat!(include_str!("../../kernels/common.cuh"), include_str!("../../kernels/constmem.cu"))
+                concat!(include_str!("../kernels/common.cuh"), include_str!("../kernels/constmem.cu"))
             }
-            Module::Smem => concat!(include_str!("../../kernels/common.cuh"), include_str!("../../kernels/smem.cu")),
+            Module::Smem => concat!(include_str!("../kernels/common.cuh"), include_str!("../kernels/smem.cu")),
             Module::Atomics => {
-                concat!(include_str!("../../kernels/common.cuh"), include_str!("../../kernels/atomics.cu"))
+                concat!(include_str!("../kernels/common.cuh"), include_str!("../kernels/atomics.cu"))
             }
             Module::Levels => {
-                concat!(include_str!("../../kernels/common.cuh"), include_str!("../../kernels/levels.cu"))
+                concat!(include_str!("../kernels/common.cuh"), include_str!("../kernels/levels.cu"))
             }
-            Module::Link => concat!(include_str!("../../kernels/common.cuh"), include_str!("../../kernels/link.cu")),
+            Module::Link => concat!(include_str!("../kernels/common.cuh"), include_str!("../kernels/link.cu")),
             Module::Slices => {
-                concat!(include_str!("../../kernels/common.cuh"), include_str!("../../kernels/slices.cu"))
+                concat!(include_str!("../kernels/common.cuh"), include_str!("../kernels/slices.cu"))
             }
-            Module::OpsElementwise => concat!(
-                include_str!("../../kernels/ops/common.cuh"),
-                "\n",
-                include_str!("../../kernels/ops/elementwise.cu")
-            ),
+            Module::OpsElementwise => {
+                concat!(include_str!("../kernels/ops/common.cuh"), "\n", include_str!("../kernels/ops/elementwise.cu"))
+            }
             Module::OpsRows => {
-                concat!(include_str!("../../kernels/ops/common.cuh"), "\n", include_str!("../../kernels/ops/rows.cu"))
+                concat!(include_str!("../kernels/ops/common.cuh"), "\n", include_str!("../kernels/ops/rows.cu"))
             }
-            Module::OpsAttention => concat!(
-                include_str!("../../kernels/ops/common.cuh"),
-                "\n",
-                include_str!("../../kernels/ops/attention.cu")
-            ),
-            Module::OpsCompose => concat!(
-                include_str!("../../kernels/ops/common.cuh"),
-                "\n",
-                include_str!("../../kernels/ops/compose.cu")
-            ),
+            Module::OpsAttention => {
+                concat!(include_str!("../kernels/ops/common.cuh"), "\n", include_str!("../kernels/ops/attention.cu"))
+            }
+            Module::OpsCompose => {
+                concat!(include_str!("../kernels/ops/common.cuh"), "\n", include_str!("../kernels/ops/compose.cu"))
+            }
         }
     }
 
@@ -359,7 +353,7 @@ mod tests {
     fn the_ops_and_probe_options_are_those_of_before() {
         assert_eq!(Module::OpsRows.nvrtc_options("sm_90"), vec!["--gpu-architecture=sm_90".to_string()]);
         assert_eq!(Module::Chase.nvrtc_options("sm_90"), vec!["--gpu-architecture=sm_90", "--std=c++17"]);
-        assert!(Module::OpsRows.source().starts_with(include_str!("../../kernels/ops/common.cuh")));
+        assert!(Module::OpsRows.source().starts_with(include_str!("../kernels/ops/common.cuh")));
         assert!(Module::Bw.source().starts_with(COMMON));
     }
 }

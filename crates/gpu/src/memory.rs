@@ -79,7 +79,10 @@ impl Gpu {
     }
 
     /// Copy `bytes` from host address `src` (pinned or pageable) to the device, synchronously.
-    pub(crate) fn htod_raw(&self, dst: u64, src: *const c_void, bytes: usize, what: &str) -> GpuResult<()> {
+    ///
+    /// # Safety
+    /// `src` must be valid for reads of `bytes` bytes.
+    pub unsafe fn htod_raw(&self, dst: u64, src: *const c_void, bytes: usize, what: &str) -> GpuResult<()> {
         unsafe { ck(sys::cuMemcpyHtoD_v2(dst, src, bytes), what) }
     }
 
@@ -89,7 +92,10 @@ impl Gpu {
     }
 
     /// Stream-ordered host -> device copy from host address `src`.
-    pub(crate) fn htod_async(
+    ///
+    /// # Safety
+    /// `src` must be valid for reads of `bytes` bytes until the stream `s` has run the copy.
+    pub unsafe fn htod_async(
         &self,
         dst: u64,
         src: *const c_void,
@@ -101,17 +107,28 @@ impl Gpu {
     }
 
     /// Stream-ordered device -> host copy to host address `dst`.
-    pub(crate) fn dtoh_async(&self, dst: *mut c_void, src: u64, bytes: usize, s: Stream, what: &str) -> GpuResult<()> {
+    ///
+    /// # Safety
+    /// `dst` must be valid for writes of `bytes` bytes until the stream `s` has run the copy.
+    pub unsafe fn dtoh_async(&self, dst: *mut c_void, src: u64, bytes: usize, s: Stream, what: &str) -> GpuResult<()> {
         unsafe { ck(sys::cuMemcpyDtoHAsync_v2(dst, src, bytes, s), what) }
     }
 
     /// Stream-ordered device -> device copy (the copy engine's path).
-    pub(crate) fn dtod_async(&self, dst: u64, src: u64, bytes: usize, s: Stream) -> GpuResult<()> {
+    #[allow(
+        clippy::not_unsafe_ptr_arg_deref,
+        reason = "a stream is an opaque driver handle the driver checks, never read as host memory"
+    )]
+    pub fn dtod_async(&self, dst: u64, src: u64, bytes: usize, s: Stream) -> GpuResult<()> {
         unsafe { ck(sys::cuMemcpyDtoDAsync_v2(dst, src, bytes, s), "cuMemcpyDtoDAsync") }
     }
 
     /// Stream-ordered fill of `words` 32-bit words with `value`.
-    pub(crate) fn memset_d32_async(&self, dst: u64, value: u32, words: usize, s: Stream) -> GpuResult<()> {
+    #[allow(
+        clippy::not_unsafe_ptr_arg_deref,
+        reason = "a stream is an opaque driver handle the driver checks, never read as host memory"
+    )]
+    pub fn memset_d32_async(&self, dst: u64, value: u32, words: usize, s: Stream) -> GpuResult<()> {
         unsafe { ck(sys::cuMemsetD32Async(dst, value, words, s), "cuMemsetD32Async") }
     }
 

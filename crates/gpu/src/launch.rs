@@ -163,7 +163,7 @@ impl Gpu {
 
 /// One launch of a loaded function with typed arguments: each is passed by pointer to a value of
 /// its own width.
-pub(crate) fn launch_typed(
+pub fn launch_typed(
     f: Function,
     name: &str,
     grid: u32,

@@ -1,17 +1,19 @@
-//! The one GPU layer of memscope (docs/ARCHITECTURE.md): a thin, checked layer over the CUDA driver API
-//! (cudarc 0.19 `sys`) and the only place in the workspace with driver calls. This file: library
-//! presence, the primary context, its rebuild after a fault and the poisoned state after a sticky
-//! one, device attributes. The rest: memory.rs (allocations checked against free memory, copies,
-//! pinned/mapped host memory, VMM aliases), registry.rs (the kernel registry and NVRTC),
-//! launch.rs (the function cache and launches), timing.rs (streams, events, graphs, the timing
-//! rule), blas.rs (cuBLAS), peer.rs (peer access), error.rs (`GpuError`). Why the raw driver API
-//! and not cudarc's safe one: docs/ARCHITECTURE.md, "The GPU layer". Measurement discipline (docs/ADDING_A_PROBE.md):
-//! every CUDA call is checked.
+//! memscope-gpu, the one GPU layer of memscope (docs/ARCHITECTURE.md, "The GPU layer"): a thin,
+//! checked layer over the CUDA driver API (cudarc 0.19 `sys`) and the only place in the workspace
+//! with driver calls. This file: library presence, the primary context, its rebuild after a fault
+//! and the poisoned state after a sticky one, device attributes. The rest: memory.rs (allocations
+//! checked against free memory, copies, pinned/mapped host memory, VMM aliases), registry.rs (the
+//! kernel registry over kernels/ and NVRTC), launch.rs (the function cache and launches), timing.rs
+//! (streams, events, graphs, the timing rule), blas.rs (cuBLAS), peer.rs (peer access), nvml.rs
+//! (NVML readings), error.rs (`GpuError`). Why the raw driver API and not cudarc's safe one:
+//! docs/ARCHITECTURE.md, "The GPU layer". Measurement discipline (docs/ADDING_A_PROBE.md): every
+//! CUDA call is checked.
 
 pub mod blas;
 pub mod error;
 pub mod launch;
 pub mod memory;
+pub mod nvml;
 pub mod peer;
 pub mod registry;
 pub mod timing;

@@ -4,7 +4,7 @@
 //! fetch-and-adds. Runs when MEMSCOPE_NVRTC_AVAILABLE=1 (scripts/test.sh
 //! puts PyPI's libnvrtc.so.13 on LD_LIBRARY_PATH); otherwise skips with a message.
 
-use memscope_cuda::gpu::registry::{compile_ptx, nvrtc_available, Module};
+use memscope_gpu::registry::{compile_ptx, nvrtc_available, Module};
 
 fn nvrtc_or_skip() -> bool {
     if std::env::var("MEMSCOPE_NVRTC_AVAILABLE").as_deref() != Ok("1") {
@@ -157,7 +157,7 @@ fn entries(ptx: &str) -> std::collections::BTreeSet<String> {
 }
 
 /// The registry's kernel list of each module is exactly what its PTX defines, so every name the
-/// code launches through the registry (checked in gpu::registry's unit tests and by
+/// code launches through the registry (checked in the registry's unit tests and by
 /// source_rules.rs) exists on the device.
 #[test]
 fn registry_kernel_lists_are_the_ptx_entry_points() {

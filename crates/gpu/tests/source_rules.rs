@@ -1,10 +1,11 @@
-//! Rules of the one GPU layer (docs/ARCHITECTURE.md), kept true by a scan of the sources: driver calls (the
-//! `cu*` functions of cudarc's `sys` module) appear only under crates/cuda/src/gpu/ in the whole
-//! workspace, no result in this crate carries a bare string as its error, and every kernel the code names literally
-//! (`Module::X, "kernel"` in probes, `launch("kernel"` in the ops) is in the registry's list for
-//! that module (whose lists tests/kernels_compile.rs checks against the PTX entry points).
+//! Rules of the one GPU layer (docs/ARCHITECTURE.md, "The GPU layer"), kept true by a scan of the
+//! workspace's sources: driver calls (the `cu*` functions of cudarc's `sys` module) appear only in
+//! this crate's src/, no result in this crate or in crates/cuda (the GPU target on top of it)
+//! carries a bare string as its error, and every kernel the code names literally (`Module::X,
+//! "kernel"` in probes, `launch("kernel"` in the ops) is in the registry's list for that module
+//! (whose lists tests/kernels_compile.rs checks against the PTX entry points).
 
-use memscope_cuda::gpu::Module;
+use memscope_gpu::Module;
 use std::path::{Path, PathBuf};
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -24,6 +25,14 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 fn crate_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
+
+/// The workspace's crates/ folder.
+fn crates_dir() -> PathBuf {
+    crate_dir().parent().expect("crates/").to_path_buf()
+}
+
+/// The crates on the GPU layer whose sources the error and kernel-name rules cover.
+const GPU_CRATES: [&str; 2] = ["gpu", "cuda"];
 
 /// The lines of `text` where "Result<" is followed on the same line, before any ';', by "String>"
 /// (what the grep finds).
@@ -47,10 +56,9 @@ fn string_results(text: &str) -> Vec<usize> {
 #[test]
 fn driver_calls_live_only_in_the_gpu_layer() {
     let needle = ["sys", "::cu"].concat();
-    let crates = crate_dir().parent().expect("crates/").to_path_buf();
-    let layer = crate_dir().join("src").join("gpu");
+    let layer = crate_dir().join("src");
     let mut files = Vec::new();
-    rust_files(&crates, &mut files);
+    rust_files(&crates_dir(), &mut files);
     assert!(files.len() > 50, "the scan found the workspace's sources");
     let bad: Vec<String> = files
         .iter()
@@ -58,15 +66,18 @@ fn driver_calls_live_only_in_the_gpu_layer() {
         .filter(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains(&needle)))
         .map(|p| p.display().to_string())
         .collect();
-    assert!(bad.is_empty(), "driver calls outside crates/cuda/src/gpu/: {bad:?}");
+    assert!(bad.is_empty(), "driver calls outside crates/gpu/src/: {bad:?}");
 }
 
 #[test]
-fn no_string_errors_in_the_cuda_crate() {
+fn no_string_errors_in_the_gpu_crates() {
     let mut files = Vec::new();
-    for d in ["src", "tests", "examples"] {
-        rust_files(&crate_dir().join(d), &mut files);
+    for c in GPU_CRATES {
+        for d in ["src", "tests", "examples"] {
+            rust_files(&crates_dir().join(c).join(d), &mut files);
+        }
     }
+    assert!(files.iter().any(|p| p.starts_with(crates_dir().join("cuda"))), "the scan found crates/cuda");
     let bad: Vec<String> = files
         .iter()
         .flat_map(|p| {
@@ -83,7 +94,9 @@ fn no_string_errors_in_the_cuda_crate() {
 /// `Module::X, "name"` and `launch("name"` literals in the sources, as (module, name, where).
 fn named_kernels() -> Vec<(Module, String, String)> {
     let mut files = Vec::new();
-    rust_files(&crate_dir().join("src"), &mut files);
+    for c in GPU_CRATES {
+        rust_files(&crates_dir().join(c).join("src"), &mut files);
+    }
     let mut out = Vec::new();
     for p in files {
         let text = std::fs::read_to_string(&p).unwrap_or_default();

@@ -34,7 +34,11 @@ impl Drop for OwnedStream {
 }
 
 /// Wait for the work queued on `s`.
-pub(crate) fn stream_sync(s: Stream, what: &str) -> GpuResult<()> {
+#[allow(
+    clippy::not_unsafe_ptr_arg_deref,
+    reason = "a stream is an opaque driver handle the driver checks, never read as host memory"
+)]
+pub fn stream_sync(s: Stream, what: &str) -> GpuResult<()> {
     unsafe { ck(sys::cuStreamSynchronize(s), what) }
 }
 
@@ -47,7 +51,11 @@ impl Event {
         unsafe { ck(sys::cuEventCreate(&mut e, sys::CUevent_flags::CU_EVENT_DEFAULT as u32), "cuEventCreate")? };
         Ok(Event(e))
     }
-    pub(crate) fn record(&self, s: Stream) -> GpuResult<()> {
+    #[allow(
+        clippy::not_unsafe_ptr_arg_deref,
+        reason = "a stream is an opaque driver handle the driver checks, never read as host memory"
+    )]
+    pub fn record(&self, s: Stream) -> GpuResult<()> {
         unsafe { ck(sys::cuEventRecord(self.0, s), "cuEventRecord") }
     }
     /// Wait for the event; `what` names the work it follows (a fault shows here).
@@ -55,7 +63,11 @@ impl Event {
         unsafe { ck(sys::cuEventSynchronize(self.0), what) }
     }
     /// Make stream `s` wait for this event.
-    pub(crate) fn wait_on(&self, s: Stream) -> GpuResult<()> {
+    #[allow(
+        clippy::not_unsafe_ptr_arg_deref,
+        reason = "a stream is an opaque driver handle the driver checks, never read as host memory"
+    )]
+    pub fn wait_on(&self, s: Stream) -> GpuResult<()> {
         unsafe { ck(sys::cuStreamWaitEvent(s, self.0, 0), "cuStreamWaitEvent") }
     }
     /// Milliseconds from this event to `end` (both recorded and completed).
@@ -89,7 +101,11 @@ pub struct Graph {
 
 impl Graph {
     /// Capture what `f` issues on `stream` (thread-local capture mode), instantiate and upload it.
-    pub(crate) fn capture(stream: Stream, f: impl FnOnce() -> GpuResult<()>) -> GpuResult<Graph> {
+    #[allow(
+        clippy::not_unsafe_ptr_arg_deref,
+        reason = "a stream is an opaque driver handle the driver checks, never read as host memory"
+    )]
+    pub fn capture(stream: Stream, f: impl FnOnce() -> GpuResult<()>) -> GpuResult<Graph> {
         unsafe {
             ck(
                 sys::cuStreamBeginCapture_v2(stream, sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),

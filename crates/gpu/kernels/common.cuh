@@ -1,4 +1,4 @@
-// The prelude of every kernel file (crates/cuda/src/gpu/registry.rs prepends it): 64- and 32-bit
+// The prelude of every kernel file (crates/gpu/src/registry.rs prepends it): 64- and 32-bit
 // unsigned types, the SM's cycle counter, the global nanosecond timer, the SM id, and a generic
 // pointer's shared-window address.
 typedef unsigned long long u64;
