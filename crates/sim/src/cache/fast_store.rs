@@ -5,9 +5,9 @@
 //! `Cache::store_in`'s, with the wide-tag cases left out. Every other store takes `store_in`.
 //! Also the host prefetch of what a store reads.
 
-use super::cache_load::{LRU4, P_LRU, P_RRIP, RRIP16};
-use crate::cache::set::{Layout, Set, DIRTY, SRANK};
-use crate::cache::{Cache, Outcome, WriteBack};
+use super::fast_load::{LRU4, P_LRU, P_RRIP, RRIP16};
+use super::set::{Layout, Set, DIRTY, SRANK};
+use super::{Cache, Outcome, WriteBack};
 use crate::hierarchy::Replacement;
 
 impl Cache {
@@ -62,7 +62,7 @@ impl Cache {
         let policy = if P == P_LRU { Replacement::Lru } else { Replacement::Rrip };
         debug_assert!(policy == self.policy && self.wide.is_none() && set < self.sets);
         self.mark(set);
-        let l = Layout { w: W, g: 1, tw: W, stride: crate::cache::set::stride_words(W, 1), all: (1 << W) - 1 };
+        let l = Layout { w: W, g: 1, tw: W, stride: super::set::stride_words(W, 1), all: (1 << W) - 1 };
         debug_assert!(l.w == self.l.w && l.tw == self.l.tw && l.g == self.l.g && l.stride == self.l.stride);
         // SAFETY: the block of `set` < sets lies in `b`, borrowed mutably; `l` is its layout.
         let s = unsafe { Set::new(self.b.bytes_mut(set * l.stride), l) };

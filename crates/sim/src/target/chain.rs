@@ -1,11 +1,10 @@
 //! The accelerated route of a chase of one chain (speed only; the hops are seed 000's latency
-//! chase): `SimTarget`'s several-chain loop (target.rs) takes one `Machine::pre_with` and one
+//! chase): `SimTarget`'s several-chain loop (target/mod.rs) takes one `Machine::pre_with` and one
 //! `Machine::hop_pre` per hop; one chain takes `chase_chain` instead, which computes the same
 //! hops a batch at a time (`Pre`s by page halves: `presplit`; the two-pass batches: `staged`).
 
-use super::PageParts;
-use crate::machine::{Pre, STAGED_AHEAD};
-use crate::target::{noisy, SimTarget};
+use super::{noisy, SimTarget};
+use crate::machine::{PageParts, Pre, STAGED_AHEAD};
 
 /// The `Pre`s past a batch that `Machine::chase_staged` reads for its host prefetches, and the
 /// hops per batch.

@@ -6,7 +6,7 @@
 //! does. The values are `Machine::pre_with`'s (debug-checked, and tested below).
 
 use super::index::{FastIndex, SliceAndSet};
-use crate::machine::{sector_mask, Machine, Pre};
+use super::{sector_mask, Machine, Pre};
 
 /// Widest in-page span of address bits the two offset tables cover (2^10 entries each at most).
 const MAX_SPLIT_BITS: u32 = 20;
@@ -110,7 +110,7 @@ impl Machine {
             return;
         }
         #[cfg(target_arch = "x86_64")]
-        if super::hostcpu::v3() {
+        if crate::fast::hostcpu::v3() {
             // SAFETY: the host has the v3 features (checked).
             unsafe { self.split_v3(pp, addrs, out, len, l1) };
             return;

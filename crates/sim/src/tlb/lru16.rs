@@ -5,7 +5,7 @@
 
 #![cfg(target_arch = "x86_64")]
 
-use crate::tlb::{Tlb, SMALL};
+use super::{Tlb, SMALL};
 use std::arch::x86_64::*;
 
 /// The state of an LRU TLB of up to 16 entries: page tags (`vpn as u32`) and recency ranks in

@@ -4,6 +4,8 @@
 //! above the page offset); `alloc_aliased` maps one set of physical pages twice (seed 000
 //! footnotes 3 and 6). A chase hops through `Machine::load` (seed 000 appendix "latency chase").
 
+mod chain;
+
 use crate::hierarchy::{Hierarchy, NoiseSpec};
 use crate::machine::{Level, Machine, PageParts, Pre, Staged, Stats};
 use crate::tlb::SplitMix;
@@ -535,9 +537,9 @@ impl SimTarget {
     ) {
         self.work.hops += hops.iter().sum::<u64>();
         if chains.len() == 1 {
-            // (the accelerated route: the same hops as the loop below, batched; `fast::chase_chain`)
+            // (the accelerated route: the same hops as the loop below, batched; `chain::chase_chain`)
             let (pos, clock, sum) = (&mut pos[0], &mut clock[0], &mut sums[0]);
-            crate::fast::chase_chain(self, sm, bypass, chains[0], table, parts, pos, clock, sum, hops[0], rec);
+            chain::chase_chain(self, sm, bypass, chains[0], table, parts, pos, clock, sum, hops[0], rec);
             return;
         }
         let noise = self.m.h.noise.jitter_ns > 0.0 || self.m.h.noise.outlier_fraction > 0.0;

@@ -1,7 +1,7 @@
 //! Host prefetches of `Cache` sets (speed only, no seed): the simulated L2 is far larger than the
 //! host's caches, and a chase knows its next addresses, so it fetches their set blocks ahead.
 
-use crate::cache::Cache;
+use super::Cache;
 
 impl Cache {
     /// Hint the host CPU to fetch `set`'s state (the simulated L2 is far larger than host caches;

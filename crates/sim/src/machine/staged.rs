@@ -3,12 +3,12 @@
 //! that missed L1 (TLB, L2, write-back FIFO, DRAM) and the clock. L1's state depends only on
 //! the order of the L1 lookups, and nothing below L1 changes it, so the results are `hop_pre`'s
 //! hop by hop. The second pass keeps an LRU TLB of up to 16 entries (the seed's) in SSE registers
-//! (`fast::Lru16`): no lookup waits for the stores of the one before.
+//! (`tlb::Lru16`): no lookup waits for the stores of the one before.
 
 #[cfg(target_arch = "x86_64")]
-use super::lru16::Lru16;
-use crate::machine::chase::{InPlace, Translate};
-use crate::machine::{Machine, Pre};
+use super::chase::{InPlace, Translate};
+use super::{Machine, Pre};
+use crate::tlb::Lru16;
 #[cfg(target_arch = "x86_64")]
 use crate::tlb::PageTable;
 
@@ -74,7 +74,7 @@ impl Machine {
         st.l1_hit.clear();
         st.l1_hit.resize(k, false);
         #[cfg(target_arch = "x86_64")]
-        if super::hostcpu::v3() {
+        if crate::fast::hostcpu::v3() {
             // a full seed TLB (the usual case past a chase's first 16 pages), else any LRU one
             // of up to 16 entries
             let tlb = &self.sms[sm as usize].as_ref().expect("made above").tlb;

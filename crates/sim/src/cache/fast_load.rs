@@ -10,8 +10,8 @@
 //! marked by the fill of its first line). Every other load (other layouts or policies, a line
 //! without a 32-bit tag, 64-bit tags) takes `Cache::load_slow`, the general path.
 
-use crate::cache::set::{Layout, Set, DIRTY, INVALID32, RANK, RRPV, VALID};
-use crate::cache::{Cache, Outcome, WriteBack};
+use super::set::{Layout, Set, DIRTY, INVALID32, RANK, RRPV, VALID};
+use super::{Cache, Outcome, WriteBack};
 use crate::hierarchy::Replacement;
 
 /// Policy codes (const parameters).
@@ -79,7 +79,7 @@ impl Cache {
     /// `self.l` when it has `W` ways (4 or 16), as constants.
     #[inline(always)]
     fn lay_w<const W: usize>(&self) -> Layout {
-        let l = Layout { w: W, g: 1, tw: W, stride: crate::cache::set::stride_words(W, 1), all: (1 << W) - 1 };
+        let l = Layout { w: W, g: 1, tw: W, stride: super::set::stride_words(W, 1), all: (1 << W) - 1 };
         debug_assert!(l.w == self.l.w && l.tw == self.l.tw && l.g == self.l.g && l.stride == self.l.stride);
         l
     }
