@@ -1,19 +1,27 @@
-//! Where a results file is wrong: the JSON path of the first value that keeps it from being a
-//! `Results` (`findings["l1.hit_latency_ns"].value`, `series["l1.latency"].x[3]`,
-//! `probes["latency@cpu"].status`), with serde's message for it. Found without a path-tracking
-//! deserializer: each entry of `findings`/`series`/`probes` is parsed alone, and inside a failing
-//! entry one field (or array element) at a time is replaced by the same field of a valid
-//! exemplar; the field whose replacement makes the entry parse is the culprit, and the search
-//! goes on inside it.
+//! Reading a results file (docs/CONTRACTS.md): its size and counts checked against the limits
+//! ("Limits"), the schema tag, the parse, and, when it is not a `Results`, where it is wrong: the
+//! JSON path of the first value that keeps it from being one (`findings["l1.hit_latency_ns"].value`,
+//! `series["l1.latency"].x[3]`, `probes["latency@cpu"].status`), with serde's message for it.
+//! Found without a path-tracking deserializer: each entry of `findings`/`series`/`probes` is parsed
+//! alone, and inside a failing entry one field (or array element) at a time is replaced by the same
+//! field of a valid exemplar; the field whose replacement makes the entry parse is the culprit, and
+//! the search goes on inside it.
 
 use memscope_core::{Finding, Series, TargetInfo};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
-use crate::results::{ProbeRecord, ToolInfo};
+use crate::results::{
+    ProbeRecord, Results, RunState, ToolInfo, MAX_FINDINGS, MAX_FLEET_MEMBERS, MAX_RESULTS_BYTES, MAX_SERIES_POINTS,
+    SCHEMA,
+};
 
 /// Arrays longer than this are named as a whole (an element scan re-parses the entry each time).
 const MAX_SCANNED_ELEMENTS: usize = 1024;
+
+fn run_exemplar() -> Value {
+    json!({"state": "interrupted", "signal": "SIGINT", "probes_not_run": ["p@cpu"]})
+}
 
 fn finding_exemplar() -> Value {
     json!({"value": 1.0, "unit": "ns", "spread": {"mad": 0.0, "min": 1.0, "max": 1.0, "ci95": [1.0, 1.0], "n": 1},
@@ -148,7 +156,7 @@ pub fn locate(doc: &Value) -> Option<String> {
         .or_else(|| map_of::<Finding>(doc, "findings", &finding_exemplar()))
         .or_else(|| map_of::<Series>(doc, "series", &series_exemplar()))
         .or_else(|| map_of::<ProbeRecord>(doc, "probes", &probe_exemplar()))
-        .or_else(|| entry::<crate::results::RunState>("run", top.get("run")?, &crate::results::run_exemplar()))
+        .or_else(|| entry::<RunState>("run", top.get("run")?, &run_exemplar()))
         .or_else(|| fleet(top.get("fleet")?))
 }
 
@@ -181,6 +189,71 @@ fn fleet(v: &Value) -> Option<String> {
             None => format!("fleet[{i}].results.{inner}"),
         })
     })
+}
+
+impl Results {
+    /// Parse a results file, checking the schema tag. An error names where the file is wrong, as
+    /// a JSON path (`findings["l1.hit_latency_ns"].value: invalid type ...`).
+    pub fn from_json(bytes: &[u8]) -> Result<Self, String> {
+        if bytes.len() > MAX_RESULTS_BYTES {
+            return Err(format!(
+                "the file is over {} MiB (MAX_RESULTS_BYTES, docs/CONTRACTS.md \"Limits\")",
+                MAX_RESULTS_BYTES >> 20
+            ));
+        }
+        let v: Value = serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
+        check_counts(&v, "")?;
+        if !v.is_object() {
+            return Err(format!("not a memscope results file: the top level is {}, not an object", kind(&v)));
+        }
+        match v.get("schema") {
+            Some(Value::String(s)) if s == SCHEMA => {}
+            Some(Value::String(other)) => return Err(format!("schema is {other:?}, expected {SCHEMA:?}")),
+            Some(other) => return Err(format!("schema is {other} ({}), expected the string {SCHEMA:?}", kind(other))),
+            None => return Err(format!("no \"schema\" field (expected {SCHEMA:?})")),
+        }
+        match serde_json::from_value::<Results>(v.clone()) {
+            Ok(mut r) => {
+                // (files written before targets carried capability flags)
+                r.target.fill_legacy_capabilities();
+                r.targets.iter_mut().for_each(|t| t.fill_legacy_capabilities());
+                Ok(r)
+            }
+            Err(e) => Err(format!("not a memscope results file: {}", locate(&v).unwrap_or(e.to_string()))),
+        }
+    }
+}
+
+/// The counts that size a reader's work, checked on the parsed JSON before it becomes a
+/// `Results`; `at` is the document's path ("fleet[3].results." for a member).
+fn check_counts(v: &Value, at: &str) -> Result<(), String> {
+    if let Some(f) = v.get("findings").and_then(Value::as_object) {
+        if f.len() > MAX_FINDINGS {
+            return Err(format!("{at}findings: {} findings, at most {MAX_FINDINGS} (MAX_FINDINGS)", f.len()));
+        }
+    }
+    if let Some(series) = v.get("series").and_then(Value::as_object) {
+        let mut points = 0usize;
+        for s in series.values() {
+            if let Some(o) = s.as_object() {
+                points += o.values().filter_map(Value::as_array).map(Vec::len).sum::<usize>();
+            }
+        }
+        if points > MAX_SERIES_POINTS {
+            return Err(format!("{at}series: {points} points in all, at most {MAX_SERIES_POINTS} (MAX_SERIES_POINTS)"));
+        }
+    }
+    if let Some(fleet) = v.get("fleet").and_then(Value::as_array) {
+        if fleet.len() > MAX_FLEET_MEMBERS {
+            return Err(format!("{at}fleet: {} members, at most {MAX_FLEET_MEMBERS}", fleet.len()));
+        }
+        for (i, m) in fleet.iter().enumerate() {
+            if let Some(r) = m.get("results") {
+                check_counts(r, &format!("{at}fleet[{i}].results."))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
