@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU tests of memscope-cuda (crates/cuda/tests/gpu.rs and the NVRTC kernel-compile tests) on a
+# The GPU tests of memscope-cuda (crates/cuda/tests/gpu*.rs) and memscope-gpu (the NVRTC kernel-compile tests) on a
 # machine with a CUDA GPU. Two steps, because the GPU machine has no Rust toolchain:
 #   here (with cargo):            scripts/gpu-test.sh --build   -> test binaries in target/gpu-bin/
 #   on the GPU machine (device):  scripts/gpu-test.sh           -> runs target/gpu-bin/* (carry target/gpu-bin)
@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 bin=target/gpu-bin
 if [ "${1:-}" = "--build" ]; then
   rm -rf "$bin" && mkdir -p "$bin"
-  cargo test --release -p memscope-cuda --no-run --message-format=json 2>/dev/null |
+  cargo test --release -p memscope-gpu -p memscope-cuda --no-run --message-format=json 2>/dev/null |
     python3 -c 'import sys,json
 for l in sys.stdin:
     try: m=json.loads(l)

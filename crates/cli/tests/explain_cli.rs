@@ -15,7 +15,7 @@ fn repo(p: &str) -> String {
 }
 
 const RESULTS: &str = "results/h200/reference/runs/run1/results.json";
-const COMPOSE: &str = "results/h200/reference/compose/compose-run1.json";
+const COMPOSE: &str = "crates/cli/tests/data/h200-compose-run1.json";
 
 fn assert_usage_error(out: &Output, needle: &str) {
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -2,7 +2,7 @@
 //! cache lines (seed 000 appendix, "the latency chase", on the CPU), segmented into levels by the
 //! knee detector of `memscope_core::knee`: L1d, L2, L3 hit latency and capacity, DRAM latency.
 //!
-//! Plan (crate::sweep): footprints from 4 KiB, two per octave, up to 1.5 octaves into DRAM (or to
+//! Plan (crate::latency_sweep, crate::sweep): footprints from 4 KiB, two per octave, up to 1.5 octaves into DRAM (or to
 //! twice the OS-reported last-level cache: at least 64 MiB, at most 1 GiB), then refined to
 //! eight per octave where the curve changes; one buffer of the largest footprint (2 MiB pages
 //! where the kernel gives them, so TLB misses do not raise the far plateaus); each footprint
@@ -11,6 +11,7 @@
 //! footprints. Analyze: fastest repeat per footprint, plateaus with at least three points
 //! differing by 1.4x; capacities compared with what the OS reports (crate::oscheck).
 
+use crate::latency_sweep::{plan, MIN_POINTS, MIN_STEP_RATIO};
 use crate::sysinfo;
 use memscope_core::keys;
 use memscope_core::knee::{detect_plateaus_with, KneeConfig, Plateau};
@@ -18,49 +19,6 @@ use memscope_core::stats::Sample;
 use memscope_core::{
     Applicability, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, Series, TargetInfo,
 };
-
-/// Levels must differ by this ratio to count as distinct. CPU cache levels differ by 3x or more;
-/// an L1 DTLB miss (64 entries x 4 KiB = 256 KiB of reach where pages are small) adds ~1.3x to
-/// L2 hits, which must not count as a level of its own (it did at 1.3 on the dev machine).
-pub const MIN_STEP_RATIO: f64 = 1.4;
-/// Fewest footprints on a CPU level (no short intermediate levels are expected on a CPU).
-pub const MIN_POINTS: usize = 3;
-/// Target duration of one timed repeat; slow (DRAM) footprints get fewer hops, at least 200k.
-pub const REPEAT_NS: f64 = 25e6;
-pub const MIN_HOPS: u64 = 100_000;
-
-/// The sweep.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Plan {
-    /// Largest footprint the sweep may reach (the buffer's size).
-    pub max_bytes: u64,
-    pub line_bytes: u64,
-    /// Most timed hops per repeat (fewer where a repeat would take over `REPEAT_NS`).
-    pub hops: u64,
-    /// Timed repeats per footprint in each pass.
-    pub repeats: u32,
-    /// Passes over the whole sweep; each footprint's curve value is the smallest of all its
-    /// repeats. Other processes only ever add latency (they evict our lines, load the memory
-    /// bus), so the fastest repeat is the least disturbed one; spreading the repeats over several
-    /// passes lets a quiet moment reach every footprint.
-    pub passes: u32,
-    /// Footprints up to this size get warm-up laps. Larger ones need none: writing the next
-    /// pointers already walks every line once in chase order.
-    pub warm_limit_bytes: u64,
-    /// Wall-time budget after which no further pass starts, in seconds.
-    pub budget_s: f64,
-}
-
-/// The plan: up to twice the LLC (64 MiB..1 GiB), whole lines.
-pub fn plan(quick: bool, llc_bytes: Option<u64>, line_bytes: Option<u64>) -> Plan {
-    let line = line_bytes.filter(|l| l.is_power_of_two() && (16..=512).contains(l)).unwrap_or(64);
-    let llc = llc_bytes.unwrap_or(64 << 20);
-    let max_bytes = (2 * llc).clamp(64 << 20, 1 << 30);
-    let (hops, repeats, passes, budget_s) = if quick { (150_000, 2, 2, 12.0) } else { (500_000, 3, 4, 35.0) };
-    // Warm-up laps only up to 32 MiB: beyond, a lap costs seconds and the pointer-writing walk
-    // has already brought in what a cache of that size could hold.
-    Plan { max_bytes, line_bytes: line, hops, repeats, passes, warm_limit_bytes: llc.min(32 << 20), budget_s }
-}
 
 /// The CPU latency-versus-footprint probe.
 pub struct CpuLatency;

@@ -1,13 +1,57 @@
 //! The measurement loop of `cpu.latency` (seed 000 appendix, "the latency chase", on the host):
 //! the coarse grid until DRAM, refinement rounds where the curve changes (crate::sweep), then
-//! further passes over every footprint while the plan's time budget lasts.
+//! further passes over every footprint while the plan's time budget lasts. The plan (`plan`:
+//! footprints, hops, repeats, passes, budget) and the level thresholds the analysis in latency.rs
+//! uses live here with the loop they size.
 
-use crate::latency::{Plan, MIN_HOPS, REPEAT_NS};
 use crate::sweep;
 use memscope_core::{CachePath, ChaseSpec, ProbeContext, ProbeError};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use std::time::Instant;
+
+/// Levels must differ by this ratio to count as distinct. CPU cache levels differ by 3x or more;
+/// an L1 DTLB miss (64 entries x 4 KiB = 256 KiB of reach where pages are small) adds ~1.3x to
+/// L2 hits, which must not count as a level of its own (it did at 1.3 on the dev machine).
+pub const MIN_STEP_RATIO: f64 = 1.4;
+/// Fewest footprints on a CPU level (no short intermediate levels are expected on a CPU).
+pub const MIN_POINTS: usize = 3;
+/// Target duration of one timed repeat; slow (DRAM) footprints get fewer hops, at least 200k.
+pub const REPEAT_NS: f64 = 25e6;
+pub const MIN_HOPS: u64 = 100_000;
+
+/// The sweep.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// Largest footprint the sweep may reach (the buffer's size).
+    pub max_bytes: u64,
+    pub line_bytes: u64,
+    /// Most timed hops per repeat (fewer where a repeat would take over `REPEAT_NS`).
+    pub hops: u64,
+    /// Timed repeats per footprint in each pass.
+    pub repeats: u32,
+    /// Passes over the whole sweep; each footprint's curve value is the smallest of all its
+    /// repeats. Other processes only ever add latency (they evict our lines, load the memory
+    /// bus), so the fastest repeat is the least disturbed one; spreading the repeats over several
+    /// passes lets a quiet moment reach every footprint.
+    pub passes: u32,
+    /// Footprints up to this size get warm-up laps. Larger ones need none: writing the next
+    /// pointers already walks every line once in chase order.
+    pub warm_limit_bytes: u64,
+    /// Wall-time budget after which no further pass starts, in seconds.
+    pub budget_s: f64,
+}
+
+/// The plan: up to twice the LLC (64 MiB..1 GiB), whole lines.
+pub fn plan(quick: bool, llc_bytes: Option<u64>, line_bytes: Option<u64>) -> Plan {
+    let line = line_bytes.filter(|l| l.is_power_of_two() && (16..=512).contains(l)).unwrap_or(64);
+    let llc = llc_bytes.unwrap_or(64 << 20);
+    let max_bytes = (2 * llc).clamp(64 << 20, 1 << 30);
+    let (hops, repeats, passes, budget_s) = if quick { (150_000, 2, 2, 12.0) } else { (500_000, 3, 4, 35.0) };
+    // Warm-up laps only up to 32 MiB: beyond, a lap costs seconds and the pointer-writing walk
+    // has already brought in what a cache of that size could hold.
+    Plan { max_bytes, line_bytes: line, hops, repeats, passes, warm_limit_bytes: llc.min(32 << 20), budget_s }
+}
 
 /// What the loop returns: footprints (ascending), the fastest repeat of each, every repeat of
 /// each, the page note, and a text on how many passes ran.
@@ -208,7 +252,7 @@ pub fn measure(ctx: &mut ProbeContext<'_>, p: &Plan) -> Result<Measured, ProbeEr
 fn ends_on_dram(x: &[u64], y: &[f64]) -> bool {
     use memscope_core::knee::{detect_plateaus_with, KneeConfig};
     let xf: Vec<f64> = x.iter().map(|&v| v as f64).collect();
-    let cfg = KneeConfig { min_step_ratio: crate::latency::MIN_STEP_RATIO, min_points: crate::latency::MIN_POINTS };
+    let cfg = KneeConfig { min_step_ratio: MIN_STEP_RATIO, min_points: MIN_POINTS };
     let levels = detect_plateaus_with(&xf, y, &cfg);
     match (levels.last(), y.first()) {
         (Some(l), Some(&y0)) => l.capacity.is_none() && levels.len() >= 2 && l.latency >= sweep::DRAM_OVER_L1 * y0,

@@ -90,25 +90,6 @@ pub fn cpufreq_at(root: &Path, cpu: u32) -> [Option<f64>; 4] {
     [khz("base_frequency"), khz("cpuinfo_max_freq"), khz("cpuinfo_min_freq"), khz("scaling_cur_freq")]
 }
 
-/// Every frequency source of the running host for the clock cross-check (`tsc_hz`: the TSC rate
-/// measured against the monotonic clock, when the TSC is invariant).
-pub fn clock_sources(tsc_hz: Option<f64>, id: &crate::cpuid::Report) -> crate::clock::Sources {
-    let [base, max, min, cur] = cpufreq_at(Path::new("/"), 0);
-    crate::clock::Sources {
-        cpuid_base_hz: id.base_hz,
-        cpuid_max_hz: id.max_hz,
-        cpuid_tsc_hz: id.tsc_hz,
-        hypervisor_tsc_hz: id.hypervisor_tsc_hz,
-        tsc_hz,
-        cpuinfo_hz: cpuinfo_field("cpu MHz").and_then(|v| v.parse::<f64>().ok()).map(|m| m * 1e6),
-        cpufreq_base_hz: base,
-        cpufreq_max_hz: max,
-        cpufreq_min_hz: min,
-        cpufreq_cur_hz: cur,
-        vendor: id.vendor.clone().or_else(|| cpuinfo_field("vendor_id")),
-    }
-}
-
 /// Largest per-instance cache size the OS reports (the last-level cache), if any.
 pub fn os_llc_bytes() -> Option<u64> {
     os_caches().iter().filter(|c| c.kind != "Instruction").map(|c| c.size_bytes).max()

@@ -407,7 +407,7 @@ impl Target for CudaTarget {
             }
             .into(),
         );
-        d.insert("nvml_at_info".into(), crate::nvml::nvml_snapshot(self.gpu.ordinal));
+        d.insert("nvml_at_info".into(), crate::gpu::nvml::nvml_snapshot(self.gpu.ordinal));
         TargetInfo {
             kind: "cuda".into(),
             id: format!("cuda:{}", self.gpu.ordinal),

@@ -4,9 +4,9 @@
 //! ordered times; the target still works afterwards.
 
 use memscope_core::{CachePath, ChaseSpec, Target};
-use memscope_cuda::gpu::Arg;
 use memscope_cuda::ops::{check, device::OpsGpu};
 use memscope_cuda::CudaTarget;
+use memscope_gpu::Arg;
 
 #[test]
 #[ignore = "needs a CUDA GPU; run scripts/gpu-test.sh"]

@@ -6,8 +6,8 @@
 pub mod json;
 pub mod merge;
 pub mod model_section;
+mod read;
 pub mod results;
-mod results_locate;
 pub mod sample;
 
 pub use results::{ProbeRecord, ProbeStatus, Results, RunPhase, RunState, ToolInfo, SCHEMA};

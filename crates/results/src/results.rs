@@ -3,13 +3,12 @@
 //! "warnings", and "run" (whether the run that writes the file is in progress, finished or was
 //! interrupted, and which probes did not run), "fleet" (the member documents of a merged file) and
 //! "model" (the bottleneck model's ceilings, inputs and results, `model_section`).
+//! Reading a file (the limits checked, where a bad one is wrong): read.rs.
 
 use memscope_core::{Finding, Series, TargetInfo};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
-
-use crate::results_locate;
 
 /// The schema tag every results file carries.
 pub const SCHEMA: &str = "memscope/1";
@@ -23,38 +22,6 @@ pub const MAX_FINDINGS: usize = 100_000;
 pub const MAX_SERIES_POINTS: usize = 2_000_000;
 /// Most member documents in a merged file.
 pub const MAX_FLEET_MEMBERS: usize = 4096;
-
-/// The counts that size a reader's work, checked on the parsed JSON before it becomes a
-/// `Results`; `at` is the document's path ("fleet[3].results." for a member).
-fn check_counts(v: &Value, at: &str) -> Result<(), String> {
-    if let Some(f) = v.get("findings").and_then(Value::as_object) {
-        if f.len() > MAX_FINDINGS {
-            return Err(format!("{at}findings: {} findings, at most {MAX_FINDINGS} (MAX_FINDINGS)", f.len()));
-        }
-    }
-    if let Some(series) = v.get("series").and_then(Value::as_object) {
-        let mut points = 0usize;
-        for s in series.values() {
-            if let Some(o) = s.as_object() {
-                points += o.values().filter_map(Value::as_array).map(Vec::len).sum::<usize>();
-            }
-        }
-        if points > MAX_SERIES_POINTS {
-            return Err(format!("{at}series: {points} points in all, at most {MAX_SERIES_POINTS} (MAX_SERIES_POINTS)"));
-        }
-    }
-    if let Some(fleet) = v.get("fleet").and_then(Value::as_array) {
-        if fleet.len() > MAX_FLEET_MEMBERS {
-            return Err(format!("{at}fleet: {} members, at most {MAX_FLEET_MEMBERS}", fleet.len()));
-        }
-        for (i, m) in fleet.iter().enumerate() {
-            if let Some(r) = m.get("results") {
-                check_counts(r, &format!("{at}fleet[{i}].results."))?;
-            }
-        }
-    }
-    Ok(())
-}
 
 /// Which memscope made the file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -118,10 +85,6 @@ pub struct RunState {
     pub probes_not_run: Vec<String>,
 }
 
-pub(crate) fn run_exemplar() -> Value {
-    serde_json::json!({"state": "interrupted", "signal": "SIGINT", "probes_not_run": ["p@cpu"]})
-}
-
 /// A results file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Results {
@@ -169,47 +132,6 @@ impl Results {
             run: None,
             fleet: vec![],
             model: None,
-        }
-    }
-
-    /// Parse a results file, checking the schema tag. An error names where the file is wrong, as
-    /// a JSON path (`findings["l1.hit_latency_ns"].value: invalid type ...`).
-    pub fn from_json(bytes: &[u8]) -> Result<Self, String> {
-        if bytes.len() > MAX_RESULTS_BYTES {
-            return Err(format!(
-                "the file is over {} MiB (MAX_RESULTS_BYTES, docs/CONTRACTS.md \"Limits\")",
-                MAX_RESULTS_BYTES >> 20
-            ));
-        }
-        let v: Value = serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
-        check_counts(&v, "")?;
-        if !v.is_object() {
-            return Err(format!(
-                "not a memscope results file: the top level is {}, not an object",
-                results_locate::kind(&v)
-            ));
-        }
-        match v.get("schema") {
-            Some(Value::String(s)) if s == SCHEMA => {}
-            Some(Value::String(other)) => return Err(format!("schema is {other:?}, expected {SCHEMA:?}")),
-            Some(other) => {
-                return Err(format!(
-                    "schema is {other} ({}), expected the string {SCHEMA:?}",
-                    results_locate::kind(other)
-                ))
-            }
-            None => return Err(format!("no \"schema\" field (expected {SCHEMA:?})")),
-        }
-        match serde_json::from_value::<Results>(v.clone()) {
-            Ok(mut r) => {
-                // (files written before targets carried capability flags)
-                r.target.fill_legacy_capabilities();
-                r.targets.iter_mut().for_each(|t| t.fill_legacy_capabilities());
-                Ok(r)
-            }
-            Err(e) => {
-                Err(format!("not a memscope results file: {}", results_locate::locate(&v).unwrap_or(e.to_string())))
-            }
         }
     }
 

@@ -3,7 +3,9 @@
 //! vadd on the presets, variants (physical L1, LRU/FIFO L2, two partitions) and random
 //! hierarchies, and prints one FNV-1a hash of every time and counter.
 //!
-//! Run: `cargo run --release -p memscope-sim --example sim_digest`
+//! Run: `cargo run --release -p memscope-sim --example sim_digest`. Its test (run by `cargo test`:
+//! the example is built with `test = true`) holds the digest to `DIGEST`; a deliberate change of
+//! the model's behaviour updates that value in the same commit.
 use memscope_core::{CachePath, ChaseSpec, Target};
 use memscope_sim::hierarchy::{HashFunction, Hierarchy, Indexing, Mask, Replacement};
 use memscope_sim::tlb::SplitMix;
@@ -103,7 +105,17 @@ fn workload(mut t: SimTarget, d: &mut Fnv) {
     t.free(x);
 }
 
+/// The digest of the current model (docs/PERFORMANCE.md, "Same behaviour, only faster").
+const DIGEST: u64 = 0x13ba_c47e_2f82_de55;
+
 fn main() {
+    let d = digest(|line| println!("{line}"));
+    let verdict = if d == DIGEST { "unchanged".to_string() } else { format!("CHANGED, was {DIGEST:016x}") };
+    println!("digest {d:016x} ({verdict})");
+}
+
+/// The digest, telling `progress` the running value after each hierarchy.
+fn digest(mut progress: impl FnMut(String)) -> u64 {
     let mut d = Fnv(0xcbf29ce484222325);
     let mut hs =
         vec![memscope_sim::presets::preset("rtx4090").unwrap(), memscope_sim::presets::preset("l40s").unwrap()];
@@ -124,12 +136,21 @@ fn main() {
         let name = h.name.clone();
         match SimTarget::new(h) {
             Ok(t) => workload(t, &mut d),
-            Err(e) => println!("{name}: {e}"),
+            Err(e) => progress(format!("{name}: {e}")),
         }
-        println!("{name}: {:016x}", d.0);
+        progress(format!("{name}: {:016x}", d.0));
     }
     let mut t = SimTarget::from_preset("rtx4090").unwrap();
     let (rep, _) = run_vadd(&mut t, 1 << 20, 0).unwrap();
     d.s(&serde_json::to_string(&rep).unwrap());
-    println!("digest {:016x}", d.0);
+    d.0
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_models_behaviour_is_unchanged() {
+        let d = super::digest(|_| {});
+        assert_eq!(d, super::DIGEST, "simulator digest {d:016x}, expected {:016x}", super::DIGEST);
+    }
 }

@@ -1,7 +1,7 @@
 //! Micro-benchmark of the L2 slice/set functions: popcount form (`IndexFn`) against byte tables
 //! (`FastIndex`), ns per evaluation on random 35-bit addresses.
-use memscope_sim::fast::FastIndex;
 use memscope_sim::hash::IndexFn;
+use memscope_sim::machine::index::FastIndex;
 use std::time::Instant;
 fn main() {
     let addrs: Vec<u64> = (0..1u64 << 20).map(|i| (i.wrapping_mul(0x9E3779B97F4A7C15) >> 29) << 7).collect();

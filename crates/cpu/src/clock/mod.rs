@@ -13,8 +13,10 @@
 //! Cross-check (pure, [`cross_check`]): the measured clock against the nominal frequency (CPUID
 //! leaf 0x16 base, cpufreq `base_frequency`, the invariant TSC, /proc/cpuinfo MHz, in that order)
 //! and the top of the turbo range (CPUID 0x16 max, cpufreq `cpuinfo_max_freq`). Every source's
-//! relative difference is recorded.
+//! relative difference is recorded. The running host's sources are gathered by [`host_sources`]
+//! (CPUID, sysfs cpufreq, /proc/cpuinfo).
 
+use crate::sysinfo;
 use std::time::Instant;
 
 /// One dependent chain's result.
@@ -314,6 +316,25 @@ pub fn measure_settled(low_hz: impl Fn(f64) -> bool, rounds: usize) -> Option<Me
         }
     }
     best
+}
+
+/// Every frequency source of the running host for the clock cross-check (`tsc_hz`: the TSC rate
+/// measured against the monotonic clock, when the TSC is invariant).
+pub fn host_sources(tsc_hz: Option<f64>, id: &crate::cpuid::Report) -> Sources {
+    let [base, max, min, cur] = sysinfo::cpufreq_at(std::path::Path::new("/"), 0);
+    Sources {
+        cpuid_base_hz: id.base_hz,
+        cpuid_max_hz: id.max_hz,
+        cpuid_tsc_hz: id.tsc_hz,
+        hypervisor_tsc_hz: id.hypervisor_tsc_hz,
+        tsc_hz,
+        cpuinfo_hz: sysinfo::cpuinfo_field("cpu MHz").and_then(|v| v.parse::<f64>().ok()).map(|m| m * 1e6),
+        cpufreq_base_hz: base,
+        cpufreq_max_hz: max,
+        cpufreq_min_hz: min,
+        cpufreq_cur_hz: cur,
+        vendor: id.vendor.clone().or_else(|| sysinfo::cpuinfo_field("vendor_id")),
+    }
 }
 
 #[cfg(test)]

@@ -50,7 +50,7 @@ impl CpuTarget {
     pub fn new() -> Result<CpuTarget, TargetError> {
         let tsc_hz = tsc::calibrate();
         let cpuid = cpuid::read();
-        let sources = sysinfo::clock_sources(tsc_hz, &cpuid);
+        let sources = clock::host_sources(tsc_hz, &cpuid);
         // Below the reported range usually means a busy shared host: measure again, up to 5 times.
         let low = |hz: f64| clock::cross_check(hz, &sources).verdict == clock::Verdict::BelowRange;
         Ok(CpuTarget {
@@ -306,7 +306,7 @@ impl CpuTarget {
     /// The latency probe calls it right after its sweep: a turbo clock moves with the load of
     /// the host (3.65-4.09 GHz on the shared dev VM within minutes).
     pub fn remeasure_clock(&mut self) -> Option<f64> {
-        let sources = sysinfo::clock_sources(self.tsc_hz, &self.cpuid);
+        let sources = clock::host_sources(self.tsc_hz, &self.cpuid);
         let low = |hz: f64| clock::cross_check(hz, &sources).verdict == clock::Verdict::BelowRange;
         if let Some(m) = clock::measure_settled(low, 3) {
             self.clock = Some(m);
@@ -318,13 +318,13 @@ impl CpuTarget {
     /// frequency's turbo range (then the instrument is not trusted and cycles are left out).
     pub fn cycle_clock_hz(&self) -> Option<f64> {
         let m = self.clock.as_ref()?;
-        let c = clock::cross_check(m.hz, &sysinfo::clock_sources(self.tsc_hz, &self.cpuid));
+        let c = clock::cross_check(m.hz, &clock::host_sources(self.tsc_hz, &self.cpuid));
         (c.verdict != clock::Verdict::AboveRange).then_some(m.hz)
     }
 
     /// The clock, its instruments and the cross-check against every reported frequency.
     fn clock_details(&self) -> serde_json::Value {
-        let sources = sysinfo::clock_sources(self.tsc_hz, &self.cpuid);
+        let sources = clock::host_sources(self.tsc_hz, &self.cpuid);
         let named: serde_json::Map<String, serde_json::Value> =
             sources.named().into_iter().map(|(k, v)| (k.to_string(), v.into())).collect();
         let Some(m) = &self.clock else {

@@ -172,14 +172,18 @@ fn op<'a>(b: &Bufs, path: Path, dir: Dir, bytes: u64, sms: u32) -> Op<'a> {
     let shape = b.sm_shape[dir as usize];
     Box::new(move |t: &mut CudaTarget, s: Stream| -> Result<(), TargetError> {
         let n = bytes as usize;
+        // SAFETY (the copy-engine paths): the host buffers hold `max` >= `bytes` bytes and live
+        // in `Bufs` until the streams are synchronized.
         match (path, dir) {
-            (Path::Ce, Dir::H2d) => Ok(t.gpu.htod_async(da, ha as *const c_void, n, s, "cuMemcpyHtoDAsync")?),
-            (Path::Pageable, Dir::H2d) => {
-                Ok(t.gpu.htod_async(da, hpage as *const c_void, n, s, "cuMemcpyHtoDAsync (pageable)")?)
+            (Path::Ce, Dir::H2d) => {
+                Ok(unsafe { t.gpu.htod_async(da, ha as *const c_void, n, s, "cuMemcpyHtoDAsync") }?)
             }
-            (Path::Ce, Dir::D2h) => Ok(t.gpu.dtoh_async(hb as *mut c_void, db, n, s, "cuMemcpyDtoHAsync")?),
+            (Path::Pageable, Dir::H2d) => {
+                Ok(unsafe { t.gpu.htod_async(da, hpage as *const c_void, n, s, "cuMemcpyHtoDAsync (pageable)") }?)
+            }
+            (Path::Ce, Dir::D2h) => Ok(unsafe { t.gpu.dtoh_async(hb as *mut c_void, db, n, s, "cuMemcpyDtoHAsync") }?),
             (Path::Pageable, Dir::D2h) => {
-                Ok(t.gpu.dtoh_async(hpage as *mut c_void, db, n, s, "cuMemcpyDtoHAsync (pageable)")?)
+                Ok(unsafe { t.gpu.dtoh_async(hpage as *mut c_void, db, n, s, "cuMemcpyDtoHAsync (pageable)") }?)
             }
             (Path::SmSplit, _) => {
                 let n16 = bytes / 16;
@@ -453,7 +457,8 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
 
 fn body(t: &mut CudaTarget, b: &mut Bufs, max: u64, reps: usize, quick: bool) -> Result<ProbeOutput, ProbeError> {
     let mut out = ProbeOutput::default();
-    t.gpu.htod_raw(b.dev_b, b.host_a.ptr, max as usize, "cuMemcpyHtoD (pattern)")?;
+    // SAFETY: host_a holds `max` bytes.
+    unsafe { t.gpu.htod_raw(b.dev_b, b.host_a.ptr, max as usize, "cuMemcpyHtoD (pattern)") }?;
     let tune_bytes = max.min(256 << 20);
     let (_, tune_h2d) = tune_sm(t, b, Dir::H2d, tune_bytes)?;
     let (_, tune_d2h) = tune_sm(t, b, Dir::D2h, tune_bytes)?;
@@ -492,7 +497,7 @@ fn body(t: &mut CudaTarget, b: &mut Bufs, max: u64, reps: usize, quick: bool) ->
         }
     }
     // The link, read after the copies (an idle link may train down to save power).
-    let link = crate::nvml::pcie_link(t.gpu.ordinal, t.gpu.pci_bus_id().as_deref());
+    let link = crate::gpu::nvml::pcie_link(t.gpu.ordinal, t.gpu.pci_bus_id().as_deref());
     let nominal = link.and_then(|l| pcie_nominal(l.current_gen?, l.current_width?));
     let link_method = "NVML nvmlDeviceGetCurrPcieLinkGeneration / Width, read right after the copies";
     match link {

@@ -68,10 +68,13 @@ pub(crate) fn latency(t: &mut CudaTarget, s: Stream, out: &mut ProbeOutput, quic
     let samples = if quick { 100 } else { 400 };
     for i in 0..(samples + 20) {
         let t0 = std::time::Instant::now();
-        t.gpu.htod_async(res, small.ptr, 8, s, "cuMemcpyHtoDAsync (8 bytes)")?;
-        // SAFETY: the pinned buffer holds 4096 bytes.
-        let back = unsafe { (small.ptr as *mut u8).add(8) } as *mut c_void;
-        t.gpu.dtoh_async(back, res, 8, s, "cuMemcpyDtoHAsync (8 bytes)")?;
+        // SAFETY: the pinned buffer holds 4096 bytes and outlives the synchronized stream; the
+        // copies touch its first 16.
+        unsafe {
+            t.gpu.htod_async(res, small.ptr, 8, s, "cuMemcpyHtoDAsync (8 bytes)")?;
+            let back = (small.ptr as *mut u8).add(8) as *mut c_void;
+            t.gpu.dtoh_async(back, res, 8, s, "cuMemcpyDtoHAsync (8 bytes)")?;
+        }
         stream_sync(s, "cuStreamSynchronize")?;
         if i >= 20 {
             rt.push(t0.elapsed().as_secs_f64() * 1e9);

@@ -86,16 +86,16 @@ pub(crate) fn run_gpu(
     let t = cuda(ctx)?;
     let ordinal = t.gpu.ordinal;
     let pci = t.gpu.pci_bus_id();
-    let before = crate::nvml::read(ordinal, pci.as_deref());
+    let before = crate::gpu::nvml::read(ordinal, pci.as_deref());
     t.gpu.bind()?;
     let mut out = match body(t, quick) {
         Ok(o) => o,
         Err(ProbeError::Target(e)) => return Err(ProbeError::Target(t.gpu.recover(e))),
         Err(e) => return Err(e),
     };
-    let after = crate::nvml::read(ordinal, pci.as_deref());
+    let after = crate::gpu::nvml::read(ordinal, pci.as_deref());
     if let (Some(b), Some(a)) = (&before, &after) {
-        out.warnings.extend(crate::nvml::drift_warnings(b, a));
+        out.warnings.extend(crate::gpu::nvml::drift_warnings(b, a));
     }
     Ok(out)
 }

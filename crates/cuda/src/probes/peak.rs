@@ -47,7 +47,7 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
                 gemm(p, bufs[0], bufs[1], bufs[2])?;
             }
             std::thread::sleep(std::time::Duration::from_millis(if quick { 2 } else { 10 }));
-            let during = crate::nvml::read(t.gpu.ordinal, t.gpu.pci_bus_id().as_deref());
+            let during = crate::gpu::nvml::read(t.gpu.ordinal, t.gpu.pci_bus_id().as_deref());
             t.gpu.sync()?;
             let clock_note = match during {
                 Some(r) => format!(

@@ -79,7 +79,7 @@ fn measure(t: &mut CudaTarget, quick: bool, l1_earlier: Option<f64>) -> Result<P
             keys::TEX_L1_CA_HIT_LATENCY_NS,
             f.with_check(
                 v,
-                "l1.hit_latency_ns of the latency probe (crates/cuda/kernels/chase.cu)",
+                "l1.hit_latency_ns of the latency probe (crates/gpu/kernels/chase.cu)",
                 memscope_core::CHECK_TOLERANCE,
             ),
         );

@@ -12,7 +12,7 @@
 //! Tags are 32-bit while every line address held since the last `clear` has the same high 32
 //! bits (those kept once), and move to a 64-bit array for good on the first one that does not.
 //!
-//! Loads of the presets' caches (4-way LRU, 16-way RRIP) take the paths of `fast::cache_load` (a hit
+//! Loads of the presets' caches (4-way LRU, 16-way RRIP) take the paths of `fast_load.rs` (a hit
 //! path of one tag compare and the rank update; a miss path without the general cases); the
 //! arrays are `mem`'s.
 
@@ -62,7 +62,7 @@ pub struct Cache {
     /// `INVALID32` while tags are 32-bit and `hi` is set, else 0 and 0 (no line has one).
     pub(crate) nbase: u64,
     pub(crate) nlim: u64,
-    /// The load path for the layout and policy (`fast::kind`).
+    /// The load path for the layout and policy (`fast_load::kind`).
     pub(crate) kind: u8,
     /// A prefetch has more than two host lines to fetch: over 16 ways, or wide tags.
     pub(crate) prefetch_more: bool,
@@ -86,7 +86,7 @@ impl Cache {
             hi: None,
             nbase: 0,
             nlim: 0,
-            kind: fast::kind(ways, policy),
+            kind: fast_load::kind(ways, policy),
             prefetch_more: l.g > 1,
             dirty_threshold,
             // (every set counts as touched until the first `clear` writes its empty block)
@@ -330,11 +330,11 @@ impl Cache {
     /// `load`'s work by layout and policy (`INLINE_MISS`: see `load_fast`).
     #[inline(always)]
     fn load_packed<const INLINE_MISS: bool>(&mut self, set: usize, line: u64, sectors: u8) -> Packed {
-        // SAFETY: `kind` tells the layout and the policy (`fast::kind`).
+        // SAFETY: `kind` tells the layout and the policy (`fast_load::kind`).
         unsafe {
             match self.kind {
-                fast::LRU4 => self.load_fast::<4, { fast::P_LRU }, INLINE_MISS>(set, line, sectors),
-                fast::RRIP16 => self.load_fast::<16, { fast::P_RRIP }, INLINE_MISS>(set, line, sectors),
+                fast_load::LRU4 => self.load_fast::<4, { fast_load::P_LRU }, INLINE_MISS>(set, line, sectors),
+                fast_load::RRIP16 => self.load_fast::<16, { fast_load::P_RRIP }, INLINE_MISS>(set, line, sectors),
                 _ => self.load_slow(set, line, sectors),
             }
         }
@@ -562,10 +562,12 @@ fn touched_sets(bits: &[u64], sets: usize) -> impl Iterator<Item = usize> + '_ {
     })
 }
 
+mod fast_load;
+mod fast_store;
 mod mem;
+mod prefetch;
 pub(crate) mod set;
-use crate::fast::cache_load as fast;
-use fast::Packed;
+use fast_load::Packed;
 pub use mem::huge_vec;
 use mem::Aligned;
 

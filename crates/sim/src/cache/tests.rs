@@ -245,7 +245,7 @@ fn tags_of_any_width_are_told_apart() {
 
 #[test]
 fn fast_paths_match_the_model_across_clears() {
-    // the presets' caches (4-way LRU, 16-way RRIP: `fast::cache_load`), many sets, hits that do not
+    // the presets' caches (4-way LRU, 16-way RRIP: `fast_load.rs`), many sets, hits that do not
     // mark their set and misses in full sets that do not either, then `clear`s that must still
     // empty every set; some rounds use only a few sets, some a line beyond 32-bit tags
     for (ways, policy) in [(4, Replacement::Lru), (16, Replacement::Rrip), (16, Replacement::Lru)] {

@@ -7,7 +7,6 @@
 
 use crate::cache::{Cache, WriteBack};
 use crate::dram::{Dram, DramAccess};
-use crate::fast::index::{FastIndex, SliceAndSet};
 use crate::hash::IndexFn;
 use crate::hierarchy::{Hierarchy, Indexing, Replacement, RowFunction};
 use crate::tlb::{PageTable, Tlb};
@@ -15,9 +14,13 @@ use crate::wbfifo::WbFifo;
 use serde::Serialize;
 
 pub(crate) mod chase;
+pub mod index;
+pub(crate) mod presplit;
+mod staged;
 mod store;
-use crate::fast::presplit;
-pub use crate::fast::{PageParts, Staged, STAGED_AHEAD};
+use index::{FastIndex, SliceAndSet};
+pub use presplit::PageParts;
+pub use staged::{Staged, STAGED_AHEAD};
 
 /// Where a load was served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -6,7 +6,9 @@
 use std::collections::HashMap;
 
 #[cfg(target_arch = "x86_64")]
-pub use crate::fast::Lru16;
+mod lru16;
+#[cfg(target_arch = "x86_64")]
+pub use lru16::Lru16;
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// A fast hasher for page numbers (multiplicative; keys are not adversarial).
