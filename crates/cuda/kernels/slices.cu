@@ -1,9 +1,10 @@
 // slices.cu: the line hammer behind seed 000's L2 slice probe (appendix, "The L2 slice function").
 // One elected block (the first on SM `target_sm`, or block 0 when target_sm is ~0) accesses each
 // line of a plan many times past L1, with the line's operation: read (8 independent chains of
-// ld.volatile.global per warp), write (8 st.volatile.global of zero per round), atom (8 chains of
-// atom.global.add of zero) or red (8 red.global.add of zero). All lanes use the same word, so each
-// instruction is one request to the line's L2 slice. Each chain's next address adds the returned
+// ld.volatile.global per warp, all lanes on the same word: one request per instruction), write (8
+// st.volatile.global of zero per round), atom (8 chains of atom.global.add of zero) or red (8
+// red.global.add of zero); atomics and reductions are issued by lane 0 of each warp only (the L2
+// counts every lane's atomic as a sector, so a full warp would cost 32 times the time). Each chain's next address adds the returned
 // value (the buffer holds zeros and every write adds or stores zero), so no compiler can fold the
 // accesses. Nsight Compute's per-slice sector counters, one per operation, then show where each
 // operation's accesses went: a kernel can carry one experiment per operation. The other blocks
@@ -76,6 +77,7 @@ extern "C" __global__ void slice_hammer(u64 base, const u64* plan, u64 n, u64 ta
                 st_vol(a + v7);
             }
         } else if (op == 2) {
+            if ((threadIdx.x & 31) != 0) continue;
             for (u64 r = 0; r < rounds; r++) {
                 v0 = atom_add0(a + v0);
                 v1 = atom_add0(a + v1);
@@ -87,6 +89,7 @@ extern "C" __global__ void slice_hammer(u64 base, const u64* plan, u64 n, u64 ta
                 v7 = atom_add0(a + v7);
             }
         } else if (op == 3) {
+            if ((threadIdx.x & 31) != 0) continue;
             for (u64 r = 0; r < rounds; r++) {
                 red_add0(a + v0);
                 red_add0(a + v1);

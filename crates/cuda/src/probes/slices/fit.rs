@@ -89,13 +89,14 @@ fn balanced_chunks(items: &[usize]) -> Vec<&[usize]> {
     out
 }
 
-/// Every pair once, `ops` experiments per kernel (one per operation slot): line i is the anchor
-/// against the next (n-1)/2 lines cyclically, and for even n lines i < n/2 also against i + n/2,
-/// so every line anchors about (n-1)/2 others, cut into balanced chunks of at most `GROUP`.
-/// Consecutive experiments share a kernel, slot 0, 1, ... (768 experiments in 192 kernels for
-/// 128 lines and 4 operations).
-pub fn design_packed(n: usize, unit: u64, ops: usize) -> Vec<Batch> {
-    let ops = ops.max(1);
+/// Every pair once, one experiment per operation in each kernel (`ops`: the operation slots used):
+/// line i is the anchor against the next (n-1)/2 lines cyclically, and for even n lines i < n/2
+/// also against i + n/2, so every line anchors about (n-1)/2 others, cut into balanced chunks of
+/// at most `GROUP`. Consecutive experiments share a kernel (768 experiments in 256 kernels for
+/// 128 lines and 3 operations).
+pub fn design_packed(n: usize, unit: u64, ops: &[usize]) -> Vec<Batch> {
+    let slots: &[usize] = if ops.is_empty() { &[0] } else { ops };
+    let k = slots.len();
     let half = n.saturating_sub(1) / 2;
     let mut out = Vec::new();
     for i in 0..n {
@@ -105,7 +106,7 @@ pub fn design_packed(n: usize, unit: u64, ops: usize) -> Vec<Batch> {
         }
         for chunk in balanced_chunks(&others) {
             let e = out.len();
-            out.push(experiment(i, chunk, unit, e / ops, e % ops));
+            out.push(experiment(i, chunk, unit, e / k, slots[e % k]));
         }
     }
     out
