@@ -72,12 +72,13 @@ pub fn design(n: usize, unit: u64) -> Vec<Batch> {
     out
 }
 
-/// Split `items` into the fewest chunks of at most `GROUP`, sizes differing by at most one.
-fn balanced_chunks(items: &[usize]) -> Vec<&[usize]> {
+/// Split `items` into the fewest chunks of at most `GROUP` whose number is a multiple of
+/// `multiple` (while every chunk keeps an item), sizes differing by at most one.
+fn balanced_chunks(items: &[usize], multiple: usize) -> Vec<&[usize]> {
     if items.is_empty() {
         return vec![];
     }
-    let parts = items.len().div_ceil(GROUP);
+    let parts = items.len().div_ceil(GROUP).next_multiple_of(multiple.max(1)).min(items.len());
     let (base, extra) = (items.len() / parts, items.len() % parts);
     let mut out = Vec::with_capacity(parts);
     let mut at = 0;
@@ -92,8 +93,10 @@ fn balanced_chunks(items: &[usize]) -> Vec<&[usize]> {
 /// Every pair once, one experiment per operation in each kernel (`ops`: the operation slots used):
 /// line i is the anchor against the next (n-1)/2 lines cyclically, and for even n lines i < n/2
 /// also against i + n/2, so every line anchors about (n-1)/2 others, cut into balanced chunks of
-/// at most `GROUP`. Consecutive experiments share a kernel (768 experiments in 256 kernels for
-/// 128 lines and 3 operations).
+/// at most `GROUP`, as many as a multiple of the operations. The experiments of one kernel share
+/// their anchor: on the H200 the reduction counter's max read 0 or less than the anchor's weight
+/// when the kernel's atomics had another anchor, and never when they shared it (docs/L2_SLICES.md).
+/// 768 experiments in 256 kernels for 128 lines and 3 operations.
 pub fn design_packed(n: usize, unit: u64, ops: &[usize]) -> Vec<Batch> {
     let slots: &[usize] = if ops.is_empty() { &[0] } else { ops };
     let k = slots.len();
@@ -104,9 +107,9 @@ pub fn design_packed(n: usize, unit: u64, ops: &[usize]) -> Vec<Batch> {
         if n.is_multiple_of(2) && n >= 2 && i < n / 2 {
             others.push(i + n / 2);
         }
-        for chunk in balanced_chunks(&others) {
-            let e = out.len();
-            out.push(experiment(i, chunk, unit, e / k, slots[e % k]));
+        let first = kernel_count(&out);
+        for (c, chunk) in balanced_chunks(&others, k).into_iter().enumerate() {
+            out.push(experiment(i, chunk, unit, first + c / k, slots[c % k]));
         }
     }
     out

@@ -931,6 +931,48 @@ mod tests {
         assert!(parse_counters_csv("0,1,2").is_none());
     }
 
+    /// The plan as the H200 ran it in results/h200/l2-slices-packed (MEMSCOPE_SLICES_DESIGN=both),
+    /// folded into one number by the same fold the results README's script used on its plan.json.
+    fn plan_fingerprint(kernels: &[Vec<(u64, u64, HammerOp)>]) -> u64 {
+        let m: u128 = (1 << 61) - 1;
+        let mut h: u128 = 0;
+        for (k, kern) in kernels.iter().enumerate() {
+            for (j, &(o, l, op)) in kern.iter().enumerate() {
+                let term = o as u128 * 7 + l as u128 * 13 + op.code() as u128 * 17 + k as u128 * 19 + j as u128;
+                h = (h * 1_000_003 + term) % m;
+            }
+        }
+        h as u64
+    }
+
+    /// Both designs in one child on one H200 page (results/h200/l2-slices-packed): the packed
+    /// design, which is the plan that ran, finds every line, 44 slices, and the same partition as
+    /// the one-experiment-per-kernel design (0 of 8128 pairs differ).
+    #[test]
+    fn the_h200_same_page_check_replays_to_identical_partitions() {
+        let counters = parse_counters_csv(include_str!("slices_h200_both_counters.csv")).unwrap();
+        let lines = fit::sample_lines(LINES_FULL, SEED);
+        let (main, reference) = experiments(Design::Both, lines.len());
+        let all: Vec<Batch> = reference.iter().chain(&main).cloned().collect();
+        assert_eq!(plan_fingerprint(&plan_kernels(&lines, &all)), 1_373_034_860_699_276_899, "the plan that ran");
+        assert_eq!(counters.len(), fit::kernel_count(&all));
+        let mut out = ProbeOutput::default();
+        analyze(&mut out, "replay", &lines, &main, &counters, &report());
+        compare_with_reference(&mut out, &lines, &main, &reference, &counters);
+        assert_eq!(out.findings["l2.slices.count"].value, json!(94));
+        assert_eq!(out.findings["l2.slices.clear_fraction"].as_f64(), Some(1.0));
+        assert_eq!(out.findings["l2.slices.page_slices_seen"].value, json!(44));
+        let note = out.findings["l2.slices.page_partition"].note.clone().unwrap();
+        assert!(
+            note.contains("finds 44 slices among 128 determined lines; the two partitions disagree on 0 of 8128 pairs"),
+            "{note}"
+        );
+        assert!(out.warnings.is_empty(), "{:?}", out.warnings);
+        let sc = scales(&counters, &main);
+        assert_eq!((sc[0], sc[2], sc[3]), (0.25, 1.0, 1.0), "sectors per access: reads, atomics, reductions");
+        assert!(noise_warnings(&counters, &main).is_empty());
+    }
+
     /// The committed H200 run (results/h200/l2-slices) replayed through the analysis:
     /// the counters of its 798 kernels, in plan order, from ncu 2025.3.1.
     #[test]
