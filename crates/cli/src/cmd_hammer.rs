@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The plan (JSON: {"sm": null or N, "warps": W, "kernels": [[[offset, loads], ...], ...]}).
+    /// The plan (JSON: {"sm": null or N, "warps": W, "kernels": [[[offset, accesses, "read"|"write"|"atom"|"red"], ...], ...]}).
     #[arg(long)]
     pub plan: PathBuf,
     /// CUDA device ordinal.

@@ -40,6 +40,12 @@ pub enum HashCommand {
     },
 }
 
+/// What `hash slice --target h200` answers: the function is not known (docs/L2_SLICES.md).
+pub const H200_UNDETERMINED: &str = "--target h200: the H200's L2 slice function is undetermined: memscope measures \
+     which lines of one 2 MiB page share a slice (l2.slices.page_partition), but not the page's physical frame, and \
+     that partition is neither XOR-linear nor the same for every frame (docs/L2_SLICES.md); accepted: \
+     sim:rtx4090, sim:l40s";
+
 /// Parse an address: hex with 0x, or decimal. Bad input is a usage error naming it.
 pub fn parse_addr(text: &str) -> Result<u64, CliError> {
     let a = memscope_sim::hierarchy::parse_u64(text).ok_or_else(|| {
@@ -70,6 +76,7 @@ pub fn run(args: Args) -> CliResult {
             let n = match target.strip_prefix("sim:").unwrap_or(&target) {
                 "rtx4090" | "4090" => 36,
                 "l40s" => 48,
+                "h200" => return Err(CliError::usage(H200_UNDETERMINED.to_string())),
                 _ => return Err(CliError::usage(format!("--target {target:?}: accepted: sim:rtx4090, sim:l40s"))),
             };
             let addrs = addrs.iter().map(|a| parse_addr(a)).collect::<Result<Vec<u64>, _>>()?;
@@ -96,5 +103,14 @@ mod tests {
         let e = parse_addr("0xzz").unwrap_err();
         assert_eq!(e.exit_code(), 2);
         assert!(e.to_string().contains("0xzz"));
+    }
+
+    #[test]
+    fn the_h200_is_named_undetermined_not_guessed() {
+        let args =
+            Args { command: HashCommand::Slice { target: "h200".into(), json: false, addrs: vec!["0x1000".into()] } };
+        let e = run(args).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("undetermined"), "{e}");
     }
 }

@@ -301,6 +301,7 @@ fn bad_arguments_of_every_subcommand() {
         vec!["sim", "calibrate", g, "--base", "nosuch"],
         vec!["sim", "nosuch"],
         vec!["hash", "slice", "--gpu", "nosuch", "0x1000"],
+        vec!["hash", "slice", "--gpu", "h200", "0x1000"],
         vec!["hash", "slice", "notanaddress"],
         vec!["hash", "l2-set", "0xzz"],
         vec!["hash", "l2-set", "0x10000000000000000"],

@@ -84,6 +84,10 @@ pub const L2_SLICES_PAGE_SLICES_ESTIMATE: &str = "l2.slices.page_slices_estimate
 pub const L2_SLICES_FAR_FRACTION: &str = "l2.slices.far_fraction";
 /// Which lines are in the far partition.
 pub const L2_SLICES_FAR_PARTITION: &str = "l2.slices.far_partition";
+/// The address -> slice function over physical addresses (or why it is undetermined).
+pub const L2_SLICES_FUNCTION: &str = "l2.slices.function";
+/// Share of held-out lines whose slice the fitted function predicts (ratio).
+pub const L2_SLICES_HELD_OUT_ACCURACY: &str = "l2.slices.held_out_accuracy";
 /// Wall time of the slices probe.
 pub const L2_SLICES_PROBE_SECONDS: &str = "l2.slices.probe_seconds";
 
@@ -363,6 +367,8 @@ pub const ALL: &[&str] = &[
     L2_SLICES_PAGE_SLICES_ESTIMATE,
     L2_SLICES_FAR_FRACTION,
     L2_SLICES_FAR_PARTITION,
+    L2_SLICES_FUNCTION,
+    L2_SLICES_HELD_OUT_ACCURACY,
     L2_SLICES_PROBE_SECONDS,
     TLB_L1_ENTRIES,
     TLB_PAGE_BYTES,

@@ -1,11 +1,14 @@
 //! The analysis of the `l2.slices` probe, kept pure for tests: seed 000's max-counter method
-//! (appendix, "The L2 slice function") with only the max over slices to read. Each kernel hammers
-//! an anchor line and up to `GROUP` other lines with binary load weights (other j: B x 2^j, the
-//! anchor: B x 2^k, more than all others together), so the slice holding the anchor takes the most
-//! sectors and its max counter, divided by B, spells in binary exactly which of the others share
-//! the anchor's slice. Every pair of sampled lines is tested once; union-find over "same slice"
-//! answers gives the partition of the sample, and a GF(2) fit (crates/core/src/gf2.rs) over address
-//! bits 7..20 says whether the partition is XOR-linear within the 2 MiB page.
+//! (appendix, "The L2 slice function") with only the max over slices to read. One experiment
+//! hammers an anchor line and up to `GROUP` other lines with binary access weights (other j: B x
+//! 2^j, the anchor: B x 2^k, more than all others together), so the slice holding the anchor takes
+//! the most sectors and its max counter, divided by B, spells in binary exactly which of the others
+//! share the anchor's slice. Nsight Compute counts reads, writes, atomics and reductions in separate
+//! per-slice counters, so one kernel carries one experiment per operation (`design_packed`); the
+//! previous one-experiment-per-kernel design is `design`. Every pair of sampled lines is tested
+//! once; union-find over "same slice" answers gives the partition of the sample, and a GF(2) fit
+//! (crates/core/src/gf2.rs) over address bits 7..20 says whether the partition is XOR-linear within
+//! the 2 MiB page.
 
 use memscope_core::gf2;
 use rand::seq::SliceRandom;
@@ -34,28 +37,99 @@ pub fn sample_lines(n: usize, seed: u64) -> Vec<u64> {
     out
 }
 
-/// One kernel of the design: members[0] is the anchor; weights in loads, same order.
+/// One experiment of the design: members[0] is the anchor; weights in accesses, same order; it
+/// runs in kernel `kernel` with operation slot `op` (an index into the plan's operations, each
+/// read by its own counter).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Batch {
     pub members: Vec<usize>,
     pub weights: Vec<u64>,
+    pub kernel: usize,
+    pub op: usize,
 }
 
-/// Every pair (i < j) once: anchor i against the later lines in groups of `GROUP`, binary weights
-/// in units of `unit` loads.
+/// Anchor `anchor` against `others` with binary weights in units of `unit` accesses.
+fn experiment(anchor: usize, others: &[usize], unit: u64, kernel: usize, op: usize) -> Batch {
+    let mut members = vec![anchor];
+    members.extend_from_slice(others);
+    let mut weights = vec![unit << others.len()];
+    weights.extend((0..others.len()).map(|j| unit << j));
+    Batch { members, weights, kernel, op }
+}
+
+/// Every pair (i < j) once, one experiment per kernel, all on operation slot 0: anchor i against
+/// the later lines in groups of `GROUP`, binary weights in units of `unit` accesses (798 kernels
+/// for 128 lines).
 pub fn design(n: usize, unit: u64) -> Vec<Batch> {
     let mut out = Vec::new();
     for i in 0..n.saturating_sub(1) {
         let others: Vec<usize> = (i + 1..n).collect();
         for chunk in others.chunks(GROUP) {
-            let mut members = vec![i];
-            members.extend_from_slice(chunk);
-            let mut weights = vec![unit << chunk.len()];
-            weights.extend((0..chunk.len()).map(|j| unit << j));
-            out.push(Batch { members, weights });
+            let k = out.len();
+            out.push(experiment(i, chunk, unit, k, 0));
         }
     }
     out
+}
+
+/// Split `items` into the fewest chunks of at most `GROUP` whose number is a multiple of
+/// `multiple` (while every chunk keeps an item), sizes differing by at most one.
+fn balanced_chunks(items: &[usize], multiple: usize) -> Vec<&[usize]> {
+    if items.is_empty() {
+        return vec![];
+    }
+    let parts = items.len().div_ceil(GROUP).next_multiple_of(multiple.max(1)).min(items.len());
+    let (base, extra) = (items.len() / parts, items.len() % parts);
+    let mut out = Vec::with_capacity(parts);
+    let mut at = 0;
+    for p in 0..parts {
+        let len = base + usize::from(p < extra);
+        out.push(&items[at..at + len]);
+        at += len;
+    }
+    out
+}
+
+/// Every pair once, one experiment per operation in each kernel (`ops`: the operation slots used):
+/// line i is the anchor against the next (n-1)/2 lines cyclically, and for even n lines i < n/2
+/// also against i + n/2, so every line anchors about (n-1)/2 others, cut into balanced chunks of
+/// at most `GROUP`, as many as a multiple of the operations. The experiments of one kernel share
+/// their anchor: on the H200 the reduction counter's max read 0 or less than the anchor's weight
+/// when the kernel's atomics had another anchor, and never when they shared it (docs/L2_SLICES.md).
+/// 768 experiments in 256 kernels for 128 lines and 3 operations.
+pub fn design_packed(n: usize, unit: u64, ops: &[usize]) -> Vec<Batch> {
+    let slots: &[usize] = if ops.is_empty() { &[0] } else { ops };
+    let k = slots.len();
+    let half = n.saturating_sub(1) / 2;
+    let mut out = Vec::new();
+    for i in 0..n {
+        let mut others: Vec<usize> = (1..=half).map(|d| (i + d) % n).collect();
+        if n.is_multiple_of(2) && n >= 2 && i < n / 2 {
+            others.push(i + n / 2);
+        }
+        let first = kernel_count(&out);
+        for (c, chunk) in balanced_chunks(&others, k).into_iter().enumerate() {
+            out.push(experiment(i, chunk, unit, first + c / k, slots[c % k]));
+        }
+    }
+    out
+}
+
+/// Read-only kernels for the near/far decode of the fabric counter (which counts every operation
+/// together, so it is read only on kernels with one experiment): the lines in groups of GROUP + 1,
+/// binary weights, the first of each group heaviest; kernels numbered from `first_kernel`.
+pub fn design_far(n: usize, unit: u64, first_kernel: usize) -> Vec<Batch> {
+    let all: Vec<usize> = (0..n).collect();
+    all.chunks(GROUP + 1)
+        .filter(|c| c.len() >= 2)
+        .enumerate()
+        .map(|(k, c)| experiment(c[0], &c[1..], unit, first_kernel + k, 0))
+        .collect()
+}
+
+/// Number of kernels a design uses.
+pub fn kernel_count(batches: &[Batch]) -> usize {
+    batches.iter().map(|b| b.kernel + 1).max().unwrap_or(0)
 }
 
 /// A max counter read as a subset of a batch's members: bit j of the result is member j+1 (the
@@ -83,9 +157,12 @@ impl PairTable {
     pub fn new(n: usize) -> Self {
         PairTable { n, same: vec![None; n * n] }
     }
-    pub fn set(&mut self, i: usize, j: usize, v: bool) {
+    /// Record an answer; false when it contradicts an earlier answer for the same pair.
+    pub fn set(&mut self, i: usize, j: usize, v: bool) -> bool {
+        let agrees = self.same[i * self.n + j].is_none_or(|old| old == v);
         self.same[i * self.n + j] = Some(v);
         self.same[j * self.n + i] = Some(v);
+        agrees
     }
     pub fn get(&self, i: usize, j: usize) -> Option<bool> {
         self.same[i * self.n + j]
@@ -115,13 +192,19 @@ pub fn assign(n: usize, batches: &[Batch], maxes: &[f64], unit: u64, anchor_requ
     let mut table = PairTable::new(n);
     let mut bad = vec![false; n];
     let mut clear = 0;
+    let mut conflicts = 0;
     for (b, &m) in batches.iter().zip(maxes) {
         let k = b.members.len() - 1;
         match decode(m, unit, b.members.len()) {
             Some(v) if v >> k & 1 == 1 => {
                 clear += 1;
                 for (j, &x) in b.members[1..].iter().enumerate() {
-                    table.set(b.members[0], x, v >> j & 1 == 1);
+                    if !table.set(b.members[0], x, v >> j & 1 == 1) {
+                        // Two experiments disagree on this pair.
+                        conflicts += 1;
+                        bad[b.members[0]] = true;
+                        bad[x] = true;
+                    }
                 }
             }
             Some(_) if !anchor_required => clear += 1,
@@ -148,7 +231,6 @@ pub fn assign(n: usize, batches: &[Batch], maxes: &[f64], unit: u64, anchor_requ
             }
         }
     }
-    let mut conflicts = 0;
     for i in 0..n {
         for j in i + 1..n {
             if table.get(i, j) == Some(false) && !bad[i] && !bad[j] && root(&mut parent, i) == root(&mut parent, j) {
@@ -293,4 +375,67 @@ pub fn occupancy_estimate(n: usize, d: usize) -> Option<(f64, f64, f64)> {
         s += 0.25;
     }
     est.map(|e| (e, lo.min(e), hi.max(e)))
+}
+
+/// Compare two partitions of the same lines (class ids may differ): (pairs where both determine
+/// both lines, of them the pairs that one puts in one class and the other does not).
+pub fn partition_disagreements(a: &[Option<usize>], b: &[Option<usize>]) -> (usize, usize) {
+    let n = a.len().min(b.len());
+    let (mut pairs, mut differ) = (0, 0);
+    for i in 0..n {
+        for j in i + 1..n {
+            if let (Some(ai), Some(aj), Some(bi), Some(bj)) = (a[i], a[j], b[i], b[j]) {
+                pairs += 1;
+                if (ai == aj) != (bi == bj) {
+                    differ += 1;
+                }
+            }
+        }
+    }
+    (pairs, differ)
+}
+
+/// How the partitions of several 2 MiB pages relate: the same offsets sampled in `pages` adjacent
+/// pages of one allocation, every pair of lines tested (also across pages).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CrossPage {
+    pub pages: usize,
+    /// Distinct slices among all determined lines.
+    pub slices_seen: usize,
+    /// Per page: distinct slices among its determined lines.
+    pub per_page_seen: Vec<usize>,
+    /// Per page: (offset pairs compared, pairs whose same/different answer differs from page 0's).
+    pub against_first: Vec<(usize, usize)>,
+    /// Per page: slices it shares with page 0.
+    pub shared_with_first: Vec<usize>,
+}
+
+/// Relate the pages' partitions. `lines[i]` is an address relative to the first page's base,
+/// `class[i]` its slice class; every page holds the same offsets in the same order.
+pub fn cross_page(lines: &[u64], class: &[Option<usize>], page_bytes: u64) -> Option<CrossPage> {
+    let pages = lines.iter().map(|&a| a / page_bytes).max()? as usize + 1;
+    if pages < 2 || !lines.len().is_multiple_of(pages) {
+        return None;
+    }
+    let per = lines.len() / pages;
+    let page_class = |p: usize| -> &[Option<usize>] { &class[p * per..(p + 1) * per] };
+    let distinct = |c: &[Option<usize>]| c.iter().flatten().collect::<std::collections::HashSet<_>>().len();
+    let first: std::collections::HashSet<usize> = page_class(0).iter().flatten().copied().collect();
+    Some(CrossPage {
+        pages,
+        slices_seen: distinct(class),
+        per_page_seen: (0..pages).map(|p| distinct(page_class(p))).collect(),
+        against_first: (0..pages).map(|p| partition_disagreements(page_class(0), page_class(p))).collect(),
+        shared_with_first: (0..pages)
+            .map(|p| {
+                page_class(p)
+                    .iter()
+                    .flatten()
+                    .collect::<std::collections::HashSet<_>>()
+                    .iter()
+                    .filter(|c| first.contains(c))
+                    .count()
+            })
+            .collect(),
+    })
 }

@@ -68,6 +68,71 @@ fn the_design_tests_every_pair_once_with_a_dominant_anchor() {
 }
 
 #[test]
+fn the_packed_design_tests_every_pair_once_with_one_experiment_per_operation() {
+    for n in [2, 3, 7, 30, 40, 127, 128] {
+        let d = design_packed(n, UNIT, &[0, 2, 3]);
+        let mut seen = std::collections::HashSet::new();
+        for b in &d {
+            assert!(b.members.len() >= 2 && b.members.len() <= GROUP + 1, "n {n}");
+            let others: u64 = b.weights[1..].iter().sum();
+            assert!(b.weights[0] > others, "the anchor outweighs all others together");
+            assert!([0, 2, 3].contains(&b.op));
+            for &x in &b.members[1..] {
+                let key = (b.members[0].min(x), b.members[0].max(x));
+                assert!(seen.insert(key), "n {n}: pair {key:?} tested twice");
+            }
+        }
+        assert_eq!(seen.len(), n * (n - 1) / 2, "n {n}: every pair");
+        for k in 0..kernel_count(&d) {
+            let mut ops: Vec<usize> = d.iter().filter(|b| b.kernel == k).map(|b| b.op).collect();
+            let len = ops.len();
+            ops.dedup();
+            assert_eq!(ops.len(), len, "n {n}, kernel {k}: an operation twice");
+            let mut anchors: Vec<usize> = d.iter().filter(|b| b.kernel == k).map(|b| b.members[0]).collect();
+            anchors.dedup();
+            assert_eq!(anchors.len(), 1, "n {n}, kernel {k}: the experiments of a kernel share their anchor");
+        }
+    }
+    assert_eq!(kernel_count(&design_packed(128, UNIT, &[0, 2, 3])), 256);
+    assert_eq!(kernel_count(&design_packed(128, UNIT, &[0, 1, 2, 3])), 256, "6 chunks padded to 8");
+    assert_eq!(kernel_count(&design_packed(40, UNIT, &[0, 2, 3])), 40);
+    assert_eq!(kernel_count(&design(128, UNIT)), 798);
+}
+
+#[test]
+fn the_far_kernels_hold_every_line_once_heaviest_first() {
+    let d = design_far(40, UNIT, 7);
+    assert_eq!(d.iter().map(|b| b.kernel).collect::<Vec<_>>(), (7..11).collect::<Vec<_>>());
+    let mut all: Vec<usize> = d.iter().flat_map(|b| b.members.clone()).collect();
+    all.sort();
+    assert_eq!(all, (0..40).collect::<Vec<_>>());
+    assert!(d.iter().all(|b| b.op == 0 && b.weights[0] > b.weights[1..].iter().sum::<u64>()));
+}
+
+#[test]
+fn a_pair_answered_two_ways_leaves_both_lines_undetermined() {
+    let b1 = Batch { members: vec![0, 1], weights: vec![2 * UNIT, UNIT], kernel: 0, op: 0 };
+    let b2 = Batch { members: vec![1, 0], weights: vec![2 * UNIT, UNIT], kernel: 1, op: 0 };
+    let b3 = Batch { members: vec![2, 0], weights: vec![2 * UNIT, UNIT], kernel: 2, op: 0 };
+    // b1 says 0 and 1 share a slice, b2 says they do not; b3 says 2 is apart from 0.
+    let maxes = [3.0 * UNIT as f64, 2.0 * UNIT as f64, 2.0 * UNIT as f64];
+    let a = assign(3, &[b1, b2, b3], &maxes, UNIT, true);
+    assert_eq!(a.conflicts, 1);
+    assert_eq!(a.class[0], None);
+    assert_eq!(a.class[1], None);
+    assert!(a.class[2].is_some());
+}
+
+#[test]
+fn partitions_compare_up_to_relabeling() {
+    let a = [Some(0), Some(0), Some(1), None];
+    let b = [Some(5), Some(5), Some(2), Some(2)];
+    assert_eq!(partition_disagreements(&a, &b), (3, 0));
+    let c = [Some(1), Some(2), Some(2), Some(0)];
+    assert_eq!(partition_disagreements(&a, &c), (3, 2));
+}
+
+#[test]
 fn decode_accepts_only_clear_multiples() {
     assert_eq!(decode(5.0 * 256.0 + 20.0, 256, 4), Some(5));
     assert_eq!(decode(5.0 * 256.0 - 30.0, 256, 4), Some(5));
@@ -179,4 +244,52 @@ fn the_occupancy_estimate_inverts_the_expected_distinct_count() {
         covered += usize::from(lo <= 94.0 && 94.0 <= hi);
     }
     assert!(covered >= 40, "{covered} of 50");
+}
+
+/// Lines of 4 adjacent pages, the same offsets in each, classed by a ground truth.
+fn pages_classed(f: &dyn Fn(u64) -> usize) -> (Vec<u64>, Vec<Option<usize>>) {
+    let per = sample_lines(40, 9);
+    let lines: Vec<u64> = (0..4u64).flat_map(|p| per.iter().map(move |o| p * (2 << 20) + o)).collect();
+    let mut ids = std::collections::HashMap::new();
+    let class = lines
+        .iter()
+        .map(|&a| {
+            let next = ids.len();
+            Some(*ids.entry(f(a)).or_insert(next))
+        })
+        .collect();
+    (lines, class)
+}
+
+#[test]
+fn a_linear_hash_with_frame_bits_relabels_pages_without_changing_their_partition() {
+    // 5 parities, two of them over bits 21 and 22 (the page frame): each page's partition is the
+    // same, its slices are others.
+    let masks = [0x0012_3480u64, 0x0028_0d00, 0x005c_0080, 0x0001_8200, 0x0010_0300];
+    let (lines, class) = pages_classed(&|a| gf2::apply(&masks, a) as usize);
+    let c = cross_page(&lines, &class, 2 << 20).unwrap();
+    assert_eq!(c.pages, 4);
+    assert!(c.against_first.iter().all(|&(pairs, differ)| pairs == 40 * 39 / 2 && differ == 0), "{c:?}");
+    assert_eq!(c.shared_with_first[0], c.per_page_seen[0]);
+    assert!(c.shared_with_first[1..].iter().any(|&s| s < c.per_page_seen[0]), "frame bits move the slices: {c:?}");
+}
+
+#[test]
+fn a_digit_of_the_whole_address_changes_the_partition_between_pages() {
+    // A mod-3 digit of (a >> 15) that decides which parity splits the line's group (seed 000's
+    // 4090 function reads its digits through such arcs): the frame shifts the digit, and the
+    // pages' partitions differ, not only their labels.
+    let f = |a: u64| {
+        let p = gf2::parity(a & 0x0001_2480) as usize;
+        let q = gf2::parity(a & 0x0000_4300) as usize;
+        match (a >> 15) % 3 {
+            0 => p,
+            1 => 2 + q,
+            _ => 4,
+        }
+    };
+    let (lines, class) = pages_classed(&f);
+    let c = cross_page(&lines, &class, 2 << 20).unwrap();
+    assert!(c.against_first[1..].iter().any(|&(_, differ)| differ > 0), "{c:?}");
+    assert!(cross_page(&lines[..40], &class[..40], 2 << 20).is_none(), "one page relates nothing");
 }

@@ -1,7 +1,9 @@
 //! The child side of the `l2.slices` probe (seed 000 appendix, "The L2 slice function"): the hidden
 //! `memscope hammer-lines` subcommand runs here under Nsight Compute. It allocates a buffer holding
 //! one 2 MiB-aligned page, compiles kernels/slices.cu with NVRTC (the registry's `Module::Slices`) and launches one `slice_hammer`
-//! kernel per planned batch of line offsets, so ncu's per-slice L2 counters see only those loads.
+//! kernel per planned batch of line offsets, so ncu's per-slice L2 counters see only those accesses.
+//! Each line of a batch carries its operation (read, write, atom, red): ncu counts each operation's
+//! sectors separately, so one kernel can hold one experiment per operation.
 
 use crate::gpu::{DeviceAttr, Gpu, GpuError, GpuResult, Module, LEGACY_STREAM};
 use serde::{Deserialize, Serialize};
@@ -10,17 +12,61 @@ use serde::{Deserialize, Serialize};
 pub const KERNEL: &str = "slice_hammer";
 /// The page whose lines are sampled.
 pub const PAGE_BYTES: u64 = 2 << 20;
+/// Most 2 MiB pages a plan may span.
+pub const MAX_PAGES: u64 = 64;
 /// Most lines one kernel hammers (MAX_LINES in kernels/slices.cu).
 pub const MAX_LINES_PER_KERNEL: usize = 64;
 
-/// What the child runs: one kernel per batch; each batch lists (offset in the page, loads).
+/// The operation a line is accessed with (kernels/slices.cu's op codes, in this order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HammerOp {
+    Read,
+    Write,
+    Atom,
+    Red,
+}
+
+impl HammerOp {
+    pub const ALL: [HammerOp; 4] = [HammerOp::Read, HammerOp::Write, HammerOp::Atom, HammerOp::Red];
+
+    /// The kernel's op code.
+    pub fn code(self) -> u64 {
+        self as u64
+    }
+
+    /// The name in the plan and in ncu's metric (`lts__t_sectors_srcunit_tex_op_<name>`).
+    pub fn name(self) -> &'static str {
+        match self {
+            HammerOp::Read => "read",
+            HammerOp::Write => "write",
+            HammerOp::Atom => "atom",
+            HammerOp::Red => "red",
+        }
+    }
+
+    /// Parse a name as `name` spells it.
+    pub fn parse(text: &str) -> Option<HammerOp> {
+        HammerOp::ALL.into_iter().find(|o| o.name() == text)
+    }
+}
+
+/// What the child runs: one kernel per batch; each batch lists (offset in the page, accesses, op).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HammerPlan {
-    /// SM that runs the loads (None: block 0, wherever it lands).
+    /// SM that runs the accesses (None: block 0, wherever it lands).
     pub sm: Option<u32>,
-    /// Warps of the hammering block; every load count is a multiple of 8 x warps.
+    /// Warps of the hammering block; every access count is a multiple of 8 x warps.
     pub warps: u32,
-    pub kernels: Vec<Vec<(u64, u64)>>,
+    /// Adjacent 2 MiB pages of one allocation the offsets may span (offsets count from the first
+    /// page's base; 1 when absent).
+    #[serde(default = "one_page")]
+    pub pages: u64,
+    pub kernels: Vec<Vec<(u64, u64, HammerOp)>>,
+}
+
+fn one_page() -> u64 {
+    1
 }
 
 /// One launch as the child saw it, in launch order (= ncu's result order). A launch in which no
@@ -55,6 +101,10 @@ impl HammerPlan {
         if self.warps == 0 || self.warps > 32 {
             return Err(GpuError::invalid(format!("warps = {}: 1..=32", self.warps)));
         }
+        if self.pages == 0 || self.pages > MAX_PAGES {
+            return Err(GpuError::invalid(format!("pages = {}: 1..={MAX_PAGES}", self.pages)));
+        }
+        let span = self.pages * PAGE_BYTES;
         let unit = 8 * self.warps as u64;
         for (k, batch) in self.kernels.iter().enumerate() {
             if batch.is_empty() || batch.len() > MAX_LINES_PER_KERNEL {
@@ -63,10 +113,11 @@ impl HammerPlan {
                     batch.len()
                 )));
             }
-            for &(off, loads) in batch {
-                if off >= PAGE_BYTES || !off.is_multiple_of(4) {
+            for &(off, loads, _) in batch {
+                if off >= span || !off.is_multiple_of(4) {
                     return Err(GpuError::invalid(format!(
-                        "kernel {k}: offset {off:#x} outside the 2 MiB page or not 4-byte aligned"
+                        "kernel {k}: offset {off:#x} outside the {} 2 MiB page(s) or not 4-byte aligned",
+                        self.pages
                     )));
                 }
                 if loads == 0 || !loads.is_multiple_of(unit) {
@@ -91,10 +142,10 @@ pub fn run(ordinal: usize, plan: &HammerPlan) -> GpuResult<HammerReport> {
         }
     }
     gpu.func(Module::Slices, KERNEL)?;
-    // Two pages: a 2 MiB-aligned page lies inside whatever the alignment.
-    let bytes = 2 * PAGE_BYTES;
+    // One page more than the plan spans: its 2 MiB-aligned pages lie inside whatever the alignment.
+    let bytes = (plan.pages + 1) * PAGE_BYTES;
     let alloc = gpu.malloc(bytes)?;
-    let side = gpu.malloc(4096 + 64 * 16);
+    let side = gpu.malloc(4096 + 64 * 24);
     let res = side.and_then(|side| {
         let r = launch_all(&gpu, alloc, side, sms as u32, plan);
         gpu.free(side);
@@ -106,7 +157,8 @@ pub fn run(ordinal: usize, plan: &HammerPlan) -> GpuResult<HammerReport> {
 
 fn launch_all(gpu: &Gpu, alloc: u64, side: u64, sms: u32, plan: &HammerPlan) -> GpuResult<HammerReport> {
     let page_base = alloc.div_ceil(PAGE_BYTES) * PAGE_BYTES;
-    gpu.memset(alloc, 2 * PAGE_BYTES)?;
+    gpu.memset(alloc, (plan.pages + 1) * PAGE_BYTES)?;
+    // The plan (up to 64 triples of u64: 1536 bytes), then the claim word and the record.
     let (plan_d, claim_d, record_d) = (side, side + 2048, side + 2048 + 64);
     let mut records = Vec::new();
     let (grid, target) = match plan.sm {
@@ -114,7 +166,7 @@ fn launch_all(gpu: &Gpu, alloc: u64, side: u64, sms: u32, plan: &HammerPlan) -> 
         None => (1, u64::MAX),
     };
     for (k, batch) in plan.kernels.iter().enumerate() {
-        let flat: Vec<u64> = batch.iter().flat_map(|&(o, l)| [o, l]).collect();
+        let flat: Vec<u64> = batch.iter().flat_map(|&(o, l, op)| [o, l, op.code()]).collect();
         gpu.htod(plan_d, &flat)?;
         let mut done = false;
         for _attempt in 0..4 {
@@ -156,14 +208,35 @@ mod tests {
 
     #[test]
     fn plans_are_checked_against_the_kernel_limits() {
-        let ok = HammerPlan { sm: None, warps: 4, kernels: vec![vec![(0, 32), (128, 64)]] };
+        use HammerOp::*;
+        let ok = HammerPlan { sm: None, warps: 4, pages: 1, kernels: vec![vec![(0, 32, Read), (128, 64, Red)]] };
         assert!(ok.validate().is_ok());
-        let bad_loads = HammerPlan { kernels: vec![vec![(0, 33)]], ..ok.clone() };
+        let bad_loads = HammerPlan { kernels: vec![vec![(0, 33, Write)]], ..ok.clone() };
         assert!(bad_loads.validate().unwrap_err().to_string().contains("multiple of 32"));
-        let bad_off = HammerPlan { kernels: vec![vec![(PAGE_BYTES, 32)]], ..ok.clone() };
+        let bad_off = HammerPlan { kernels: vec![vec![(PAGE_BYTES, 32, Atom)]], ..ok.clone() };
         assert!(bad_off.validate().is_err());
-        let too_many = HammerPlan { kernels: vec![vec![(0, 32); MAX_LINES_PER_KERNEL + 1]], ..ok };
+        let too_many = HammerPlan { kernels: vec![vec![(0, 32, Read); MAX_LINES_PER_KERNEL + 1]], ..ok.clone() };
         assert!(too_many.validate().is_err());
+        let second_page = HammerPlan { kernels: vec![vec![(PAGE_BYTES + 128, 32, Read)]], ..ok.clone() };
+        assert!(second_page.validate().is_err());
+        assert!(HammerPlan { pages: 2, ..second_page }.validate().is_ok());
+        assert!(HammerPlan { pages: 0, ..ok }.validate().is_err());
+    }
+
+    #[test]
+    fn ops_are_named_in_the_plan_and_coded_for_the_kernel() {
+        let plan = HammerPlan { sm: Some(0), warps: 32, pages: 1, kernels: vec![vec![(128, 256, HammerOp::Atom)]] };
+        let text = serde_json::to_string(&plan).unwrap();
+        assert!(text.contains("[128,256,\"atom\"]"), "{text}");
+        assert_eq!(serde_json::from_str::<HammerPlan>(&text).unwrap(), plan);
+        let without_pages = text.replace("\"pages\":1,", "");
+        assert_eq!(serde_json::from_str::<HammerPlan>(&without_pages).unwrap(), plan, "one page by default");
+        let codes: Vec<u64> = HammerOp::ALL.iter().map(|o| o.code()).collect();
+        assert_eq!(codes, [0, 1, 2, 3], "kernels/slices.cu: 0 read, 1 write, 2 atom, 3 red");
+        for op in HammerOp::ALL {
+            assert_eq!(HammerOp::parse(op.name()), Some(op));
+        }
+        assert_eq!(HammerOp::parse("load"), None);
     }
 
     /// The hammer kernel compiles for sm_90 and really loads past L1 (8 chains of ld.volatile.global); runs
@@ -177,6 +250,9 @@ mod tests {
         let ptx = Module::Slices.compile("sm_90").unwrap_or_else(|e| panic!("{e}"));
         assert!(ptx.contains(&format!(".entry {KERNEL}(")));
         assert!(ptx.matches("ld.volatile.global.u32").count() >= 8, "8 chains of volatile loads per warp");
+        assert!(ptx.matches("st.volatile.global.u32").count() >= 8, "8 volatile stores per round");
+        assert!(ptx.matches("atom.global.add.u32").count() >= 8, "8 chains of atomics");
+        assert!(ptx.matches("red.global.add.u32").count() >= 8, "8 reductions per round");
         assert!(!ptx.contains("ld.global.ca.u32"), "the hammer must not load through L1");
         assert!(!ptx.contains(".local"), "no local-memory spill");
     }

@@ -3,6 +3,7 @@
 //! slices, never the slice index). Finds `ncu`, runs it on the hidden `memscope hammer-lines` child
 //! and parses its CSV (`--csv --print-units base`) into per-kernel metric values.
 
+use super::hammer::HammerOp;
 use crate::gpu::{GpuError, GpuResult};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -13,17 +14,27 @@ pub const TEX_READ: &str = "lts__t_sectors_srcunit_tex_op_read";
 /// Per-slice L2 sectors arriving over the fabric between the two L2 partitions.
 pub const FABRIC: &str = "lts__t_sectors_srcunit_ltcfabric";
 
-/// The metrics asked for: max of both counters, and sum and avg of the TEX counter (their ratio is
-/// the number of lts instances).
-pub fn metric_list() -> String {
-    [
-        format!("{TEX_READ}.max"),
-        format!("{TEX_READ}.sum"),
-        format!("{TEX_READ}.avg"),
-        format!("{FABRIC}.max"),
-        format!("{FABRIC}.sum"),
-    ]
-    .join(",")
+/// The per-slice L2 sector counter of one operation from the SMs' TEX units.
+pub fn tex_metric(op: HammerOp) -> String {
+    format!("lts__t_sectors_srcunit_tex_op_{}", op.name())
+}
+
+/// The metrics asked for: max and sum of each operation's counter (the max decodes an experiment,
+/// the sum gives the sectors counted per access), the read counter's avg (sum / avg is the number
+/// of lts instances), and max and sum of the fabric counter.
+pub fn metric_list(ops: &[HammerOp]) -> String {
+    let mut m: Vec<String> = Vec::new();
+    for &op in ops {
+        m.push(format!("{}.max", tex_metric(op)));
+        m.push(format!("{}.sum", tex_metric(op)));
+    }
+    if !ops.contains(&HammerOp::Read) {
+        m.push(format!("{TEX_READ}.sum"));
+    }
+    m.push(format!("{TEX_READ}.avg"));
+    m.push(format!("{FABRIC}.max"));
+    m.push(format!("{FABRIC}.sum"));
+    m.join(",")
 }
 
 /// `ncu` on PATH, else under /usr/local/cuda/bin.
@@ -36,8 +47,8 @@ pub fn find_ncu() -> Option<PathBuf> {
 
 /// The ncu command line (arguments after the ncu path) profiling `memscope hammer-lines --plan
 /// plan`: `child` is the command that starts memscope itself (its program and any arguments it
-/// already has).
-pub fn ncu_args(child: &std::process::Command, plan: &Path, device: usize) -> Vec<String> {
+/// already has); `ops` the operations whose counters are read.
+pub fn ncu_args(child: &std::process::Command, plan: &Path, device: usize, ops: &[HammerOp]) -> Vec<String> {
     let mut args: Vec<String> = vec![
         "--csv".into(),
         "--print-units".into(),
@@ -49,7 +60,7 @@ pub fn ncu_args(child: &std::process::Command, plan: &Path, device: usize) -> Ve
         "-k".into(),
         format!("regex:{}", super::hammer::KERNEL),
         "--metrics".into(),
-        metric_list(),
+        metric_list(ops),
     ];
     args.push(child.get_program().to_string_lossy().into_owned());
     args.extend(child.get_args().map(|a| a.to_string_lossy().into_owned()));
@@ -216,10 +227,22 @@ mod tests {
     fn the_child_is_the_self_command_with_its_own_arguments() {
         let mut child = std::process::Command::new("/opt/memscope/bin/memscope");
         child.arg("--quiet");
-        let args = ncu_args(&child, Path::new("/tmp/plan.json"), 3);
+        let args = ncu_args(&child, Path::new("/tmp/plan.json"), 3, &[HammerOp::Read]);
         let at = args.iter().position(|a| a == "/opt/memscope/bin/memscope").expect("the program");
         assert_eq!(args[at + 1..], ["--quiet", "hammer-lines", "--plan", "/tmp/plan.json", "--device", "3"]);
         assert!(args[..at].iter().any(|a| a == "--metrics"), "ncu's options come before the child");
+    }
+
+    #[test]
+    fn every_operation_has_its_max_and_sum() {
+        let all = metric_list(&HammerOp::ALL);
+        for op in ["read", "write", "atom", "red"] {
+            assert!(all.contains(&format!("lts__t_sectors_srcunit_tex_op_{op}.max")), "{all}");
+            assert!(all.contains(&format!("lts__t_sectors_srcunit_tex_op_{op}.sum")), "{all}");
+        }
+        assert!(all.contains(&format!("{TEX_READ}.avg")) && all.contains(&format!("{FABRIC}.max")));
+        let read = metric_list(&[HammerOp::Read]);
+        assert_eq!(read.split(',').count(), 5, "the one-operation design asks for what it always did: {read}");
     }
 
     #[test]
