@@ -137,7 +137,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// length, tests/data/README.md) that no trace of another step can carry.
 fn scores(c: &Ceilings) -> Vec<Score> {
     let sum = summary();
-    let cal = load_calibration(&repo("results/h200/reference/compose/compose-run1.json")).unwrap();
+    let cal = load_calibration(&repo("crates/cli/tests/data/h200-compose-run1.json")).unwrap();
     let mut out = Vec::new();
     for t in sum["traces"].as_array().unwrap() {
         let file = t["file"].as_str().unwrap();
