@@ -216,8 +216,10 @@ fn hashed_l2_variants() {
             Finding::integer(h.l1.line_bytes as u64, "bytes", "given", Confidence::High),
         );
         let start = std::time::Instant::now();
-        let probes =
-            [&memscope_probe::l2ways::L2WaysProbe as &dyn memscope_core::Probe, &memscope_probe::policy::L2PolicyProbe];
+        let probes = [
+            &memscope_probe::l2::ways::L2WaysProbe as &dyn memscope_core::Probe,
+            &memscope_probe::l2::policy::L2PolicyProbe,
+        ];
         let run = memscope_session::Session::silent(false).run_probes_with(&mut t, probes, earlier.clone());
         earlier.extend(run.expect_ok().findings);
         let want = match l2.replacement {

@@ -11,7 +11,7 @@
 //! eviction sets from the function and predicts conflict / no conflict on unseen addresses.
 
 use crate::evset::{find_l1_evset, Oracle};
-use crate::geometry::{line_bytes, pool_lines};
+use crate::l1::ways_sets::{line_bytes, pool_lines};
 use crate::measure::{earlier_u64, gpu_applicability, Meter};
 use memscope_core::gf2;
 use memscope_core::keys;
