@@ -179,11 +179,39 @@ pub fn measure(ctx: &mut ProbeContext<'_>, p: &Plan) -> Result<Measured, ProbeEr
             }
             extended += 1;
         }
+        // The refinement read the first pass; the fastest repeats of all passes can put a step
+        // between two footprints it left apart (a point disturbed in the first pass that later
+        // passes bring down), which leaves that capacity known only to a wide bracket
+        // (crate::latency::MAX_BRACKET_RATIO). Refine the final curve the same way, each new
+        // footprint measured as often as the others, smallest first, while the budget lasts
+        // (after the extension to DRAM, without which no level can be named).
+        let mut late = 0;
+        for _ in 0..2 {
+            let new = sweep::refine(&s.x, &s.curve(), p.line_bytes);
+            if new.is_empty() || started.elapsed().as_secs_f64() > p.budget_s {
+                break;
+            }
+            for f in new {
+                if started.elapsed().as_secs_f64() > p.budget_s {
+                    break;
+                }
+                s.add(f)?;
+                let i = s.x.partition_point(|&v| v < f);
+                for _ in 1..passes {
+                    let r = s.chase(f, s.best(i).max(0.5))?;
+                    s.samples[i].extend(r);
+                }
+                late += 1;
+            }
+        }
         let mut note = if passes < p.passes {
             format!("{passes} of {} passes (time budget {:.0} s reached)", p.passes, p.budget_s)
         } else {
             format!("{passes} passes")
         };
+        if late > 0 {
+            note = format!("{note}, {late} footprint(s) added after the passes where the final curve steps");
+        }
         if extended > 0 {
             note = format!("{note}, {extended} footprint(s) added after the passes to reach DRAM");
         }
