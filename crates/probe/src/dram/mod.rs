@@ -73,7 +73,7 @@ impl Probe for DramProbe {
                 let tlb_ns = crate::measure::earlier_f64(&earlier, keys::TLB_L1_MISS_NS).unwrap_or(0.0).max(0.0);
                 let floor = (6.0 * 1.4826 * mad).max(0.02 * base) + tlb_ns;
                 match analyze_refresh(h, floor) {
-                    Some(fit) => {
+                    Ok(fit) => {
                         let mut f =
                             Finding::number(fit.stall_ns, "ns", &rmethod, Confidence::Medium).with_note(&format!(
                                 "{:.0} stalled hops; excess below {floor:.1} ns is not separable from jitter",
@@ -88,9 +88,8 @@ impl Probe for DramProbe {
                             Finding::number(fit.fraction, "ratio", &rmethod, Confidence::Medium),
                         );
                     }
-                    None => {
-                        let why =
-                            format!("no uniform band of stalled hops above {floor:.1} ns in {n_lines} cold accesses");
+                    Err(reason) => {
+                        let why = format!("{reason} ({floor:.1} ns floor, {n_lines} cold accesses)");
                         out.finding(keys::DRAM_REFRESH_STALL_NS, Finding::undetermined("ns", &rmethod, &why));
                         out.finding(keys::DRAM_REFRESH_FRACTION, Finding::undetermined("ratio", &rmethod, &why));
                     }
