@@ -373,9 +373,16 @@ fn score(h: &Hierarchy, f: &BTreeMap<String, Finding>, failures: &[String], seco
 /// address bits can leave some unreachable (the held-out generator's per-line interleave with a
 /// set bit equal to a slice bit reaches half of them): a set no line can use holds nothing, so
 /// no program, and no probe, can count it. Counted over 2^20 random lines of the memory (every
-/// reachable pair is met many times over at the sizes drawn here).
+/// reachable pair is met many times over at the sizes drawn here). Only for an L2 of one
+/// partition: a partitioned L2's near partition also holds copies of far-homed lines, placed by
+/// more than the (slice, set) pair of their address, so there the count stays every set of the
+/// partition's slices.
 fn reachable_l2_sets(h: &Hierarchy) -> u64 {
     use memscope_sim::hash::IndexFn;
+    let per_sm = (h.l2.slices / h.l2.partitions * h.l2.sets_per_slice) as u64;
+    if h.l2.partitions > 1 {
+        return per_sm;
+    }
     let slice = IndexFn::slice(&h.l2_slice_function());
     let set = IndexFn::set(&h.l2_set_function());
     let line = h.l2.line_bytes as u64;
@@ -386,7 +393,6 @@ fn reachable_l2_sets(h: &Hierarchy) -> u64 {
         seen.insert((slice.eval(a), set.eval(a)));
     }
     let all = (h.l2.slices * h.l2.sets_per_slice) as u64;
-    let per_sm = (h.l2.slices / h.l2.partitions * h.l2.sets_per_slice) as u64;
     per_sm * seen.len() as u64 / all
 }
 

@@ -57,41 +57,34 @@ pub struct RefreshFit {
 /// dense as the band (few stalled hops, outliers over a range not much wider than the stall) they
 /// do not, and the stall is not determined (`Err` with the interval); so is a break that one band
 /// to the top explains nearly as well (a likelihood gain between [`EDGE_SUPPORT`] and 10). `Err`
-/// also when there is no band of stalled hops above the floor, and when fits of [`RESAMPLES`]
-/// resamples of the hops (with replacement) do not give the same stall within [`EDGE_TOLERANCE`]
-/// in four of five.
+/// also when there is no band of stalled hops above the floor, and when the fits of the lap's
+/// alternate hops (two halves) do not both give its stall within [`EDGE_TOLERANCE`].
 pub fn analyze_refresh(per_hop: &[f64], floor_ns: f64) -> Result<RefreshFit, String> {
     let fit = fit_once(per_hop, floor_ns)?;
-    // The fit again on resamples of the hops (with replacement, a fixed seed): a stall the
-    // resamples do not reproduce within EDGE_TOLERANCE is not determined by this lap.
-    use rand::{Rng, SeedableRng};
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x57a11);
-    let mut stalls = Vec::with_capacity(RESAMPLES);
-    let mut failed = 0;
-    for _ in 0..RESAMPLES {
-        let again: Vec<f64> = (0..per_hop.len()).map(|_| per_hop[rng.gen_range(0..per_hop.len())]).collect();
-        match fit_once(&again, floor_ns) {
-            Ok(f) => stalls.push(f.stall_ns),
-            Err(_) => failed += 1,
-        }
-    }
-    stalls.sort_by(|a, b| a.partial_cmp(b).expect("finite"));
-    let within = stalls.iter().filter(|&&v| (v / fit.stall_ns - 1.0).abs() <= EDGE_TOLERANCE).count();
-    if (within as f64) < 0.8 * RESAMPLES as f64 {
-        let q = |p: f64| stalls.get(((stalls.len() as f64 - 1.0) * p) as usize).copied().unwrap_or(f64::NAN);
+    // The fit again on each half of the hops (alternate hops, so both halves span the lap): a
+    // stall the two halves do not reproduce within EDGE_TOLERANCE is not determined by this lap.
+    // (Halves rather than bootstrap resamples: the edge is a maximum-like statistic, which
+    // resampling with replacement does not reproduce even when it is sharp.)
+    let half = |k: usize| -> Vec<f64> { per_hop.iter().skip(k).step_by(2).copied().collect() };
+    let halves = [fit_once(&half(0), floor_ns), fit_once(&half(1), floor_ns)];
+    let agrees = |h: &Result<RefreshFit, String>| {
+        h.as_ref().is_ok_and(|f| (f.stall_ns / fit.stall_ns - 1.0).abs() <= EDGE_TOLERANCE)
+    };
+    if !halves.iter().all(agrees) {
+        let show = |h: &Result<RefreshFit, String>| match h {
+            Ok(f) => format!("{:.0} ns", f.stall_ns),
+            Err(_) => "none".to_string(),
+        };
         return Err(format!(
-            "the stall's edge is not resolved: {:.0} ns from the lap, but only {within} of {RESAMPLES} resamples of its hops give a stall within {:.0} % of it ({failed} give none; 10th to 90th percentile {:.0}..{:.0} ns)",
+            "the stall's edge is not resolved: {:.0} ns from the whole lap, {} and {} from its alternate hops (more than {:.0} % apart)",
             fit.stall_ns,
-            EDGE_TOLERANCE * 100.0,
-            q(0.1),
-            q(0.9)
+            show(&halves[0]),
+            show(&halves[1]),
+            EDGE_TOLERANCE * 100.0
         ));
     }
     Ok(fit)
 }
-
-/// Resamples of the hops the stall must be reproduced on.
-pub const RESAMPLES: usize = 40;
 
 /// One fit of [`analyze_refresh`], without the resampling check.
 fn fit_once(per_hop: &[f64], floor_ns: f64) -> Result<RefreshFit, String> {
