@@ -109,7 +109,7 @@ pub fn near_levels(hit_ns: f64, dram_ns: f64, far_ns: Option<f64>, hits: &Timing
 
 /// Capacities whose `capacity / (ways * line)` the occupancy estimate may confirm, each with
 /// what it is: the capacity finding, the driver's size and half of it (one of two partitions,
-/// what one SM's sets are on a partitioned L2), the segment finding. Duplicates are dropped.
+/// what one SM's sets are on a partitioned L2). Duplicates are dropped.
 pub fn set_candidates(earlier: &BTreeMap<String, Finding>, info: &TargetInfo) -> Vec<(u64, String)> {
     let mut v: Vec<(u64, String)> = Vec::new();
     // A capacity of Low confidence is a lower bound (the bisection's, or a retained-line count
@@ -123,9 +123,9 @@ pub fn set_candidates(earlier: &BTreeMap<String, Finding>, info: &TargetInfo) ->
         v.push((d, "the driver's L2 size".into()));
         v.push((d / 2, "half the driver's L2 size (one of two partitions)".into()));
     }
-    if let Some(s) = earlier_u64(earlier, keys::L2_SEGMENT_CAPACITY_BYTES) {
-        v.push((s, keys::L2_SEGMENT_CAPACITY_BYTES.into()));
-    }
+    // Not l2.segment_capacity_bytes: a half-way footprint interpolated between bisection points
+    // is an estimate, and a whole number of sets near it need not be the count (a partitioned L2
+    // read 1605 sets for 1536 from it).
     let mut seen = Vec::new();
     v.retain(|(c, _)| {
         let new = !seen.contains(c);
@@ -196,11 +196,11 @@ mod tests {
     fn set_candidates_in_order_without_duplicates() {
         let e = with(&[("l2.capacity_bytes", 60 << 20), ("l2.segment_capacity_bytes", 28 << 20)]);
         let c: Vec<u64> = set_candidates(&e, &info(Some(60 << 20))).into_iter().map(|x| x.0).collect();
-        assert_eq!(c, vec![60 << 20, 30 << 20, 28 << 20]);
+        assert_eq!(c, vec![60 << 20, 30 << 20]);
         // A capacity of Low confidence is a lower bound, not a size to confirm sets against.
         let mut e = with(&[("l2.capacity_bytes", 60 << 20), ("l2.segment_capacity_bytes", 28 << 20)]);
         e.get_mut("l2.capacity_bytes").unwrap().confidence = Confidence::Low;
         let c: Vec<u64> = set_candidates(&e, &info(None)).into_iter().map(|x| x.0).collect();
-        assert_eq!(c, vec![28 << 20]);
+        assert!(c.is_empty(), "{c:?}");
     }
 }
