@@ -18,6 +18,11 @@ pub const MIN_STEP_RATIO: f64 = 1.4;
 pub const MIN_POINTS: usize = 3;
 /// Target duration of one timed repeat; slow (DRAM) footprints get fewer hops, at least 200k.
 pub const REPEAT_NS: f64 = 25e6;
+/// Widest bracket (first footprint past a level over the last one on it) a sharp step's capacity
+/// may be read from: the knee can lie anywhere inside it, so a wider bracket cannot give the
+/// capacity to the 10 % it must repeat to (crate::repeat_check). The sweep refines steps to
+/// eight footprints per octave (1.09x, crate::sweep::FINE_PER_OCTAVE).
+pub const MAX_BRACKET_RATIO: f64 = 1.10;
 pub const MIN_HOPS: u64 = 100_000;
 
 /// The sweep.
@@ -223,11 +228,39 @@ pub fn measure(ctx: &mut ProbeContext<'_>, p: &Plan) -> Result<Measured, ProbeEr
             }
             extended += 1;
         }
+        // The refinement read the first pass; the fastest repeats of all passes can put a step
+        // between two footprints it left apart (a point disturbed in the first pass that later
+        // passes bring down), which leaves that capacity known only to a wide bracket
+        // (crate::latency::MAX_BRACKET_RATIO). Refine the final curve the same way, each new
+        // footprint measured as often as the others, smallest first, while the budget lasts
+        // (after the extension to DRAM, without which no level can be named).
+        let mut late = 0;
+        for _ in 0..2 {
+            let new = sweep::refine(&s.x, &s.curve(), p.line_bytes);
+            if new.is_empty() || started.elapsed().as_secs_f64() > p.budget_s {
+                break;
+            }
+            for f in new {
+                if started.elapsed().as_secs_f64() > p.budget_s {
+                    break;
+                }
+                s.add(f)?;
+                let i = s.x.partition_point(|&v| v < f);
+                for _ in 1..passes {
+                    let r = s.chase(f, s.best(i).max(0.5))?;
+                    s.samples[i].extend(r);
+                }
+                late += 1;
+            }
+        }
         let mut note = if passes < p.passes {
             format!("{passes} of {} passes (time budget {:.0} s reached)", p.passes, p.budget_s)
         } else {
             format!("{passes} passes")
         };
+        if late > 0 {
+            note = format!("{note}, {late} footprint(s) added after the passes where the final curve steps");
+        }
         if extended > 0 {
             note = format!("{note}, {extended} footprint(s) added after the passes to reach DRAM");
         }

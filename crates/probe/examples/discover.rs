@@ -2,7 +2,7 @@
 //! the simulator's speed over that workload (line accesses simulated per CPU second inside the
 //! chases, for each probe and in all; docs/PERFORMANCE.md):
 //! `cargo run --release -p memscope-probe --example discover -- [PRESET|FILE.json] [probe,...]`
-//! (the probes asked for and those they need). Each probe runs through the run loop of
+//! (the probes asked for and those they need; MEMSCOPE_QUICK=1 for quick mode). Each probe runs through the run loop of
 //! crates/session, one at a time so its share of the simulator's work can be read.
 
 use memscope_core::{Finding, Target};
@@ -19,7 +19,8 @@ fn main() {
     };
     let t: &mut dyn Target = &mut sim;
     let probes = memscope_session::select(memscope_probe::probes(), &only, false).expect("probe keys");
-    let session = memscope_session::Session::silent(false);
+    // MEMSCOPE_QUICK=1: the probes' quick mode, as the random-hierarchy sweep runs them.
+    let session = memscope_session::Session::silent(std::env::var("MEMSCOPE_QUICK").is_ok_and(|v| v == "1"));
     let mut earlier: BTreeMap<String, Finding> = BTreeMap::new();
     let all = std::time::Instant::now();
     for p in &probes {

@@ -62,7 +62,12 @@ fn check(h: &Hierarchy, f: &BTreeMap<String, Finding>) -> Vec<String> {
     close("l2.hit_latency_ns", h.l2.hit_ns + outliers, 0.02);
     close("dram.latency_ns", h.dram.latency_ns + outliers + refresh, 0.02);
     close("tlb.l1.miss_ns", h.tlb.miss_ns, 0.02);
-    if h.dram.refresh_fraction > 0.0 {
+    // A refresh stall is within 10 %, or undetermined because the lap's two halves (or the
+    // likelihood of its edge) do not reproduce it (crates/probe/src/dram/refresh.rs): never wrong.
+    let unresolved = f
+        .get("dram.refresh_stall_ns")
+        .is_some_and(|x| x.value.is_null() && x.note.as_deref().is_some_and(|n| n.contains("not resolved")));
+    if h.dram.refresh_fraction > 0.0 && !unresolved {
         close("dram.refresh_stall_ns", h.dram.refresh_stall_ns, 0.10);
     }
     let ind = |i: Indexing| if i == Indexing::Virtual { "virtual" } else { "physical" };
@@ -216,8 +221,10 @@ fn hashed_l2_variants() {
             Finding::integer(h.l1.line_bytes as u64, "bytes", "given", Confidence::High),
         );
         let start = std::time::Instant::now();
-        let probes =
-            [&memscope_probe::l2ways::L2WaysProbe as &dyn memscope_core::Probe, &memscope_probe::policy::L2PolicyProbe];
+        let probes = [
+            &memscope_probe::l2::ways::L2WaysProbe as &dyn memscope_core::Probe,
+            &memscope_probe::l2::policy::L2PolicyProbe,
+        ];
         let run = memscope_session::Session::silent(false).run_probes_with(&mut t, probes, earlier.clone());
         earlier.extend(run.expect_ok().findings);
         let want = match l2.replacement {

@@ -3,7 +3,7 @@
 //! simulator's near/far partition mode, `l2.partitions` = 2 and `l2.far_hit_ns`).
 
 use memscope_core::{Finding, Probe, Target};
-use memscope_probe::{latency::LatencyProbe, line::LineProbe};
+use memscope_probe::{l1::line::LineProbe, latency::LatencyProbe};
 use memscope_sim::hierarchy::{Hierarchy, Indexing, Replacement};
 use memscope_sim::SimTarget;
 use std::collections::BTreeMap;

@@ -5,7 +5,7 @@
 //! one instrument).
 
 use memscope_core::{keys, Finding, Probe};
-use memscope_probe::{latency::LatencyProbe, line::LineProbe, penalty::PenaltyProbe};
+use memscope_probe::{l1::line::LineProbe, latency::penalty::PenaltyProbe, latency::LatencyProbe};
 use memscope_sim::hierarchy::Hierarchy;
 use memscope_sim::SimTarget;
 use std::collections::BTreeMap;

@@ -7,7 +7,7 @@
 //! runs that differ only in the noise seed give the same findings.
 
 use memscope_core::{Buffer, ChaseResult, ChaseSpec, Confidence, Finding, Probe, Target, TargetError, TargetInfo};
-use memscope_probe::{l2ways::L2WaysProbe, policy::L2PolicyProbe};
+use memscope_probe::l2::{policy::L2PolicyProbe, ways::L2WaysProbe};
 use memscope_sim::hierarchy::{HashFunction, Hierarchy, Indexing, Mask, Replacement};
 use memscope_sim::SimTarget;
 use std::collections::BTreeMap;

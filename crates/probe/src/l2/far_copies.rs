@@ -9,8 +9,8 @@
 //! lines. Equal to `l2.ways` when copies share the near sets' ways without a limit.
 
 use crate::evset::{check_minimal, reduce_groups, Oracle};
-use crate::geometry::analyze_ways;
-use crate::l2ways::{flushing, L2Evset, MAX_CHASES, MINIMAL_CHECKS, MIN_MISSING};
+use crate::l1::ways_sets::analyze_ways;
+use crate::l2::ways::{flushing, L2Evset, MAX_CHASES, MINIMAL_CHECKS, MIN_MISSING};
 use crate::measure::Meter;
 use memscope_core::{CachePath, ProbeError};
 

@@ -67,7 +67,7 @@ pub fn analyze_l2_sets(
 ) -> Result<(u64, String), String> {
     if candidates.is_empty() {
         return Err(
-            "no L2 size in the run (l2.capacity_bytes, the driver's attribute, l2.segment_capacity_bytes) to confirm"
+            "no exact L2 size in the run (l2.capacity_bytes of Medium confidence or more, the driver's attribute) to confirm"
                 .into(),
         );
     }

@@ -17,8 +17,8 @@
 //! as `e0`), and a verdict needs at least 80% of the trials to agree (a timing outlier on the
 //! probe hop turns one hit into a "miss").
 
-use crate::l2pool::pool_hint;
-use crate::l2ways::{find_l2_evset, BUFFER_CAPACITIES, FALLBACK_LINE_BYTES};
+use crate::l2::pool::pool_hint;
+use crate::l2::ways::{find_l2_evset, BUFFER_CAPACITIES, FALLBACK_LINE_BYTES};
 use crate::measure::{earlier_f64, earlier_u64, gpu_applicability, Levels, Meter};
 use memscope_core::keys;
 use memscope_core::{
@@ -203,7 +203,7 @@ mod tests {
 
     #[test]
     fn policies_of_simulated_l2s() {
-        use crate::l2ways::testing::{capacity, small_l2};
+        use crate::l2::ways::testing::{capacity, small_l2};
         use memscope_sim::hierarchy::Replacement;
         for (policy, want, slices, ways, noisy) in [
             (Replacement::Rrip, "rrip", 2, 16, true),
@@ -216,7 +216,7 @@ mod tests {
             let cap = capacity(&t);
             let mut m = Meter::new(&mut t, 11);
             let buf = m.alloc(BUFFER_CAPACITIES * cap).unwrap();
-            let hint = crate::l2pool::PoolHint { bytes: cap, source: "given", measured: true };
+            let hint = crate::l2::pool::PoolHint { bytes: cap, source: "given", measured: true };
             let e = find_l2_evset(&mut m, &buf, 128, &hint, None).unwrap();
             let [c, r, s] = measure_policy(&mut m, &e.levels, &e.reduction.set).unwrap();
             assert_eq!(analyze_policy(c, r, s), Ok(want), "{policy:?} {slices} slices {ways} ways");

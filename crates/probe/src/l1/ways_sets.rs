@@ -4,7 +4,7 @@
 //! rank of the recovered index function (cross-checked with capacity / (ways * line)).
 
 use crate::evset::{check_minimal, find_l1_evset, L1Evset};
-use crate::line::{analyze_line, measure_line, POOL_STRIDE};
+use crate::l1::line::{analyze_line, measure_line, POOL_STRIDE};
 use crate::measure::{earlier_u64, gpu_applicability, Meter};
 use memscope_core::keys;
 use memscope_core::{
@@ -24,7 +24,7 @@ pub fn line_bytes(m: &mut Meter<'_>, earlier: &BTreeMap<String, Finding>) -> Res
     analyze_line(&outcomes).ok_or_else(|| {
         ProbeError::Failed(format!(
             "line size undetermined: {}",
-            crate::line::outcomes_text(&outcomes, "same line", "another line")
+            crate::l1::line::outcomes_text(&outcomes, "same line", "another line")
         ))
     })
 }

@@ -15,7 +15,7 @@
 
 use crate::measure::{earlier_u64, Levels, Timing};
 use memscope_core::keys;
-use memscope_core::{Finding, TargetInfo};
+use memscope_core::{Confidence, Finding, TargetInfo};
 use std::collections::BTreeMap;
 
 /// Where the pool sizes come from.
@@ -109,19 +109,23 @@ pub fn near_levels(hit_ns: f64, dram_ns: f64, far_ns: Option<f64>, hits: &Timing
 
 /// Capacities whose `capacity / (ways * line)` the occupancy estimate may confirm, each with
 /// what it is: the capacity finding, the driver's size and half of it (one of two partitions,
-/// what one SM's sets are on a partitioned L2), the segment finding. Duplicates are dropped.
+/// what one SM's sets are on a partitioned L2). Duplicates are dropped.
 pub fn set_candidates(earlier: &BTreeMap<String, Finding>, info: &TargetInfo) -> Vec<(u64, String)> {
     let mut v: Vec<(u64, String)> = Vec::new();
-    if let Some(c) = earlier_u64(earlier, keys::L2_CAPACITY_BYTES) {
+    // A capacity of Low confidence is a lower bound (the bisection's, or a retained-line count
+    // that still grew at its largest footprint): not a size to confirm a set count against.
+    let exact_capacity =
+        earlier.get(keys::L2_CAPACITY_BYTES).filter(|f| matches!(f.confidence, Confidence::High | Confidence::Medium));
+    if let Some(c) = exact_capacity.and_then(|f| f.value.as_u64()) {
         v.push((c, keys::L2_CAPACITY_BYTES.into()));
     }
     if let Some(d) = driver_l2_bytes(info) {
         v.push((d, "the driver's L2 size".into()));
         v.push((d / 2, "half the driver's L2 size (one of two partitions)".into()));
     }
-    if let Some(s) = earlier_u64(earlier, keys::L2_SEGMENT_CAPACITY_BYTES) {
-        v.push((s, keys::L2_SEGMENT_CAPACITY_BYTES.into()));
-    }
+    // Not l2.segment_capacity_bytes: a half-way footprint interpolated between bisection points
+    // is an estimate, and a whole number of sets near it need not be the count (a partitioned L2
+    // read 1605 sets for 1536 from it).
     let mut seen = Vec::new();
     v.retain(|(c, _)| {
         let new = !seen.contains(c);
@@ -134,7 +138,6 @@ pub fn set_candidates(earlier: &BTreeMap<String, Finding>, info: &TargetInfo) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use memscope_core::Confidence;
 
     fn info(attr: Option<u64>) -> TargetInfo {
         use memscope_core::Target;
@@ -193,6 +196,11 @@ mod tests {
     fn set_candidates_in_order_without_duplicates() {
         let e = with(&[("l2.capacity_bytes", 60 << 20), ("l2.segment_capacity_bytes", 28 << 20)]);
         let c: Vec<u64> = set_candidates(&e, &info(Some(60 << 20))).into_iter().map(|x| x.0).collect();
-        assert_eq!(c, vec![60 << 20, 30 << 20, 28 << 20]);
+        assert_eq!(c, vec![60 << 20, 30 << 20]);
+        // A capacity of Low confidence is a lower bound, not a size to confirm sets against.
+        let mut e = with(&[("l2.capacity_bytes", 60 << 20), ("l2.segment_capacity_bytes", 28 << 20)]);
+        e.get_mut("l2.capacity_bytes").unwrap().confidence = Confidence::Low;
+        let c: Vec<u64> = set_candidates(&e, &info(None)).into_iter().map(|x| x.0).collect();
+        assert!(c.is_empty(), "{c:?}");
     }
 }

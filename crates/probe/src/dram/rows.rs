@@ -1,135 +1,11 @@
-//! `dram`: DRAM row size and refresh stalls (seed 000 footnotes 13-14 and appendix "DRAM
-//! refresh"). Refresh: one cold dependent lap records per-hop times; most hops take the DRAM
-//! latency, a small share wait up to a hard ceiling; the excess over the median is fitted by a
-//! two-piece density (refresh stalls uniform up to the stall length, rare outliers spread wider):
-//! the breakpoint is the stall, the mass above the outlier floor the fraction. Row size: with one
-//! read in flight a row closes before the next read, so the instrument keeps two or three reads in
-//! flight (one warp each, one hop each, after a flush): (x, x ^ d) pays an activate more when the
-//! two are in one bank but different rows (T1); (x, z, x ^ d), with z a known row conflict of x,
-//! pays it when x ^ d is in x's bank at all (T2). Same row = same bank and no conflict; the
-//! row-preserving differences form a GF(2) space (single bits, then pairs of bits, so a hashed
-//! row such as footnote 13's 2^8 ^ 2^14 is found), and the row holds sector x 2^rank bytes.
+//! The DRAM row size (seed 000 footnotes 13-14): the two- and three-read instrument after a flush
+//! (`RowBench`), the search for row-preserving address differences (`measure_row`) and the pure
+//! analysis of their GF(2) space into a row size (`analyze_row`).
 
-use crate::measure::{earlier_u64, gpu_applicability, Meter};
+use crate::measure::Meter;
 use memscope_core::gf2;
-use memscope_core::keys;
 use memscope_core::stats::median;
-use memscope_core::{
-    Applicability, CachePath, ChaseSpec, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, Series,
-    TargetInfo,
-};
-
-pub struct DramProbe;
-
-/// Histogram of per-hop excess over the median (the refresh-stall signature of seed 000: most hops
-/// at zero excess, stalls spread evenly up to a hard ceiling). Bins of `bin_ns` from 0 up to the
-/// largest excess; x = bin start in ns, y = hops in the bin. Hops below the median are left out.
-pub fn excess_histogram(per_hop: &[f64], bin_ns: f64) -> Series {
-    let base = median(per_hop);
-    let ex: Vec<f64> = per_hop.iter().map(|t| t - base).filter(|e| *e >= 0.0).collect();
-    let top = ex.iter().cloned().fold(0.0_f64, f64::max);
-    let bins = ((top / bin_ns).floor() as usize + 1).clamp(1, 4096);
-    let mut y = vec![0.0; bins];
-    for e in ex {
-        y[((e / bin_ns) as usize).min(bins - 1)] += 1.0;
-    }
-    Series {
-        description: format!("per-hop excess over the median DRAM hop ({base:.1} ns), one cold dependent lap"),
-        x_name: "excess latency".into(),
-        x_unit: "ns".into(),
-        y_name: "hops".into(),
-        y_unit: "count".into(),
-        x: (0..bins).map(|i| i as f64 * bin_ns).collect(),
-        y,
-        y_spread: None,
-        marks: Vec::new(),
-    }
-}
-
-/// Result of the refresh fit.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RefreshFit {
-    pub stall_ns: f64,
-    pub fraction: f64,
-    /// Points attributed to refresh.
-    pub points: f64,
-}
-
-/// Pure: fit the per-hop times of cold DRAM accesses. `floor_ns` is the excess below which a hop
-/// counts as plain (jitter).
-///
-/// The stall is the hard ceiling of the refresh waits, not the edge of a uniform band: a dependent
-/// chase meets the refreshes at phases of its own, so the waits below the ceiling can bunch (low or
-/// high, seen on the simulator). Outliers form a sparse tail above it (their rare sums with a stall
-/// lie further out: the largest 1% of the excess, at least 3 points, is left out). The ceiling is
-/// found from the top down: the highest point whose `m` nearest points below are at least 2.5
-/// times as dense as everything from them up (`m` = max(20, k/25)); without one, the band has no
-/// tail and ends at its largest point. The edge is then placed by a two-density likelihood fit
-/// near it, and debiased like the maximum of a uniform sample.
-pub fn analyze_refresh(per_hop: &[f64], floor_ns: f64) -> Option<RefreshFit> {
-    let base = median(per_hop);
-    let n = per_hop.len() as f64;
-    let mut ex: Vec<f64> = per_hop.iter().map(|t| t - base).filter(|&e| e > floor_ns).collect();
-    if ex.len() < 20 {
-        return None;
-    }
-    ex.sort_by(|a, b| a.partial_cmp(b).expect("finite"));
-    let top = ex[ex.len() - 1 - (ex.len() / 100).max(2)];
-    ex.retain(|&e| e <= top);
-    let k = ex.len();
-    let m = 20.max(k / 25);
-    if k < m + 2 {
-        return None;
-    }
-    // Highest dense-below / sparse-above point.
-    let mut edge = k - 1;
-    for i in (m - 1..k).rev() {
-        let span = ex[i] - ex[i + 1 - m];
-        if span <= 0.0 || top <= ex[i + 1 - m] {
-            continue;
-        }
-        let dense = (m - 1) as f64 / span;
-        let union = (k - 1 - i + m - 1) as f64 / (top - ex[i + 1 - m]);
-        if dense >= 2.5 * union {
-            edge = i;
-            break;
-        }
-    }
-    // Two densities over the points from 2m below the edge up: the break of largest likelihood
-    // (when it beats one density by more than 10 and the lower density is the higher one).
-    let r = &ex[edge.saturating_sub(2 * m)..];
-    let a = r[0] - 1e-9 * r[0].abs().max(1.0);
-    let nr = r.len();
-    let ll1 = nr as f64 * (nr as f64 / (top - a)).ln();
-    let mut best: Option<(f64, usize)> = None;
-    for (j, &b) in r.iter().enumerate().take(nr - 1).skip(9) {
-        let (n1, n2) = ((j + 1) as f64, (nr - j - 1) as f64);
-        let (w1, w2) = (b - a, top - b);
-        if w1 <= 0.0 || w2 <= 0.0 {
-            continue;
-        }
-        let ll = n1 * (n1 / w1).ln() + n2 * (n2 / w2).ln();
-        if best.is_none_or(|bb| ll > bb.0) {
-            best = Some((ll, j));
-        }
-    }
-    let j = match best {
-        Some((ll, j)) if ll - ll1 > 10.0 && (j + 1) as f64 / (r[j] - a) > (nr - j - 1) as f64 / (top - r[j]) => j,
-        _ => nr - 1,
-    };
-    let s_obs = r[j];
-    let n1 = ex.iter().filter(|&&e| e <= s_obs).count() as f64;
-    let n2 = k as f64 - n1;
-    let outlier_density = if top > s_obs { n2 / (top - s_obs) } else { 0.0 };
-    let refresh_pts = (n1 - outlier_density * (s_obs - floor_ns)).max(0.0);
-    if refresh_pts < 10.0 || s_obs <= floor_ns {
-        return None;
-    }
-    // Unbiased upper edge of a uniform sample; add back the part hidden below the floor.
-    let stall = s_obs + (s_obs - floor_ns) / refresh_pts;
-    let fraction = refresh_pts / n * stall / (stall - floor_ns);
-    Some(RefreshFit { stall_ns: stall, fraction, points: refresh_pts })
-}
+use memscope_core::{CachePath, ChaseSpec, ProbeError, Series};
 
 /// Pure: the lowest set bits of a GF(2) basis of `vs` in echelon form by lowest bit (each vector
 /// of the span has one of them as its lowest bit).
@@ -250,7 +126,7 @@ impl RowBench {
 /// Row-size measurement around `x` (page-aligned); `fillers` are 2 * MAX_K lines elsewhere.
 /// Returns what was found or why not; `levels` receives (k, same-row median, other-row median)
 /// per delay tried, whatever the outcome.
-fn measure_row(
+pub(crate) fn measure_row(
     m: &mut Meter<'_>,
     x: u64,
     page: u64,
@@ -379,18 +255,18 @@ fn measure_row(
 }
 
 /// What the row measurement found.
-struct RowFound {
-    row: u64,
+pub(crate) struct RowFound {
+    pub(crate) row: u64,
     /// The row-preserving differences kept (the sector first).
-    preserving: Vec<u64>,
+    pub(crate) preserving: Vec<u64>,
     /// Activate saving of a same-row read, ns.
-    saving: f64,
+    pub(crate) saving: f64,
     /// L1 hits of delay used.
-    k: usize,
+    pub(crate) k: usize,
     /// Differences were tried below this bit.
-    top_bit: u32,
+    pub(crate) top_bit: u32,
     /// Confirmation reads of x's row faster than the threshold (of `CONFIRM`).
-    fast_same: usize,
+    pub(crate) fast_same: usize,
 }
 
 /// Fresh reads of x's row and of other rows that confirm the open-row saving.
@@ -402,7 +278,7 @@ pub const DECISIVE_FAST: usize = 4;
 
 /// The row instrument's evidence: per delay, how much cheaper the read of x's row was than the
 /// cheapest other-row reference (medians), with both levels in the description.
-fn row_saving_series(levels: &[(usize, f64, f64)]) -> Series {
+pub(crate) fn row_saving_series(levels: &[(usize, f64, f64)]) -> Series {
     let shown: Vec<String> = levels.iter().map(|(k, s, o)| format!("k={k}: {s:.1}/{o:.1}")).collect();
     Series {
         description: format!(
@@ -423,162 +299,9 @@ fn row_saving_series(levels: &[(usize, f64, f64)]) -> Series {
 /// Most L1 hits of delay tried.
 pub const MAX_K: usize = 12;
 
-impl Probe for DramProbe {
-    fn key(&self) -> &'static str {
-        "dram"
-    }
-    fn description(&self) -> &'static str {
-        "DRAM row size (reads in flight in one bank: same row or conflict) and refresh stalls (per-hop times)"
-    }
-    fn needs(&self) -> &'static [&'static str] {
-        &["line", "tlb"]
-    }
-    fn applicability(&self, info: &TargetInfo) -> Applicability {
-        if info.gpu_hierarchy && !info.per_hop_supported {
-            return Applicability::Waived("needs per-hop timing".into());
-        }
-        gpu_applicability(info, true)
-    }
-    fn run(&self, ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError> {
-        let earlier = ctx.earlier.clone();
-        let quick = ctx.quick;
-        let mut m = Meter::new(&mut *ctx.target, 81);
-        let info = m.info.clone();
-        let mut out = ProbeOutput::default();
-        let line = earlier_u64(&earlier, keys::L1_LINE_BYTES).unwrap_or(128);
-        let sector = earlier_u64(&earlier, keys::L1_SECTOR_BYTES).unwrap_or(32);
-        // Row differences must stay inside one page (a program cannot choose physical bits above
-        // it): with the page size unknown, the smallest page there is (4 KiB), so a row of 4 KiB
-        // or more is undetermined rather than read across pages placed anywhere.
-        let page = earlier_u64(&earlier, keys::TLB_PAGE_BYTES).unwrap_or(4 << 10);
-
-        // Refresh: one cold lap over dense lines.
-        let n_lines: u64 = if quick { 8000 } else { 24000 };
-        let buf = m.alloc(n_lines * line + page)?;
-        let lines = crate::latency::dense_lines(&mut m, buf.base, line, n_lines);
-        let t = m.cold_lap(&lines, CachePath::L1Bypass)?;
-        m.target.free(buf);
-        let rmethod = format!("one cold dependent lap over {n_lines} lines, per-hop excess over the median fitted as uniform stalls plus outliers");
-        match &t.per_hop_ns {
-            Some(h) => {
-                out.series("dram.refresh_hist", excess_histogram(h, 10.0));
-                let base = median(h);
-                let mad = memscope_core::stats::Sample::new(h).map(|s| s.mad()).unwrap_or(0.0);
-                // Above jitter, and above a TLB miss (the first hop into each page pays one).
-                let tlb_ns = crate::measure::earlier_f64(&earlier, keys::TLB_L1_MISS_NS).unwrap_or(0.0).max(0.0);
-                let floor = (6.0 * 1.4826 * mad).max(0.02 * base) + tlb_ns;
-                match analyze_refresh(h, floor) {
-                    Some(fit) => {
-                        let mut f =
-                            Finding::number(fit.stall_ns, "ns", &rmethod, Confidence::Medium).with_note(&format!(
-                                "{:.0} stalled hops; excess below {floor:.1} ns is not separable from jitter",
-                                fit.points
-                            ));
-                        if let Some(hz) = info.clock_hz {
-                            f = f.with_cycles(fit.stall_ns * 1e-9 * hz);
-                        }
-                        out.finding(keys::DRAM_REFRESH_STALL_NS, f);
-                        out.finding(
-                            keys::DRAM_REFRESH_FRACTION,
-                            Finding::number(fit.fraction, "ratio", &rmethod, Confidence::Medium),
-                        );
-                    }
-                    None => {
-                        let why =
-                            format!("no uniform band of stalled hops above {floor:.1} ns in {n_lines} cold accesses");
-                        out.finding(keys::DRAM_REFRESH_STALL_NS, Finding::undetermined("ns", &rmethod, &why));
-                        out.finding(keys::DRAM_REFRESH_FRACTION, Finding::undetermined("ratio", &rmethod, &why));
-                    }
-                }
-            }
-            None => {
-                out.finding(keys::DRAM_REFRESH_STALL_NS, Finding::undetermined("ns", &rmethod, "needs per-hop times"));
-                out.finding(
-                    keys::DRAM_REFRESH_FRACTION,
-                    Finding::undetermined("ratio", &rmethod, "needs per-hop times"),
-                );
-            }
-        }
-
-        // Row size.
-        let mmethod = "two warps after a flush: a read of x, and after k L1 hits a read of x ^ d; a same-row read skips the activate while x's row is open; row-preserving differences as a GF(2) space";
-        let buf = m.alloc(4 * page)?;
-        let x = buf.base.div_ceil(page) * page;
-        // Fillers: words of one small region per warp (a line or two), so they cannot crowd L1.
-        let fillers: Vec<u64> =
-            (0..2 * MAX_K as u64).map(|i| x + page + (i / MAX_K as u64) * 4096 + (i % MAX_K as u64) * 8).collect();
-        let mut levels = Vec::new();
-        let res = measure_row(&mut m, x, page, sector, fillers, &mut levels);
-        if !levels.is_empty() {
-            out.series("dram.row_saving", row_saving_series(&levels));
-        }
-        m.target.free(buf);
-        match res? {
-            // Every difference tried keeps the row: the row spans at least the bits tried (the
-            // page, or 2^22), and may span more, which no difference a program can make shows.
-            Ok(RowFound { row, top_bit, .. }) if row >= 1u64 << top_bit => out.finding(
-                keys::DRAM_ROW_BYTES,
-                Finding::undetermined(
-                    "bytes",
-                    mmethod,
-                    &format!(
-                        "every difference below bit {top_bit} keeps the row: rows are at least {row} bytes (the span the differences can reach inside a {page}-byte page), maybe larger"
-                    ),
-                ),
-            ),
-            Ok(RowFound { row, preserving, saving, k, top_bit, fast_same }) => {
-                let basis: Vec<String> = gf2::rref(&preserving).iter().map(|&v| gf2::format_mask(v)).collect();
-                out.finding(
-                    keys::DRAM_ROW_BYTES,
-                    Finding::integer(row, "bytes", mmethod, Confidence::Medium).with_note(&format!(
-                        "row-preserving differences: {basis:?}; an open row saves ~{saving:.1} ns at a delay of {k} L1 hits ({fast_same} of {CONFIRM} confirming same-row reads below the threshold, no other-row read); differences of one or two bits below bit {top_bit} tried, each kept twice"
-                    )),
-                );
-            }
-            Err(why) => out.finding(keys::DRAM_ROW_BYTES, Finding::undetermined("bytes", mmethod, &why)),
-        }
-        Ok(out)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::{Rng, SeedableRng};
-
-    #[test]
-    fn excess_histogram_counts_hops_by_excess() {
-        // 90 hops at 100 ns, 10 stalled hops at 100 + 5, 15, ..., 95 ns.
-        let mut h = vec![100.0; 90];
-        h.extend((0..10).map(|i| 105.0 + 10.0 * i as f64));
-        let s = excess_histogram(&h, 10.0);
-        assert_eq!(s.x.len(), s.y.len());
-        assert_eq!(s.y[0], 91.0, "90 unstalled hops plus the 5 ns one");
-        assert_eq!(s.y.iter().sum::<f64>(), 100.0);
-        assert_eq!(s.y[9], 1.0);
-        assert_eq!(s.x[9], 90.0);
-    }
-
-    #[test]
-    fn refresh_fit_recovers_stall_and_fraction() {
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
-        let h: Vec<f64> = (0..30000)
-            .map(|_| {
-                let mut t = 255.0 + rng.gen_range(-3.0..3.0);
-                if rng.gen_bool(0.02) {
-                    t += rng.gen_range(0.0..210.0);
-                }
-                if rng.gen_bool(0.01) {
-                    t += rng.gen_range(0.0..1000.0);
-                }
-                t
-            })
-            .collect();
-        let fit = analyze_refresh(&h, 10.0).unwrap();
-        assert!((fit.stall_ns - 210.0).abs() < 21.0, "{fit:?}");
-        assert!((fit.fraction - 0.02).abs() < 0.004, "{fit:?}");
-        assert!(analyze_refresh(&vec![255.0; 1000], 10.0).is_none());
-    }
 
     #[test]
     fn row_from_preserving_space() {

@@ -10,8 +10,8 @@
 //! indexed one only bits inside the page can be flipped by a program. Verification builds fresh
 //! eviction sets from the function and predicts conflict / no conflict on unseen addresses.
 
-use crate::evset::{find_l1_evset, Oracle};
-use crate::geometry::{line_bytes, pool_lines};
+use crate::evset::{find_l1_evset, Oracle, TEST_LAPS};
+use crate::l1::ways_sets::{line_bytes, pool_lines};
 use crate::measure::{earlier_u64, gpu_applicability, Meter};
 use memscope_core::gf2;
 use memscope_core::keys;
@@ -44,6 +44,23 @@ fn congruent_any(m: &mut Meter<'_>, o: &Oracle, ys: &[u64], xs: &[u64]) -> Resul
     o.thrashes(m, &set)
 }
 
+/// The most candidates one thrash test over `ways` congruent lines plus them can search: its
+/// signal is one over-full set (`ways + 1` misses per lap), its noise the hops that are slow
+/// although they hit (the oracle's floor: outliers), whose count grows with the lines chased
+/// (four standard deviations: 4 sqrt(floor (1 - floor) n / laps) misses per lap over n lines).
+/// The group stays where that noise is at most half the signal; without a floor, no limit. With
+/// 1 % outliers and 5 ways a single test over 1029 lines sat at the noise's edge and read an
+/// over-full set as fitting (an extra mask over high bits).
+pub fn group_size(o: &Oracle, ways: usize) -> usize {
+    let floor = o.levels.floor;
+    if floor <= 0.0 {
+        return usize::MAX;
+    }
+    let signal = (ways + 1) as f64;
+    let lines = TEST_LAPS as f64 * (signal / 8.0).powi(2) / (floor * (1.0 - floor));
+    (lines as usize).saturating_sub(ways).max(1)
+}
+
 /// Recover kernel vectors over bits `lo..hi` around reference `r` with congruent lines `ys`.
 pub fn recover_kernel(
     m: &mut Meter<'_>,
@@ -66,11 +83,17 @@ pub fn recover_kernel(
             kernel.push(v);
             continue;
         }
-        let addrs: Vec<u64> = xs.iter().map(|p| p.1).collect();
+        // The candidates in groups small enough for one thrash test to see the one over-full set
+        // among them (`group_size`); a group that thrashes is searched, and when its candidate
+        // does not confirm alone (noise misled the group test) the next groups are tried.
         let mut found = None;
-        if congruent_any(m, o, ys, &addrs)? {
+        for group in xs.chunks(group_size(o, ys.len())) {
+            let addrs: Vec<u64> = group.iter().map(|p| p.1).collect();
+            if !congruent_any(m, o, ys, &addrs)? {
+                continue;
+            }
             // Binary search for the one congruent candidate.
-            let mut cand: &[(u64, u64)] = &xs;
+            let mut cand: &[(u64, u64)] = group;
             while cand.len() > 1 {
                 let (a, b) = cand.split_at(cand.len() / 2);
                 let a_addrs: Vec<u64> = a.iter().map(|p| p.1).collect();
@@ -79,6 +102,7 @@ pub fn recover_kernel(
             // Confirm it alone (noise could have misled a step).
             if congruent_any(m, o, ys, &[cand[0].1])? {
                 found = Some(cand[0].0);
+                break;
             }
         }
         match found {
@@ -281,6 +305,25 @@ impl Probe for IndexProbe {
 mod tests {
     use super::*;
     use crate::testsim::ToyCache;
+
+    #[test]
+    fn group_tests_stay_where_one_over_full_set_stands_out() {
+        use crate::measure::Levels;
+        let oracle = |floor: f64| Oracle {
+            path: memscope_core::CachePath::L1Cached,
+            levels: Levels { hit_ns: 60.0, miss_ns: 240.0, floor },
+            threshold: 0.5,
+        };
+        assert_eq!(group_size(&oracle(0.0), 5), usize::MAX);
+        // 1 % of hits slow (the outliers of a noisy target), 5 ways: 1024 candidates at once are
+        // too many (4 sigma of the floor's count reached the 6 misses of the over-full set).
+        let g = group_size(&oracle(0.0091), 5);
+        assert!((300..500).contains(&g), "{g}");
+        let four_sigma = |n: f64| 4.0 * (0.0091 * (1.0 - 0.0091) * n / TEST_LAPS as f64).sqrt();
+        assert!(four_sigma((g + 5) as f64) <= 3.0 + 1e-9 && four_sigma(1029.0) > 4.5);
+        // Fewer ways, a weaker signal: smaller groups.
+        assert!(group_size(&oracle(0.0091), 2) < g);
+    }
 
     #[test]
     fn masks_are_the_annihilator_of_the_kernel() {

@@ -8,7 +8,7 @@
 //! large (which exceeds the L2).
 
 use crate::evset::find_l1_evset;
-use crate::geometry::{line_bytes, pool_lines};
+use crate::l1::ways_sets::{line_bytes, pool_lines};
 use crate::latency::dense_lines;
 use crate::measure::{earlier_u64, gpu_applicability, Meter};
 use memscope_core::keys;

@@ -11,10 +11,10 @@
 //! against the latency probe's capacity knee.
 
 use crate::evset::{check_minimal, reduce_groups, Oracle, Reduction};
-use crate::geometry::analyze_ways;
-pub use crate::l2missing::{always_slow, far_note, far_split_ns, missing_lines, split_missing, MissingLines};
-use crate::l2pool::{near_levels, pool_fractions, pool_hint, set_candidates, PoolHint};
-pub use crate::l2sets::{analyze_l2_sets, estimate_sets, poisson_tail, sets_from_missing, SetsEstimate};
+use crate::l1::ways_sets::analyze_ways;
+pub use crate::l2::missing::{always_slow, far_note, far_split_ns, missing_lines, split_missing, MissingLines};
+use crate::l2::pool::{near_levels, pool_fractions, pool_hint, set_candidates, PoolHint};
+pub use crate::l2::sets::{analyze_l2_sets, estimate_sets, poisson_tail, sets_from_missing, SetsEstimate};
 use crate::measure::{earlier_f64, earlier_u64, gpu_applicability, Levels, Meter, Timing};
 use memscope_core::keys;
 use memscope_core::{
@@ -385,7 +385,7 @@ impl Probe for L2WaysProbe {
         match ways {
             Ok(w) => {
                 out.finding(keys::L2_WAYS, Finding::integer(w, "count", method, Confidence::High).with_note(&search));
-                if let Some(copies) = crate::l2copies::far_copy_ways(&mut m, &e)? {
+                if let Some(copies) = crate::l2::far_copies::far_copy_ways(&mut m, &e)? {
                     out.finding(keys::L2_FAR_COPY_WAYS, copies.finding());
                 }
                 let l2_line =

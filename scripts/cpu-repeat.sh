@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The CPU lane's capacities over repeated runs (docs/TRUST.md, "The CPU lane's capacities on a
+# shared machine"): N quick and N full `memscope run --target cpu` runs, alternating (quick-1,
+# full-1, quick-2, ...), the load average before each, then cpu_repeat_table.py's table of the
+# L1d, L2 and L3 capacities (undetermined ones with their reason) and their spread per mode.
+#   bash scripts/cpu-repeat.sh MEMSCOPE_BINARY OUTDIR [N=5]
+# Writes OUTDIR/{quick,full}-K/results.json, OUTDIR/log.txt and OUTDIR/table.md. Run it on a
+# quiet machine: other processes on the same cores evict the chase's lines (the lane then says
+# undetermined rather than give a number that moves).
+set -uo pipefail
+bin=${1:?usage: cpu-repeat.sh MEMSCOPE_BINARY OUTDIR [N]}
+out=${2:?usage: cpu-repeat.sh MEMSCOPE_BINARY OUTDIR [N]}
+n=${3:-5}
+here="$(cd "$(dirname "$0")" && pwd)"
+mkdir -p "$out"
+log="$out/log.txt"
+{
+  echo "== $(date -u +%FT%TZ) host $(hostname), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo); $("$bin" --version 2>&1)"
+  for d in /sys/devices/system/cpu/cpu0/cache/index*; do
+    echo "sysfs $(basename "$d"): L$(cat "$d/level") $(cat "$d/type") $(cat "$d/size") shared $(cat "$d/shared_cpu_list")"
+  done
+  for k in $(seq 1 "$n"); do
+    for mode in quick full; do
+      flag=()
+      if [ "$mode" = quick ]; then flag=(--quick); fi
+      dir="$out/$mode-$k"
+      echo "== $mode-$k $(date -u +%T) load $(cut -d' ' -f1 /proc/loadavg): $bin run --target cpu ${flag[*]} --quiet --out $dir"
+      start=$(date +%s%N)
+      "$bin" run --target cpu "${flag[@]}" --quiet --out "$dir"; echo "exit $?"
+      echo "wall_ms $(( ($(date +%s%N) - start) / 1000000 ))"
+    done
+  done
+} 2>&1 | tee "$log"
+python3 "$here/cpu_repeat_table.py" "$out" | tee "$out/table.md"
