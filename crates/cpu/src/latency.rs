@@ -570,8 +570,8 @@ mod tests {
 
     #[test]
     fn a_sharp_step_known_only_to_a_wide_bracket_is_undetermined() {
-        // The L1d end of two measured curves of the Xeon dev VM (results/dev-cpu/cpu-lane-repeat,
-        // OS: 48 KiB): full-1 at a load of 27, whose 46336 B point was disturbed in every repeat
+        // The L1d end of two measured curves of the Xeon dev VM (the loaded runs of
+        // results/dev-cpu/cpu-lane-repeat at commit e979b06, OS: 48 KiB): full-1 at a load of 27, whose 46336 B point was disturbed in every repeat
         // and never refined around, and full-5, refined to eight points per octave.
         let l1d = |text: &str| {
             let pts: Vec<(f64, f64)> = text
