@@ -12,6 +12,7 @@ pub mod links;
 pub mod probe;
 pub mod stats;
 pub mod target;
+pub mod target_error;
 pub mod text;
 pub mod timeline;
 

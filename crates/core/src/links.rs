@@ -4,7 +4,7 @@
 //! serde types (`LinksSpec`, docs/CONTRACTS.md "links"). The peer probe (crates/probe/src/peer.rs)
 //! sees only this trait, so its matrix and outlier analysis run unchanged on simulated GPUs.
 
-use crate::target::TargetError;
+use crate::target_error::TargetError;
 use serde::{Deserialize, Serialize};
 
 /// Who moves the bytes: the copy engines (an async memcpy) or the SMs (a copy kernel).

@@ -3,6 +3,7 @@
 //! addresses through a chosen cache path. Three implementations: `cuda` (a real GPU), `cpu` (the
 //! host), `sim` (the simulated hierarchy). Discovery algorithms see only this trait.
 
+pub use crate::target_error::TargetError;
 use serde::{Deserialize, Serialize};
 use std::any::Any;
 
@@ -179,23 +180,6 @@ impl TargetInfo {
             _ => Capabilities::simulated_gpu(),
         }
     }
-}
-
-/// Errors of a target. Messages say what to do next.
-#[derive(Debug, thiserror::Error)]
-pub enum TargetError {
-    #[error("not supported on this target: {0}")]
-    Unsupported(String),
-    #[error("out of memory: asked for {asked_bytes} bytes, {free_bytes} free")]
-    OutOfMemory { asked_bytes: u64, free_bytes: u64 },
-    #[error("bad chase: {0}")]
-    BadSpec(String),
-    #[error("device failure: {0}")]
-    Device(String),
-    /// The target's description (a simulated-hierarchy file, an option) is invalid; the message
-    /// names the offending field or value.
-    #[error("{0}")]
-    InvalidConfig(String),
 }
 
 /// A machine (or model of one) that discovery algorithms measure through pointer chases.
