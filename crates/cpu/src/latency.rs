@@ -353,6 +353,19 @@ fn analyze_curve(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Optio
 mod tests {
     use super::*;
 
+    /// The analysis of a measured curve written as "footprint_bytes:latency_ns" pairs (one sample
+    /// per footprint, no clock).
+    fn analyze_pairs(text: &str) -> ProbeOutput {
+        let pts: Vec<(f64, f64)> = text
+            .split_whitespace()
+            .map(|p| p.split_once(':').map(|(a, b)| (a.parse().unwrap(), b.parse().unwrap())).unwrap())
+            .collect();
+        let x: Vec<f64> = pts.iter().map(|p| p.0).collect();
+        let y: Vec<f64> = pts.iter().map(|p| p.1).collect();
+        let s: Vec<Vec<f64>> = y.iter().map(|&v| vec![v]).collect();
+        analyze(&x, &y, &s, None, "test")
+    }
+
     /// A grid of `per_octave` footprints per octave from 4 KiB: 4 is the dense grid of earlier
     /// versions, which the measured curves below were taken on; 8 is what the sweep refines
     /// steps to.
@@ -550,16 +563,7 @@ mod tests {
             18295616:44.94 19951552:53.31 21757312:49.6 23726528:71.93 25873920:108.51 28215744:91.59 \
             30769472:132.47 33554432:147.24 39903104:131.12 47453120:144.84 67108864:162.72";
         // "footprint_bytes:latency_ns" pairs, fastest repeat per footprint.
-        let cap = |text: &str| {
-            let pts: Vec<(f64, f64)> = text
-                .split_whitespace()
-                .map(|p| p.split_once(':').map(|(a, b)| (a.parse().unwrap(), b.parse().unwrap())).unwrap())
-                .collect();
-            let x: Vec<f64> = pts.iter().map(|p| p.0).collect();
-            let y: Vec<f64> = pts.iter().map(|p| p.1).collect();
-            let s: Vec<Vec<f64>> = y.iter().map(|&v| vec![v]).collect();
-            analyze(&x, &y, &s, None, "test").findings["cpu.l2.capacity_bytes"].as_f64().unwrap()
-        };
+        let cap = |text: &str| analyze_pairs(text).findings["cpu.l2.capacity_bytes"].as_f64().unwrap();
         let (a, b) = (cap(spiky), cap(clean));
         assert!((a / b - 1.0).abs() <= 0.10, "{a} vs {b}");
         for c in [a, b] {
@@ -573,16 +577,7 @@ mod tests {
         // The L1d end of two measured curves of the Xeon dev VM (the loaded runs of
         // results/dev-cpu/cpu-lane-repeat at commit e979b06, OS: 48 KiB): full-1 at a load of 27, whose 46336 B point was disturbed in every repeat
         // and never refined around, and full-5, refined to eight points per octave.
-        let l1d = |text: &str| {
-            let pts: Vec<(f64, f64)> = text
-                .split_whitespace()
-                .map(|p| p.split_once(':').map(|(a, b)| (a.parse().unwrap(), b.parse().unwrap())).unwrap())
-                .collect();
-            let x: Vec<f64> = pts.iter().map(|p| p.0).collect();
-            let y: Vec<f64> = pts.iter().map(|p| p.1).collect();
-            let s: Vec<Vec<f64>> = y.iter().map(|&v| vec![v]).collect();
-            analyze(&x, &y, &s, None, "test").findings["cpu.l1d.capacity_bytes"].clone()
-        };
+        let l1d = |text: &str| analyze_pairs(text).findings["cpu.l1d.capacity_bytes"].clone();
         let coarse = l1d("4096:1.71 5760:1.73 8192:1.73 11584:1.68 16384:1.78 23168:1.81 32768:1.84 38912:1.67 \
             46336:4.59 55104:5.14 65536:5.49 92672:5.42 131072:5.51 155840:5.52");
         assert!(coarse.value.is_null(), "{:?}", coarse.value);

@@ -12,23 +12,11 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 /// The modules warmed, in order: the bottleneck model's first (the launch probe's class floors),
-/// then the probe modules loaded after the first probes (the chase module is loaded at once).
-pub const WARMED: [Module; 14] = [
-    Module::OpsElementwise,
-    Module::OpsRows,
-    Module::OpsAttention,
-    Module::OpsCompose,
-    Module::Bw,
-    Module::BwTma,
-    Module::Store,
-    Module::ConstMem,
-    Module::Smem,
-    Module::Atomics,
-    Module::Levels,
-    Module::Link,
-    Module::Slices,
-    Module::SmMap,
-];
+/// then the probe modules loaded after the first probes (the chase module is loaded at once). Taken
+/// from the registry's lists, so a new module is warmed without being named here.
+pub fn warmed() -> Vec<Module> {
+    Module::OPS.iter().chain(Module::PROBES.iter()).copied().filter(|&m| m != Module::Chase).collect()
+}
 
 /// What the warming did: seconds, and the modules that failed (the probes compile them again and
 /// report the error themselves).
@@ -47,12 +35,12 @@ pub struct Prewarm {
 
 impl Prewarm {
     /// Start warming `modules` for GPU `ordinal` (compute capability `arch`, e.g. "sm_90").
-    pub fn start(ordinal: usize, arch: String, modules: &'static [Module]) -> Prewarm {
+    pub fn start(ordinal: usize, arch: String, modules: Vec<Module>) -> Prewarm {
         let handle = std::thread::Builder::new()
             .name(format!("memscope-prewarm-{ordinal}"))
             .spawn(move || {
                 keep_off_the_lane_core();
-                warm(ordinal, &arch, modules)
+                warm(ordinal, &arch, &modules)
             })
             .ok();
         Prewarm { handle, done: None }
@@ -104,13 +92,18 @@ fn warm(ordinal: usize, arch: &str, modules: &[Module]) -> Warmed {
 mod tests {
     #[test]
     fn every_module_but_the_chase_is_warmed_once() {
-        let mut warmed: Vec<_> = super::WARMED.to_vec();
-        warmed.sort_by_key(|m| m.file());
-        warmed.dedup();
-        assert_eq!(warmed.len(), super::WARMED.len());
+        let order = super::warmed();
+        let mut once = order.clone();
+        once.sort_by_key(|m| m.file());
+        once.dedup();
+        assert_eq!(once.len(), order.len());
         let chase = crate::gpu::Module::Chase;
         for m in crate::gpu::Module::ALL {
-            assert_eq!(super::WARMED.contains(&m), m != chase, "{}", m.file());
+            assert_eq!(order.contains(&m), m != chase, "{}", m.file());
         }
+        assert!(
+            crate::gpu::Module::OPS.iter().all(|m| order[..crate::gpu::Module::OPS.len()].contains(m)),
+            "the model's modules first"
+        );
     }
 }

@@ -105,7 +105,7 @@ impl CudaTarget {
     /// the run has the `launch` probe, the first to load the bottleneck model's modules.
     pub fn warm_kernels_in_background(&mut self) {
         self.prewarm.wait();
-        self.prewarm = crate::prewarm::Prewarm::start(self.gpu.ordinal, self.gpu.arch(), &crate::prewarm::WARMED);
+        self.prewarm = crate::prewarm::Prewarm::start(self.gpu.ordinal, self.gpu.arch(), crate::prewarm::warmed());
     }
 
     /// Wait for the background warming (a probe timed on the host calls it first); its seconds,

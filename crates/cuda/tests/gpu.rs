@@ -498,7 +498,7 @@ fn sm_map_probe_maps_every_sm() {
 fn the_kernel_cache_warming_loads_every_module_beside_the_targets_own_work() {
     let Some(mut t) = gpu() else { return };
     let arch = t.gpu().arch();
-    let modules = &memscope_cuda::prewarm::WARMED;
+    let modules = &memscope_cuda::prewarm::warmed();
     let failed = memscope_cuda::gpu::warm::warm_module_cache(0, &arch, modules).expect("the primary context");
     assert!(failed.is_empty(), "modules that did not load: {failed:?}");
     // On its thread, while the target chases on the same primary context.
