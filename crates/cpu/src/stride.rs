@@ -30,6 +30,13 @@ pub const CACHED_BUFFER_BYTES: usize = 64 << 10;
 /// the gain at 2L + 1. With 128-byte lines (the seed's Apple M2) 129 is barely faster than 64
 /// (~1.05x), and strides below the line stay within ~10% of each other; 1.2x separates the cases.
 pub const MIN_SPEEDUP: f64 = 1.2;
+/// The rule's premise: strides up to the line all touch every line, so they copy at one speed.
+/// Where the fastest of the strides in (L/2, L] is more than this much faster than the slowest,
+/// the copy there is bound by instructions (speed grows with the stride, ~1.9x from L/2 + 1 to L),
+/// not by lines, and L is not a candidate. The H200 machine's host (Intel Xeon, cache-resident
+/// sweep): strides 17 / 31 / 32 at 17.4 / 29.3 / 31.7 GB/s (1.82x), which without this check
+/// read as a 32-byte line; lines-bound groups stay within 1.2x (results/h200/move-pairing).
+pub const MAX_FLAT_SPREAD: f64 = 1.5;
 
 /// Strides: for each power of two P in 16..=1024, P - 1, P and P + 1.
 pub fn strides() -> Vec<usize> {
@@ -56,24 +63,31 @@ pub fn strided_copy(src: &[u8], dst: &mut [u8], stride: usize) {
 /// instructions, not lines, and no current CPU has smaller lines), compare the median speed of the strides in
 /// (L/2, L] ("at most one line apart": every line of the buffer is touched) with the median speed
 /// of the strides in [2L, 4L) ("at least two lines apart": whole lines are skipped). The line
-/// size is the smallest L whose second group is at least `MIN_SPEEDUP` (1.2x) faster; a smaller
+/// size is the smallest L whose first group is flat (within `MAX_FLAT_SPREAD`: lines-bound, not
+/// instructions-bound) and whose second group is at least `MIN_SPEEDUP` (1.2x) faster; a smaller
 /// L sees no such step because strides up to twice it still touch every line. `Err` with the
 /// reason when no candidate shows the step. Returns (L, speedup).
 pub fn line_from_strides(strides: &[usize], gbps: &[f64]) -> Result<(u64, f64), String> {
     if strides.len() != gbps.len() || strides.is_empty() {
         return Err("no stride measurements".into());
     }
-    let group = |lo_excl: usize, hi_incl: usize| -> Option<f64> {
+    let group = |lo_excl: usize, hi_incl: usize| -> Option<Sample> {
         let v: Vec<f64> =
             strides.iter().zip(gbps).filter(|(&s, _)| s > lo_excl && s <= hi_incl).map(|(_, &g)| g).collect();
-        Sample::new(&v).ok().map(|s| s.median())
+        Sample::new(&v).ok()
     };
     let max = *strides.iter().max().expect("non-empty");
     let mut best_ratio: f64 = 0.0;
+    let mut not_flat = 0;
     let mut l = 32usize;
     while 2 * l <= max {
         if let (Some(slow), Some(fast)) = (group(l / 2, l), group(2 * l - 1, 4 * l - 1)) {
-            let ratio = fast / slow;
+            if slow.max() > MAX_FLAT_SPREAD * slow.min() {
+                not_flat += 1;
+                l *= 2;
+                continue;
+            }
+            let ratio = fast.median() / slow.median();
             if ratio >= MIN_SPEEDUP {
                 return Ok((l as u64, ratio));
             }
@@ -81,8 +95,13 @@ pub fn line_from_strides(strides: &[usize], gbps: &[f64]) -> Result<(u64, f64), 
         }
         l *= 2;
     }
+    let skipped = if not_flat > 0 {
+        format!("; {not_flat} candidates left out: strides <= L not at one speed (instruction-bound)")
+    } else {
+        String::new()
+    };
     Err(format!(
-        "no power of two L where strides >= 2L are {MIN_SPEEDUP}x faster than strides <= L (best {best_ratio:.2}x)"
+        "no power of two L where strides >= 2L are {MIN_SPEEDUP}x faster than strides <= L (best {best_ratio:.2}x){skipped}"
     ))
 }
 
@@ -311,6 +330,18 @@ mod tests {
             425.6, 787.5, 419.8, 769.6,
         ];
         assert_eq!(line_from_strides(&s, &cached).unwrap().0, 64);
+        // The H200 machine's host (Intel Xeon), cache-resident, fastest run per stride
+        // (results/h200/move-pairing, pre.json): strides 17-32 instruction-bound (17.4 -> 31.7
+        // GB/s), so 63-65 read 1.27x faster than 17-32; the line is 64 (2L at 1.86x).
+        let xeon = [
+            14.56, 17.48, 17.38, 29.29, 31.67, 31.53, 37.26, 37.4, 37.25, 71.15, 65.27, 67.23, 236.43, 126.72, 275.35,
+            240.32, 225.77, 215.09, 318.24, 308.52, 320.16,
+        ];
+        assert_eq!(line_from_strides(&s, &xeon).unwrap().0, 64);
+        // A copy bound by instructions at every stride (speed grows with the stride) has no
+        // lines-bound group: undetermined, not the smallest candidate.
+        let instr: Vec<f64> = s.iter().map(|&n| n as f64).collect();
+        assert!(line_from_strides(&s, &instr).unwrap_err().contains("instruction-bound"));
         // Apple M2 of the seed: 128-byte lines, 129 barely faster than 64, 257 twice 128.
         let m2: Vec<f64> = s
             .iter()
