@@ -4,7 +4,7 @@
 //! device_to_host_bidirectional_memcpy_ce, host_to_device_memcpy_sm, device_to_host_memcpy_sm,
 //! the two bidirectional _sm tests and host_device_latency_sm); pageable host memory is ours
 //! (`_ce_pageable`: nvbandwidth copies pinned memory only). Bandwidth by size (4 KiB .. 1 GiB,
-//! x4 steps; 64 MiB at most with --quick): copy engines through cuMemcpyHtoDAsync /
+//! x4 steps; pageable copies to 256 MiB; 64 MiB at most with --quick): copy engines through cuMemcpyHtoDAsync /
 //! cuMemcpyDtoHAsync on a stream, SMs through kernels/link.cu's copy over mapped pinned memory;
 //! bidirectional: both directions at once on two streams, each timed by its own events. Pinned
 //! copies are timed behind a gate (link_time.rs); pageable copies block the host, so they are
@@ -95,6 +95,11 @@ pub const TEST_NAMES: [&str; 10] = [
     "device_to_host_bidirectional_memcpy_sm",
 ];
 
+/// The largest pageable copy: pageable rates are flat from 16 MiB (the host's staging sets them),
+/// and a 1 GiB pageable copy took 9 x 80-150 ms of the probe (docs/PERFORMANCE.md, "The default
+/// run's time").
+const PAGEABLE_MAX_BYTES: u64 = 256 << 20;
+
 /// Copy-kernel shapes tried: (threads per block, blocks per SM).
 const SM_SHAPES: [(u32, u32); 4] = [(512, 2), (512, 4), (1024, 2), (256, 8)];
 
@@ -115,11 +120,14 @@ struct Bufs {
     sm_shape: [(u32, u32); 2],
 }
 
-/// Pageable (ordinary, not pinned) host words starting on a 4 KiB page boundary, so the buffer
-/// starts where PyTorch's large pageable tensors can (a plain `Vec<u64>` of this size, mmap'd by
-/// malloc, starts 16 bytes into a page). PyTorch's own pageable copies measured the same from
-/// either start (docs/PERFORMANCE.md, "The default run's time"): the start is held fixed, not
-/// claimed to be faster.
+/// Pageable (ordinary, not pinned) host words starting on a 2 MiB boundary and advised for
+/// transparent huge pages (madvise MADV_HUGEPAGE) before their first touch, so the kernel backs
+/// them with 2 MiB pages where it allows that (`/sys/kernel/mm/transparent_hugepage/enabled` of
+/// `always` or `madvise`): the pageable memory the host copies fastest from and into, as a program
+/// that allocates large tensors can have it (PyTorch: THP_MEM_ALLOC_ENABLE=1). Pageable copies
+/// are staged by the driver through the host's memory, so the pages decide their rate (a plain
+/// `Vec<u64>`, mmap'd by malloc, starts 16 bytes into a 4 KiB page and gets huge pages only
+/// where THP is `always`; docs/INTERCONNECT.md, "Pageable copies").
 struct PageAligned {
     words: Vec<u64>,
     start: usize,
@@ -127,13 +135,21 @@ struct PageAligned {
 }
 
 impl PageAligned {
-    const PAGE_WORDS: usize = 4096 / 8;
+    const ALIGN_BYTES: usize = 2 << 20;
+    const ALIGN_WORDS: usize = Self::ALIGN_BYTES / 8;
 
     /// `len` words, word i = `fill(i)`.
     fn new(len: usize, fill: impl Fn(usize) -> u64 + Sync) -> Self {
-        let mut words = vec![0u64; len + Self::PAGE_WORDS];
-        let start = words.as_ptr().align_offset(4096).min(Self::PAGE_WORDS);
-        fill_in_parallel(&mut words[start..start + len], fill);
+        // (vec! of zeros is calloc'd: untouched pages until the fill below)
+        let mut words = vec![0u64; len + Self::ALIGN_WORDS];
+        let start = words.as_ptr().align_offset(Self::ALIGN_BYTES).min(Self::ALIGN_WORDS);
+        let aligned = &mut words[start..start + len];
+        // SAFETY: advice over memory this Vec owns; an error (no THP in this kernel) changes nothing.
+        #[cfg(target_os = "linux")]
+        unsafe {
+            libc::madvise(aligned.as_mut_ptr() as *mut libc::c_void, len * 8, libc::MADV_HUGEPAGE);
+        }
+        fill_in_parallel(aligned, fill);
         PageAligned { words, start, len }
     }
     fn as_slice(&self) -> &[u64] {
@@ -393,10 +409,10 @@ fn method_of(path: Path, dir: Dir, bidir: bool, shape: (u32, u32), reps: usize) 
         (Path::Ce, Dir::H2d) => "cuMemcpyHtoDAsync from pinned host memory (cuMemHostAlloc)".to_string(),
         (Path::Ce, Dir::D2h) => "cuMemcpyDtoHAsync to pinned host memory (cuMemHostAlloc)".to_string(),
         (Path::Pageable, Dir::H2d) => {
-            "cuMemcpyHtoDAsync from pageable host memory (a page-aligned buffer; the driver stages it)".to_string()
+            "cuMemcpyHtoDAsync from pageable host memory (a buffer on a 2 MiB boundary advised for transparent huge pages; the driver stages it)".to_string()
         }
         (Path::Pageable, Dir::D2h) => {
-            "cuMemcpyDtoHAsync to pageable host memory (a page-aligned buffer; the driver stages it)".to_string()
+            "cuMemcpyDtoHAsync to pageable host memory (a buffer on a 2 MiB boundary advised for transparent huge pages; the driver stages it)".to_string()
         }
         (Path::Sm, _) => format!(
             "link_copy (kernels/link.cu, 16-byte words, 4 in flight per thread) over mapped pinned host memory \
@@ -434,7 +450,7 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
     let mut host_a = Pinned::new(max)?;
     fill_in_parallel(host_a.words(), pattern);
     let host_b = Pinned::new(max)?;
-    let pageable = PageAligned::new((max / 8) as usize, pattern);
+    let pageable = PageAligned::new((max.min(PAGEABLE_MAX_BYTES) / 8) as usize, pattern);
     let flag = Pinned::new(4096)?;
     let dev_a = t.gpu.malloc(max)?;
     let dev_b = match t.gpu.malloc(max) {
@@ -471,7 +487,8 @@ fn body(t: &mut CudaTarget, b: &mut Bufs, max: u64, reps: usize, quick: bool) ->
         (Path::Sm, Dir::D2h),
         (Path::SmSplit, Dir::H2d),
     ] {
-        if let Some(bad) = check(t, b, path, dir, max)? {
+        let bytes = if path == Path::Pageable { max.min(PAGEABLE_MAX_BYTES) } else { max };
+        if let Some(bad) = check(t, b, path, dir, bytes)? {
             return Err(ProbeError::Failed(format!("a copy did not reproduce its source: {bad}")));
         }
     }
@@ -480,7 +497,8 @@ fn body(t: &mut CudaTarget, b: &mut Bufs, max: u64, reps: usize, quick: bool) ->
     for (names, lanes) in RUNS.iter().copied().chain(std::iter::once(sm_bidir)) {
         // (one lane may give several curves: the split-warp kernel's rate is both directions')
         let mut cs: Vec<Curve> = (0..names.len()).map(|_| Curve::default()).collect();
-        for &size in &sizes(max) {
+        let top = if lanes.iter().any(|l| l.0 == Path::Pageable) { max.min(PAGEABLE_MAX_BYTES) } else { max };
+        for &size in &sizes(top) {
             let r = rates(t, b, lanes, size, reps)?;
             for (k, name) in names.iter().enumerate() {
                 let (m, spread) = summarize(&r[k.min(r.len() - 1)], name)?;
@@ -646,10 +664,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_pageable_buffer_starts_on_a_page_and_holds_the_pattern() {
+    fn the_pageable_buffer_starts_on_a_huge_page_and_holds_the_pattern() {
         for len in [1usize, 512, 4097, 300_001] {
             let mut b = PageAligned::new(len, pattern);
-            assert_eq!(b.as_slice().as_ptr() as usize % 4096, 0);
+            assert_eq!(b.as_slice().as_ptr() as usize % (2 << 20), 0);
             assert_eq!(b.as_slice().len(), len);
             assert!(b.as_slice().iter().enumerate().all(|(i, &w)| w == pattern(i)));
             b.as_mut_slice()[len - 1] = 0;
