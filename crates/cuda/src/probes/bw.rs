@@ -4,8 +4,8 @@
 //! flight per thread; plain, .cs, .nc + L1::no_allocate and L2::256B hints; grid sized to the SMs,
 //! a one-pass grid, or block-contiguous chunks) and kernels/bw_tma.cu (copy through the bulk copy
 //! engine); the driver's own cuMemcpyDtoD and cuMemsetD32 are candidates too. At the largest size every
-//! candidate (kernel variant x launch shape) is screened with one short batch (the search), the 4
-//! fastest are timed (3 samples), the fastest is picked and the size is then measured afresh with it
+//! candidate (kernel variant x launch shape) is screened with one short batch (the search), the 8
+//! fastest are timed (3 samples; 4 at the smaller sizes), the fastest is picked and the size is then measured afresh with it
 //! (7 samples), so the pick's luck does not inflate the figure; smaller sizes screen the candidates
 //! of the families within 10 % of the fastest at the largest size the same way. Each
 //! sample times a batch of launches with events (>= ~2 ms); the value is the median of the samples.
@@ -85,10 +85,13 @@ fn sizes(max: u64) -> Vec<u64> {
     v
 }
 
-/// Candidates timed again after the screen (the screen's fastest). The pick only chooses what is
-/// timed afresh for the value (7 samples); at the 4 GiB finding the first four finalists of the
-/// H200 runs were within 1 % of each other (docs/PERFORMANCE.md, "The default run's time").
+/// Candidates timed again after the screen (the screen's fastest) below the largest size, where
+/// the pick sets only the series; at the largest size, the finding's, `FINALISTS_AT_MAX`: there
+/// the screen's one batch is a single launch of ~1-2 ms, and with four finalists the driver's copy
+/// (the fastest copy at 4 GiB on the H200) once ranked fifth in the screen and was not picked
+/// (copy 0.8 % lower; docs/PERFORMANCE.md, "The default run's time").
 const FINALISTS: usize = 4;
+const FINALISTS_AT_MAX: usize = 8;
 /// Below the largest size, only the families (kernel variants, TMA, the driver) whose best rate at
 /// the largest size is within this fraction of the fastest are screened; the largest size screens
 /// every candidate, so a family that would win on another GPU is still found there.
@@ -111,7 +114,7 @@ fn contender_families(k: Kind, ranked: &[(Config, f64)]) -> Vec<String> {
 const SCREEN_MS: f64 = 0.4;
 
 /// The tuning at one size, fastest first (seconds per launch): every candidate screened with one
-/// short batch, then the screen's `FINALISTS` fastest timed with a median of 3 full batches; the
+/// short batch, then the screen's `finalists` fastest timed with a median of 3 full batches; the
 /// pick is the fastest finalist. The rest keep their screen time (they rank after the finalists).
 /// The screen costs about a fifth of timing each candidate in full.
 fn tune(
@@ -120,6 +123,7 @@ fn tune(
     bufs: &Bufs,
     bytes: u64,
     cands: &[Config],
+    finalists: usize,
 ) -> Result<Vec<(Config, f64)>, TargetError> {
     let mut screened = Vec::with_capacity(cands.len());
     for &cfg in cands {
@@ -127,7 +131,7 @@ fn tune(
         screened.push((cfg, s[0]));
     }
     screened.sort_by(|x, y| x.1.total_cmp(&y.1));
-    let rest = screened.split_off(FINALISTS.min(screened.len()));
+    let rest = screened.split_off(finalists.min(screened.len()));
     let mut finals = Vec::with_capacity(screened.len() + rest.len());
     for (cfg, _) in screened {
         let s = time_per_launch(t, k, bufs, bytes, cfg, 3)?;
@@ -212,7 +216,7 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
             let all_sizes = sizes(max);
             // Tune at the largest size first (quick runs reuse its pick at every size).
             let cands_max: Vec<Config> = k.candidates(max).into_iter().filter(|c| !bad.contains(c)).collect();
-            let ranked_max = tune(t, k, &bufs, max, &cands_max)?;
+            let ranked_max = tune(t, k, &bufs, max, &cands_max, FINALISTS_AT_MAX)?;
             let pick_max = ranked_max.first().map(|r| r.0).ok_or_else(|| ProbeError::Failed("no candidates".into()))?;
             let contenders = contender_families(k, &ranked_max);
             let mut screened_below = 0;
@@ -232,7 +236,7 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
                         .filter(|c| !bad.contains(c) && contenders.contains(&c.family(k)))
                         .collect();
                     screened_below = screened_below.max(cands.len());
-                    tune(t, k, &bufs, size, &cands)?.first().map(|r| r.0).unwrap_or(pick_max)
+                    tune(t, k, &bufs, size, &cands, FINALISTS)?.first().map(|r| r.0).unwrap_or(pick_max)
                 };
                 let mut secs = time_per_launch(t, k, &bufs, size, cfg, reps)?;
                 if size == max {
@@ -270,7 +274,7 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
             let (size, cfg, m, spread) = last.ok_or_else(|| ProbeError::Failed("no sizes".into()))?;
             let method = format!(
                 "{}; the fastest of {} candidates (kernel variants x launch shapes{}) at the largest size{} (each screened \
-                 with one short batch, the {FINALISTS} fastest timed with a median of 3), timed afresh: buffer {}, \
+                 with one short batch, the {FINALISTS_AT_MAX} fastest timed with a median of 3; {FINALISTS} below it), timed afresh: buffer {}, \
                  events over batches of launches, median of {reps}{}",
                 cfg.describe(k, sms),
                 cands_max.len(),
@@ -288,7 +292,7 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
                 if k == Kind::Copy { "; bytes read + bytes written; every copy candidate checked against its source" } else { "" }
             );
             let mut note = format!(
-                "tuning at {} (best launch shape per variant, TB/s: median of 3 for the {FINALISTS} finalists, the screen's \
+                "tuning at {} (best launch shape per variant, TB/s: median of 3 for the {FINALISTS_AT_MAX} finalists, the screen's \
                  batch for the rest): {}; pick per size: {}",
                 size_label(max),
                 family_summary(k, max, &ranked_max, sms),
