@@ -120,14 +120,11 @@ struct Bufs {
     sm_shape: [(u32, u32); 2],
 }
 
-/// Pageable (ordinary, not pinned) host words starting on a 2 MiB boundary and advised for
-/// transparent huge pages (madvise MADV_HUGEPAGE) before their first touch, so the kernel backs
-/// them with 2 MiB pages where it allows that (`/sys/kernel/mm/transparent_hugepage/enabled` of
-/// `always` or `madvise`): the pageable memory the host copies fastest from and into, as a program
-/// that allocates large tensors can have it (PyTorch: THP_MEM_ALLOC_ENABLE=1). Pageable copies
-/// are staged by the driver through the host's memory, so the pages decide their rate (a plain
-/// `Vec<u64>`, mmap'd by malloc, starts 16 bytes into a 4 KiB page and gets huge pages only
-/// where THP is `always`; docs/INTERCONNECT.md, "Pageable copies").
+/// Pageable (ordinary, not pinned) host words starting on a 4 KiB page boundary, so the buffer
+/// starts where PyTorch's large pageable tensors can (a plain `Vec<u64>` of this size, mmap'd by
+/// malloc, starts 16 bytes into a page). PyTorch's own pageable copies measured the same from
+/// either start, and from 4 KiB or 2 MiB pages (docs/INTERCONNECT.md, "What moves, and why"): the
+/// start is held fixed, not claimed to be faster.
 struct PageAligned {
     words: Vec<u64>,
     start: usize,
@@ -135,21 +132,13 @@ struct PageAligned {
 }
 
 impl PageAligned {
-    const ALIGN_BYTES: usize = 2 << 20;
-    const ALIGN_WORDS: usize = Self::ALIGN_BYTES / 8;
+    const PAGE_WORDS: usize = 4096 / 8;
 
     /// `len` words, word i = `fill(i)`.
     fn new(len: usize, fill: impl Fn(usize) -> u64 + Sync) -> Self {
-        // (vec! of zeros is calloc'd: untouched pages until the fill below)
-        let mut words = vec![0u64; len + Self::ALIGN_WORDS];
-        let start = words.as_ptr().align_offset(Self::ALIGN_BYTES).min(Self::ALIGN_WORDS);
-        let aligned = &mut words[start..start + len];
-        // SAFETY: advice over memory this Vec owns; an error (no THP in this kernel) changes nothing.
-        #[cfg(target_os = "linux")]
-        unsafe {
-            libc::madvise(aligned.as_mut_ptr() as *mut libc::c_void, len * 8, libc::MADV_HUGEPAGE);
-        }
-        fill_in_parallel(aligned, fill);
+        let mut words = vec![0u64; len + Self::PAGE_WORDS];
+        let start = words.as_ptr().align_offset(4096).min(Self::PAGE_WORDS);
+        fill_in_parallel(&mut words[start..start + len], fill);
         PageAligned { words, start, len }
     }
     fn as_slice(&self) -> &[u64] {
@@ -409,10 +398,10 @@ fn method_of(path: Path, dir: Dir, bidir: bool, shape: (u32, u32), reps: usize) 
         (Path::Ce, Dir::H2d) => "cuMemcpyHtoDAsync from pinned host memory (cuMemHostAlloc)".to_string(),
         (Path::Ce, Dir::D2h) => "cuMemcpyDtoHAsync to pinned host memory (cuMemHostAlloc)".to_string(),
         (Path::Pageable, Dir::H2d) => {
-            "cuMemcpyHtoDAsync from pageable host memory (a buffer on a 2 MiB boundary advised for transparent huge pages; the driver stages it)".to_string()
+            "cuMemcpyHtoDAsync from pageable host memory (a page-aligned buffer; the driver stages it)".to_string()
         }
         (Path::Pageable, Dir::D2h) => {
-            "cuMemcpyDtoHAsync to pageable host memory (a buffer on a 2 MiB boundary advised for transparent huge pages; the driver stages it)".to_string()
+            "cuMemcpyDtoHAsync to pageable host memory (a page-aligned buffer; the driver stages it)".to_string()
         }
         (Path::Sm, _) => format!(
             "link_copy (kernels/link.cu, 16-byte words, 4 in flight per thread) over mapped pinned host memory \
@@ -664,10 +653,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_pageable_buffer_starts_on_a_huge_page_and_holds_the_pattern() {
+    fn the_pageable_buffer_starts_on_a_page_and_holds_the_pattern() {
         for len in [1usize, 512, 4097, 300_001] {
             let mut b = PageAligned::new(len, pattern);
-            assert_eq!(b.as_slice().as_ptr() as usize % (2 << 20), 0);
+            assert_eq!(b.as_slice().as_ptr() as usize % 4096, 0);
             assert_eq!(b.as_slice().len(), len);
             assert!(b.as_slice().iter().enumerate().all(|(i, &w)| w == pattern(i)));
             b.as_mut_slice()[len - 1] = 0;
