@@ -1,10 +1,9 @@
 //! `launch`: the launch floor of seed 003's bottleneck model, for an empty kernel: plain launches
 //! back to back on the default stream, and the same launches replayed from a CUDA graph. Each sample
 //! is the time of a batch of 1000 launches between two events divided by 1000; median of samples,
-//! taken in 16 short blocks cycling through four of the host's CPUs, each block after the GPU spun
-//! on every SM (its clocks up) and a warm-up of launches, so neither one core, nor a moment of the
-//! host's drift, nor the GPU's idle clock after whatever ran before sets the floor
-//! (docs/PERFORMANCE.md, "The launch floor").
+//! taken in blocks on up to four of the host's CPUs, each block after the GPU spun on every SM (its
+//! clocks up) and a warm-up of launches, so neither the core nor the GPU's idle clock of whatever
+//! ran before sets the floor (docs/PERFORMANCE.md, "The launch floor").
 //! Then the floor of every operation class of the model (`keys::LAUNCH_CLASSES`; docs/MODEL.md): the
 //! class's smallest operation, launched and timed exactly as the model times its operations
 //! (`ops::ceilings::class_floors` on the target's GPU), one `launch.op.<class>_floor_s` each.
@@ -50,19 +49,12 @@ fn graph_floor(t: &mut CudaTarget, reps: usize) -> Result<Vec<f64>, TargetError>
 /// core and the driver's queue are in the steady state the floor describes (it was 200 launches,
 /// about 1 ms); each later block gets `BLOCK_WARM_UP_S` after its move to another CPU.
 const WARM_UP_S: f64 = 0.1;
-const BLOCK_WARM_UP_S: f64 = 0.005;
-/// Before the first block the GPU spins on every SM for `BUSY_S`, so its clocks are at the level of
-/// a running workload whatever the process did before (an idle H200 sits at 345 MHz); before each
-/// later block for `BLOCK_BUSY_S`.
+const BLOCK_WARM_UP_S: f64 = 0.025;
+/// Before each block the GPU spins on every SM for this long, so its clocks are at the level of a
+/// running workload whatever the process did before (an idle H200 sits at 345 MHz).
 const BUSY_S: f64 = 0.03;
-const BLOCK_BUSY_S: f64 = 0.005;
-/// The floor is timed in `FLOOR_BLOCKS` blocks, cycling through this many of the CPUs the thread
-/// may use, spread over them. On the H200 machine the host's enqueue rate drifts within a tenth of
-/// a second (one process's blocks 3.45-4.54 us, each CPU's as much from one process to the next,
-/// the SM clock at 1980 MHz after each): many short blocks average the drift, where a few long
-/// ones sample it.
+/// The floor is timed in blocks on this many of the CPUs the thread may use, spread over them.
 const FLOOR_CPUS: usize = 4;
-const FLOOR_BLOCKS: usize = 16;
 
 /// The CPUs the calling thread may run on, in order (empty where the OS does not say).
 fn allowed_cpus() -> Vec<usize> {
@@ -126,11 +118,11 @@ impl Drop for PinnedTo {
     }
 }
 
-/// The GPU spinning on every SM for `busy_s`, then `secs` of empty launches (drained now and then,
+/// The GPU spinning on every SM for `BUSY_S`, then `secs` of empty launches (drained now and then,
 /// so they stay back to back, never queue-bound); the launches made.
-fn busy_then_launch(t: &mut CudaTarget, busy_s: f64, secs: f64) -> Result<usize, TargetError> {
+fn busy_then_launch(t: &mut CudaTarget, secs: f64) -> Result<usize, TargetError> {
     let null = std::ptr::null_mut();
-    let spin_ns = (busy_s * 1e9) as u64;
+    let spin_ns = (BUSY_S * 1e9) as u64;
     t.gpu.launch(Module::OpsCompose, "spin_ns", t.sms * 4, 128, 0, &[spin_ns], null)?;
     t.gpu.sync()?;
     let warm = Instant::now();
@@ -156,21 +148,20 @@ struct Block {
     sm_clock_mhz: Option<u32>,
 }
 
-/// The plain floor in `FLOOR_BLOCKS` blocks cycling through `FLOOR_CPUS` CPUs, at least `reps`
-/// samples in all; the launches of the warm-ups.
+/// The plain floor in blocks on `FLOOR_CPUS` CPUs, `reps` samples in all; the launches of the
+/// warm-ups.
 fn plain_floor(t: &mut CudaTarget, reps: usize) -> Result<(Vec<Block>, usize), TargetError> {
     let null = std::ptr::null_mut();
     let cpus: Vec<Option<usize>> = match spread_over(&without_the_lane_core(allowed_cpus()), FLOOR_CPUS) {
         v if v.is_empty() => vec![None],
         v => v.into_iter().map(Some).collect(),
     };
-    let per_block = reps.div_ceil(FLOOR_BLOCKS);
+    let per_block = reps.div_ceil(cpus.len());
     let mut blocks = Vec::new();
     let mut warm_launches = 0;
-    for (i, &cpu) in cpus.iter().cycle().take(FLOOR_BLOCKS).enumerate() {
+    for (i, &cpu) in cpus.iter().enumerate() {
         let pinned = cpu.and_then(PinnedTo::cpu);
-        let (busy_s, warm_s) = if i == 0 { (BUSY_S, WARM_UP_S) } else { (BLOCK_BUSY_S, BLOCK_WARM_UP_S) };
-        warm_launches += busy_then_launch(t, busy_s, warm_s)?;
+        warm_launches += busy_then_launch(t, if i == 0 { WARM_UP_S } else { BLOCK_WARM_UP_S })?;
         let mut samples = Vec::with_capacity(per_block);
         for _ in 0..per_block {
             let ms = timed(t, null, BATCH, |tt| tt.gpu.launch(Module::Bw, "empty_kernel", 1, 1, 0, &[], null))?;
@@ -183,29 +174,20 @@ fn plain_floor(t: &mut CudaTarget, reps: usize) -> Result<(Vec<Block>, usize), T
     Ok((blocks, warm_launches))
 }
 
-/// Each CPU's median over its blocks, the range of the blocks' medians and of the SM clock read
-/// after them: "CPU 0 3.85 us, CPU 3 4.10 us, ...; blocks 3.45-4.54 us; SM clock 1980-1980 MHz".
+/// "CPU 3 3.85 us (1980 MHz)" per block.
 fn describe_blocks(blocks: &[Block]) -> String {
-    let mut cpus: Vec<Option<usize>> = blocks.iter().map(|b| b.cpu).collect();
-    cpus.sort_unstable();
-    cpus.dedup();
-    let per_cpu: Vec<String> = cpus
+    blocks
         .iter()
-        .map(|&c| {
-            let v: Vec<f64> = blocks.iter().filter(|b| b.cpu == c).flat_map(|b| b.samples.iter().copied()).collect();
-            let name = c.map_or("unpinned".to_string(), |c| format!("CPU {c}"));
-            format!("{name} {:.3} us", memscope_core::stats::median(&v) * 1e6)
+        .map(|b| {
+            format!(
+                "{} {:.3} us ({} MHz)",
+                b.cpu.map_or("unpinned".to_string(), |c| format!("CPU {c}")),
+                memscope_core::stats::median(&b.samples) * 1e6,
+                b.sm_clock_mhz.map_or("?".to_string(), |m| m.to_string())
+            )
         })
-        .collect();
-    let medians: Vec<f64> = blocks.iter().map(|b| memscope_core::stats::median(&b.samples) * 1e6).collect();
-    let lo = medians.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = medians.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let clocks: Vec<u32> = blocks.iter().filter_map(|b| b.sm_clock_mhz).collect();
-    let clock = match (clocks.iter().min(), clocks.iter().max()) {
-        (Some(a), Some(b)) => format!("{a}-{b} MHz"),
-        _ => "not read (no NVML)".to_string(),
-    };
-    format!("{}; blocks {lo:.3}-{hi:.3} us; SM clock after them {clock}", per_cpu.join(", "))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
@@ -224,22 +206,19 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
             "s",
             &format!(
                 "empty kernel <<<1,1>>>, {BATCH} back-to-back launches on the default stream between events, median of {} \
-                 samples in {} blocks cycling through {} CPUs (the launching thread kept on the block's CPU), each block \
-                 after the GPU spun on every SM for {:.0} ms and {:.0} ms of launches ({:.0} and {:.0} ms before the \
-                 first; {warm_launches} launches in all)",
+                 samples in {} blocks, each block on its own CPU (the launching thread kept there) after the GPU spun on \
+                 every SM for {:.0} ms and {:.0} ms of launches ({:.0} ms before the first; {warm_launches} in all)",
                 plain.len(),
                 blocks.len(),
-                blocks.len().min(FLOOR_CPUS),
-                BLOCK_BUSY_S * 1e3,
-                BLOCK_WARM_UP_S * 1e3,
                 BUSY_S * 1e3,
+                BLOCK_WARM_UP_S * 1e3,
                 WARM_UP_S * 1e3
             ),
             Confidence::High,
         )
         .with_spread(s)
         .with_note(&format!(
-            "per CPU, the median of its blocks; the blocks' medians; the SM clock read after each (NVML): {}",
+            "per block, its median and the SM clock right after it (NVML): {}",
             describe_blocks(&blocks)
         )),
     );
