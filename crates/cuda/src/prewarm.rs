@@ -3,7 +3,8 @@
 //! machine code when it is first loaded, about 6 s for the bottleneck model's modules on the H200
 //! machine, inside the `launch` probe that loads them first. A thread started when a `memscope run`
 //! opens the GPU compiles the modules the probes load later (the GPU layer's
-//! `warm::warm_module_cache`: NVRTC, then a load into the GPU's primary context and an unload), so
+//! `warm::warm_module_cache`: NVRTC, then a load into the GPU's primary context and an unload, the
+//! modules shared out among up to 8 threads that inherit this thread's CPU set), so
 //! the driver's cache holds the machine code when the probes load the same PTX. It keeps off the CPU lane's core (the highest-numbered CPU the
 //! process may use), and a probe timed on the host waits for it to end (`Prewarm::wait`).
 
@@ -18,11 +19,12 @@ pub fn warmed() -> Vec<Module> {
     Module::OPS.iter().chain(Module::PROBES.iter()).copied().filter(|&m| m != Module::Chase).collect()
 }
 
-/// What the warming did: seconds, and the modules that failed (the probes compile them again and
-/// report the error themselves).
+/// What the warming did: seconds, how many threads, and the modules that failed (the probes
+/// compile them again and report the error themselves).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Warmed {
     pub seconds: f64,
+    pub threads: usize,
     pub failed: Vec<String>,
 }
 
@@ -49,7 +51,8 @@ impl Prewarm {
     /// Wait for the warming to end (at once when it has, or never started); what it did.
     pub fn wait(&mut self) -> Option<&Warmed> {
         if let Some(h) = self.handle.take() {
-            self.done = Some(h.join().unwrap_or_else(|_| Warmed { seconds: 0.0, failed: vec!["panicked".into()] }));
+            self.done =
+                Some(h.join().unwrap_or_else(|_| Warmed { seconds: 0.0, threads: 0, failed: vec!["panicked".into()] }));
         }
         self.done.as_ref()
     }
@@ -81,11 +84,11 @@ fn keep_off_the_lane_core() {
 
 fn warm(ordinal: usize, arch: &str, modules: &[Module]) -> Warmed {
     let started = Instant::now();
-    let failed = match crate::gpu::warm::warm_module_cache(ordinal, arch, modules) {
-        Ok(files) => files.into_iter().map(String::from).collect(),
-        Err(e) => vec![format!("the primary context ({e})")],
+    let (failed, threads) = match crate::gpu::warm::warm_module_cache(ordinal, arch, modules) {
+        Ok(r) => (r.failed.into_iter().map(String::from).collect(), r.threads),
+        Err(e) => (vec![format!("the primary context ({e})")], 0),
     };
-    Warmed { seconds: started.elapsed().as_secs_f64(), failed }
+    Warmed { seconds: started.elapsed().as_secs_f64(), threads, failed }
 }
 
 #[cfg(test)]

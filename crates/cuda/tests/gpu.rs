@@ -499,8 +499,9 @@ fn the_kernel_cache_warming_loads_every_module_beside_the_targets_own_work() {
     let Some(mut t) = gpu() else { return };
     let arch = t.gpu().arch();
     let modules = &memscope_cuda::prewarm::warmed();
-    let failed = memscope_cuda::gpu::warm::warm_module_cache(0, &arch, modules).expect("the primary context");
-    assert!(failed.is_empty(), "modules that did not load: {failed:?}");
+    let report = memscope_cuda::gpu::warm::warm_module_cache(0, &arch, modules).expect("the primary context");
+    assert!(report.failed.is_empty(), "modules that did not load: {:?}", report.failed);
+    assert!(report.threads >= 1 && report.threads <= memscope_cuda::gpu::warm::MAX_WARM_THREADS, "{report:?}");
     // On its thread, while the target chases on the same primary context.
     t.warm_kernels_in_background();
     let (ns, _) = chase_ns(&mut t, 256, 128, CachePath::L1Cached, 2);

@@ -6,6 +6,8 @@
 //! library). Each module keeps the NVRTC options it has always had, so the PTX is unchanged.
 
 use super::error::{GpuError, GpuResult};
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
 
 /// PTX text, as NVRTC writes it.
 pub type Ptx = String;
@@ -276,9 +278,21 @@ impl Module {
         }
     }
 
-    /// Compile the file to PTX for `arch` ("sm_90").
+    /// Compile the file to PTX for `arch` ("sm_90"), once per process: the background warming
+    /// (warm.rs) and the probes that load the module later share the PTX.
     pub fn compile(self, arch: &str) -> GpuResult<Ptx> {
-        compile_with(self.source(), self.file(), arch, self.nvrtc_options(arch))
+        type Compiled = Mutex<HashMap<(Module, String), Ptx>>;
+        static COMPILED: OnceLock<Compiled> = OnceLock::new();
+        let compiled = COMPILED.get_or_init(Default::default);
+        let key = (self, arch.to_string());
+        if let Some(ptx) = compiled.lock().ok().and_then(|c| c.get(&key).cloned()) {
+            return Ok(ptx);
+        }
+        let ptx = compile_with(self.source(), self.file(), arch, self.nvrtc_options(arch))?;
+        if let Ok(mut c) = compiled.lock() {
+            c.insert(key, ptx.clone());
+        }
+        Ok(ptx)
     }
 
     /// The ops module that defines kernel `name` (ops kernels are launched by name alone).

@@ -3,10 +3,11 @@
 //! kernels/bw.cu (16-byte accesses; 16 or 32 contiguous bytes per thread; 1, 2, 4 or 8 groups in
 //! flight per thread; plain, .cs, .nc + L1::no_allocate and L2::256B hints; grid sized to the SMs,
 //! a one-pass grid, or block-contiguous chunks) and kernels/bw_tma.cu (copy through the bulk copy
-//! engine); the driver's own cuMemcpyDtoD and cuMemsetD32 are candidates too. At every size each
-//! candidate (kernel variant x launch shape) is screened with one short batch, the 8 fastest are timed
-//! (3 samples), the fastest is picked and the size is then measured afresh with it (7 samples), so
-//! the pick's luck does not inflate the figure. Each
+//! engine); the driver's own cuMemcpyDtoD and cuMemsetD32 are candidates too. At the largest size every
+//! candidate (kernel variant x launch shape) is screened with one short batch (the search), the 8
+//! fastest are timed (3 samples; 4 at the smaller sizes), the fastest is picked and the size is then measured afresh with it
+//! (7 samples), so the pick's luck does not inflate the figure; smaller sizes screen the candidates
+//! of the families within 10 % of the fastest at the largest size the same way. Each
 //! sample times a batch of launches with events (>= ~2 ms); the value is the median of the samples.
 //! Every copy candidate is checked (destination poisoned, copied, compared) before it is timed, and
 //! each size's winner again after it. A copy counts the bytes read plus the bytes written. The
@@ -15,6 +16,7 @@
 //! place for device-local copies.
 
 use super::bw_ce::copy_engine_curve;
+use super::bw_launch::{launch, size_label, time_batches, time_per_launch, Bufs, Config, Kind};
 pub(crate) use super::timing::timed;
 use super::{cuda_only, run_gpu, summarize};
 use crate::gpu::Module;
@@ -25,201 +27,6 @@ use memscope_core::{
 };
 
 pub struct BwProbe;
-
-/// (threads per block, blocks per SM); 0 blocks per SM: one pass, a grid covering the whole buffer.
-const SHAPES: [(u32, u32); 8] = [(256, 8), (512, 4), (1024, 2), (256, 16), (512, 8), (128, 0), (256, 0), (512, 0)];
-
-/// A kernel variant of kernels/bw.cu: its read, write and copy kernels ("" where there is none),
-/// groups in flight per thread (U), 16-byte words per group (W), and what its hints are.
-struct Variant {
-    names: [&'static str; 3],
-    u: u32,
-    w: u32,
-    hints: &'static str,
-}
-
-const fn v(names: [&'static str; 3], u: u32, w: u32, hints: &'static str) -> Variant {
-    Variant { names, u, w, hints }
-}
-
-const VARIANTS: [Variant; 19] = [
-    v(["bw_read", "bw_write", "bw_copy"], 4, 1, "plain"),
-    v(["bw_read_u8", "bw_write_u8", "bw_copy_u8"], 8, 1, "plain"),
-    v(["bw_read_cs", "bw_write_cs", "bw_copy_cs"], 4, 1, ".cs"),
-    v(["bw_read_u8cs", "bw_write_u8cs", "bw_copy_u8cs"], 8, 1, ".cs"),
-    v(["bw_read_u2", "bw_write_u2", "bw_copy_u2"], 2, 1, "plain"),
-    v(["bw_read_u2cs", "bw_write_u2cs", "bw_copy_u2cs"], 2, 1, ".cs"),
-    v(["", "", "bw_copy_stcs"], 4, 1, ".cs stores"),
-    v(["bw_read_u2nc", "", "bw_copy_u2nc"], 2, 1, ".nc.L1::no_allocate loads, .cs stores"),
-    v(["bw_read_u4nc", "", "bw_copy_u4nc"], 4, 1, ".nc.L1::no_allocate loads, .cs stores"),
-    v(["bw_read_u2nc256", "", "bw_copy_u2nc256"], 2, 1, ".nc.L1::no_allocate.L2::256B loads, .cs stores"),
-    v(["", "", "bw_copy_u4nc256"], 4, 1, ".nc.L1::no_allocate.L2::256B loads, .cs stores"),
-    v(["", "bw_write_w32u1cs", "bw_copy_w32u1cs"], 1, 2, ".cs"),
-    v(["bw_read_w32u2cs", "bw_write_w32u2cs", "bw_copy_w32u2cs"], 2, 2, ".cs"),
-    v(["", "bw_write_w32u2", ""], 2, 2, "plain"),
-    v(["", "", "bw_copy_w32u1nc256"], 1, 2, ".nc.L1::no_allocate.L2::256B loads, .cs stores"),
-    v(["bw_read_w32u2nc", "", "bw_copy_w32u2nc"], 2, 2, ".nc.L1::no_allocate loads, .cs stores"),
-    v(["", "", "bw_copy_blk4"], 4, 1, "plain, block-contiguous chunks"),
-    v(["", "", "bw_copy_blk4cs"], 4, 1, ".cs, block-contiguous chunks"),
-    v(["", "", "bw_copy_blk4nc"], 4, 1, ".nc.L1::no_allocate loads, .cs stores, block-contiguous chunks"),
-];
-
-/// TMA copy shapes (kernels/bw_tma.cu): (chunk bytes, stages, blocks per SM); the blocks' stages x
-/// chunk bytes (plus about 1 KiB each) fit in the 228 KiB of shared memory of a Hopper SM.
-const TMA_SHAPES: [(u32, u32, u32); 8] = [
-    (16 << 10, 2, 6),
-    (16 << 10, 3, 4),
-    (8 << 10, 4, 6),
-    (8 << 10, 2, 8),
-    (4 << 10, 4, 12),
-    (32 << 10, 2, 3),
-    (16 << 10, 4, 3),
-    (32 << 10, 3, 2),
-];
-
-/// One candidate: a bw.cu kernel variant with a launch shape, a TMA copy shape, or the driver's
-/// own copy (cuMemcpyDtoDAsync) or fill (cuMemsetD32Async).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(super) enum Config {
-    Kernel { variant: usize, shape: (u32, u32) },
-    Tma { chunk: u32, stages: u32, per_sm: u32 },
-    Driver,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-#[repr(usize)]
-pub(super) enum Kind {
-    Read,
-    Write,
-    Copy,
-}
-
-impl Kind {
-    fn name(self) -> &'static str {
-        match self {
-            Kind::Read => "read",
-            Kind::Write => "write",
-            Kind::Copy => "copy",
-        }
-    }
-    /// Bytes moved per byte of buffer size.
-    fn factor(self) -> f64 {
-        if self == Kind::Copy {
-            2.0
-        } else {
-            1.0
-        }
-    }
-    /// Every candidate for this kind at `bytes`.
-    fn candidates(self, bytes: u64) -> Vec<Config> {
-        let mut out = Vec::new();
-        for (variant, v) in VARIANTS.iter().enumerate() {
-            if !v.names[self as usize].is_empty() {
-                out.extend(SHAPES.iter().map(|&shape| Config::Kernel { variant, shape }));
-            }
-        }
-        if self == Kind::Copy {
-            for &(chunk, stages, per_sm) in &TMA_SHAPES {
-                if bytes.is_multiple_of(chunk as u64) {
-                    out.push(Config::Tma { chunk, stages, per_sm });
-                }
-            }
-        }
-        if self != Kind::Read {
-            out.push(Config::Driver);
-        }
-        out
-    }
-}
-
-impl Config {
-    /// Short label: "u2cs 256x1-pass", "tma 16K x2 x6/SM", "cuMemcpyDtoD".
-    fn label(&self, k: Kind, sms: u32) -> String {
-        match *self {
-            Config::Kernel { variant, shape } => {
-                let name = VARIANTS[variant].names[k as usize];
-                let short = name.split_once(k.name()).map(|(_, s)| s.trim_start_matches('_')).unwrap_or(name);
-                let short = if short.is_empty() { "u4" } else { short };
-                let grid = if shape.1 == 0 { "1-pass".to_string() } else { format!("{}", shape.1 * sms) };
-                format!("{short} {}x{grid}", shape.0)
-            }
-            Config::Tma { chunk, stages, per_sm } => format!("tma {}K x{stages} x{per_sm}/SM", chunk >> 10),
-            Config::Driver => (if k == Kind::Copy { "cuMemcpyDtoD" } else { "cuMemsetD32" }).to_string(),
-        }
-    }
-
-    /// Which family a candidate belongs to (for the per-variant summary).
-    fn family(&self, k: Kind) -> String {
-        match *self {
-            Config::Kernel { .. } => self.label(k, 1).split(' ').next().unwrap_or("").to_string(),
-            Config::Tma { .. } => "tma".into(),
-            Config::Driver => self.label(k, 1),
-        }
-    }
-
-    /// Full description for the finding's method.
-    fn describe(&self, k: Kind, sms: u32) -> String {
-        match *self {
-            Config::Kernel { variant, shape } => {
-                let v = &VARIANTS[variant];
-                format!(
-                    "{} (kernels/bw.cu): {} contiguous bytes per thread per group, {} group(s) in flight per thread, \
-                     hints {}, {} threads x {}",
-                    v.names[k as usize],
-                    16 * v.w,
-                    v.u,
-                    v.hints,
-                    shape.0,
-                    if shape.1 == 0 {
-                        "a one-pass grid covering the buffer".to_string()
-                    } else {
-                        format!("{} blocks/SM x {sms} SMs", shape.1)
-                    }
-                )
-            }
-            Config::Tma { chunk, stages, per_sm } => format!(
-                "bw_copy_tma (kernels/bw_tma.cu): bulk copies (cp.async.bulk) of {} KiB chunks, {stages} shared buffers \
-                 per block, {per_sm} blocks/SM x {sms} SMs",
-                chunk >> 10
-            ),
-            Config::Driver if k == Kind::Copy => "the driver's cuMemcpyDtoDAsync".into(),
-            Config::Driver => "the driver's cuMemsetD32Async".into(),
-        }
-    }
-}
-
-pub(super) struct Bufs {
-    a: u64,
-    b: u64,
-    sink: u64,
-}
-
-fn launch(t: &mut CudaTarget, k: Kind, bufs: &Bufs, bytes: u64, cfg: Config) -> Result<(), TargetError> {
-    let n16 = bytes / 16;
-    let null = std::ptr::null_mut();
-    match cfg {
-        Config::Kernel { variant, shape } => {
-            let v = &VARIANTS[variant];
-            let per_block = shape.0 as u64 * (v.u * v.w) as u64;
-            let cap = if shape.1 == 0 { u32::MAX / 2 } else { t.sms * shape.1 };
-            let grid = n16.div_ceil(per_block).clamp(1, cap as u64) as u32;
-            let name = v.names[k as usize];
-            match k {
-                Kind::Read => t.gpu.launch(Module::Bw, name, grid, shape.0, 0, &[bufs.a, n16, bufs.sink], null)?,
-                Kind::Write => t.gpu.launch(Module::Bw, name, grid, shape.0, 0, &[bufs.b, n16, 0x5151], null)?,
-                Kind::Copy => t.gpu.launch(Module::Bw, name, grid, shape.0, 0, &[bufs.a, bufs.b, n16], null)?,
-            }
-        }
-        Config::Tma { chunk, stages, per_sm } => {
-            let grid = (bytes / chunk as u64).clamp(1, (t.sms * per_sm) as u64) as u32;
-            let args = [bufs.a, bufs.b, bytes, chunk as u64, stages as u64];
-            t.gpu.launch(Module::BwTma, "bw_copy_tma", grid, 32, chunk * stages, &args, null)?
-        }
-        Config::Driver if k == Kind::Copy => t.gpu.dtod_async(bufs.b, bufs.a, bytes as usize, null)?,
-        Config::Driver => t.gpu.memset_d32_async(bufs.b, 0x5151_5151, (bytes / 4) as usize, null)?,
-    }
-    Ok(())
-}
 
 /// Timed batches of the finding's size at most (the first and its repeats).
 const FINAL_TRIES: usize = 3;
@@ -238,47 +45,6 @@ fn relative_range(secs: &[f64]) -> f64 {
 
 fn median_of(secs: &[f64]) -> f64 {
     memscope_core::stats::median(secs)
-}
-
-/// Seconds per launch: `reps` samples, each a batch of launches (>= ~2 ms) timed with events.
-pub(super) fn time_per_launch(
-    t: &mut CudaTarget,
-    k: Kind,
-    bufs: &Bufs,
-    bytes: u64,
-    cfg: Config,
-    reps: usize,
-) -> Result<Vec<f64>, TargetError> {
-    time_batches(t, k, bufs, bytes, cfg, reps, 2.0)
-}
-
-/// Seconds per launch: `reps` samples, each a batch of launches lasting >= ~`batch_ms`.
-fn time_batches(
-    t: &mut CudaTarget,
-    k: Kind,
-    bufs: &Bufs,
-    bytes: u64,
-    cfg: Config,
-    reps: usize,
-    batch_ms: f64,
-) -> Result<Vec<f64>, TargetError> {
-    // Warm-up and a first estimate.
-    for _ in 0..2 {
-        launch(t, k, bufs, bytes, cfg)?;
-    }
-    t.gpu.sync()?;
-    let null = std::ptr::null_mut();
-    let started = std::time::Instant::now();
-    launch(t, k, bufs, bytes, cfg)?;
-    t.gpu.sync()?;
-    let one_ms = started.elapsed().as_secs_f64() * 1e3;
-    let batch = ((batch_ms / one_ms.max(1e-4)) as usize).clamp(1, 2000);
-    let mut out = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        let ms = timed(t, null, batch, |tt| launch(tt, k, bufs, bytes, cfg))?;
-        out.push(ms / 1e3 / batch as f64);
-    }
-    Ok(out)
 }
 
 /// Fill `n32` words at `p` with random bits (mask, or).
@@ -319,31 +85,45 @@ fn sizes(max: u64) -> Vec<u64> {
     v
 }
 
-/// "4 KiB", "64 MiB", "4 GiB".
-pub(super) fn size_label(b: u64) -> String {
-    match b {
-        b if b >= 1 << 30 => format!("{} GiB", b >> 30),
-        b if b >= 1 << 20 => format!("{} MiB", b >> 20),
-        b => format!("{} KiB", b >> 10),
-    }
-}
+/// Candidates timed again after the screen (the screen's fastest) below the largest size, where
+/// the pick sets only the series; at the largest size, the finding's, `FINALISTS_AT_MAX`: there
+/// the screen's one batch is a single launch of ~1-2 ms, and with four finalists the driver's copy
+/// (the fastest copy at 4 GiB on the H200) once ranked fifth in the screen and was not picked
+/// (copy 0.8 % lower; docs/PERFORMANCE.md, "The default run's time").
+const FINALISTS: usize = 4;
+const FINALISTS_AT_MAX: usize = 8;
+/// Below the largest size, only the families (kernel variants, TMA, the driver) whose best rate at
+/// the largest size is within this fraction of the fastest are screened; the largest size screens
+/// every candidate, so a family that would win on another GPU is still found there.
+const CONTENDER_MARGIN: f64 = 0.10;
 
-/// Candidates timed again after the screen (the screen's fastest).
-const FINALISTS: usize = 8;
+/// The families of `ranked` (the tuning at the largest size, fastest first) within
+/// `CONTENDER_MARGIN` of the fastest.
+fn contender_families(k: Kind, ranked: &[(Config, f64)]) -> Vec<String> {
+    let Some(best) = ranked.iter().map(|r| r.1).reduce(f64::min) else { return Vec::new() };
+    let mut out: Vec<String> = Vec::new();
+    for (cfg, secs) in ranked {
+        let family = cfg.family(k);
+        if best / secs >= 1.0 - CONTENDER_MARGIN && !out.contains(&family) {
+            out.push(family);
+        }
+    }
+    out
+}
 /// The screen's one batch per candidate lasts about this long (a final timing's batches, 2 ms).
 const SCREEN_MS: f64 = 0.4;
 
 /// The tuning at one size, fastest first (seconds per launch): every candidate screened with one
-/// short batch, then the screen's `FINALISTS` fastest timed with a median of 3 full batches; the
+/// short batch, then the screen's `finalists` fastest timed with a median of 3 full batches; the
 /// pick is the fastest finalist. The rest keep their screen time (they rank after the finalists).
-/// Every candidate is still tried at every size, so a candidate that wins only on another GPU or
-/// at another size is still found; the screen costs about a fifth of timing each one in full.
+/// The screen costs about a fifth of timing each candidate in full.
 fn tune(
     t: &mut CudaTarget,
     k: Kind,
     bufs: &Bufs,
     bytes: u64,
     cands: &[Config],
+    finalists: usize,
 ) -> Result<Vec<(Config, f64)>, TargetError> {
     let mut screened = Vec::with_capacity(cands.len());
     for &cfg in cands {
@@ -351,7 +131,7 @@ fn tune(
         screened.push((cfg, s[0]));
     }
     screened.sort_by(|x, y| x.1.total_cmp(&y.1));
-    let rest = screened.split_off(FINALISTS.min(screened.len()));
+    let rest = screened.split_off(finalists.min(screened.len()));
     let mut finals = Vec::with_capacity(screened.len() + rest.len());
     for (cfg, _) in screened {
         let s = time_per_launch(t, k, bufs, bytes, cfg, 3)?;
@@ -436,8 +216,10 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
             let all_sizes = sizes(max);
             // Tune at the largest size first (quick runs reuse its pick at every size).
             let cands_max: Vec<Config> = k.candidates(max).into_iter().filter(|c| !bad.contains(c)).collect();
-            let ranked_max = tune(t, k, &bufs, max, &cands_max)?;
+            let ranked_max = tune(t, k, &bufs, max, &cands_max, FINALISTS_AT_MAX)?;
             let pick_max = ranked_max.first().map(|r| r.0).ok_or_else(|| ProbeError::Failed("no candidates".into()))?;
+            let contenders = contender_families(k, &ranked_max);
+            let mut screened_below = 0;
             let mut xs = Vec::new();
             let mut ys = Vec::new();
             let mut spreads = Vec::new();
@@ -448,8 +230,13 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
                 let cfg = if quick || size == max {
                     pick_max
                 } else {
-                    let cands: Vec<Config> = k.candidates(size).into_iter().filter(|c| !bad.contains(c)).collect();
-                    tune(t, k, &bufs, size, &cands)?.first().map(|r| r.0).unwrap_or(pick_max)
+                    let cands: Vec<Config> = k
+                        .candidates(size)
+                        .into_iter()
+                        .filter(|c| !bad.contains(c) && contenders.contains(&c.family(k)))
+                        .collect();
+                    screened_below = screened_below.max(cands.len());
+                    tune(t, k, &bufs, size, &cands, FINALISTS)?.first().map(|r| r.0).unwrap_or(pick_max)
                 };
                 let mut secs = time_per_launch(t, k, &bufs, size, cfg, reps)?;
                 if size == max {
@@ -486,18 +273,26 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
             }
             let (size, cfg, m, spread) = last.ok_or_else(|| ProbeError::Failed("no sizes".into()))?;
             let method = format!(
-                "{}; the fastest of {} candidates (kernel variants x launch shapes{}) at each size{} (each screened with one \
-                 short batch, the {FINALISTS} fastest timed with a median of 3), timed afresh: buffer {}, \
+                "{}; the fastest of {} candidates (kernel variants x launch shapes{}) at the largest size{} (each screened \
+                 with one short batch, the {FINALISTS_AT_MAX} fastest timed with a median of 3; {FINALISTS} below it), timed afresh: buffer {}, \
                  events over batches of launches, median of {reps}{}",
                 cfg.describe(k, sms),
                 cands_max.len(),
                 if k == Kind::Copy { ", TMA shapes, the driver's copy" } else if k == Kind::Write { ", the driver's memset" } else { "" },
-                if quick { " (quick: picked at the largest size only)" } else { "" },
+                if quick {
+                    " (quick: its pick used at every size)".to_string()
+                } else {
+                    format!(
+                        "; below it, the {screened_below} candidates of the families within {:.0} % of the fastest there ({})",
+                        100.0 * CONTENDER_MARGIN,
+                        contenders.join(", ")
+                    )
+                },
                 size_label(size),
                 if k == Kind::Copy { "; bytes read + bytes written; every copy candidate checked against its source" } else { "" }
             );
             let mut note = format!(
-                "tuning at {} (best launch shape per variant, TB/s: median of 3 for the {FINALISTS} finalists, the screen's \
+                "tuning at {} (best launch shape per variant, TB/s: median of 3 for the {FINALISTS_AT_MAX} finalists, the screen's \
                  batch for the rest): {}; pick per size: {}",
                 size_label(max),
                 family_summary(k, max, &ranked_max, sms),
@@ -575,42 +370,20 @@ mod tests {
     }
 
     #[test]
+    fn contenders_are_the_families_near_the_fastest() {
+        let k = |variant| Config::Kernel { variant, shape: (256, 0) };
+        // u4 (variant 0) fastest, u8 (1) 5 % slower, cs (2) 20 % slower, the driver 8 % slower.
+        let ranked = [(k(0), 1.0), (k(1), 1.0 / 0.95), (Config::Driver, 1.0 / 0.92), (k(2), 1.0 / 0.8)];
+        let c = contender_families(Kind::Copy, &ranked);
+        assert_eq!(c, vec!["u4".to_string(), "u8".into(), "cuMemcpyDtoD".into()]);
+        assert!(contender_families(Kind::Copy, &[]).is_empty());
+    }
+
+    #[test]
     fn sweep_sizes_are_powers_of_four_from_4k() {
         let s = sizes(4 << 30);
         assert_eq!(s.first(), Some(&4096));
         assert_eq!(s.last(), Some(&(4 << 30)));
         assert_eq!(s.len(), 11);
-    }
-
-    #[test]
-    fn every_named_kernel_exists_in_the_sources() {
-        let bw = Module::Bw.source();
-        for v in &VARIANTS {
-            for name in v.names.iter().filter(|n| !n.is_empty()) {
-                let defined = bw.contains(&format!("({name},")) || bw.contains(&format!("void {name}("));
-                assert!(defined, "{name} is not defined in kernels/bw.cu");
-            }
-        }
-        assert!(Module::BwTma.source().contains("void bw_copy_tma("));
-    }
-
-    #[test]
-    fn candidates_per_kind() {
-        let read = Kind::Read.candidates(4 << 30);
-        assert!(read.iter().all(|c| matches!(c, Config::Kernel { .. })));
-        let copy = Kind::Copy.candidates(4 << 30);
-        assert!(copy.iter().any(|c| matches!(c, Config::Tma { .. })));
-        assert!(copy.contains(&Config::Driver));
-        // A TMA shape is a candidate only where its chunk divides the size.
-        for c in Kind::Copy.candidates(4096) {
-            if let Config::Tma { chunk, .. } = c {
-                assert!(chunk <= 4096, "{c:?}");
-            }
-        }
-        assert!(TMA_SHAPES.iter().all(|&(c, s, b)| s >= 2 && b * (c * s + 2048) <= 228 << 10 && c % 16 == 0));
-        let labels: Vec<String> = copy.iter().map(|c| c.label(Kind::Copy, 132)).collect();
-        assert!(labels.contains(&"u2cs 256x1-pass".to_string()), "{labels:?}");
-        assert!(labels.contains(&"u4 256x2112".to_string()), "{labels:?}");
-        assert!(labels.contains(&"tma 16K x2 x6/SM".to_string()), "{labels:?}");
     }
 }

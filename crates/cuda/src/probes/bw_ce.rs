@@ -1,7 +1,7 @@
 //! The device-local copy through the copy engines (cuMemcpyDtoDAsync, nvbandwidth's
 //! device_local_copy; docs/INTERCONNECT.md), measured at every size beside the SMs' copies of `bw`.
 
-use super::bw::{size_label, time_per_launch, Bufs, Config, Kind};
+use super::bw_launch::{size_label, time_per_launch, Bufs, Config, Kind};
 use super::summarize;
 use crate::CudaTarget;
 use memscope_core::{Confidence, Finding, ProbeError, Series};

@@ -4,7 +4,7 @@
 //! device_to_host_bidirectional_memcpy_ce, host_to_device_memcpy_sm, device_to_host_memcpy_sm,
 //! the two bidirectional _sm tests and host_device_latency_sm); pageable host memory is ours
 //! (`_ce_pageable`: nvbandwidth copies pinned memory only). Bandwidth by size (4 KiB .. 1 GiB,
-//! x4 steps; 64 MiB at most with --quick): copy engines through cuMemcpyHtoDAsync /
+//! x4 steps; pageable copies to 256 MiB; 64 MiB at most with --quick): copy engines through cuMemcpyHtoDAsync /
 //! cuMemcpyDtoHAsync on a stream, SMs through kernels/link.cu's copy over mapped pinned memory;
 //! bidirectional: both directions at once on two streams, each timed by its own events. Pinned
 //! copies are timed behind a gate (link_time.rs); pageable copies block the host, so they are
@@ -95,6 +95,11 @@ pub const TEST_NAMES: [&str; 10] = [
     "device_to_host_bidirectional_memcpy_sm",
 ];
 
+/// The largest pageable copy: pageable rates are flat from 16 MiB (the host's staging sets them),
+/// and a 1 GiB pageable copy took 9 x 80-150 ms of the probe (docs/PERFORMANCE.md, "The default
+/// run's time").
+const PAGEABLE_MAX_BYTES: u64 = 256 << 20;
+
 /// Copy-kernel shapes tried: (threads per block, blocks per SM).
 const SM_SHAPES: [(u32, u32); 4] = [(512, 2), (512, 4), (1024, 2), (256, 8)];
 
@@ -118,8 +123,8 @@ struct Bufs {
 /// Pageable (ordinary, not pinned) host words starting on a 4 KiB page boundary, so the buffer
 /// starts where PyTorch's large pageable tensors can (a plain `Vec<u64>` of this size, mmap'd by
 /// malloc, starts 16 bytes into a page). PyTorch's own pageable copies measured the same from
-/// either start (docs/PERFORMANCE.md, "The default run's time"): the start is held fixed, not
-/// claimed to be faster.
+/// either start, and from 4 KiB or 2 MiB pages (docs/INTERCONNECT.md, "What moves, and why"): the
+/// start is held fixed, not claimed to be faster.
 struct PageAligned {
     words: Vec<u64>,
     start: usize,
@@ -434,7 +439,7 @@ fn measure(t: &mut CudaTarget, quick: bool) -> Result<ProbeOutput, ProbeError> {
     let mut host_a = Pinned::new(max)?;
     fill_in_parallel(host_a.words(), pattern);
     let host_b = Pinned::new(max)?;
-    let pageable = PageAligned::new((max / 8) as usize, pattern);
+    let pageable = PageAligned::new((max.min(PAGEABLE_MAX_BYTES) / 8) as usize, pattern);
     let flag = Pinned::new(4096)?;
     let dev_a = t.gpu.malloc(max)?;
     let dev_b = match t.gpu.malloc(max) {
@@ -471,7 +476,8 @@ fn body(t: &mut CudaTarget, b: &mut Bufs, max: u64, reps: usize, quick: bool) ->
         (Path::Sm, Dir::D2h),
         (Path::SmSplit, Dir::H2d),
     ] {
-        if let Some(bad) = check(t, b, path, dir, max)? {
+        let bytes = if path == Path::Pageable { max.min(PAGEABLE_MAX_BYTES) } else { max };
+        if let Some(bad) = check(t, b, path, dir, bytes)? {
             return Err(ProbeError::Failed(format!("a copy did not reproduce its source: {bad}")));
         }
     }
@@ -480,7 +486,8 @@ fn body(t: &mut CudaTarget, b: &mut Bufs, max: u64, reps: usize, quick: bool) ->
     for (names, lanes) in RUNS.iter().copied().chain(std::iter::once(sm_bidir)) {
         // (one lane may give several curves: the split-warp kernel's rate is both directions')
         let mut cs: Vec<Curve> = (0..names.len()).map(|_| Curve::default()).collect();
-        for &size in &sizes(max) {
+        let top = if lanes.iter().any(|l| l.0 == Path::Pageable) { max.min(PAGEABLE_MAX_BYTES) } else { max };
+        for &size in &sizes(top) {
             let r = rates(t, b, lanes, size, reps)?;
             for (k, name) in names.iter().enumerate() {
                 let (m, spread) = summarize(&r[k.min(r.len() - 1)], name)?;

@@ -9,6 +9,7 @@
 mod atomics;
 mod bw;
 mod bw_ce;
+mod bw_launch;
 mod coalesce;
 mod constmem;
 mod inflight;
