@@ -22,6 +22,7 @@
 
 use crate::ceilings::Ceilings;
 use crate::explain::{median, Explanation};
+use crate::library::{op_shape, LibraryCalibration};
 use crate::ops::{estimated_cost, known_cost_with, Dtype, Gemm, OpClass};
 use crate::trace::{Category, Trace};
 use memscope_model::compose::{product_work_s, ComposeCeilings};
@@ -297,6 +298,7 @@ pub fn predict_from_trace(
     c: &Ceilings,
     s: &Scaling,
     calibration: Option<&ComposeCeilings>,
+    library: Option<&LibraryCalibration>,
 ) -> Result<TracePrediction, String> {
     let map = DimMap::new(s)?;
     let si = pick_step(x).ok_or("the trace has no step with GPU kernels")?;
@@ -341,6 +343,8 @@ pub fn predict_from_trace(
     struct Work {
         oi: usize,
         new_cost: crate::ops::OpCost,
+        /// The trace's `Input Strides` of the op (its operands' layout).
+        strides: Vec<Value>,
         var0: f64,
         fixed: f64,
         mem0: f64,
@@ -360,10 +364,9 @@ pub fn predict_from_trace(
     let mut class_eff: HashMap<(String, bool), (f64, f64)> = HashMap::new();
     let mut all_eff: HashMap<bool, (f64, f64)> = HashMap::new();
     for (oi, op) in x.ops.iter().enumerate().filter(|(_, o)| o.step == Some(si)) {
-        let concrete = op_events
-            .get(&(op.name.clone(), serde_json::to_string(&op.input_dims).unwrap_or_default()))
-            .map(|e| e.concrete.clone())
-            .unwrap_or_default();
+        let event = op_events.get(&(op.name.clone(), serde_json::to_string(&op.input_dims).unwrap_or_default()));
+        let concrete = event.map(|e| e.concrete.clone()).unwrap_or_default();
+        let strides = event.map(|e| e.input_strides.clone()).unwrap_or_default();
         let new_dims = map.shape(&op.input_dims);
         let new_cost = if op.cost.known {
             known_cost_with(&op.name, &new_dims, &op.input_types, &concrete, op.cost.dtype)
@@ -385,7 +388,7 @@ pub fn predict_from_trace(
                 }
             }
         }
-        works.push(Work { oi, new_cost, var0, fixed: fixed_op, mem0, comp0 });
+        works.push(Work { oi, new_cost, strides, var0, fixed: fixed_op, mem0, comp0 });
     }
     let mut scale: HashMap<usize, f64> = HashMap::new();
     let mut classes: HashMap<String, ClassScale> = HashMap::new();
@@ -430,6 +433,16 @@ pub fn predict_from_trace(
             if let (Some(t0), Some(t1)) = (calibrated_s(cal, &g0), calibrated_s(cal, &g1)) {
                 new_device = w.fixed + w.var0 * t1 / t0;
                 scaled_by = "calibration";
+            }
+        }
+        // An op of a form the library calibration measured: the traced time times the library's
+        // own change in time from the traced shape to the new one (its kernel choice by shape).
+        if let Some(lib) = library {
+            let time =
+                |dims: &[Value]| op_shape(&op.name, dims, &op.input_types, &w.strides).and_then(|sh| lib.time_s(&sh));
+            if let (Some(t0), Some(t1)) = (time(&op.input_dims), time(&map.shape(&op.input_dims))) {
+                new_device = op.device_s * t1 / t0;
+                scaled_by = "library";
             }
         }
         scale.insert(w.oi, if op.device_s > 0.0 { new_device / op.device_s } else { 1.0 });
