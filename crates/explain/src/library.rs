@@ -99,11 +99,17 @@ pub fn op_shape(name: &str, dims: &[Value], types: &[String], strides: &[Value])
         "aten::mm" => product("mm", 0, 1),
         "aten::bmm" => product("bmm", 0, 1),
         _ if ROW_OPS.contains(&name) => {
-            let first = shape_of(dims.first())?;
-            let dtype = dtype_at(0)?;
-            let tensors = dims.iter().filter(|d| shape_of(Some(d)).is_some_and(|s| !s.is_empty())).count();
-            let cols = *first.last()?;
-            let rows: u64 = first[..first.len() - 1].iter().product();
+            // The op's size is its largest tensor's (a broadcast weight is the smaller operand).
+            let shapes: Vec<(usize, Vec<u64>)> = dims
+                .iter()
+                .enumerate()
+                .filter_map(|(i, d)| shape_of(Some(d)).filter(|s| !s.is_empty()).map(|s| (i, s)))
+                .collect();
+            let tensors = shapes.len();
+            let (i, largest) = shapes.into_iter().max_by_key(|(i, s)| (s.iter().product::<u64>(), usize::MAX - i))?;
+            let dtype = dtype_at(i)?;
+            let cols = *largest.last()?;
+            let rows: u64 = largest[..largest.len() - 1].iter().product();
             (cols > 0 && rows > 0).then(|| OpShape {
                 key: FormKey { op: format!("{name}/{tensors}"), dtype, layout: "-", aligned: true },
                 dims: vec![rows as f64, cols as f64],
@@ -369,6 +375,11 @@ mod tests {
         let g = op_shape("aten::gelu", json!([[8, 8, 1, 1024], []]).as_array().unwrap(), &types, &[]).unwrap();
         assert_eq!((g.key.op.as_str(), g.dims.clone()), ("aten::gelu/1", vec![64.0, 1024.0]));
         assert!(close(c.time_s(&g).unwrap(), 2e-6));
+        // A broadcast operand first (RMSNorm's weight times the activations): the op's size is
+        // the largest tensor's.
+        let types = vec!["float".to_string(), "float".to_string()];
+        let m = op_shape("aten::mul", json!([[1024], [64, 1, 1024]]).as_array().unwrap(), &types, &[]).unwrap();
+        assert_eq!((m.key.op.as_str(), m.dims.clone()), ("aten::mul/2", vec![64.0, 1024.0]));
         // No strides recorded: a product's layout is unknown, so no form.
         let types: Vec<String> = vec!["float".into(); 2];
         assert!(op_shape("aten::mm", json!([[8, 64], [64, 64]]).as_array().unwrap(), &types, &[]).is_none());

@@ -274,3 +274,42 @@ fn ops_of_a_calibrated_form_follow_the_librarys_own_change_in_time() {
     let without = predict_from_trace(&t8, &x8, &c, &scaling(8, 128, 64, 128, Mode::Graph), None, None).unwrap();
     assert_eq!(op(&without, "aten::bmm").predicted_device_s, op(&b64, "aten::bmm").predicted_device_s);
 }
+
+/// An op far below its bound (an argmax over a long row whose time does not follow its bytes)
+/// is not work-dominated: at 8x the batch it keeps its traced time plus the change in its work,
+/// while an op at its bound's pace grows with its work.
+#[test]
+fn an_op_far_below_its_bound_does_not_grow_with_its_work() {
+    let c = from_results(&h200_results(), "synthetic").unwrap();
+    let traced_at = |b: u64| {
+        let mut bl = Builder::default();
+        for n in 1..=2 {
+            bl.step(n, |bl| {
+                decode_layer(bl, b, 128);
+                // 60 µs whatever the batch: 8 times its work at batch 8 (33.5 MB at 4.6 TB/s).
+                bl.op(
+                    &[(
+                        "aten::argmax",
+                        serde_json::json!([[b, 1048576], [], []]),
+                        serde_json::json!(["float", "Scalar", "Scalar"]),
+                    )],
+                    10.0,
+                    &[("reduce_kernel", 60.0)],
+                );
+            });
+        }
+        parse(bl.json().as_bytes(), "synthetic").unwrap()
+    };
+    let t8 = traced_at(8);
+    let x8 = explain(&t8, "b8", Some(&c));
+    let p = predict_from_trace(&t8, &x8, &c, &scaling(8, 128, 64, 128, Mode::Graph), None, None).unwrap();
+    let argmax = p.op_scales.iter().find(|o| o.name == "aten::argmax").unwrap();
+    assert_eq!(argmax.scaled_by, "latency");
+    // Traced time plus 7 x its batch-8 work at the step's best efficiency: under 4x, where its
+    // work alone would make it 8x.
+    assert!(argmax.predicted_device_s < 4.0 * argmax.traced_device_s, "{argmax:?}");
+    assert!(argmax.predicted_device_s > argmax.traced_device_s, "{argmax:?}");
+    // The layer's products at the law's pace grow with their work.
+    let qkv = p.op_scales.iter().find(|o| o.name == "aten::addmm").unwrap();
+    assert_eq!(qkv.scaled_by, "work");
+}
