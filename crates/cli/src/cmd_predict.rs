@@ -9,7 +9,7 @@
 
 use crate::error::{CliError, CliResult};
 use memscope_explain::predict::{gpt2, model_config, predict_from_trace, Mode, ModelConfig, Scaling};
-use memscope_explain::{explain, load, load_calibration, render};
+use memscope_explain::{explain, load, load_calibration, render, LibraryCalibration};
 use memscope_model::bottleneck::{Dtype, Prediction};
 use memscope_model::compose::{predict_step, LaunchMode};
 use memscope_model::compose_step::{step_kernels, DecodeShape, HEAD_DIM};
@@ -125,6 +125,13 @@ pub struct Args {
     /// products scale by their traced efficiency like every other op.
     #[arg(long)]
     pub calibration: Option<PathBuf>,
+    /// decode-step --trace: PyTorch's own kernels timed over a grid of shapes on the same GPU
+    /// (the output of scripts/programs/calibrate_library.py, .json or .json.gz): every op of a
+    /// calibrated form (products, batched products, elementwise and row ops) scales by the
+    /// library's own change in time from its traced shape to its new one; it takes precedence
+    /// over --calibration for those ops.
+    #[arg(long)]
+    pub library_calibration: Option<PathBuf>,
 }
 
 /// The ceilings given as flags, parsed ("4us", "4.6TB/s", "51.3TFLOP/s" or plain numbers).
@@ -318,7 +325,16 @@ pub fn predict_decode_step(a: &Args, mode: &str) -> CliResult {
         };
         let s =
             Scaling { model: m, trace_batch: tb, trace_context: tc, batch, context, mode, trace_step_s, trace_model };
-        let p = predict_from_trace(&trace, &x, &c, &s, calibration.as_ref()).map_err(CliError::usage)?;
+        let library = match &a.library_calibration {
+            Some(lp) => {
+                Some(LibraryCalibration::load(lp).map_err(|e| CliError::usage(format!("--library-calibration {e}")))?)
+            }
+            None => None,
+        };
+        let p =
+            predict_from_trace(&trace, &x, &c, &s, calibration.as_ref(), library.as_ref()).map_err(CliError::usage)?;
+        out["library_calibration"] =
+            a.library_calibration.as_ref().map(|p| p.display().to_string().into()).unwrap_or(serde_json::Value::Null);
         out["calibration"] = match (&a.calibration, &calibration) {
             (Some(cp), _) => cp.display().to_string().into(),
             (None, Some(_)) => path.display().to_string().into(),

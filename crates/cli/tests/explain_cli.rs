@@ -16,6 +16,7 @@ fn repo(p: &str) -> String {
 
 const RESULTS: &str = "results/h200/reference/runs/run1/results.json";
 const COMPOSE: &str = "crates/cli/tests/data/h200-compose-run1.json";
+const LIBRARY: &str = "crates/explain/tests/data/h200-library-calibration.json.gz";
 
 fn assert_usage_error(out: &Output, needle: &str) {
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -102,6 +103,47 @@ fn bad_traces_exit_2_with_one_line() {
     assert_usage_error(&memscope(&["explain", &t, "--ceilings", &cases[0].0]), "not JSON");
 }
 
+/// A real trace (GPT-2 small, fp32, batch 8, recorded on an H200; crates/explain/tests/data) with
+/// the H200's library calibration: its products and row ops scale by the library's own times.
+#[test]
+fn predict_decode_step_with_the_library_calibration() {
+    let trace = repo("crates/explain/tests/data/gpt2_small_fp32_ctx128_b8_eager.json.gz");
+    let lib = repo(LIBRARY);
+    let results = repo(RESULTS);
+    let args = [
+        "predict",
+        "--op",
+        "decode-step",
+        "--batch",
+        "1",
+        "--context",
+        "128",
+        "--dtype",
+        "fp32",
+        "--mode",
+        "graph",
+        "--ceilings",
+        &results,
+        "--trace",
+        &trace,
+        "--trace-batch",
+        "8",
+        "--trace-context",
+        "128",
+        "--library-calibration",
+        &lib,
+        "--json",
+    ];
+    let out = memscope(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["library_calibration"], lib.as_str());
+    let scales = v["prediction"]["op_scales"].as_array().unwrap();
+    let by = |name: &str| scales.iter().filter(|o| o["name"] == name).all(|o| o["scaled_by"] == "library");
+    assert!(by("aten::addmm") && by("aten::bmm") && by("aten::native_layer_norm"));
+    assert!(v["time_s"].as_f64().unwrap() > 0.0);
+}
+
 #[test]
 fn predict_decode_step_from_a_trace_and_from_the_composition() {
     let dir = tempfile::tempdir().unwrap();
@@ -143,6 +185,9 @@ fn predict_decode_step_from_a_trace_and_from_the_composition() {
     assert_ne!(by[1], "calibration");
     let bad_cal = [&traced[..], &["--trace-context", "256", "--calibration", &results]].concat();
     assert_usage_error(&run(&bad_cal), "--calibration");
+    // The library calibration: a file that is not one is named.
+    let bad_lib = [&traced[..], &["--trace-context", "256", "--library-calibration", &results]].concat();
+    assert_usage_error(&run(&bad_lib), "--library-calibration");
     // Another model size: named, and refused where the trace shows no repeated layers.
     let other = [&traced[..], &["--trace-context", "256", "--trace-model", "gpt9"]].concat();
     assert_usage_error(&run(&other), "--trace-model gpt9");

@@ -5,6 +5,7 @@
 
 pub mod ceilings;
 pub mod explain;
+pub mod library;
 pub mod ops;
 pub mod predict;
 pub mod render;
@@ -12,6 +13,7 @@ pub mod trace;
 
 pub use ceilings::{Ceilings, CeilingsError};
 pub use explain::{explain, explain_with, Explanation};
+pub use library::LibraryCalibration;
 pub use trace::{load, Trace, TraceError};
 
 /// Read a results file's ceilings.

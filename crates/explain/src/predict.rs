@@ -4,6 +4,9 @@
 //! the traced batch and context become the new ones in the tensors of this batch). Its device time
 //! is a fixed part (the trace's shortest kernel, per kernel) plus a variable part.
 //!
+//! - An op of a form the library calibration measured (`crate::library`: PyTorch's own kernels
+//!   timed over a grid of shapes on the device): its traced time times the library's own ratio,
+//!   time at the new shape over time at the traced shape.
 //! - A matrix product that ran GEMM kernels, given memscope's cuBLAS calibration sweep (the
 //!   results of `memscope batch --compose`): its variable part scales by the ratio of the sweep's
 //!   work at the new shape to its work at the traced shape (`memscope_model::compose::
@@ -11,7 +14,8 @@
 //!   and regime (memory- or compute-bound).
 //! - Every other op: work time is the larger of memory work (bytes at DRAM bandwidth) and compute
 //!   work (FLOPs at the bound's peak), each over an efficiency from the trace: the op's own where
-//!   its work at the traced shapes was at least its fixed part (work-dominated) in that regime,
+//!   its work at the traced shapes was at least its fixed part and half its variable time
+//!   (work-dominated) in that regime,
 //!   else the best of its class's work-dominated ops, else the best of all work-dominated ops,
 //!   else 1 (the bound). A work-dominated op's variable part is its work time at the new shapes; a
 //!   latency-dominated op keeps its traced variable part plus the change in its work time.
@@ -22,6 +26,7 @@
 
 use crate::ceilings::Ceilings;
 use crate::explain::{median, Explanation};
+use crate::library::{op_shape, LibraryCalibration};
 use crate::ops::{estimated_cost, known_cost_with, Dtype, Gemm, OpClass};
 use crate::trace::{Category, Trace};
 use memscope_model::compose::{product_work_s, ComposeCeilings};
@@ -297,6 +302,7 @@ pub fn predict_from_trace(
     c: &Ceilings,
     s: &Scaling,
     calibration: Option<&ComposeCeilings>,
+    library: Option<&LibraryCalibration>,
 ) -> Result<TracePrediction, String> {
     let map = DimMap::new(s)?;
     let si = pick_step(x).ok_or("the trace has no step with GPU kernels")?;
@@ -341,6 +347,8 @@ pub fn predict_from_trace(
     struct Work {
         oi: usize,
         new_cost: crate::ops::OpCost,
+        /// The trace's `Input Strides` of the op (its operands' layout).
+        strides: Vec<Value>,
         var0: f64,
         fixed: f64,
         mem0: f64,
@@ -354,16 +362,16 @@ pub fn predict_from_trace(
     };
     let mut works = Vec::new();
     // Efficiency per (class, regime) and per regime: the best of the step's work-dominated ops
-    // (those whose work at the trace's shapes is at least their kernels' fixed time), work over
+    // (`work_dominated`: work at the trace's shapes at least their kernels' fixed time and half
+    // their variable time), work over
     // device time beyond the fixed part. Efficiency grows with size, so a class's larger
     // instances reach at least what its best traced one did.
     let mut class_eff: HashMap<(String, bool), (f64, f64)> = HashMap::new();
     let mut all_eff: HashMap<bool, (f64, f64)> = HashMap::new();
     for (oi, op) in x.ops.iter().enumerate().filter(|(_, o)| o.step == Some(si)) {
-        let concrete = op_events
-            .get(&(op.name.clone(), serde_json::to_string(&op.input_dims).unwrap_or_default()))
-            .map(|e| e.concrete.clone())
-            .unwrap_or_default();
+        let event = op_events.get(&(op.name.clone(), serde_json::to_string(&op.input_dims).unwrap_or_default()));
+        let concrete = event.map(|e| e.concrete.clone()).unwrap_or_default();
+        let strides = event.map(|e| e.input_strides.clone()).unwrap_or_default();
         let new_dims = map.shape(&op.input_dims);
         let new_cost = if op.cost.known {
             known_cost_with(&op.name, &new_dims, &op.input_types, &concrete, op.cost.dtype)
@@ -375,7 +383,7 @@ pub fn predict_from_trace(
         let fixed_op = (fixed * op.kernels as f64).min(op.device_s);
         let var0 = op.device_s - fixed_op;
         let work0 = mem0.max(comp0);
-        if var0 > 0.0 && work0 > 0.0 && work0 >= fixed_op {
+        if work_dominated(work0, var0, fixed_op) {
             for e in [
                 class_eff.entry((op.cost.class.name().to_string(), comp0 > mem0)).or_insert((0.0, 1.0)),
                 all_eff.entry(comp0 > mem0).or_insert((0.0, 1.0)),
@@ -385,7 +393,7 @@ pub fn predict_from_trace(
                 }
             }
         }
-        works.push(Work { oi, new_cost, var0, fixed: fixed_op, mem0, comp0 });
+        works.push(Work { oi, new_cost, strides, var0, fixed: fixed_op, mem0, comp0 });
     }
     let mut scale: HashMap<usize, f64> = HashMap::new();
     let mut classes: HashMap<String, ClassScale> = HashMap::new();
@@ -394,7 +402,7 @@ pub fn predict_from_trace(
         let op = &x.ops[w.oi];
         let (mem1, comp1) = split(&w.new_cost, &names[w.oi]);
         let work0 = w.mem0.max(w.comp0);
-        let dominated = w.var0 > 0.0 && work0 > 0.0 && work0 >= w.fixed;
+        let dominated = work_dominated(work0, w.var0, w.fixed);
         let compute0 = w.comp0 > w.mem0;
         // The op's own efficiency where it was work-dominated in that regime; else its class's in
         // that regime; else all work-dominated ops' in that regime; else 1 (the bound).
@@ -430,6 +438,16 @@ pub fn predict_from_trace(
             if let (Some(t0), Some(t1)) = (calibrated_s(cal, &g0), calibrated_s(cal, &g1)) {
                 new_device = w.fixed + w.var0 * t1 / t0;
                 scaled_by = "calibration";
+            }
+        }
+        // An op of a form the library calibration measured: the traced time times the library's
+        // own change in time from the traced shape to the new one (its kernel choice by shape).
+        if let Some(lib) = library {
+            let time =
+                |dims: &[Value]| op_shape(&op.name, dims, &op.input_types, &w.strides).and_then(|sh| lib.time_s(&sh));
+            if let (Some(t0), Some(t1)) = (time(&op.input_dims), time(&map.shape(&op.input_dims))) {
+                new_device = op.device_s * t1 / t0;
+                scaled_by = "library";
             }
         }
         scale.insert(w.oi, if op.device_s > 0.0 { new_device / op.device_s } else { 1.0 });
@@ -600,6 +618,17 @@ pub fn predict_from_trace(
         op_scales,
     })
 }
+
+/// Whether an op's time follows its work: its work at the bound is at least its fixed part and
+/// at least `WORK_SHARE` of its variable time (an op far below its bound is held by something
+/// else, its parallelism or its latency, and does not grow with its work).
+fn work_dominated(work_s: f64, var_s: f64, fixed_s: f64) -> bool {
+    var_s > 0.0 && work_s > 0.0 && work_s >= fixed_s && work_s >= WORK_SHARE * var_s
+}
+
+/// An op whose work at the bound is under half of its variable time is not work-dominated (the
+/// majority of its time is not its work).
+const WORK_SHARE: f64 = 0.5;
 
 /// A product's device work on memscope's calibration sweep (None when the sweep has none of its
 /// precision and alignment class, or its ceilings give no finite positive time).

@@ -80,6 +80,8 @@ pub struct Event {
     pub input_dims: Vec<Value>,
     /// `args["Input type"]`.
     pub input_types: Vec<String>,
+    /// `args["Input Strides"]` (elements; one entry per input, as `input_dims`), when recorded.
+    pub input_strides: Vec<Value>,
     /// `args["Concrete Inputs"]` (scalars as text), when recorded.
     pub concrete: Vec<String>,
     /// `args.bytes` of a copy or fill.
@@ -197,6 +199,7 @@ pub fn parse(bytes: &[u8], path: &str) -> Result<Trace, TraceError> {
             correlation: arg("correlation").and_then(Value::as_i64),
             input_dims: array(arg("Input Dims")),
             input_types: array(arg("Input type")).iter().map(|v| text(Some(v))).collect(),
+            input_strides: array(arg("Input Strides")),
             concrete: array(arg("Concrete Inputs")).iter().map(|v| text(Some(v))).collect(),
             bytes: number(arg("bytes")),
         });

@@ -5,7 +5,9 @@
 //! model). The scores are printed (`--nocapture`) and docs/MODEL.md ("Real programs") quotes them.
 
 use memscope_explain::predict::{gpt2, predict_from_trace, Mode, ModelConfig, Scaling};
-use memscope_explain::{explain, explain_with, load, load_calibration, load_ceilings, Ceilings, Explanation, Trace};
+use memscope_explain::{
+    explain, explain_with, load, load_calibration, load_ceilings, Ceilings, Explanation, LibraryCalibration, Trace,
+};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -17,6 +19,12 @@ fn ceilings() -> Ceilings {
     load_ceilings(&repo("results/h200/reference/runs/run1/results.json")).unwrap()
 }
 
+/// PyTorch's own kernels timed over a grid of shapes on an H200 (scripts/programs/
+/// calibrate_library.py; results/h200/library-calibration/README.md).
+fn library() -> LibraryCalibration {
+    LibraryCalibration::load(&repo("crates/explain/tests/data/h200-library-calibration.json.gz")).unwrap()
+}
+
 fn summary() -> Value {
     serde_json::from_slice(&std::fs::read(repo("results/h200/real-programs/summary.json")).unwrap()).unwrap()
 }
@@ -25,7 +33,7 @@ fn fixtures() -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(repo("crates/explain/tests/data"))
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with(".json.gz"))
+        .filter(|p| p.to_string_lossy().ends_with(".json.gz") && !p.to_string_lossy().contains("library-calibration"))
         .collect();
     v.sort();
     assert!(v.len() >= 4, "the real-program fixtures are missing");
@@ -133,9 +141,10 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// Every eager trace of a hand-written program predicts every event-timed step of the same
 /// program, model and dtype, in both modes: the traced context in sample, the other context out of
 /// sample; a hand-written GPT-2 trace also predicts the other GPT-2 size's steps (small from
-/// medium, medium from small; out of sample). hf-gpt2 is left out: its step is set by one host call (cuDNN's plan for a new key
-/// length, tests/data/README.md) that no trace of another step can carry.
-fn scores(c: &Ceilings) -> Vec<Score> {
+/// medium, medium from small; out of sample). hf-gpt2 is left out: its step is set by one host
+/// call (cuDNN's plan for a new key length, tests/data/README.md) that no trace of another step
+/// can carry. `lib`: the library calibration of the same GPU model (None: without it).
+fn scores(c: &Ceilings, lib: Option<&LibraryCalibration>) -> Vec<Score> {
     let sum = summary();
     let cal = load_calibration(&repo("crates/cli/tests/data/h200-compose-run1.json")).unwrap();
     let mut out = Vec::new();
@@ -166,7 +175,7 @@ fn scores(c: &Ceilings) -> Vec<Score> {
                 trace_step_s: t["step_time_s"].as_f64(),
                 trace_model: other_model.then(|| m.clone()),
             };
-            let pr = predict_from_trace(&trace, &x, c, &sc, Some(&cal)).unwrap();
+            let pr = predict_from_trace(&trace, &x, c, &sc, Some(&cal), lib).unwrap();
             out.push(Score {
                 file: file.into(),
                 mode: name,
@@ -187,10 +196,47 @@ fn scores(c: &Ceilings) -> Vec<Score> {
     out
 }
 
+/// The scores of one set of predictions per mode and sample (`SCORE` lines), and each group's
+/// ratios.
+fn summarise(all: &[Score], label: &str) {
+    for mode in ["eager", "graph"] {
+        for sample in ["in", "context", "model"] {
+            let r = group(all, mode, sample);
+            if r.is_empty() {
+                continue;
+            }
+            let worst = r.iter().copied().max_by(|a, b| factor(*a).total_cmp(&factor(*b))).unwrap();
+            println!(
+                "SCORE {label} {mode} {}: n {} median {:.3} worst {:.3} within 1.25x {:.0} % within 1.5x {:.0} %",
+                match sample {
+                    "in" => "in-sample",
+                    "context" => "other context",
+                    _ => "other model size",
+                },
+                r.len(),
+                median(r.clone()),
+                worst,
+                100.0 * within(&r, 1.25),
+                100.0 * within(&r, 1.5)
+            );
+        }
+    }
+}
+
+fn group(all: &[Score], mode: &str, sample: &str) -> Vec<f64> {
+    all.iter().filter(|s| s.mode == mode && s.sample == sample).map(Score::ratio).collect()
+}
+
+fn within(r: &[f64], f: f64) -> f64 {
+    r.iter().filter(|x| factor(**x) <= f).count() as f64 / r.len() as f64
+}
+
 #[test]
 fn predict_scores_against_the_event_timed_steps() {
     let c = ceilings();
-    let all = scores(&c);
+    let lib = library();
+    let without = scores(&c, None);
+    let all = scores(&c, Some(&lib));
     println!("file  mode  context  batch  sample  measured_ms  predicted_ms  measured/predicted");
     for s in &all {
         println!(
@@ -205,55 +251,31 @@ fn predict_scores_against_the_event_timed_steps() {
             s.ratio()
         );
     }
-    for mode in ["eager", "graph"] {
-        for sample in ["in", "context", "model"] {
-            let r: Vec<f64> = all.iter().filter(|s| s.mode == mode && s.sample == sample).map(Score::ratio).collect();
-            if r.is_empty() {
-                continue;
-            }
-            let worst = r.iter().copied().max_by(|a, b| factor(*a).total_cmp(&factor(*b))).unwrap();
-            let within = |f: f64| r.iter().filter(|x| factor(**x) <= f).count() as f64 / r.len() as f64;
-            println!(
-                "SCORE {mode} {}: n {} median {:.3} worst {:.3} within 1.25x {:.0} % within 1.5x {:.0} %",
-                match sample {
-                    "in" => "in-sample",
-                    "context" => "other context",
-                    _ => "other model size",
-                },
-                r.len(),
-                median(r.clone()),
-                worst,
-                100.0 * within(1.25),
-                100.0 * within(1.5)
-            );
-        }
-    }
-    // Regression guards at the scores measured when this was written (docs/MODEL.md, "Real
-    // programs"), not the issue's targets (every in-sample step within 1.25x), which these do not
-    // meet: 90 % of the in-sample steps within 1.25x in each mode, every median within 1.1, no
-    // step off by 1.7x or more.
+    summarise(&without, "without-library");
+    summarise(&all, "library");
+    // What the scores measured when this was written reach (docs/MODEL.md, "Real programs"):
+    // every median within 1.1x; every out-of-sample step (other context, other GPT-2 size)
+    // within 1.5x; every in-sample graph step within 1.25x. Not reached: every in-sample eager
+    // step within 1.25x (one of 40 is off by 1.40x: a step whose own event-timed samples are
+    // bimodal, p10 8.6 ms against p90 11.2 ms); the guard holds it at 95 % and 1.45x.
     assert_eq!(all.iter().filter(|s| s.sample != "model").count(), 160);
     for mode in ["eager", "graph"] {
-        for sample in ["in", "context"] {
-            let r: Vec<f64> = all.iter().filter(|s| s.mode == mode && s.sample == sample).map(Score::ratio).collect();
+        for sample in ["in", "context", "model"] {
+            let r = group(&all, mode, sample);
+            assert_eq!(r.len(), if sample == "model" { 56 } else { 40 });
             let m = median(r.clone());
             assert!(factor(m) <= 1.1, "{mode} {sample}: median {m}");
-            assert!(r.iter().all(|x| factor(*x) < 1.7), "{mode} {sample}: a step off by 1.7x or more");
             if sample == "in" {
-                let within = r.iter().filter(|x| factor(**x) <= 1.25).count() as f64 / r.len() as f64;
-                assert!(within >= 0.9, "{mode}: {within} of the in-sample steps within 1.25x");
+                let (w, worst) = if mode == "graph" { (1.0, 1.25) } else { (0.95, 1.45) };
+                assert!(within(&r, 1.25) >= w, "{mode}: {} of the in-sample steps within 1.25x", within(&r, 1.25));
+                assert!(r.iter().all(|x| factor(*x) <= worst), "{mode}: an in-sample step off by more than {worst}x");
+            } else {
+                assert!(within(&r, 1.5) == 1.0, "{mode} {sample}: {} within 1.5x", within(&r, 1.5));
             }
         }
     }
-    // Another GPT-2 size (out of sample): medians within 1.1, 95 % of the steps within 1.5x.
-    for mode in ["eager", "graph"] {
-        let r: Vec<f64> = all.iter().filter(|s| s.mode == mode && s.sample == "model").map(Score::ratio).collect();
-        assert_eq!(r.len(), 56);
-        let m = median(r.clone());
-        assert!(factor(m) <= 1.1, "{mode} other model size: median {m}");
-        let within = r.iter().filter(|x| factor(**x) <= 1.5).count() as f64 / r.len() as f64;
-        assert!(within >= 0.95, "{mode} other model size: {within} within 1.5x");
-    }
+    // The library calibration is what brought the out-of-sample steps within 1.5x.
+    assert!(within(&group(&without, "graph", "model"), 1.5) < 1.0);
 }
 
 /// A graph replay's kernels carry no framework op; with the eager trace of the same step as
