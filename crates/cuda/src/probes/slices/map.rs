@@ -10,12 +10,13 @@
 use super::fit::{self, Batch};
 use super::hammer::{self, HammerPlan, HammerReport};
 use super::{decoded_maxes, per_kernel, scales, Counters};
+use crate::gpu::{GpuError, GpuResult};
 
 /// Something that runs experiments and returns each planned kernel's counters: the serving child
 /// on a GPU, a simulator in tests. `lines` are offsets from the first page's base; batches index
 /// into them.
 pub trait Counting {
-    fn count(&mut self, lines: &[u64], batches: &[Batch]) -> Result<Vec<Counters>, String>;
+    fn count(&mut self, lines: &[u64], batches: &[Batch]) -> GpuResult<Vec<Counters>>;
 }
 
 /// What the map found.
@@ -33,13 +34,7 @@ pub struct SliceMap {
 /// Label `lines` (offsets from the first page's base): every pair of the first `seed` lines, then
 /// the rest against one representative per slice found, then every pair of the lines none of them
 /// matched. `unit` accesses per weight unit, `ops` the operation slots each kernel uses.
-pub fn map_lines(
-    src: &mut dyn Counting,
-    lines: &[u64],
-    seed: usize,
-    unit: u64,
-    ops: &[usize],
-) -> Result<SliceMap, String> {
+pub fn map_lines(src: &mut dyn Counting, lines: &[u64], seed: usize, unit: u64, ops: &[usize]) -> GpuResult<SliceMap> {
     let n = lines.len();
     let mut label: Vec<Option<usize>> = vec![None; n];
     let mut reps: Vec<usize> = Vec::new();
@@ -99,12 +94,7 @@ struct Stage<'a> {
 impl Stage<'_> {
     /// Every pair among `subset`: each class found becomes a new label with its first line as its
     /// representative.
-    fn all_pairs(
-        &mut self,
-        subset: &[usize],
-        label: &mut [Option<usize>],
-        reps: &mut Vec<usize>,
-    ) -> Result<(), String> {
+    fn all_pairs(&mut self, subset: &[usize], label: &mut [Option<usize>], reps: &mut Vec<usize>) -> GpuResult<()> {
         if subset.is_empty() {
             return Ok(());
         }
@@ -150,9 +140,9 @@ pub struct ServingChild {
 
 impl ServingChild {
     /// `command` starts memscope itself with LD_LIBRARY_PATH set for CUPTI; `device` its GPU.
-    pub fn new(mut command: std::process::Command, device: usize, template: HammerPlan) -> Result<Self, String> {
+    pub fn new(mut command: std::process::Command, device: usize, template: HammerPlan) -> GpuResult<Self> {
         let dir = std::env::temp_dir().join(format!("memscope-slices-map-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::create_dir_all(&dir).map_err(|e| GpuError::invalid(format!("{}: {e}", dir.display())))?;
         command.args(["hammer-lines", "--serve", "--device", &device.to_string(), "--plan"]).arg(dir.join("plan.json"));
         Ok(ServingChild {
             command: Some(command),
@@ -165,19 +155,19 @@ impl ServingChild {
         })
     }
 
-    fn send(&mut self, plan: &HammerPlan) -> Result<HammerReport, String> {
+    fn send(&mut self, plan: &HammerPlan) -> GpuResult<HammerReport> {
         use std::io::{BufRead, Write};
         use std::process::Stdio;
-        let text = serde_json::to_string(plan).map_err(|e| e.to_string())?;
+        let text = serde_json::to_string(plan).map_err(|e| GpuError::invalid(e.to_string()))?;
         if let Some(mut cmd) = self.command.take() {
-            std::fs::write(self.dir.join("plan.json"), &text).map_err(|e| e.to_string())?;
+            std::fs::write(self.dir.join("plan.json"), &text).map_err(|e| GpuError::invalid(e.to_string()))?;
             let mut child = cmd
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::null())
                 .spawn()
-                .map_err(|e| format!("cannot start the serving child: {e}"))?;
-            let out = child.stdout.take().ok_or("no stdout")?;
+                .map_err(|e| GpuError::invalid(format!("cannot start the serving child: {e}")))?;
+            let out = child.stdout.take().ok_or_else(|| GpuError::invalid("the serving child has no stdout"))?;
             let (tx, rx) = std::sync::mpsc::channel();
             std::thread::spawn(move || {
                 let mut cur: Option<String> = None;
@@ -196,28 +186,37 @@ impl ServingChild {
             self.child = Some(child);
             self.reports = Some(rx);
         } else {
-            let stdin = self.child.as_mut().and_then(|c| c.stdin.as_mut()).ok_or("the serving child has no stdin")?;
-            writeln!(stdin, "{text}").and_then(|_| stdin.flush()).map_err(|e| format!("to the serving child: {e}"))?;
+            let stdin = self
+                .child
+                .as_mut()
+                .and_then(|c| c.stdin.as_mut())
+                .ok_or_else(|| GpuError::invalid("the serving child has no stdin"))?;
+            writeln!(stdin, "{text}")
+                .and_then(|_| stdin.flush())
+                .map_err(|e| GpuError::invalid(format!("to the serving child: {e}")))?;
         }
-        let rx = self.reports.as_ref().ok_or("no reports")?;
-        let got = rx
-            .recv_timeout(self.timeout)
-            .map_err(|_| format!("the serving child gave no report within {} s (or ended)", self.timeout.as_secs()))?;
+        let rx = self.reports.as_ref().ok_or_else(|| GpuError::invalid("the serving child has no reports"))?;
+        let got = rx.recv_timeout(self.timeout).map_err(|_| {
+            GpuError::invalid(format!(
+                "the serving child gave no report within {} s (or ended)",
+                self.timeout.as_secs()
+            ))
+        })?;
         if let Ok(v) = serde_json::from_str::<serde_json::Value>(&got) {
             if let Some(e) = v.get("error").and_then(|e| e.as_str()) {
-                return Err(format!("the serving child: {e}"));
+                return Err(GpuError::invalid(format!("the serving child: {e}")));
             }
         }
-        serde_json::from_str(&got).map_err(|e| format!("the serving child's report: {e}"))
+        serde_json::from_str(&got).map_err(|e| GpuError::invalid(format!("the serving child's report: {e}")))
     }
 }
 
 impl Counting for ServingChild {
-    fn count(&mut self, lines: &[u64], batches: &[Batch]) -> Result<Vec<Counters>, String> {
+    fn count(&mut self, lines: &[u64], batches: &[Batch]) -> GpuResult<Vec<Counters>> {
         let plan = HammerPlan { kernels: super::plan_kernels(lines, batches), ..self.template.clone() };
         let report = self.send(&plan)?;
         let kernels = super::cupti_kernels(&self.template.metrics, &report);
-        let c = per_kernel(&report, &kernels, plan.kernels.len()).map_err(|e| e.to_string());
+        let c = per_kernel(&report, &kernels, plan.kernels.len());
         self.reports_kept.push(report);
         c
     }

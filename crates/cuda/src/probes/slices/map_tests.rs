@@ -6,6 +6,7 @@ use super::fit::{self, Batch};
 use super::map::{map_lines, Counting};
 use super::tests::simulate;
 use super::{Counters, PACKED_OPS, SEED, UNIT};
+use crate::gpu::GpuResult;
 
 /// The simulator as a counter source: each call simulates the kernels of its batches.
 struct Sim<'a> {
@@ -17,7 +18,7 @@ struct Sim<'a> {
 }
 
 impl Counting for Sim<'_> {
-    fn count(&mut self, lines: &[u64], batches: &[Batch]) -> Result<Vec<Counters>, String> {
+    fn count(&mut self, lines: &[u64], batches: &[Batch]) -> GpuResult<Vec<Counters>> {
         self.calls += 1;
         let mut c =
             simulate(lines, batches, self.slice, &|_| false, [0.25, 1.0, 1.0, 1.0], self.noise, SEED + self.calls);

@@ -229,7 +229,7 @@ fn measure(t: &mut CudaTarget, quick: bool, keep: Option<std::path::PathBuf>) ->
     let (report, counters, how) = match got {
         Ok(g) => g,
         Err(why) => {
-            undetermined_all(&mut out, &m, &why);
+            undetermined_all(&mut out, &m, &why.to_string());
             return Ok(out);
         }
     };
@@ -267,22 +267,21 @@ fn acquire(
     device: usize,
     quick: bool,
     keep: Option<&std::path::Path>,
-) -> Result<(HammerReport, Vec<Counters>, String), String> {
+) -> GpuResult<(HammerReport, Vec<Counters>, String)> {
     let dir = std::env::temp_dir().join(format!("memscope-slices-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::create_dir_all(&dir).map_err(|e| GpuError::invalid(format!("{}: {e}", dir.display())))?;
     let plan_path = dir.join("plan.json");
-    let plan_text = serde_json::to_string(plan).map_err(|e| e.to_string())?;
-    std::fs::write(&plan_path, &plan_text).map_err(|e| format!("{}: {e}", plan_path.display()))?;
+    let plan_text = serde_json::to_string(plan).map_err(|e| GpuError::invalid(e.to_string()))?;
+    std::fs::write(&plan_path, &plan_text).map_err(|e| GpuError::invalid(format!("{}: {e}", plan_path.display())))?;
     let timeout = Duration::from_secs(if quick { 120 } else { 300 });
     let (run, how) = match plan.counters {
         CounterSource::Ncu => {
             let Some(ncu_path) = ncu::find_ncu() else {
                 let _ = std::fs::remove_dir_all(&dir);
-                return Err(
+                return Err(GpuError::invalid(
                     "Nsight Compute (ncu) is not on PATH or in /usr/local/cuda/bin, and CUPTI gave no counters: \
-                            the per-slice L2 counters cannot be read"
-                        .into(),
-                );
+                     the per-slice L2 counters cannot be read",
+                ));
             };
             let ops: Vec<HammerOp> = ops_of_metrics(plan);
             let args = ncu::ncu_args(&child, &plan_path, device, &ops);
@@ -301,7 +300,7 @@ fn acquire(
         }
     };
     let _ = std::fs::remove_dir_all(&dir);
-    let run = run.map_err(|e| e.to_string())?;
+    let run = run?;
     if let Some(k) = keep {
         let name = if plan.counters == CounterSource::Cupti { "cupti" } else { "ncu" };
         let _ = std::fs::write(k.join("plan.json"), &plan_text);
@@ -311,13 +310,13 @@ fn acquire(
     }
     let report = match hammer::parse_report(&run.stdout) {
         Some(r) if run.ok => r,
-        _ => return Err(ncu::failure_reason(&run)),
+        _ => return Err(GpuError::invalid(ncu::failure_reason(&run))),
     };
     let kernels = match plan.counters {
-        CounterSource::Ncu => ncu::parse_csv(&run.stdout).map_err(|e| e.to_string())?,
+        CounterSource::Ncu => ncu::parse_csv(&run.stdout)?,
         CounterSource::Cupti => cupti_kernels(&plan.metrics, &report),
     };
-    let counters = per_kernel(&report, &kernels, plan.kernels.len()).map_err(|e| e.to_string())?;
+    let counters = per_kernel(&report, &kernels, plan.kernels.len())?;
     let how = if plan.counters == CounterSource::Cupti { format!("{how}, {} pass(es)", report.passes) } else { how };
     Ok((report, counters, how))
 }
@@ -363,7 +362,7 @@ fn slice_map(
         time_reps: 0,
     };
     let slots: Vec<usize> = PACKED_OPS.iter().map(|o| o.code() as usize).collect();
-    let mut server = map::ServingChild::new(child, device, template).map_err(ProbeError::Failed)?;
+    let mut server = map::ServingChild::new(child, device, template)?;
     let res = map::map_lines(&mut server, &lines, LINES_FULL, UNIT, &slots);
     let secs = started.elapsed().as_secs_f64();
     let text = match &res {
@@ -399,7 +398,10 @@ fn slice_map(
         let _ = std::fs::write(k.join("map.json"), v.to_string());
     }
     if let Some(f) = out.findings.get_mut(keys::L2_SLICES_FUNCTION) {
-        f.note = Some(text);
+        f.note = Some(match f.note.take() {
+            Some(n) => format!("{n}. {text}"),
+            None => text,
+        });
     }
     Ok(())
 }
@@ -445,7 +447,7 @@ fn timing_finding(out: &mut ProbeOutput, lines: &[u64], report: &HammerReport) {
         TIME_SMS,
         TIME_REPS
     );
-    let value = timing::summary_json(&checks, &labels);
+    let value = timing::summary_json(&checks, &labels, lines);
     let f = if !labelled {
         Finding::undetermined("", &m, "no timed lap split into near and far hits")
     } else {
@@ -463,6 +465,23 @@ fn timing_finding(out: &mut ProbeOutput, lines: &[u64], report: &HammerReport) {
         ))
     };
     out.finding(keys::L2_SLICES_TIMING_CHECK, f);
+    // One bit of the function: the L2 partition a line is homed in, from the hammering SM's labels.
+    let bit = labels.iter().find(|l| l.sm == SM).and_then(|l| timing::partition_bit(lines, &l.far));
+    if let (Some((b, (ok, n))), Some(f)) = (bit, out.findings.get_mut(keys::L2_SLICES_FUNCTION)) {
+        let text = format!(
+            "one bit of it is fitted (l2.slices.timing_check): the L2 partition a line of this page is homed in (far \
+             from SM {SM} by timing) is parity(offset & {}) XOR {} ({} independent equations among the timed lines, \
+             fitted on half of them: {ok} of {n} held-out lines predicted); the frame's bits enter that parity as the \
+             constant, which one page cannot separate",
+            format_mask(b.mask),
+            b.constant,
+            b.rank
+        );
+        f.note = Some(match f.note.take() {
+            Some(n) => format!("{n}. {text}"),
+            None => text,
+        });
+    }
 }
 
 /// How the timed SMs' near/far labels relate: the pairs that label (almost) every line the
@@ -1257,6 +1276,9 @@ mod tests {
         timing_finding(&mut out2, &lines, &rep2);
         let note2 = out2.findings[keys::L2_SLICES_TIMING_CHECK].note.clone().unwrap();
         assert!(note2.contains("not the lines' home slices") && !note2.contains("; 0 of "), "{note2}");
+        let fnote = out2.findings[keys::L2_SLICES_FUNCTION].note.clone().unwrap();
+        assert!(fnote.contains(&format!("parity(offset & {}) XOR 0", format_mask(0x1000))), "{fnote}");
+        assert!(fnote.contains("24 of 24 held-out lines predicted"), "{fnote}");
         // No laps: no finding.
         let mut quiet = ProbeOutput::default();
         timing_finding(&mut quiet, &lines, &report());

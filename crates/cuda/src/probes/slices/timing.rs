@@ -205,6 +205,68 @@ pub fn far_labels(lines: &[u64], laps: &[TimedLap]) -> Vec<SmLabels> {
         .collect()
 }
 
+/// Address bits a page offset's partition bit is fitted over (the line's bits 7..20).
+const PAGE_BITS: u64 = ((1 << 21) - 1) & !(LINE_BYTES - 1);
+
+/// An affine GF(2) function of a page offset: far = parity(offset & mask) XOR constant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartitionBit {
+    pub mask: u64,
+    pub constant: u8,
+    /// Independent equations among the labelled lines (15 determine mask and constant fully).
+    pub rank: usize,
+}
+
+/// Fit far = parity(offset & mask) ^ constant over bits 7..20 to labelled lines; None when no such
+/// function fits every line (bit 0 of a row stands for the constant: offsets are line-aligned).
+pub fn fit_partition_bit(points: &[(u64, bool)]) -> Option<PartitionBit> {
+    let mut pivots: Vec<(u64, u8)> = Vec::new();
+    for &(o, far) in points {
+        let (mut r, mut b) = ((o & PAGE_BITS) | 1, far as u8);
+        for &(pr, pb) in &pivots {
+            if r >> (63 - pr.leading_zeros()) & 1 == 1 {
+                r ^= pr;
+                b ^= pb;
+            }
+        }
+        if r == 0 {
+            if b != 0 {
+                return None;
+            }
+            continue;
+        }
+        let p = 63 - r.leading_zeros();
+        for (pr, pb) in pivots.iter_mut() {
+            if *pr >> p & 1 == 1 {
+                *pr ^= r;
+                *pb ^= b;
+            }
+        }
+        pivots.push((r, b));
+    }
+    // Fully reduced: the unknown of each pivot's leading bit is its right-hand side (free ones 0).
+    let x = pivots.iter().filter(|p| p.1 == 1).fold(0u64, |acc, p| acc | 1 << (63 - p.0.leading_zeros()));
+    Some(PartitionBit { mask: x & PAGE_BITS, constant: (x & 1) as u8, rank: pivots.len() })
+}
+
+impl PartitionBit {
+    pub fn far(&self, offset: u64) -> bool {
+        (memscope_core::gf2::parity(offset & self.mask) ^ self.constant) == 1
+    }
+}
+
+/// The partition bit of one SM's labels: fitted on every other labelled line (in offset order) and
+/// checked on the rest (held out: correct, total), then fitted on all. None when either fit fails.
+pub fn partition_bit(lines: &[u64], far: &[Option<bool>]) -> Option<(PartitionBit, (usize, usize))> {
+    let mut pts: Vec<(u64, bool)> = lines.iter().zip(far).filter_map(|(&o, f)| Some((o, (*f)?))).collect();
+    pts.sort_unstable();
+    let train: Vec<(u64, bool)> = pts.iter().step_by(2).copied().collect();
+    let test: Vec<(u64, bool)> = pts.iter().skip(1).step_by(2).copied().collect();
+    let half = fit_partition_bit(&train)?;
+    let correct = test.iter().filter(|&&(o, f)| half.far(o) == f).count();
+    Some((fit_partition_bit(&pts)?, (correct, test.len())))
+}
+
 /// How one SM's near/far labels sit on the counters' partition.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SmCheck {
@@ -258,7 +320,7 @@ pub fn opposite(a: &[Option<bool>], b: &[Option<bool>]) -> (usize, usize) {
 
 /// The finding's value: per SM its check, and for every pair of SMs the lines they label
 /// oppositely.
-pub fn summary_json(checks: &[SmCheck], labels: &[SmLabels]) -> Value {
+pub fn summary_json(checks: &[SmCheck], labels: &[SmLabels], lines: &[u64]) -> Value {
     let mut pairs = Vec::new();
     for (i, a) in labels.iter().enumerate() {
         for b in &labels[i + 1..] {
@@ -270,7 +332,12 @@ pub fn summary_json(checks: &[SmCheck], labels: &[SmLabels]) -> Value {
     json!({
         "sms": checks.iter().map(|c| {
             let (near, far) = cycles(c.sm).unwrap_or((f64::NAN, f64::NAN));
+            let bit = labels.iter().find(|l| l.sm == c.sm).and_then(|l| partition_bit(lines, &l.far));
             json!({
+                "far_mask": bit.map(|(b, _)| memscope_core::gf2::format_mask(b.mask)),
+                "far_when_parity_is": bit.map(|(b, _)| 1 - b.constant),
+                "far_mask_rank": bit.map(|(b, _)| b.rank),
+                "far_mask_held_out": bit.map(|(_, h)| [h.0, h.1]),
                 "sm": c.sm, "lines": c.lines, "far_lines": c.far_lines, "classes_tested": c.classes_tested,
                 "classes_mixed": c.classes_mixed, "near_classes": c.near_classes, "far_classes": c.far_classes,
                 "near_first_touch_cycles": near.is_finite().then_some(near),
@@ -324,8 +391,26 @@ mod tests {
         // A wrong partition: slices 0 and 1 merged into one class.
         let merged: Vec<Option<usize>> = lines.iter().map(|&o| Some(slice(o).max(1))).collect();
         assert_eq!(check(&merged, &labels)[0].classes_mixed, 1);
-        let v = summary_json(&checks, &labels);
+        let v = summary_json(&checks, &labels, &lines);
         assert_eq!(v["pairs"][0]["lines_opposite"], json!(96));
+    }
+
+    /// The partition bit of a known affine function is recovered and predicts held-out lines; one
+    /// wrong label makes it unfittable.
+    #[test]
+    fn an_affine_partition_bit_is_fitted_and_checked_on_held_out_lines() {
+        let lines: Vec<u64> = (0..128u64).map(|i| (i * 0x9e37_79b9) % (1 << 14) * 128).collect();
+        let truth = |o: u64| memscope_core::gf2::parity(o & 0xab000) == 0;
+        let far: Vec<Option<bool>> = lines.iter().map(|&o| Some(truth(o))).collect();
+        let (b, held) = partition_bit(&lines, &far).unwrap();
+        assert_eq!((b.mask, b.constant, b.rank), (0xab000, 1, 15));
+        assert_eq!(held.0, held.1);
+        assert!(lines.iter().all(|&o| b.far(o) == truth(o)));
+        let mut wrong = far.clone();
+        wrong[7] = wrong[7].map(|f| !f);
+        assert!(
+            fit_partition_bit(&lines.iter().zip(&wrong).map(|(&o, f)| (o, f.unwrap())).collect::<Vec<_>>()).is_none()
+        );
     }
 
     #[test]
