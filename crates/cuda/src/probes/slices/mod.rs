@@ -1,12 +1,13 @@
 //! `l2.slices`: the number of L2 slices and which lines of a 2 MiB page share a slice, by seed 000's
-//! max-counter method (appendix, "The L2 slice function"; docs/L2_SLICES.md). Nsight
-//! Compute reports the per-slice sector counter only as min/max/avg/sum over the slices, so the
-//! probe runs `ncu` on a child `memscope hammer-lines` whose kernels hammer an anchor line and up
-//! to 11 others with binary access weights from one pinned SM, one such experiment per operation
-//! (read, write, atom, red: ncu counts each in its own per-slice counter), reads each operation's
-//! max (fit.rs: every pair of sampled lines tested once), and fits the partition over address bits
-//! 7..20 with GF(2). Within a 2 MiB page the low 21 bits are the same virtually and physically; the
-//! page frame (bits 21 and up) stays unknown.
+//! max-counter method (appendix, "The L2 slice function"; docs/L2_SLICES.md). The per-slice sector
+//! counter is reported only as min/max/avg/sum over the slices, so a child `memscope hammer-lines`
+//! hammers an anchor line and up to 11 others with binary access weights from one pinned SM, one
+//! such experiment per operation (read, atom, red: each has its own per-slice counter), and the
+//! child's counters are read by CUPTI in the child or by `ncu` from outside; the probe reads each
+//! operation's max (fit.rs: every pair of sampled lines tested once), fits the partition over
+//! address bits 7..20 with GF(2), and checks it against the child's timed laps (timing.rs).
+//! Within a 2 MiB page the low 21 bits are the same virtually and physically; the page frame (bits
+//! 21 and up) stays unknown.
 
 pub mod fit;
 #[cfg(test)]
@@ -952,8 +953,8 @@ fn far_findings(out: &mut ProbeOutput, lines: &[u64], batches: &[Batch], fab: &[
                     "the fabric counter did not split the lines into near and far for SM {SM} ({near} near, {far} far, \
                      {clear} of {} read-only kernels clear, {fab_total:.0} fabric sectors in all, against {:.0} TEX read \
                      sectors): either every sampled line is in SM {SM}'s L2 partition, or far lines are served through a slice of \
-                     that partition without fabric traffic per load; telling them apart needs the same run from an SM \
-                     of the other partition, or timing. Near/far slices undetermined",
+                     that partition without fabric traffic per load; l2.slices.timing_check, which times the lines from SMs \
+                     of both partitions, tells them apart. Near/far undetermined by the counters",
                     batches.len(),
                     tex_total
                 ),
