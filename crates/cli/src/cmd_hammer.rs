@@ -1,6 +1,7 @@
 //! `memscope hammer-lines` (hidden): the child process of the `l2.slices` probe (seed 000 appendix,
 //! "The L2 slice function"). The probe runs it under Nsight Compute; it launches one L2-hammering
-//! kernel per batch of a JSON plan and prints a JSON report between markers. Wiring only: the work
+//! kernel per batch of a JSON plan and prints a JSON report between markers (with --serve, then
+//! one more plan per line of stdin, on the same pages). Wiring only: the work
 //! is `memscope_cuda::probes::slices_hammer`.
 
 use crate::error::{CliError, CliResult};
@@ -15,6 +16,10 @@ pub struct Args {
     /// CUDA device ordinal.
     #[arg(long, default_value_t = 0)]
     pub device: usize,
+    /// After the plan, read further plans from stdin (one JSON plan per line) and run each on the
+    /// same pages, one report per plan.
+    #[arg(long)]
+    pub serve: bool,
 }
 
 pub fn run(a: Args) -> CliResult {
@@ -23,6 +28,11 @@ pub fn run(a: Args) -> CliResult {
     let plan: HammerPlan = serde_json::from_str(&text)
         .map_err(|e| CliError::usage(format!("--plan {}: not a hammer plan: {e}", a.plan.display())))?;
     plan.validate().map_err(|e| CliError::usage(format!("--plan {}: {e}", a.plan.display())))?;
+    if a.serve {
+        let stdin = std::io::stdin();
+        slices_hammer::serve(a.device, &plan, stdin.lock(), std::io::stdout())?;
+        return Ok(());
+    }
     let report = slices_hammer::run(a.device, &plan)?;
     let json = serde_json::to_string(&report).map_err(|e| CliError::failure(e.to_string()))?;
     println!("{}\n{json}\n{}", slices_hammer::REPORT_BEGIN, slices_hammer::REPORT_END);

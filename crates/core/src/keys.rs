@@ -88,6 +88,8 @@ pub const L2_SLICES_FAR_PARTITION: &str = "l2.slices.far_partition";
 pub const L2_SLICES_FUNCTION: &str = "l2.slices.function";
 /// Share of held-out lines whose slice the fitted function predicts (ratio).
 pub const L2_SLICES_HELD_OUT_ACCURACY: &str = "l2.slices.held_out_accuracy";
+/// The timing check of the slice partition: near/far first touches per SM against its classes.
+pub const L2_SLICES_TIMING_CHECK: &str = "l2.slices.timing_check";
 /// Wall time of the slices probe.
 pub const L2_SLICES_PROBE_SECONDS: &str = "l2.slices.probe_seconds";
 
@@ -369,6 +371,7 @@ pub const ALL: &[&str] = &[
     L2_SLICES_FAR_PARTITION,
     L2_SLICES_FUNCTION,
     L2_SLICES_HELD_OUT_ACCURACY,
+    L2_SLICES_TIMING_CHECK,
     L2_SLICES_PROBE_SECONDS,
     TLB_L1_ENTRIES,
     TLB_PAGE_BYTES,

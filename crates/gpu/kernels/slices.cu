@@ -13,7 +13,7 @@
 // accesses is a multiple of 8 x warps per block.
 // record: [smid, clock64 cycles spent, 0, 0] of the elected block.
 
-#define MAX_LINES 64
+#define MAX_LINES 192
 
 __device__ __forceinline__ u32 ld_vol(u64 a) {
     u32 v;

@@ -5,7 +5,8 @@
 //! checked against free memory, copies, pinned/mapped host memory, VMM aliases), registry.rs (the
 //! kernel registry over kernels/ and NVRTC), launch.rs (the function cache and launches), timing.rs
 //! (streams, events, graphs, the timing rule), blas.rs (cuBLAS), peer.rs (peer access), nvml.rs
-//! (NVML readings), error.rs (`GpuError`). Why the raw driver API and not cudarc's safe one:
+//! (NVML readings), profiler.rs (hardware counters through CUPTI's range profiler), error.rs
+//! (`GpuError`). Why the raw driver API and not cudarc's safe one:
 //! docs/ARCHITECTURE.md, "The GPU layer". Measurement discipline (docs/ADDING_A_PROBE.md): every
 //! CUDA call is checked.
 
@@ -15,6 +16,7 @@ pub mod launch;
 pub mod memory;
 pub mod nvml;
 pub mod peer;
+pub mod profiler;
 pub mod registry;
 pub mod timing;
 pub mod warm;

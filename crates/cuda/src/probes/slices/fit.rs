@@ -20,8 +20,22 @@ pub const LINE_BYTES: u64 = 128;
 pub const PAGE_BITS: u64 = ((1 << 21) - 1) & !(LINE_BYTES - 1);
 /// Other lines per kernel beside the anchor.
 pub const GROUP: usize = 11;
-/// A decoded max is clear when it lies within this fraction of B of a multiple of B.
-pub const CLEAR_TOLERANCE: f64 = 0.25;
+/// A decoded max is clear when it lies at most CLEAR_BELOW units below or CLEAR_ABOVE units above a
+/// multiple of the unit. The window leans upward: stray sectors (the kernel's own plan reads, among
+/// others) only ever add to a slice's count. On the H200 the maxes lay 0 to 17 sectors above a
+/// multiple (a read unit is 64 sectors, 0.27 units), never below (results/h200/l2-slices-cupti).
+pub const CLEAR_BELOW: f64 = 0.1;
+pub const CLEAR_ABOVE: f64 = 0.45;
+
+/// The multiple of `unit` a max reads as, when it is clear (see CLEAR_BELOW, CLEAR_ABOVE).
+fn clear_units(max_sectors: f64, unit: u64) -> Option<u64> {
+    if !max_sectors.is_finite() || max_sectors < 0.0 {
+        return None;
+    }
+    let u = max_sectors / unit as f64;
+    let v = (u + CLEAR_BELOW).floor();
+    (u - v <= CLEAR_ABOVE).then_some(v as u64)
+}
 
 /// Sample `n` distinct line offsets of a 2 MiB page: 0, the 14 single-bit offsets 2^7..2^20, then
 /// random lines (seeded).
@@ -127,24 +141,66 @@ pub fn design_far(n: usize, unit: u64, first_kernel: usize) -> Vec<Batch> {
         .collect()
 }
 
+/// Classification experiments (an adaptive design: docs/L2_SLICES.md, "Slice labels over many
+/// pages"): one kernel per line of `queue`, the line the anchor of every experiment of its kernel
+/// (on the H200 the reduction counter misread when a kernel's experiments had different anchors),
+/// against the representatives `reps`, which lie on distinct slices, split into one balanced chunk
+/// per operation slot of `ops`. In an experiment against m representatives the anchor weighs
+/// (m+1) units and representative j (1-based) j units: every other slice then holds at most m
+/// units and the anchor's at least m+1, so the max is the anchor's slice, (m+1+j) units when it
+/// holds representative j, m+1 when it holds none of them. Kernels numbered from `first_kernel`.
+pub fn design_classify(queue: &[usize], reps: &[usize], unit: u64, ops: &[usize], first_kernel: usize) -> Vec<Batch> {
+    let slots: &[usize] = if ops.is_empty() { &[0] } else { ops };
+    let chunks: Vec<&[usize]> = if reps.is_empty() {
+        vec![&[][..]]
+    } else {
+        let parts = slots.len().min(reps.len());
+        let (base, extra) = (reps.len() / parts, reps.len() % parts);
+        let mut at = 0;
+        (0..parts)
+            .map(|p| {
+                let len = base + usize::from(p < extra);
+                at += len;
+                &reps[at - len..at]
+            })
+            .collect()
+    };
+    let mut out = Vec::new();
+    for (i, &x) in queue.iter().enumerate() {
+        for (c, chunk) in chunks.iter().enumerate() {
+            let m = chunk.len() as u64;
+            let mut members = vec![x];
+            members.extend_from_slice(chunk);
+            let mut weights = vec![unit * (m + 1)];
+            weights.extend((1..=m).map(|j| unit * j));
+            out.push(Batch { members, weights, kernel: first_kernel + i, op: slots[c] });
+        }
+    }
+    out
+}
+
+/// A classification experiment's max (in sectors, divided by the operation's scale) read back:
+/// Some(Some(j)) the anchor shares representative j's slice (0-based), Some(None) none of them,
+/// None unclear (not clear, see CLEAR_BELOW and CLEAR_ABOVE, or no possible value).
+pub fn decode_classify(max_sectors: f64, unit: u64, reps: usize) -> Option<Option<usize>> {
+    let v = clear_units(max_sectors, unit)? as i64;
+    match v - (reps as i64 + 1) {
+        0 => Some(None),
+        j if j >= 1 && j as usize <= reps => Some(Some(j as usize - 1)),
+        _ => None,
+    }
+}
+
 /// Number of kernels a design uses.
 pub fn kernel_count(batches: &[Batch]) -> usize {
     batches.iter().map(|b| b.kernel + 1).max().unwrap_or(0)
 }
 
 /// A max counter read as a subset of a batch's members: bit j of the result is member j+1 (the
-/// others), bit k the anchor. None when the value is not within CLEAR_TOLERANCE x unit of a
+/// others), bit k the anchor. None when the value is not clear (CLEAR_BELOW, CLEAR_ABOVE) or a
 /// multiple of unit, or spells more than the members.
 pub fn decode(max_sectors: f64, unit: u64, members: usize) -> Option<u64> {
-    if !max_sectors.is_finite() || max_sectors < 0.0 {
-        return None;
-    }
-    let u = max_sectors / unit as f64;
-    let v = u.round();
-    if (u - v).abs() > CLEAR_TOLERANCE || v >= (1u64 << members) as f64 {
-        return None;
-    }
-    Some(v as u64)
+    clear_units(max_sectors, unit).filter(|&v| v < 1u64 << members)
 }
 
 /// Pair answers of one line pair: Some(true) same slice, Some(false) different, None unknown.

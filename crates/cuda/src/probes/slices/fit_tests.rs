@@ -135,7 +135,9 @@ fn partitions_compare_up_to_relabeling() {
 #[test]
 fn decode_accepts_only_clear_multiples() {
     assert_eq!(decode(5.0 * 256.0 + 20.0, 256, 4), Some(5));
-    assert_eq!(decode(5.0 * 256.0 - 30.0, 256, 4), Some(5));
+    assert_eq!(decode(5.0 * 256.0 + 0.44 * 256.0, 256, 4), Some(5), "strays only add: up to 0.45 units above");
+    assert_eq!(decode(5.0 * 256.0 - 20.0, 256, 4), Some(5));
+    assert_eq!(decode(5.0 * 256.0 - 30.0, 256, 4), None, "more than 0.1 units below");
     assert_eq!(decode(5.5 * 256.0, 256, 4), None, "half-way is not a clear max");
     assert_eq!(decode(16.0 * 256.0, 256, 4), None, "more than the members can spell");
     assert_eq!(decode(f64::NAN, 256, 4), None);

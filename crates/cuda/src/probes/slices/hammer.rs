@@ -3,7 +3,10 @@
 //! one 2 MiB-aligned page, compiles kernels/slices.cu with NVRTC (the registry's `Module::Slices`) and launches one `slice_hammer`
 //! kernel per planned batch of line offsets, so ncu's per-slice L2 counters see only those accesses.
 //! Each line of a batch carries its operation (read, write, atom, red): ncu counts each operation's
-//! sectors separately, so one kernel can hold one experiment per operation.
+//! sectors separately, so one kernel can hold one experiment per operation. With `counters: cupti`
+//! the child reads the same metrics itself through CUPTI's range profiler (no ncu: one range per
+//! launch, crates/gpu/src/profiler.rs). After the hammering the child can time a first-touch lap
+//! over the plan's lines from chosen SMs (timing.rs: the second instrument).
 
 use crate::gpu::{DeviceAttr, Gpu, GpuError, GpuResult, Module, LEGACY_STREAM};
 use serde::{Deserialize, Serialize};
@@ -15,7 +18,7 @@ pub const PAGE_BYTES: u64 = 2 << 20;
 /// Most 2 MiB pages a plan may span.
 pub const MAX_PAGES: u64 = 64;
 /// Most lines one kernel hammers (MAX_LINES in kernels/slices.cu).
-pub const MAX_LINES_PER_KERNEL: usize = 64;
+pub const MAX_LINES_PER_KERNEL: usize = 192;
 
 /// The operation a line is accessed with (kernels/slices.cu's op codes, in this order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -51,6 +54,24 @@ impl HammerOp {
     }
 }
 
+/// Where a plan's counters come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CounterSource {
+    /// Nsight Compute profiles the child from outside (the child reads nothing).
+    #[default]
+    Ncu,
+    /// The child reads `metrics` for each launch through CUPTI's range profiler.
+    Cupti,
+}
+
+/// Launches beyond one per planned kernel the child may make (a launch with no block on the
+/// chosen SM is made again).
+pub const RETRY_LAUNCHES: usize = 64;
+
+/// Most launches in one CUPTI session of ranges (one counter-data image).
+pub const SESSION_LAUNCHES: usize = 256;
+
 /// What the child runs: one kernel per batch; each batch lists (offset in the page, accesses, op).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HammerPlan {
@@ -63,6 +84,18 @@ pub struct HammerPlan {
     #[serde(default = "one_page")]
     pub pages: u64,
     pub kernels: Vec<Vec<(u64, u64, HammerOp)>>,
+    /// Who reads the counters (ncu when absent).
+    #[serde(default)]
+    pub counters: CounterSource,
+    /// The metrics CUPTI reads for each launch (`counters: cupti` only), as ncu names them.
+    #[serde(default)]
+    pub metrics: Vec<String>,
+    /// SMs that time a first-touch lap over the plan's lines after the hammering, and how many laps
+    /// each (timing.rs); none when empty.
+    #[serde(default)]
+    pub time_sms: Vec<u32>,
+    #[serde(default)]
+    pub time_reps: usize,
 }
 
 fn one_page() -> u64 {
@@ -89,6 +122,15 @@ pub struct HammerReport {
     /// The 2 MiB-aligned page base inside the allocation that offsets are relative to.
     pub page_base: u64,
     pub records: Vec<HammerRecord>,
+    /// With `counters: cupti`: per record (launch), the plan's metrics in its order.
+    #[serde(default)]
+    pub values: Vec<Vec<f64>>,
+    /// With `counters: cupti`: the passes CUPTI needed per launch.
+    #[serde(default)]
+    pub passes: usize,
+    /// The timed laps of `time_sms` (none when not asked for).
+    #[serde(default)]
+    pub timing: Vec<super::timing::TimedLap>,
 }
 
 /// Markers around the report on stdout.
@@ -100,6 +142,9 @@ impl HammerPlan {
     pub fn validate(&self) -> GpuResult<()> {
         if self.warps == 0 || self.warps > 32 {
             return Err(GpuError::invalid(format!("warps = {}: 1..=32", self.warps)));
+        }
+        if self.counters == CounterSource::Cupti && self.metrics.is_empty() {
+            return Err(GpuError::invalid("counters = cupti without metrics"));
         }
         if self.pages == 0 || self.pages > MAX_PAGES {
             return Err(GpuError::invalid(format!("pages = {}: 1..={MAX_PAGES}", self.pages)));
@@ -131,63 +176,207 @@ impl HammerPlan {
     }
 }
 
-/// Run the plan on GPU `ordinal` (the child process, under ncu).
+/// Run the plan on GPU `ordinal` (the child process, under ncu or reading CUPTI itself).
 pub fn run(ordinal: usize, plan: &HammerPlan) -> GpuResult<HammerReport> {
-    plan.validate()?;
-    let gpu = Gpu::open(ordinal)?;
-    let sms = gpu.attr(DeviceAttr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
-    if let Some(sm) = plan.sm {
-        if sm as i32 >= sms {
-            return Err(GpuError::invalid(format!("sm {sm}: this GPU has {sms} SMs")));
+    let pages = Pages::open(ordinal, plan.pages)?;
+    pages.run(plan)
+}
+
+/// The child's GPU and its allocation, kept across the plans of one process (`serve`: the same
+/// physical pages for every plan).
+pub struct Pages {
+    gpu: Gpu,
+    alloc: u64,
+    pages: u64,
+    sms: u32,
+}
+
+impl Pages {
+    /// Open GPU `ordinal` and allocate `pages` 2 MiB pages (one more: its 2 MiB-aligned pages lie
+    /// inside whatever the alignment), zeroed.
+    pub fn open(ordinal: usize, pages: u64) -> GpuResult<Pages> {
+        if pages == 0 || pages > MAX_PAGES {
+            return Err(GpuError::invalid(format!("pages = {pages}: 1..={MAX_PAGES}")));
         }
+        let gpu = Gpu::open(ordinal)?;
+        let sms = gpu.attr(DeviceAttr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
+        gpu.func(Module::Slices, KERNEL)?;
+        let alloc = gpu.malloc((pages + 1) * PAGE_BYTES)?;
+        if let Err(e) = gpu.memset(alloc, (pages + 1) * PAGE_BYTES) {
+            gpu.free(alloc);
+            return Err(e);
+        }
+        Ok(Pages { gpu, alloc, pages, sms })
     }
-    gpu.func(Module::Slices, KERNEL)?;
-    // One page more than the plan spans: its 2 MiB-aligned pages lie inside whatever the alignment.
-    let bytes = (plan.pages + 1) * PAGE_BYTES;
-    let alloc = gpu.malloc(bytes)?;
-    let side = gpu.malloc(4096 + 64 * 24);
-    let res = side.and_then(|side| {
-        let r = launch_all(&gpu, alloc, side, sms as u32, plan);
-        gpu.free(side);
-        r
-    });
-    gpu.free(alloc);
-    res
+
+    /// Run one plan on these pages (its `pages` at most those allocated).
+    pub fn run(&self, plan: &HammerPlan) -> GpuResult<HammerReport> {
+        plan.validate()?;
+        if plan.pages > self.pages {
+            return Err(GpuError::invalid(format!("plan spans {} pages, {} allocated", plan.pages, self.pages)));
+        }
+        for &sm in plan.sm.iter().chain(&plan.time_sms) {
+            if sm >= self.sms {
+                return Err(GpuError::invalid(format!("sm {sm}: this GPU has {} SMs", self.sms)));
+            }
+        }
+        let lines: usize = plan.kernels.iter().map(|k| k.len()).sum();
+        let slots = plan.kernels.len() + RETRY_LAUNCHES;
+        let side = self.gpu.malloc(lines as u64 * 24 + slots as u64 * 40)?;
+        let res = launch_all(&self.gpu, self.alloc, side, self.sms, plan);
+        self.gpu.free(side);
+        let mut report = res?;
+        if !plan.time_sms.is_empty() {
+            report.timing = super::timing::time_laps(&self.gpu, report.page_base, plan)?;
+            // The lap wrote its pointers into the page: zero again for the next plan.
+            self.gpu.memset(self.alloc, (self.pages + 1) * PAGE_BYTES)?;
+            self.gpu.sync()?;
+        }
+        Ok(report)
+    }
+}
+
+impl Drop for Pages {
+    fn drop(&mut self) {
+        self.gpu.free(self.alloc);
+    }
+}
+
+/// `memscope hammer-lines --serve`: run the first plan, then one plan per line of `input` (JSON)
+/// on the same pages, writing each report to `out` between the markers; ends at the end of
+/// `input`. A plan that fails is reported as an error line between the markers.
+pub fn serve(
+    ordinal: usize,
+    first: &HammerPlan,
+    input: impl std::io::BufRead,
+    mut out: impl std::io::Write,
+) -> GpuResult<()> {
+    let pages = Pages::open(ordinal, first.pages)?;
+    let mut emit = |r: GpuResult<HammerReport>| -> GpuResult<()> {
+        let text = match r {
+            Ok(rep) => serde_json::to_string(&rep).map_err(|e| GpuError::invalid(e.to_string()))?,
+            Err(e) => serde_json::to_string(&serde_json::json!({ "error": e.to_string() })).unwrap_or_default(),
+        };
+        writeln!(out, "{REPORT_BEGIN}\n{text}\n{REPORT_END}")
+            .and_then(|_| out.flush())
+            .map_err(|e| GpuError::invalid(e.to_string()))
+    };
+    emit(pages.run(first))?;
+    for line in input.lines() {
+        let line = line.map_err(|e| GpuError::invalid(e.to_string()))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let plan: HammerPlan =
+            serde_json::from_str(&line).map_err(|e| GpuError::invalid(format!("not a hammer plan: {e}")))?;
+        emit(pages.run(&plan))?;
+    }
+    Ok(())
 }
 
 fn launch_all(gpu: &Gpu, alloc: u64, side: u64, sms: u32, plan: &HammerPlan) -> GpuResult<HammerReport> {
     let page_base = alloc.div_ceil(PAGE_BYTES) * PAGE_BYTES;
-    gpu.memset(alloc, (plan.pages + 1) * PAGE_BYTES)?;
-    // The plan (up to 64 triples of u64: 1536 bytes), then the claim word and the record.
-    let (plan_d, claim_d, record_d) = (side, side + 2048, side + 2048 + 64);
-    let mut records = Vec::new();
+    let slots = plan.kernels.len() + RETRY_LAUNCHES;
+    // Every kernel's plan back to back (triples of u64), then a claim word and a record (8 + 32
+    // bytes) per launch slot: nothing is written between launches but the launches themselves.
+    let flat: Vec<u64> = plan.kernels.iter().flatten().flat_map(|&(o, l, op)| [o, l, op.code()]).collect();
+    let mut starts = Vec::with_capacity(plan.kernels.len());
+    let mut at = side;
+    for k in &plan.kernels {
+        starts.push(at);
+        at += k.len() as u64 * 24;
+    }
+    gpu.htod(side, &flat)?;
+    let claims = at;
+    let recs = claims + slots as u64 * 8;
+    gpu.memset(claims, slots as u64 * 40)?;
+    gpu.sync()?;
     let (grid, target) = match plan.sm {
         Some(sm) => (sms, sm as u64),
         None => (1, u64::MAX),
     };
-    for (k, batch) in plan.kernels.iter().enumerate() {
-        let flat: Vec<u64> = batch.iter().flat_map(|&(o, l, op)| [o, l, op.code()]).collect();
-        gpu.htod(plan_d, &flat)?;
-        let mut done = false;
-        for _attempt in 0..4 {
-            gpu.memset(claim_d, 8)?;
-            gpu.memset(record_d, 32)?;
-            let args = [page_base, plan_d, batch.len() as u64, target, claim_d, record_d];
-            gpu.launch(Module::Slices, KERNEL, grid, 32 * plan.warps, 0, &args, LEGACY_STREAM)?;
-            gpu.sync()?;
-            let rec: Vec<u64> = gpu.dtoh(record_d, 4)?;
-            records.push(HammerRecord { kernel: k, smid: rec[0], cycles: rec[1] });
-            if rec[1] != 0 {
-                done = true;
-                break;
+    let mut records = Vec::new();
+    // `flush` (CUPTI only) ends a session of ranges before it would hold more than SESSION_LAUNCHES.
+    let mut launches = |flush: &mut dyn FnMut() -> GpuResult<()>| -> GpuResult<()> {
+        let mut in_session = 0;
+        for (k, batch) in plan.kernels.iter().enumerate() {
+            let mut done = false;
+            for _attempt in 0..4 {
+                let slot = records.len() as u64;
+                if slot as usize >= slots {
+                    return Err(GpuError::invalid(format!(
+                        "more than {RETRY_LAUNCHES} launches had no block on the SM"
+                    )));
+                }
+                if in_session == SESSION_LAUNCHES {
+                    flush()?;
+                    in_session = 0;
+                }
+                in_session += 1;
+                let (claim_d, record_d) = (claims + 8 * slot, recs + 32 * slot);
+                let plan_d = starts[k];
+                let args = [page_base, plan_d, batch.len() as u64, target, claim_d, record_d];
+                gpu.launch(Module::Slices, KERNEL, grid, 32 * plan.warps, 0, &args, LEGACY_STREAM)?;
+                gpu.sync()?;
+                let rec: Vec<u64> = gpu.dtoh(record_d, 4)?;
+                records.push(HammerRecord { kernel: k, smid: rec[0], cycles: rec[1] });
+                if rec[1] != 0 {
+                    done = true;
+                    break;
+                }
+                // No block landed on the chosen SM (then nothing was loaded): again.
             }
-            // No block landed on the chosen SM (then nothing was loaded): again.
+            if !done {
+                return Err(GpuError::invalid(format!(
+                    "no block of slice_hammer ran on SM {:?} in 4 launches",
+                    plan.sm
+                )));
+            }
         }
-        if !done {
-            return Err(GpuError::invalid(format!("no block of slice_hammer ran on SM {:?} in 4 launches", plan.sm)));
+        Ok(())
+    };
+    let (values, passes) = match plan.counters {
+        CounterSource::Ncu => {
+            launches(&mut || Ok(()))?;
+            (vec![], 0)
         }
+        CounterSource::Cupti => {
+            let p = crate::gpu::profiler::profile_kernels(gpu, &plan.metrics, SESSION_LAUNCHES, |f| launches(f))?;
+            if p.dropped > 0 || p.values.len() != records.len() {
+                return Err(GpuError::invalid(format!(
+                    "CUPTI kept {} ranges ({} dropped) for {} launches",
+                    p.values.len(),
+                    p.dropped,
+                    records.len()
+                )));
+            }
+            (p.values, p.passes)
+        }
+    };
+    Ok(HammerReport {
+        alloc_ptr: alloc,
+        alloc_2mib_aligned: alloc.is_multiple_of(PAGE_BYTES),
+        page_base,
+        records,
+        values,
+        passes,
+        timing: vec![],
+    })
+}
+
+/// A one-page plan with nothing in it but what a test sets (ncu counters, no timing).
+#[cfg(test)]
+pub(crate) fn test_plan() -> HammerPlan {
+    HammerPlan {
+        sm: None,
+        warps: 32,
+        pages: 1,
+        kernels: vec![],
+        counters: CounterSource::Ncu,
+        metrics: vec![],
+        time_sms: vec![],
+        time_reps: 0,
     }
-    Ok(HammerReport { alloc_ptr: alloc, alloc_2mib_aligned: alloc.is_multiple_of(PAGE_BYTES), page_base, records })
 }
 
 /// Pull the child's report out of its stdout (ncu's own lines around it are ignored).
@@ -209,7 +398,13 @@ mod tests {
     #[test]
     fn plans_are_checked_against_the_kernel_limits() {
         use HammerOp::*;
-        let ok = HammerPlan { sm: None, warps: 4, pages: 1, kernels: vec![vec![(0, 32, Read), (128, 64, Red)]] };
+        let ok = HammerPlan {
+            sm: None,
+            warps: 4,
+            pages: 1,
+            kernels: vec![vec![(0, 32, Read), (128, 64, Red)]],
+            ..test_plan()
+        };
         assert!(ok.validate().is_ok());
         let bad_loads = HammerPlan { kernels: vec![vec![(0, 33, Write)]], ..ok.clone() };
         assert!(bad_loads.validate().unwrap_err().to_string().contains("multiple of 32"));
@@ -225,7 +420,13 @@ mod tests {
 
     #[test]
     fn ops_are_named_in_the_plan_and_coded_for_the_kernel() {
-        let plan = HammerPlan { sm: Some(0), warps: 32, pages: 1, kernels: vec![vec![(128, 256, HammerOp::Atom)]] };
+        let plan = HammerPlan {
+            sm: Some(0),
+            warps: 32,
+            pages: 1,
+            kernels: vec![vec![(128, 256, HammerOp::Atom)]],
+            ..test_plan()
+        };
         let text = serde_json::to_string(&plan).unwrap();
         assert!(text.contains("[128,256,\"atom\"]"), "{text}");
         assert_eq!(serde_json::from_str::<HammerPlan>(&text).unwrap(), plan);
@@ -264,6 +465,9 @@ mod tests {
             alloc_2mib_aligned: true,
             page_base: 0x7f00_0020_0000,
             records: vec![],
+            values: vec![vec![1.0, 2.5]],
+            passes: 1,
+            timing: vec![],
         };
         let text = format!(
             "==PROF== Connected to process 1\n{REPORT_BEGIN}\n{}\n{REPORT_END}\n==PROF== Disconnected\n",

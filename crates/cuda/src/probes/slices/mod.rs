@@ -1,24 +1,29 @@
 //! `l2.slices`: the number of L2 slices and which lines of a 2 MiB page share a slice, by seed 000's
-//! max-counter method (appendix, "The L2 slice function"; docs/L2_SLICES.md). Nsight
-//! Compute reports the per-slice sector counter only as min/max/avg/sum over the slices, so the
-//! probe runs `ncu` on a child `memscope hammer-lines` whose kernels hammer an anchor line and up
-//! to 11 others with binary access weights from one pinned SM, one such experiment per operation
-//! (read, write, atom, red: ncu counts each in its own per-slice counter), reads each operation's
-//! max (fit.rs: every pair of sampled lines tested once), and fits the partition over address bits
-//! 7..20 with GF(2). Within a 2 MiB page the low 21 bits are the same virtually and physically; the
-//! page frame (bits 21 and up) stays unknown.
+//! max-counter method (appendix, "The L2 slice function"; docs/L2_SLICES.md). The per-slice sector
+//! counter is reported only as min/max/avg/sum over the slices, so a child `memscope hammer-lines`
+//! hammers an anchor line and up to 11 others with binary access weights from one pinned SM, one
+//! such experiment per operation (read, atom, red: each has its own per-slice counter), and the
+//! child's counters are read by CUPTI in the child or by `ncu` from outside; the probe reads each
+//! operation's max (fit.rs: every pair of sampled lines tested once), fits the partition over
+//! address bits 7..20 with GF(2), and checks it against the child's timed laps (timing.rs).
+//! Within a 2 MiB page the low 21 bits are the same virtually and physically; the page frame (bits
+//! 21 and up) stays unknown.
 
 pub mod fit;
 #[cfg(test)]
 mod fit_tests;
 pub mod hammer;
+pub mod map;
+#[cfg(test)]
+mod map_tests;
 pub mod ncu;
+pub mod timing;
 
 use super::{cuda_only, run_gpu};
 use crate::gpu::{GpuError, GpuResult};
 use crate::CudaTarget;
 use fit::{Assignment, Batch, LinearFit};
-use hammer::{HammerOp, HammerPlan, HammerReport};
+use hammer::{CounterSource, HammerOp, HammerPlan, HammerReport};
 use memscope_core::gf2::format_mask;
 use memscope_core::keys;
 use memscope_core::{Applicability, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, TargetInfo};
@@ -39,6 +44,10 @@ const LINES_QUICK: usize = 40;
 /// Offsets sampled in each page when `MEMSCOPE_SLICES_PAGES` asks for several pages.
 const LINES_PER_PAGE: usize = 32;
 const SEED: u64 = 0x5_11ce;
+/// SMs that time a lap over the sampled lines after the counters (timing.rs): the hammering SM and
+/// its neighbours; on the H200 SMs 0-1 and 2-3 lie in the two groups of the per-SM map.
+const TIME_SMS: [u32; 4] = [0, 1, 2, 3];
+const TIME_REPS: usize = 3;
 
 /// What stays unknown whatever the counters say.
 pub const PHYSICAL_NOTE: &str = "within one 2 MiB page the low 21 address bits are the same virtually and \
@@ -151,7 +160,16 @@ fn measure(t: &mut CudaTarget, quick: bool, keep: Option<std::path::PathBuf>) ->
             .ok_or_else(|| ProbeError::Failed(format!("MEMSCOPE_SLICES_PAGES={p:?}: accepted: 1 to 16")))?,
         Err(_) => 1,
     };
-    let lines = page_lines(pages, if quick { LINES_QUICK } else { LINES_FULL });
+    let per_run = match std::env::var("MEMSCOPE_SLICES_LINES") {
+        Ok(l) => l
+            .parse::<usize>()
+            .ok()
+            .filter(|l| (2..=1024).contains(l))
+            .ok_or_else(|| ProbeError::Failed(format!("MEMSCOPE_SLICES_LINES={l:?}: accepted: 2 to 1024")))?,
+        Err(_) if quick => LINES_QUICK,
+        Err(_) => LINES_FULL,
+    };
+    let lines = page_lines(pages, per_run);
     let n = lines.len();
     let design = match std::env::var("MEMSCOPE_SLICES_DESIGN") {
         Ok(d) => Design::parse(&d).ok_or_else(|| {
@@ -162,63 +180,73 @@ fn measure(t: &mut CudaTarget, quick: bool, keep: Option<std::path::PathBuf>) ->
     let (batches, reference) = experiments(design, n);
     let all: Vec<Batch> = reference.iter().chain(&batches).cloned().collect();
     let m = method(n, &batches);
-    let Some(ncu_path) = ncu::find_ncu() else {
-        let why =
-            "Nsight Compute (ncu) is not on PATH or in /usr/local/cuda/bin: the per-slice L2 counters cannot be read";
-        undetermined_all(&mut out, &m, why);
-        return Ok(out);
+    let explicit = std::env::var_os("MEMSCOPE_SLICES_COUNTERS").is_some();
+    let source = match std::env::var("MEMSCOPE_SLICES_COUNTERS") {
+        Ok(s) => match s.as_str() {
+            "cupti" => CounterSource::Cupti,
+            "ncu" => CounterSource::Ncu,
+            _ => return Err(ProbeError::Failed(format!("MEMSCOPE_SLICES_COUNTERS={s:?}: accepted: cupti, ncu"))),
+        },
+        Err(_) if !crate::gpu::profiler::cupti_library_dirs().is_empty() => CounterSource::Cupti,
+        Err(_) => CounterSource::Ncu,
     };
     let Some(child) = memscope_core::helper::self_command() else {
         undetermined_all(&mut out, &m, memscope_core::helper::NO_SELF_COMMAND);
         return Ok(out);
     };
-    let dir = std::env::temp_dir().join(format!("memscope-slices-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| ProbeError::Failed(format!("{}: {e}", dir.display())))?;
-    let plan = HammerPlan { sm: Some(SM), warps: WARPS, pages, kernels: plan_kernels(&lines, &all) };
-    let plan_path = dir.join("plan.json");
-    let plan_text = serde_json::to_string(&plan).map_err(|e| ProbeError::Failed(e.to_string()))?;
-    std::fs::write(&plan_path, &plan_text).map_err(|e| ProbeError::Failed(format!("{}: {e}", plan_path.display())))?;
-    let args = ncu::ncu_args(&child, &plan_path, t.gpu.ordinal, &ops_used(&all));
-    let run = ncu::run_ncu(&ncu_path, &args, Duration::from_secs(if quick { 120 } else { 300 }));
-    let _ = std::fs::remove_dir_all(&dir);
-    let run = match run {
-        Ok(r) => r,
-        Err(e) => {
-            undetermined_all(&mut out, &m, &e.to_string());
-            return Ok(out);
-        }
+    let metrics: Vec<String> = ncu::metric_list(&ops_used(&all)).split(',').map(String::from).collect();
+    let plan = HammerPlan {
+        sm: Some(SM),
+        warps: WARPS,
+        pages,
+        kernels: plan_kernels(&lines, &all),
+        counters: CounterSource::Ncu,
+        metrics: vec![],
+        time_sms: TIME_SMS.to_vec(),
+        time_reps: TIME_REPS,
     };
     let keep_dir = keep.inspect(|k| {
         let _ = std::fs::create_dir_all(k);
     });
+    let got = match source {
+        CounterSource::Cupti => {
+            let cupti_plan = HammerPlan { counters: CounterSource::Cupti, metrics: metrics.clone(), ..plan.clone() };
+            match acquire(&cupti_plan, child, t.gpu.ordinal, quick, keep_dir.as_deref()) {
+                Ok(g) => Ok(g),
+                Err(why) => match memscope_core::helper::self_command() {
+                    // CUPTI (chosen by default) did not give the counters: Nsight Compute, when
+                    // there is one. Asked for by MEMSCOPE_SLICES_COUNTERS: no other way.
+                    Some(child) if !explicit && ncu::find_ncu().is_some() => {
+                        out.warnings
+                            .push(format!("l2.slices: CUPTI gave no counters ({why}); Nsight Compute used instead"));
+                        acquire(&plan, child, t.gpu.ordinal, quick, keep_dir.as_deref())
+                    }
+                    _ => Err(why),
+                },
+            }
+        }
+        CounterSource::Ncu => acquire(&plan, child, t.gpu.ordinal, quick, keep_dir.as_deref()),
+    };
+    let (report, counters, how) = match got {
+        Ok(g) => g,
+        Err(why) => {
+            undetermined_all(&mut out, &m, &why.to_string());
+            return Ok(out);
+        }
+    };
+    let m = format!("{m}; counters read by {how}");
     if let Some(k) = &keep_dir {
-        let _ = std::fs::write(k.join("plan.json"), &plan_text);
-        let _ = std::fs::write(k.join("ncu_stdout.txt"), &run.stdout);
-        let _ = std::fs::write(k.join("ncu_stderr.txt"), &run.stderr);
-        let _ = std::fs::write(k.join("ncu_command.txt"), &run.command);
-    }
-    let (report, kernels) = match (hammer::parse_report(&run.stdout), ncu::parse_csv(&run.stdout)) {
-        (Some(r), Ok(k)) if run.ok => (r, k),
-        _ => {
-            undetermined_all(&mut out, &m, &ncu::failure_reason(&run));
-            return Ok(out);
-        }
-    };
-    let counters = match per_kernel(&report, &kernels, plan.kernels.len()) {
-        Ok(c) => c,
-        Err(e) => {
-            undetermined_all(&mut out, &m, &e.to_string());
-            return Ok(out);
-        }
-    };
-    if let Some(k) = keep_dir {
         let _ = std::fs::write(k.join("counters.csv"), counters_csv(&counters));
     }
     analyze(&mut out, &m, &lines, &batches, &counters, &report);
+    timing_finding(&mut out, &lines, &report);
     if !reference.is_empty() {
         compare_with_reference(&mut out, &lines, &batches, &reference, &counters);
     }
     out.warnings.extend(noise_warnings(&counters, &batches));
+    if let Ok(p) = std::env::var("MEMSCOPE_SLICES_MAP") {
+        slice_map(&mut out, &p, t.gpu.ordinal, &metrics, keep_dir.as_deref())?;
+    }
     let secs = started.elapsed().as_secs_f64();
     out.finding(
         keys::L2_SLICES_PROBE_SECONDS,
@@ -230,6 +258,273 @@ fn measure(t: &mut CudaTarget, quick: bool, keep: Option<std::path::PathBuf>) ->
         ),
     );
     Ok(out)
+}
+
+/// Run the child on `plan` (under ncu, or reading CUPTI itself) and decode its counters: the
+/// child's report, the counters per planned kernel, and how they were read. Err: why there are none.
+fn acquire(
+    plan: &HammerPlan,
+    mut child: std::process::Command,
+    device: usize,
+    quick: bool,
+    keep: Option<&std::path::Path>,
+) -> GpuResult<(HammerReport, Vec<Counters>, String)> {
+    let dir = std::env::temp_dir().join(format!("memscope-slices-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| GpuError::invalid(format!("{}: {e}", dir.display())))?;
+    let plan_path = dir.join("plan.json");
+    let plan_text = serde_json::to_string(plan).map_err(|e| GpuError::invalid(e.to_string()))?;
+    std::fs::write(&plan_path, &plan_text).map_err(|e| GpuError::invalid(format!("{}: {e}", plan_path.display())))?;
+    let timeout = Duration::from_secs(if quick { 120 } else { 300 });
+    let (run, how) = match plan.counters {
+        CounterSource::Ncu => {
+            let Some(ncu_path) = ncu::find_ncu() else {
+                let _ = std::fs::remove_dir_all(&dir);
+                return Err(GpuError::invalid(
+                    "Nsight Compute (ncu) is not on PATH or in /usr/local/cuda/bin, and CUPTI gave no counters: \
+                     the per-slice L2 counters cannot be read",
+                ));
+            };
+            let ops: Vec<HammerOp> = ops_of_metrics(plan);
+            let args = ncu::ncu_args(&child, &plan_path, device, &ops);
+            (ncu::run_ncu(&ncu_path, &args, timeout), "Nsight Compute (ncu) profiling the child".to_string())
+        }
+        CounterSource::Cupti => {
+            let mut path: Vec<std::path::PathBuf> = crate::gpu::profiler::cupti_library_dirs();
+            if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
+                path.extend(std::env::split_paths(&old).filter(|d| !path.contains(d)).collect::<Vec<_>>());
+            }
+            if let Ok(joined) = std::env::join_paths(path) {
+                child.env("LD_LIBRARY_PATH", joined);
+            }
+            child.args(["hammer-lines", "--plan"]).arg(&plan_path).args(["--device", &device.to_string()]);
+            (ncu::run_command(child, timeout), "CUPTI's range profiler in the child (one range per launch)".to_string())
+        }
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    let run = run?;
+    if let Some(k) = keep {
+        let name = if plan.counters == CounterSource::Cupti { "cupti" } else { "ncu" };
+        let _ = std::fs::write(k.join("plan.json"), &plan_text);
+        let _ = std::fs::write(k.join(format!("{name}_stdout.txt")), &run.stdout);
+        let _ = std::fs::write(k.join(format!("{name}_stderr.txt")), &run.stderr);
+        let _ = std::fs::write(k.join(format!("{name}_command.txt")), &run.command);
+    }
+    let report = match hammer::parse_report(&run.stdout) {
+        Some(r) if run.ok => r,
+        _ => return Err(GpuError::invalid(ncu::failure_reason(&run))),
+    };
+    let kernels = match plan.counters {
+        CounterSource::Ncu => ncu::parse_csv(&run.stdout)?,
+        CounterSource::Cupti => cupti_kernels(&plan.metrics, &report),
+    };
+    let counters = per_kernel(&report, &kernels, plan.kernels.len())?;
+    let how = if plan.counters == CounterSource::Cupti { format!("{how}, {} pass(es)", report.passes) } else { how };
+    Ok((report, counters, how))
+}
+
+/// Offsets sampled per page by `MEMSCOPE_SLICES_MAP` (the same offsets in every page).
+const MAP_LINES_PER_PAGE: usize = 64;
+
+/// `MEMSCOPE_SLICES_MAP=P` (a diagnostic, docs/L2_SLICES.md): slice labels of the same
+/// MAP_LINES_PER_PAGE offsets in each of P adjacent 2 MiB pages of one allocation, by the
+/// adaptive design of map.rs in a serving child reading CUPTI; the labels go to the keep
+/// directory (map.json) and the function finding's reason says what they show.
+fn slice_map(
+    out: &mut ProbeOutput,
+    pages: &str,
+    device: usize,
+    metrics: &[String],
+    keep: Option<&std::path::Path>,
+) -> Result<(), ProbeError> {
+    let p = pages
+        .parse::<u64>()
+        .ok()
+        .filter(|p| (1..=hammer::MAX_PAGES).contains(p))
+        .ok_or_else(|| ProbeError::Failed(format!("MEMSCOPE_SLICES_MAP={pages:?}: accepted: 1 to 64")))?;
+    let started = Instant::now();
+    let per = fit::sample_lines(MAP_LINES_PER_PAGE, SEED);
+    let lines: Vec<u64> = (0..p).flat_map(|k| per.iter().map(move |o| k * hammer::PAGE_BYTES + o)).collect();
+    let Some(mut child) = memscope_core::helper::self_command() else { return Ok(()) };
+    let mut path: Vec<std::path::PathBuf> = crate::gpu::profiler::cupti_library_dirs();
+    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
+        path.extend(std::env::split_paths(&old).filter(|d| !path.contains(d)).collect::<Vec<_>>());
+    }
+    if let Ok(joined) = std::env::join_paths(path) {
+        child.env("LD_LIBRARY_PATH", joined);
+    }
+    let template = HammerPlan {
+        sm: Some(SM),
+        warps: WARPS,
+        pages: p,
+        kernels: vec![],
+        counters: CounterSource::Cupti,
+        metrics: metrics.to_vec(),
+        time_sms: vec![],
+        time_reps: 0,
+    };
+    let slots: Vec<usize> = PACKED_OPS.iter().map(|o| o.code() as usize).collect();
+    let mut server = map::ServingChild::new(child, device, template)?;
+    let res = map::map_lines(&mut server, &lines, LINES_FULL, UNIT, &slots);
+    let secs = started.elapsed().as_secs_f64();
+    let text = match &res {
+        Ok(m) => {
+            let per_page: Vec<usize> = (0..p as usize)
+                .map(|k| {
+                    let s: std::collections::BTreeSet<usize> =
+                        m.label[k * per.len()..(k + 1) * per.len()].iter().flatten().copied().collect();
+                    s.len()
+                })
+                .collect();
+            format!(
+                "slice labels over {p} adjacent pages ({} offsets each, MEMSCOPE_SLICES_MAP): {} of {} lines labelled, \
+                 {} slices seen in all, per page {per_page:?}; {} kernels in {} stages, {secs:.1} s",
+                per.len(),
+                m.label.iter().flatten().count(),
+                lines.len(),
+                m.labels,
+                m.kernels,
+                m.stages
+            )
+        }
+        Err(e) => format!("slice labels over {p} pages: not measured ({e})"),
+    };
+    if let Some(k) = keep {
+        let v = json!({
+            "lines": lines.iter().map(|o| format!("{o:#x}")).collect::<Vec<_>>(),
+            "label": res.as_ref().map(|m| m.label.clone()).unwrap_or_default(),
+            "page_base": server.reports_kept.first().map(|r| r.page_base),
+            "seconds": secs,
+            "summary": text,
+        });
+        let _ = std::fs::write(k.join("map.json"), v.to_string());
+    }
+    if let Some(f) = out.findings.get_mut(keys::L2_SLICES_FUNCTION) {
+        f.note = Some(match f.note.take() {
+            Some(n) => format!("{n}. {text}"),
+            None => text,
+        });
+    }
+    Ok(())
+}
+
+/// The child's CUPTI values as ncu's rows: one entry per launch, the metrics by name.
+fn cupti_kernels(metrics: &[String], report: &HammerReport) -> Vec<ncu::KernelMetrics> {
+    report
+        .values
+        .iter()
+        .enumerate()
+        .map(|(id, v)| ncu::KernelMetrics { id, values: metrics.iter().cloned().zip(v.iter().copied()).collect() })
+        .collect()
+}
+
+/// The operations a plan's kernels use.
+fn ops_of_metrics(plan: &HammerPlan) -> Vec<HammerOp> {
+    let mut ops: Vec<HammerOp> = plan.kernels.iter().flatten().map(|l| l.2).collect();
+    ops.sort();
+    ops.dedup();
+    ops
+}
+
+/// The timing check of the partition (timing.rs), from the child's timed laps.
+fn timing_finding(out: &mut ProbeOutput, lines: &[u64], report: &HammerReport) {
+    if report.timing.is_empty() {
+        return;
+    }
+    let Some(class) = out.findings.get(keys::L2_SLICES_PAGE_PARTITION).and_then(|f| partition_classes(lines, &f.value))
+    else {
+        return;
+    };
+    let labels = timing::far_labels(lines, &report.timing);
+    let checks = timing::check(&class, &labels);
+    let mixed: usize = checks.iter().map(|c| c.classes_mixed).sum();
+    let tested: usize = checks.iter().map(|c| c.classes_tested).sum();
+    let labelled = checks.iter().any(|c| c.lines > 0);
+    let m = format!(
+        "after the counters, one first-touch lap over the same {} lines of the same page from SMs {:?} ({} laps \
+         each; kernels/sm_map.cu: lines primed at their home slice by reductions, one pointer chase, clock64 per \
+         hop), each lap split in two modes (near and far L2 partition, sm_map_fit.rs); every slice class of \
+         l2.slices.page_partition must be all near or all far from each SM",
+        lines.len(),
+        TIME_SMS,
+        TIME_REPS
+    );
+    let value = timing::summary_json(&checks, &labels, lines);
+    let f = if !labelled {
+        Finding::undetermined("", &m, "no timed lap split into near and far hits")
+    } else {
+        let conf = if tested > 0 { Confidence::High } else { Confidence::Low };
+        let groups = timing_groups(&labels);
+        Finding::json(value, "", &m, conf).with_note(&format!(
+            "{groups}; {mixed} of {tested} (SM, class) pairs with two or more timed lines mix near and far lines{}",
+            if mixed == 0 {
+                ": every slice class is all near or all far from every timed SM, as home slices would be"
+            } else {
+                ": a class of the counters holds lines homed in either L2 partition, so the slices the hammering SM's \
+                 counters see are not the lines' home slices but slices of its own partition that serve lines of \
+                 both (docs/L2_SLICES.md, \"The timing check\")"
+            }
+        ))
+    };
+    out.finding(keys::L2_SLICES_TIMING_CHECK, f);
+    // One bit of the function: the L2 partition a line is homed in, from the hammering SM's labels.
+    let bit = labels.iter().find(|l| l.sm == SM).and_then(|l| timing::partition_bit(lines, &l.far));
+    if let (Some((b, (ok, n))), Some(f)) = (bit, out.findings.get_mut(keys::L2_SLICES_FUNCTION)) {
+        let text = format!(
+            "one bit of it is fitted (l2.slices.timing_check): the L2 partition a line of this page is homed in (far \
+             from SM {SM} by timing) is parity(offset & {}) XOR {} ({} independent equations among the timed lines, \
+             fitted on half of them: {ok} of {n} held-out lines predicted); the frame's bits enter that parity as the \
+             constant, which one page cannot separate",
+            format_mask(b.mask),
+            b.constant,
+            b.rank
+        );
+        f.note = Some(match f.note.take() {
+            Some(n) => format!("{n}. {text}"),
+            None => text,
+        });
+    }
+}
+
+/// How the timed SMs' near/far labels relate: the pairs that label (almost) every line the
+/// same way, and those that label (almost) every line the opposite way (the two groups of the
+/// per-SM map).
+fn timing_groups(labels: &[timing::SmLabels]) -> String {
+    let mut same = Vec::new();
+    let mut opposite = Vec::new();
+    for (i, a) in labels.iter().enumerate() {
+        for b in &labels[i + 1..] {
+            let (n, d) = timing::opposite(&a.far, &b.far);
+            if n == 0 {
+                continue;
+            }
+            let text = format!("SM {} and SM {} ({} of {n})", a.sm, b.sm, if d * 2 > n { d } else { n - d });
+            if d * 20 <= n {
+                same.push(text);
+            } else if d * 20 >= 19 * n {
+                opposite.push(text);
+            }
+        }
+    }
+    format!(
+        "near/far labels alike: {}; opposite: {}",
+        if same.is_empty() { "none".to_string() } else { same.join(", ") },
+        if opposite.is_empty() { "none".to_string() } else { opposite.join(", ") }
+    )
+}
+
+/// The partition finding's classes back as a class per sampled line.
+fn partition_classes(lines: &[u64], value: &Value) -> Option<Vec<Option<usize>>> {
+    let groups = value.get("classes")?.as_array()?;
+    let mut class = vec![None; lines.len()];
+    for (c, g) in groups.iter().enumerate() {
+        for x in g.as_array()? {
+            let o = u64::from_str_radix(x.as_str()?.trim_start_matches("0x"), 16).ok()?;
+            if let Some(i) = lines.iter().position(|&l| l == o) {
+                class[i] = Some(c);
+            }
+        }
+    }
+    Some(class)
 }
 
 /// The counters of one plan kernel: per operation (indexed by its op code) the max and the sum over
@@ -658,8 +953,8 @@ fn far_findings(out: &mut ProbeOutput, lines: &[u64], batches: &[Batch], fab: &[
                     "the fabric counter did not split the lines into near and far for SM {SM} ({near} near, {far} far, \
                      {clear} of {} read-only kernels clear, {fab_total:.0} fabric sectors in all, against {:.0} TEX read \
                      sectors): either every sampled line is in SM {SM}'s L2 partition, or far lines are served through a slice of \
-                     that partition without fabric traffic per load; telling them apart needs the same run from an SM \
-                     of the other partition, or timing. Near/far slices undetermined",
+                     that partition without fabric traffic per load; l2.slices.timing_check, which times the lines from SMs \
+                     of both partitions, tells them apart. Near/far undetermined by the counters",
                     batches.len(),
                     tex_total
                 ),
@@ -715,6 +1010,7 @@ impl Probe for SlicesProbe {
 
 #[cfg(test)]
 mod tests {
+    use super::hammer::test_plan;
     use super::*;
     use memscope_core::gf2;
     use rand::Rng;
@@ -724,7 +1020,7 @@ mod tests {
     /// whose sectors also cross the fabric, `scale` sectors counted per access of each operation,
     /// and up to `noise` stray sectors on every slice an operation touched (the H200's maxes lie
     /// 0..8 sectors above a multiple of the unit).
-    fn simulate(
+    pub(super) fn simulate(
         lines: &[u64],
         batches: &[Batch],
         slice_of: &dyn Fn(u64) -> usize,
@@ -767,7 +1063,15 @@ mod tests {
     }
 
     fn report() -> HammerReport {
-        HammerReport { alloc_ptr: 1 << 21, alloc_2mib_aligned: true, page_base: 1 << 21, records: vec![] }
+        HammerReport {
+            alloc_ptr: 1 << 21,
+            alloc_2mib_aligned: true,
+            page_base: 1 << 21,
+            records: vec![],
+            values: vec![],
+            passes: 0,
+            timing: vec![],
+        }
     }
 
     /// The whole analysis on counters made from a known linear slice function and a known far set,
@@ -875,7 +1179,7 @@ mod tests {
             assert_eq!(uniq, ops, "kernel {k}: one experiment per operation");
             assert!(lines_k.len() <= hammer::MAX_LINES_PER_KERNEL);
         }
-        let plan = HammerPlan { sm: Some(SM), warps: WARPS, pages: 1, kernels };
+        let plan = HammerPlan { sm: Some(SM), warps: WARPS, pages: 1, kernels, ..test_plan() };
         plan.validate().unwrap();
         assert_eq!(Design::parse("both"), Some(Design::Both));
         assert_eq!(Design::parse("all"), None);
@@ -890,7 +1194,8 @@ mod tests {
         assert_eq!(lines.len(), 3 * LINES_PER_PAGE);
         assert_eq!(lines[LINES_PER_PAGE], hammer::PAGE_BYTES);
         let (batches, _) = experiments(Design::Packed, lines.len());
-        let plan = HammerPlan { sm: Some(SM), warps: WARPS, pages: 3, kernels: plan_kernels(&lines, &batches) };
+        let plan =
+            HammerPlan { sm: Some(SM), warps: WARPS, pages: 3, kernels: plan_kernels(&lines, &batches), ..test_plan() };
         plan.validate().unwrap();
         let masks = [0x0012_3480u64, 0x0028_0d00, 0x005c_0080, 0x0001_8200];
         let counters =
@@ -902,6 +1207,83 @@ mod tests {
         let reason = serde_json::to_string(f).unwrap();
         assert!(reason.contains("Across 3 adjacent pages") && reason.contains("0/496, 0/496"), "{reason}");
         assert!(out.findings["l2.slices.page_masks"].confidence != Confidence::Undetermined, "page 0 alone is linear");
+    }
+
+    /// CUPTI's values (one row per launch, the plan's metrics in order) decode to the same
+    /// counters as ncu's rows; a launch that found no block on the SM is skipped.
+    #[test]
+    fn cupti_values_become_the_counters_of_their_kernels() {
+        let metrics: Vec<String> = ncu::metric_list(&PACKED_OPS).split(',').map(String::from).collect();
+        let n = metrics.len();
+        let rec = |kernel, cycles| hammer::HammerRecord { kernel, smid: 0, cycles };
+        let report = HammerReport {
+            records: vec![rec(0, 0), rec(0, 9), rec(1, 9)],
+            values: vec![vec![-1.0; n], (0..n).map(|i| i as f64).collect(), (0..n).map(|i| 100.0 + i as f64).collect()],
+            ..report()
+        };
+        let c = per_kernel(&report, &cupti_kernels(&metrics, &report), 2).unwrap();
+        let at = |name: &str| metrics.iter().position(|m| m == name).unwrap() as f64;
+        assert_eq!(c[0].max[0], at("lts__t_sectors_srcunit_tex_op_read.max"));
+        assert_eq!(c[0].sum[3], at("lts__t_sectors_srcunit_tex_op_red.sum"));
+        assert_eq!(c[1].fab_max, 100.0 + at("lts__t_sectors_srcunit_ltcfabric.max"));
+        assert!(c[0].max[1].is_nan(), "writes are not read");
+        let short = HammerReport { values: vec![vec![0.0; n]], ..report.clone() };
+        assert!(per_kernel(&short, &cupti_kernels(&metrics, &short), 2).is_err(), "a launch without values");
+    }
+
+    /// The timing check on a simulated page: the partition from the counters, laps whose far
+    /// lines are whole slices (odd slices far from SM 0, even ones from SM 2): no class mixes near
+    /// and far, and SMs 0 and 2 see opposite halves.
+    #[test]
+    fn the_timing_check_agrees_with_a_partition_of_whole_slices() {
+        let lines = fit::sample_lines(48, SEED);
+        let slice = |o: u64| ((o >> 7).wrapping_mul(2_654_435_761) >> 9) as usize % 16;
+        let (batches, _) = experiments(Design::Packed, lines.len());
+        let counters = simulate(&lines, &batches, &slice, &|_| false, [0.25, 1.0, 1.0, 1.0], 4, 9);
+        let lap = |sm: u32, far_odd: bool| timing::TimedLap {
+            sm,
+            lines: lines.clone(),
+            first_touch: lines
+                .iter()
+                .enumerate()
+                .map(|(i, &o)| if (slice(o) % 2 == 1) == far_odd { 455 } else { 282 } + i as u32 % 7)
+                .collect(),
+            warm: lines.iter().map(|_| 282).collect(),
+            warm_cycles_per_hop: 275.0,
+        };
+        let rep = HammerReport { timing: vec![lap(0, true), lap(2, false), lap(0, true)], ..report() };
+        let mut out = ProbeOutput::default();
+        analyze(&mut out, "test", &lines, &batches, &counters, &rep);
+        timing_finding(&mut out, &lines, &rep);
+        let f = &out.findings[keys::L2_SLICES_TIMING_CHECK];
+        assert_eq!(f.confidence, Confidence::High);
+        let note = f.note.clone().unwrap();
+        assert!(note.contains("opposite: SM 0 and SM 2 (48 of 48); 0 of "), "{note}");
+        assert_eq!(f.value["pairs"][0]["lines_opposite"], f.value["pairs"][0]["lines_both"]);
+        assert_eq!(f.value["pairs"][0]["lines_both"], json!(48));
+        // Far lines chosen by another function than the slices (home partition independent of
+        // the slice the counters see): classes mix near and far, and the note says what that means.
+        let home_far = |o: u64| (o >> 12) % 2 == 1;
+        let lap2 = |sm: u32, flip: bool| timing::TimedLap {
+            sm,
+            lines: lines.clone(),
+            first_touch: lines.iter().map(|&o| if home_far(o) != flip { 455 } else { 282 }).collect(),
+            warm: lines.iter().map(|_| 282).collect(),
+            warm_cycles_per_hop: 275.0,
+        };
+        let rep2 = HammerReport { timing: vec![lap2(0, false), lap2(2, true)], ..report() };
+        let mut out2 = ProbeOutput::default();
+        analyze(&mut out2, "test", &lines, &batches, &counters, &rep2);
+        timing_finding(&mut out2, &lines, &rep2);
+        let note2 = out2.findings[keys::L2_SLICES_TIMING_CHECK].note.clone().unwrap();
+        assert!(note2.contains("not the lines' home slices") && !note2.contains("; 0 of "), "{note2}");
+        let fnote = out2.findings[keys::L2_SLICES_FUNCTION].note.clone().unwrap();
+        assert!(fnote.contains(&format!("parity(offset & {}) XOR 0", format_mask(0x1000))), "{fnote}");
+        assert!(fnote.contains("24 of 24 held-out lines predicted"), "{fnote}");
+        // No laps: no finding.
+        let mut quiet = ProbeOutput::default();
+        timing_finding(&mut quiet, &lines, &report());
+        assert!(!quiet.findings.contains_key(keys::L2_SLICES_TIMING_CHECK));
     }
 
     #[test]
@@ -943,6 +1325,42 @@ mod tests {
             }
         }
         h as u64
+    }
+
+    /// The packed design read by CUPTI in the child on the H200 (results/h200/l2-slices-cupti,
+    /// run cupti1): two read maxes lay 17 sectors (0.27 units) above their multiple, which the
+    /// symmetric quarter-unit window left unclear (116 of 128 lines); the upward window reads every
+    /// experiment, and the 116 lines keep their partition.
+    #[test]
+    fn the_h200_cupti_run_replays_with_every_line_determined() {
+        let counters = parse_counters_csv(include_str!("slices_h200_cupti_counters.csv")).unwrap();
+        let lines = fit::sample_lines(LINES_FULL, SEED);
+        let (batches, _) = experiments(Design::Packed, lines.len());
+        assert_eq!(counters.len(), fit::kernel_count(&batches));
+        let mut out = ProbeOutput::default();
+        analyze(&mut out, "replay", &lines, &batches, &counters, &report());
+        assert_eq!(out.findings["l2.slices.count"].value, json!(94));
+        assert_eq!(out.findings["l2.slices.clear_fraction"].as_f64(), Some(1.0));
+        assert_eq!(out.findings["l2.slices.page_slices_seen"].value, json!(42));
+        let sc = scales(&counters, &batches);
+        let dm = decoded_maxes(&counters, &batches, &sc);
+        let a = fit::assign(lines.len(), &batches, &dm, UNIT, true);
+        assert_eq!(a.conflicts, 0);
+        // The quarter-unit window of the previous decode: 116 lines, the same partition.
+        let strict: Vec<f64> = dm
+            .iter()
+            .map(|&m| {
+                let u = m / UNIT as f64;
+                if (u - u.round()).abs() <= 0.25 {
+                    m
+                } else {
+                    f64::NAN
+                }
+            })
+            .collect();
+        let s = fit::assign(lines.len(), &batches, &strict, UNIT, true);
+        assert_eq!(s.class.iter().flatten().count(), 116);
+        assert_eq!(fit::partition_disagreements(&a.class, &s.class), (6670, 0));
     }
 
     /// Both designs in one child on one H200 page (results/h200/l2-slices-packed): the packed
@@ -991,7 +1409,15 @@ mod tests {
         let (batches, _) = experiments(Design::Pairs, lines.len());
         assert_eq!(counters.len(), fit::kernel_count(&batches));
         assert!((scales(&counters, &batches)[0] - 0.25).abs() < 0.001, "one sector per 4 warp loads on the H200");
-        let report = HammerReport { alloc_ptr: 0, alloc_2mib_aligned: true, page_base: 0, records: vec![] };
+        let report = HammerReport {
+            alloc_ptr: 0,
+            alloc_2mib_aligned: true,
+            page_base: 0,
+            records: vec![],
+            values: vec![],
+            passes: 0,
+            timing: vec![],
+        };
         let mut out = ProbeOutput::default();
         analyze(&mut out, "replay", &lines, &batches, &counters, &report);
         assert_eq!(out.findings["l2.slices.count"].value, json!(94));

@@ -84,16 +84,25 @@ pub struct NcuRun {
 
 /// Run ncu, killing it after `timeout`; Err when it cannot be started or ran out of time.
 pub fn run_ncu(ncu: &Path, args: &[String], timeout: std::time::Duration) -> GpuResult<NcuRun> {
+    let mut cmd = Command::new(ncu);
+    cmd.args(args);
+    run_command(cmd, timeout)
+}
+
+/// Run a command (ncu, or the child reading CUPTI itself), killing it after `timeout`; its stdout
+/// and stderr kept whole. Err when it cannot be started or ran out of time.
+pub fn run_command(mut cmd: Command, timeout: std::time::Duration) -> GpuResult<NcuRun> {
     use std::io::Read;
     use std::process::Stdio;
-    let command = format!("{} {}", ncu.display(), args.join(" "));
-    let mut child = Command::new(ncu)
-        .args(args)
+    let args: Vec<String> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    let command = format!("{program} {}", args.join(" "));
+    let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| GpuError::invalid(format!("cannot start {}: {e}", ncu.display())))?;
+        .map_err(|e| GpuError::invalid(format!("cannot start {program}: {e}")))?;
     let drain = |r: Option<Box<dyn Read + Send>>| {
         std::thread::spawn(move || {
             let mut buf = Vec::new();
@@ -112,10 +121,10 @@ pub fn run_ncu(ncu: &Path, args: &[String], timeout: std::time::Duration) -> Gpu
             Ok(None) if start.elapsed() > timeout => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(GpuError::invalid(format!("ncu did not finish within {} s: {command}", timeout.as_secs())));
+                return Err(GpuError::invalid(format!("did not finish within {} s: {command}", timeout.as_secs())));
             }
-            Ok(None) => std::thread::sleep(std::time::Duration::from_millis(50)),
-            Err(e) => return Err(GpuError::invalid(format!("waiting for ncu: {e}"))),
+            Ok(None) => std::thread::sleep(std::time::Duration::from_millis(10)),
+            Err(e) => return Err(GpuError::invalid(format!("waiting for {program}: {e}"))),
         }
     };
     Ok(NcuRun {
