@@ -723,7 +723,7 @@ mod tests {
                 (_, None) => assert!(f.note.is_some(), "{run}"),
             }
         }
-        assert!(determined.len() >= 6, "{determined:?}");
+        assert_eq!(determined.len(), 7, "{determined:?}");
         let (lo, hi) = determined.iter().fold((f64::MAX, 0.0f64), |(a, b), &v| (a.min(v), b.max(v)));
         assert!(hi / lo - 1.0 <= 0.10, "{determined:?}");
         assert!(determined.iter().all(|v| (v / 49152.0 - 1.0).abs() <= 0.25), "{determined:?}");
