@@ -23,11 +23,11 @@ use memscope_core::Probe;
 pub fn probes() -> Vec<Box<dyn Probe>> {
     vec![
         Box::new(l1::line::LineProbe),
+        Box::new(tlb::TlbProbe),
         Box::new(latency::LatencyProbe),
         Box::new(latency::penalty::PenaltyProbe),
         Box::new(l1::ways_sets::EvsetProbe),
         Box::new(l1::ways_sets::WaysProbe),
-        Box::new(tlb::TlbProbe),
         Box::new(l1::aliasing::IndexingProbe),
         Box::new(l1::index_masks::IndexProbe),
         Box::new(l1::ways_sets::SetsProbe),

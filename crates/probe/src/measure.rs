@@ -128,6 +128,24 @@ impl LatencyReading {
         Ok(LatencyReading { ns: sample.median(), cycles, sample, host_ns, hops })
     }
 
+    /// The reading less a cost every hop paid besides the level's own (ns per hop; cycles at
+    /// the clock where the target counts them).
+    pub fn less_per_hop(mut self, ns: f64, clock_hz: Option<f64>) -> Self {
+        if ns == 0.0 {
+            return self;
+        }
+        let means: Vec<f64> = self.sample.sorted().iter().map(|v| v - ns).collect();
+        if let Ok(s) = Sample::new(&means) {
+            self.sample = s;
+        }
+        self.ns -= ns;
+        if let (Some(c), Some(hz)) = (self.cycles.as_mut(), clock_hz) {
+            *c -= ns * 1e-9 * hz;
+        }
+        self.host_ns = self.host_ns.map(|h| h - ns);
+        self
+    }
+
     /// The finding: the value with its spread, cycles (counted by the target where it counts
     /// them, else from the measured clock) and the host clock's second opinion.
     pub fn finding(&self, info: &TargetInfo, method: &str) -> Finding {

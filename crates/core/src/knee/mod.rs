@@ -100,8 +100,10 @@ pub fn detect_plateaus_with(x: &[f64], y: &[f64], cfg: &KneeConfig) -> Vec<Plate
     let tol = step / 2.0;
     let z: Vec<f64> = y.iter().map(|v| v.ln()).collect();
     let zf = median3(&z);
-    // Global noise: robust sigma of successive differences (most points sit on plateaus).
-    let diffs: Vec<f64> = zf.windows(2).map(|w| (w[1] - w[0]).abs()).collect();
+    // Global noise: robust sigma of successive differences (most points sit on plateaus), of the
+    // raw points: the running median shrinks the differences on a plateau, so a floor taken
+    // from it let a noisy plateau point read as the end of a ramp and be trimmed off.
+    let diffs: Vec<f64> = z.windows(2).map(|w| (w[1] - w[0]).abs()).collect();
     let sigma = 1.4826 * median_of(&diffs) / std::f64::consts::SQRT_2;
     let trim_floor = (4.0 * sigma).max(0.04_f64.ln_1p());
 

@@ -10,6 +10,7 @@
 //! capacity searches, penalty.rs the miss penalties derived from this probe's findings.
 
 pub mod capacity;
+pub mod dram_lap;
 pub mod far_level;
 pub mod penalty;
 pub mod sweep;
@@ -18,7 +19,7 @@ pub use capacity::bisect_capacity;
 pub use far_level::{analyze, cluster_median, far_mode, intermediate, Levels3};
 pub use sweep::{dense_lines, DramLevel, Point};
 
-use crate::measure::{gpu_applicability, LatencyReading, Levels, Meter, Timing};
+use crate::measure::{earlier_f64, earlier_u64, gpu_applicability, LatencyReading, Levels, Meter, Timing};
 use capacity::l2_retained;
 use memscope_core::keys;
 use memscope_core::{
@@ -43,6 +44,9 @@ impl Probe for LatencyProbe {
     fn applicability(&self, info: &TargetInfo) -> Applicability {
         gpu_applicability(info, true)
     }
+    /// The TLB probe's page, entries and miss cost shape the cold DRAM lap (dram_lap.rs) where
+    /// it ran: it runs before this probe, but is not needed (a --quick run leaves it out; the
+    /// lap then takes 4 KiB pages, 4 in turn, and takes off no TLB share).
     fn needs(&self) -> &'static [&'static str] {
         &["line"]
     }
@@ -54,7 +58,7 @@ impl Probe for LatencyProbe {
         let stride = crate::l1::ways_sets::line_bytes(&mut m, &earlier)?;
         let max_bytes: u64 = if quick { 256 << 20 } else { 512 << 20 };
         let buf = m.alloc(max_bytes)?;
-        let mut c = Chases { info: m.info.clone(), m, base: buf.base, stride, max_bytes, quick };
+        let mut c = Chases { info: m.info.clone(), m, base: buf.base, stride, max_bytes, quick, earlier };
         let mut out = ProbeOutput::default();
 
         let fixed = c.fixed_points()?;
@@ -102,6 +106,8 @@ struct Chases<'a> {
     stride: u64,
     max_bytes: u64,
     quick: bool,
+    /// The earlier probes' findings (the TLB's page, entries and miss cost for the DRAM lap).
+    earlier: std::collections::BTreeMap<String, memscope_core::Finding>,
 }
 
 /// The fixed points measured before the sweeps: the levels' per-hop distributions (L1 hit, L2
@@ -115,6 +121,9 @@ struct FixedPoints {
     l2_few: LatencyReading,
     /// The lines of the cold DRAM laps.
     cold_lines: usize,
+    /// How the cold lap's lines were chosen and the TLB share taken off its hops.
+    dram_how: String,
+    dram_tlb_share_ns: f64,
     dram_read: LatencyReading,
     /// The recorded L1 and L2 chases (their hits set the floors of the miss counts).
     l1: Timing,
@@ -147,7 +156,14 @@ impl Chases<'_> {
             if l1_read_two.ns < l1_read_block.ns { (l1_read_two, 2) } else { (l1_read_block, few.len()) };
         let l1 = m.chase(&few[..l1_lines], CachePath::L1Cached, 200, RECORDED_HOPS, 2)?;
         let l2 = m.chase(&few, CachePath::L1Bypass, 200, RECORDED_HOPS, 2)?;
-        let cold = dense_lines(m, base + (64 << 20), stride.max(128), 4096);
+        // The cold lap: every hop a row miss (dram_lap.rs), its TLB misses taken off below.
+        let page = earlier_u64(&self.earlier, keys::TLB_PAGE_BYTES);
+        let entries = earlier_u64(&self.earlier, keys::TLB_L1_ENTRIES);
+        let line = stride.max(128);
+        let at =
+            if dram_lap::lap_bytes(line, page, entries, 4096) + (64 << 20) <= self.max_bytes { 64 << 20 } else { 0 };
+        let lap = dram_lap::row_miss_lines(m.rng(), base + at, line, page, entries, 4096);
+        let cold = lap.lines.clone();
         let dram = m.cold_lap(&cold, CachePath::L1Bypass)?;
         let (l1_ns, l2_ns, dram_ns) = (l1.typical_ns(), l2.typical_ns(), dram.typical_ns());
         let dram_level = DramLevel::new(&dram, dram_ns, l2_ns);
@@ -157,7 +173,11 @@ impl Chases<'_> {
         // the dependent loads inside the timed region (Meter::latency), with the host clock's
         // slope as the second opinion.
         let l2_few = m.latency(&few, CachePath::L1Bypass, PLAIN_HOPS, 2)?;
-        let dram_read = m.cold_latency(&cold, CachePath::L1Bypass, 5)?;
+        // One TLB miss per page the lap enters (the flush empties the TLB): the lap's share of
+        // them per hop, from the TLB probe's miss cost, is not the DRAM's.
+        let tlb_miss_ns = earlier_f64(&self.earlier, keys::TLB_L1_MISS_NS).unwrap_or(0.0).max(0.0);
+        let tlb_share_ns = tlb_miss_ns * lap.pages as f64 / cold.len() as f64;
+        let dram_read = m.cold_latency(&cold, CachePath::L1Bypass, 5)?.less_per_hop(tlb_share_ns, m.info.clock_hz);
         // What recording each hop adds to it (per-hop records for the distributions only): the
         // recorded chase's mean hop less the uninstrumented mean over the same lines.
         let overhead_l1 = if m.per_hop() { l1.mean_ns() - l1_read.ns } else { 0.0 };
@@ -168,6 +188,8 @@ impl Chases<'_> {
             l1_read,
             l2_few,
             cold_lines: cold.len(),
+            dram_how: lap.how,
+            dram_tlb_share_ns: tlb_share_ns,
             dram_read,
             l1,
             l2,
@@ -187,10 +209,25 @@ impl Chases<'_> {
     fn near_l2_read(&mut self, fixed: &FixedPoints, bypass: &[Point]) -> Result<(LatencyReading, u64), ProbeError> {
         let stride = self.stride;
         let near_end = bypass.iter().take_while(|p| p.typical_ns < fixed.l2_ns * 1.1).last().map_or(0, |p| p.bytes);
-        let l2_bytes = (near_end / 8).min(1 << 20) / stride * stride;
+        // Within half the L1 TLB's reach where the TLB probe found it: a cyclic chase over more
+        // pages than the TLB holds pays a translation miss per page, which is not the L2's.
+        let tlb_reach = match (
+            earlier_u64(&self.earlier, keys::TLB_PAGE_BYTES),
+            earlier_u64(&self.earlier, keys::TLB_L1_ENTRIES),
+        ) {
+            (Some(page), Some(entries)) => page * (entries / 2).max(1),
+            _ => u64::MAX,
+        };
+        let l2_bytes = (near_end / 8).min(1 << 20).min(tlb_reach) / stride * stride;
         if l2_bytes > fixed.few.len() as u64 * stride {
             let lines = dense_lines(&mut self.m, self.base, stride, l2_bytes / stride);
-            Ok((self.m.latency(&lines, CachePath::L1Bypass, PLAIN_HOPS.max(2 * lines.len() as u64), 1)?, l2_bytes))
+            let read = self.m.latency(&lines, CachePath::L1Bypass, PLAIN_HOPS.max(2 * lines.len() as u64), 1)?;
+            // The TLB unknown: the larger footprint may pay translation misses, the 2 KiB block
+            // (one page) cannot; the smaller of the two.
+            if tlb_reach == u64::MAX && fixed.l2_few.ns < read.ns {
+                return Ok((fixed.l2_few.clone(), fixed.few.len() as u64 * stride));
+            }
+            Ok((read, l2_bytes))
         } else {
             Ok((fixed.l2_few.clone(), fixed.few.len() as u64 * stride))
         }
@@ -220,9 +257,11 @@ impl Chases<'_> {
             fixed.dram_read.finding(
                 info,
                 &format!(
-                    "uninstrumented cold laps over {} lines after a flush each, L1-bypassing, on SM 0: lap time / hops, median of {} laps (a mean over every hop: refresh stalls included, see dram.refresh_*)",
+                    "uninstrumented cold laps over {} lines after a flush each, L1-bypassing, on SM 0: lap time / hops, median of {} laps (a mean over every hop: refresh stalls included, see dram.refresh_*); every hop a row miss: {}; less the lap's TLB misses, {:.2} ns a hop (one per page, tlb.l1.miss_ns)",
                     fixed.cold_lines,
-                    fixed.dram_read.sample.len()
+                    fixed.dram_read.sample.len(),
+                    fixed.dram_how,
+                    fixed.dram_tlb_share_ns
                 ),
             ),
         );
