@@ -17,7 +17,7 @@ else
   step "NVRTC 13.0: already installed"
 fi
 # Headless Chromium for the browser test of the HTML report and the vadd animation
-# (crates/cli/tests/browser.rs); skipped when already installed or when apt is not available.
+# (crates/cli/tests/cli/browser.rs); skipped when already installed or when apt is not available.
 if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
   step "Chromium from Debian (apt-get), for the browser test"
   { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; } >/dev/null 2>&1 || \

@@ -22,7 +22,7 @@
 //! function only with 1 KiB rows (the simulator's one XOR row function, seed 000 footnote 13).
 //!
 //! `ci_seed_set` (a few hierarchies of each generator) runs in CI; the sweep is #[ignore]d:
-//! `MEMSCOPE_SWEEP=200 cargo test --release -p memscope-probe --test random_hierarchies -- --ignored --nocapture`
+//! `MEMSCOPE_SWEEP=200 cargo test --release -p memscope-probe --test probe random_hierarchies:: -- --ignored --nocapture`
 //! (MEMSCOPE_SWEEP is the count from the first generator, MEMSCOPE_HELD_OUT from the second, by
 //! default a quarter as many; MEMSCOPE_SWEEP_FROM and MEMSCOPE_HELD_OUT_FROM their first seeds,
 //! 1000 and 5000; MEMSCOPE_THREADS hierarchies at a time, default 2).
@@ -547,7 +547,7 @@ fn ci_seed_set() {
 /// MEMSCOPE_HELD_OUT (default a quarter as many) of the held-out one (seeds 5000..);
 /// MEMSCOPE_SWEEP_FROM=N starts the first at N, MEMSCOPE_HELD_OUT_FROM=N the second.
 #[test]
-#[ignore = "minutes: MEMSCOPE_SWEEP=200 cargo test --release -p memscope-probe --test random_hierarchies -- --ignored --nocapture"]
+#[ignore = "minutes: MEMSCOPE_SWEEP=200 cargo test --release -p memscope-probe --test probe random_hierarchies:: -- --ignored --nocapture"]
 fn sweep() {
     let n: u64 = std::env::var("MEMSCOPE_SWEEP").ok().and_then(|v| v.parse().ok()).unwrap_or(200);
     let from: u64 = std::env::var("MEMSCOPE_SWEEP_FROM").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
