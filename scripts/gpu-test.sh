@@ -31,7 +31,7 @@ for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
     break
   fi
 done
-# libcupti of the toolkit, for the slices child's CUPTI test (crates/cuda/tests/gpu_slices.rs).
+# libcupti of the toolkit, for the slices child's CUPTI test (crates/cuda/tests/cuda/gpu_slices.rs).
 for d in /usr/local/cuda/extras/CUPTI/lib64 /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
   if ls "$d"/libcupti.so* >/dev/null 2>&1; then
     export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

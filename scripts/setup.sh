@@ -2,7 +2,7 @@
 # One-time setup of a fresh machine for memscope (idempotent; CI runs it too, from .ci/run): the
 # Rust components CI uses, NVRTC 13.0 from PyPI so every CUDA kernel can be compiled (not run) on a
 # machine with no GPU, Debian's Chromium for the browser test, and the `memscope` binary itself on
-# PATH (cargo install into ~/.cargo/bin, built in this repository's target/ so later builds reuse it).
+# PATH (copied into ~/.cargo/bin from this repository's target/, where later builds reuse it).
 # Each step says what it does; the build is the longest one on a fresh clone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +17,7 @@ else
   step "NVRTC 13.0: already installed"
 fi
 # Headless Chromium for the browser test of the HTML report and the vadd animation
-# (crates/cli/tests/browser.rs); skipped when already installed or when apt is not available.
+# (crates/cli/tests/cli/browser.rs); skipped when already installed or when apt is not available.
 if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
   step "Chromium from Debian (apt-get), for the browser test"
   { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; } >/dev/null 2>&1 || \
@@ -25,10 +25,16 @@ if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; 
 else
   step "Chromium: $(command -v chromium || echo 'apt-get not available, the browser test will be skipped')"
 fi
-step "building memscope (release) and installing it into ${CARGO_HOME:-$HOME/.cargo}/bin"
-cargo install --locked --force --path crates/cli --target-dir target
+# One release build serves both the binary and the README's test command (scripts/test.sh): the
+# binary is built here as `cargo test --workspace --release` builds it (the workspace's features,
+# dev-dependencies included), so the tests reuse every artifact instead of building the crates a
+# second time with other features; then it is copied where `cargo install` would put it.
+bin_dir="${CARGO_INSTALL_ROOT:-${CARGO_HOME:-$HOME/.cargo}}/bin"
+step "building memscope and the tests (release) in target/; installing memscope into $bin_dir"
+cargo test --workspace --release --locked --no-run
+mkdir -p "$bin_dir" && install -m 755 target/release/memscope "$bin_dir/memscope"
 if command -v memscope >/dev/null 2>&1; then
   step "done: $(memscope --version) at $(command -v memscope)"
 else
-  step "done; add ${CARGO_HOME:-$HOME/.cargo}/bin to PATH to run \`memscope\` (or use target/release/memscope)"
+  step "done; add $bin_dir to PATH to run \`memscope\` (or use target/release/memscope)"
 fi

@@ -10,6 +10,6 @@ if [ -n "$nvrtc_dir" ]; then
   export MEMSCOPE_NVRTC_AVAILABLE=1
 fi
 # Under a batch scheduler (SLURM_PROCID set) `memscope run --out DIR` would write DIR/<host>-rank<N>/;
-# the tests expect DIR itself (tests/fleet.rs sets the scheduler variables where it tests that).
+# the tests expect DIR itself (tests/cli/fleet.rs sets the scheduler variables where it tests that).
 export MEMSCOPE_NO_SCHEDULER=1
 cargo test --workspace --release "$@"

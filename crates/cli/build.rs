@@ -8,8 +8,11 @@ fn main() {
         .filter(|o| o.status.success())
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default();
+    // --no-optional-locks: git status must not rewrite the index it reads (a fresh clone's index
+    // gets its stat data refreshed), or the index below would be newer than this run and the next
+    // cargo command would rerun this script and rebuild the crate for nothing.
     let dirty = std::process::Command::new("git")
-        .args(["status", "--porcelain", "--untracked-files=no"])
+        .args(["--no-optional-locks", "status", "--porcelain", "--untracked-files=no"])
         .output()
         .ok()
         .map(|o| !o.stdout.is_empty())

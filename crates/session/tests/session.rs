@@ -280,7 +280,7 @@ fn an_interruption_marks_every_file_and_no_later_write_lands() {
 }
 
 fn planned(id: &str) -> PlannedTarget {
-    // a small L2 (as crates/probe/tests/partitions.rs), so the latency probe is quick
+    // a small L2 (as crates/probe/tests/probe/partitions.rs), so the latency probe is quick
     let mut h = Hierarchy { name: id.to_string(), seed: 3, ..Hierarchy::default() };
     h.page_bytes = 64 << 10;
     h.l2.slices = 4;

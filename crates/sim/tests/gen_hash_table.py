@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generate crates/sim/tests/data/hash_table.csv from the appendix code of seed 000
 (000_ec5f6efc49db5b77.txt, "The L2 slice function" and "The L2 set index and geometry"), copied
-verbatim below. The Rust test tests/hash_table.rs compares memscope_sim::hash against this table.
+verbatim below. The Rust test tests/sim/hash_table.rs compares memscope_sim::hash against this table.
 
 Run: python3 crates/sim/tests/gen_hash_table.py > crates/sim/tests/data/hash_table.csv
 """

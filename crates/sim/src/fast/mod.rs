@@ -2,7 +2,7 @@
 //! a quick remainder and refresh-window test, an event queue and the host-CPU switch, each
 //! computing exactly what a plain loop would, only faster. They know nothing of the model: the
 //! dependency is one way, the model (`cache`, `tlb`, `dram`, `machine`, `target`, `replay`) uses
-//! these items and nothing here names the model's types (tests/fast_is_model_free.rs keeps that
+//! these items and nothing here names the model's types (tests/sim/fast_is_model_free.rs keeps that
 //! true). The model's own fast routes live next to the types they speed up, each tested against
 //! that type's plain route: the presets' cache load and store paths (cache/fast_load.rs,
 //! cache/fast_store.rs, cache/prefetch.rs), the TLB in SSE registers (tlb/lru16.rs), the index

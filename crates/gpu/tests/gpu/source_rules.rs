@@ -3,7 +3,7 @@
 //! this crate's src/, no result in this crate or in crates/cuda (the GPU target on top of it)
 //! carries a bare string as its error, and every kernel the code names literally (`Module::X,
 //! "kernel"` in probes, `launch("kernel"` in the ops) is in the registry's list for that module
-//! (whose lists tests/kernels_compile.rs checks against the PTX entry points).
+//! (whose lists tests/gpu/kernels_compile.rs checks against the PTX entry points).
 
 use memscope_gpu::Module;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! explain, bounds and bad traces on SYNTHETIC traces written by hand (tests/common): the
 //! arithmetic is checked against numbers worked out here, not against measurements.
 
-mod common;
+use crate::common;
 use common::*;
 use memscope_explain::ceilings::from_results;
 use memscope_explain::ops::{known_cost, OpClass};

@@ -4,7 +4,7 @@
 //! argument), none panics, aborts ("memory allocation ... failed"), dies on a signal or runs past
 //! its bound, and no control character from the input reaches stdout or stderr.
 
-mod corpus;
+use crate::corpus;
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;

@@ -3,7 +3,7 @@
 //! sets, masks up to change of basis, indexing, TLB entries, page size, row size, L2 ways and
 //! replacement policy, L2 sets whenever reported; latencies within 2%, refresh stall within 10%). The random ones are kept small (L2 of a few MiB) so the whole
 //! file runs in CI time; `random_hierarchies_many` (60 hierarchies) is #[ignore]d:
-//! `cargo test --release -p memscope-probe --test discovery -- --ignored`.
+//! `cargo test --release -p memscope-probe --test probe discovery:: -- --ignored`.
 
 use memscope_core::gf2;
 use memscope_core::{Confidence, Finding, Target};
@@ -252,7 +252,7 @@ fn random_hierarchies_20() {
 }
 
 #[test]
-#[ignore = "60 hierarchies, several minutes: cargo test --release -p memscope-probe --test discovery -- --ignored"]
+#[ignore = "60 hierarchies, several minutes: cargo test --release -p memscope-probe --test probe discovery:: -- --ignored"]
 fn random_hierarchies_many() {
     run_random(100..160);
 }

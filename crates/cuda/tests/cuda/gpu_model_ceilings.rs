@@ -1,10 +1,10 @@
-//! GPU test of the model's ceilings from the probes (docs/MODEL.md), `#[ignore]`d like tests/gpu.rs (run
+//! GPU test of the model's ceilings from the probes (docs/MODEL.md), `#[ignore]`d like tests/cuda/gpu.rs (run
 //! by scripts/gpu-test.sh): the launch probe emits the floor of every operation class of the model
 //! in a sane range (1 us..100 us, no faster than the empty kernel's floor on the default stream by
 //! more than the timing's noise), and the model's ceilings built strictly from a real session's
 //! findings hold every class, each fed by its own finding.
 
-mod common;
+use crate::common;
 
 use memscope_core::{keys, Probe};
 use memscope_cuda::probes::LaunchProbe;

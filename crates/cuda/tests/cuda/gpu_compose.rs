@@ -1,4 +1,4 @@
-//! GPU tests of the composition's ceilings (docs/MODEL.md), `#[ignore]`d like tests/gpu.rs (run by
+//! GPU tests of the composition's ceilings (docs/MODEL.md), `#[ignore]`d like tests/cuda/gpu.rs (run by
 //! scripts/gpu-test.sh): every kernel check passes (the fp16 decode attention included), the spin
 //! kernel holds the device for its time, and the composition's ceilings are positive, the DRAM
 //! curve rises with bytes in flight, the calibration covers every calibration shape, and a graph
@@ -11,7 +11,7 @@ use memscope_model::bottleneck::Dtype;
 use memscope_model::compose::{predict_step, LaunchMode};
 use memscope_model::compose_step::{calibration_shapes, step_kernels, GPT2_SMALL_SHAPE};
 
-mod common;
+use crate::common;
 
 #[test]
 #[ignore = "needs a CUDA GPU; run scripts/gpu-test.sh"]

@@ -1,7 +1,7 @@
 //! Eviction-set search cost on the simulated RTX 4090: threshold group testing must
 //! take at most a tenth of the chases of one-at-a-time dropping (seed 000 footnote 2) for a
 //! 4096-line candidate pool. The baseline itself takes a minute of simulation and is #[ignore]d:
-//! `cargo test --release -p memscope-probe --test evset_chases -- --ignored --nocapture`.
+//! `cargo test --release -p memscope-probe --test probe evset_chases:: -- --ignored --nocapture`.
 
 use memscope_core::{CachePath, Target};
 use memscope_probe::evset::{calibrate_l1, check_minimal, reduce_groups, reduce_linear, Oracle};

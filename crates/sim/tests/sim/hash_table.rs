@@ -5,7 +5,7 @@ use memscope_sim::hash::{set_index, slice_of};
 
 #[test]
 fn rust_hash_functions_match_the_seeds_python() {
-    let table = include_str!("data/hash_table.csv");
+    let table = include_str!("../data/hash_table.csv");
     let mut n = 0;
     for line in table.lines().skip(1) {
         let f: Vec<&str> = line.split(',').collect();
@@ -27,5 +27,5 @@ fn python_regenerates_the_same_table_when_available() {
     if !out.status.success() {
         return;
     }
-    assert_eq!(String::from_utf8_lossy(&out.stdout), include_str!("data/hash_table.csv"));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), include_str!("../data/hash_table.csv"));
 }

@@ -5,6 +5,7 @@
 //! puts PyPI's libnvrtc.so.13 on LD_LIBRARY_PATH); otherwise skips with a message.
 
 use memscope_gpu::registry::{compile_ptx, nvrtc_available, Module};
+use std::sync::OnceLock;
 
 fn nvrtc_or_skip() -> bool {
     if std::env::var("MEMSCOPE_NVRTC_AVAILABLE").as_deref() != Ok("1") {
@@ -13,6 +14,14 @@ fn nvrtc_or_skip() -> bool {
     }
     assert!(nvrtc_available(), "MEMSCOPE_NVRTC_AVAILABLE=1 but libnvrtc cannot be loaded");
     true
+}
+
+/// The PTX of `m` for sm_90, compiled by NVRTC once per test binary and shared by the tests here
+/// (each module takes seconds to compile; every test reads the same PTX).
+fn ptx_of(m: Module) -> &'static str {
+    static COMPILED: [OnceLock<String>; Module::ALL.len()] = [const { OnceLock::new() }; Module::ALL.len()];
+    let at = Module::ALL.iter().position(|x| *x == m).expect("a module of Module::ALL");
+    COMPILED[at].get_or_init(|| m.compile("sm_90").unwrap_or_else(|e| panic!("{}: {e}", m.file())))
 }
 
 /// The body of one PTX entry point.
@@ -29,7 +38,7 @@ fn every_kernel_compiles_for_sm90() {
         return;
     }
     for m in Module::ALL {
-        let ptx = m.compile("sm_90").unwrap_or_else(|e| panic!("{}: {e}", m.file()));
+        let ptx = ptx_of(m);
         assert!(ptx.contains(".target sm_90"), "{}: not compiled for sm_90", m.file());
     }
 }
@@ -39,9 +48,9 @@ fn chase_ptx_uses_the_asked_cache_paths() {
     if !nvrtc_or_skip() {
         return;
     }
-    let ptx = Module::Chase.compile("sm_90").unwrap();
-    let cg = entry(&ptx, "chase_cg");
-    let ca = entry(&ptx, "chase_ca");
+    let ptx = ptx_of(Module::Chase);
+    let cg = entry(ptx, "chase_cg");
+    let ca = entry(ptx, "chase_ca");
     assert!(cg.matches("ld.global.cg.u64").count() >= 16, "chase_cg: the unrolled loop must emit ld.global.cg");
     assert!(!cg.contains("ld.global.ca.u64"), "chase_cg must not load through L1");
     assert!(ca.matches("ld.global.ca.u64").count() >= 16, "chase_ca: the unrolled loop must emit ld.global.ca");
@@ -56,21 +65,19 @@ fn bandwidth_and_store_ptx_have_the_intended_instructions() {
     if !nvrtc_or_skip() {
         return;
     }
-    let bw = Module::Bw.compile("sm_90").unwrap();
-    assert!(
-        entry(&bw, "bw_read").contains("ld.global.nc.v4.u32") || entry(&bw, "bw_read").contains("ld.global.v4.u32")
-    );
-    assert!(entry(&bw, "bw_write").contains("st.global.v4.u32"));
-    let l2 = entry(&bw, "l2_read");
+    let bw = ptx_of(Module::Bw);
+    assert!(entry(bw, "bw_read").contains("ld.global.nc.v4.u32") || entry(bw, "bw_read").contains("ld.global.v4.u32"));
+    assert!(entry(bw, "bw_write").contains("st.global.v4.u32"));
+    let l2 = entry(bw, "l2_read");
     assert!(l2.contains("ld.global.cg.v2.u64") && l2.contains("ld.global.ca.v2.u64"), "l2_read: both load paths");
-    let copy = entry(&bw, "bw_copy");
+    let copy = entry(bw, "bw_copy");
     assert!(copy.contains("st.global.v4.u32") && copy.contains(".v4.u32"));
-    let st = Module::Store.compile("sm_90").unwrap();
-    assert!(entry(&st, "fence_cta").contains("membar.cta"));
-    assert!(entry(&st, "fence_gl").contains("membar.gl"));
-    assert!(entry(&st, "fence_sys").contains("membar.sys"));
-    assert!(!entry(&st, "fence_none").contains("membar"));
-    assert!(entry(&st, "coalesce_load").contains("ld.global.cg.u32"));
+    let st = ptx_of(Module::Store);
+    assert!(entry(st, "fence_cta").contains("membar.cta"));
+    assert!(entry(st, "fence_gl").contains("membar.gl"));
+    assert!(entry(st, "fence_sys").contains("membar.sys"));
+    assert!(!entry(st, "fence_none").contains("membar"));
+    assert!(entry(st, "coalesce_load").contains("ld.global.cg.u32"));
 }
 
 #[test]
@@ -87,17 +94,17 @@ fn constmem_ptx_chases_each_read_path() {
     if !nvrtc_or_skip() {
         return;
     }
-    let ptx = Module::ConstMem.compile("sm_90").unwrap();
+    let ptx = ptx_of(Module::ConstMem);
     assert!(ptx.contains(".const .align 4 .b8 cbank[65536]"), "the 64 KiB constant bank");
-    assert!(entry(&ptx, "smc_chase_const").matches("ld.const.u32").count() >= 16, "unrolled constant loads");
-    assert!(entry(&ptx, "smc_chase_nc").matches("ld.global.nc.u64").count() >= 16);
-    assert!(entry(&ptx, "smc_chase_ca").matches("ld.global.ca.u64").count() >= 16);
-    assert!(entry(&ptx, "smc_chase_tex").matches("tex.1d.v4.u32.s32").count() >= 16);
-    let i = entry(&ptx, "smc_interfere");
+    assert!(entry(ptx, "smc_chase_const").matches("ld.const.u32").count() >= 16, "unrolled constant loads");
+    assert!(entry(ptx, "smc_chase_nc").matches("ld.global.nc.u64").count() >= 16);
+    assert!(entry(ptx, "smc_chase_ca").matches("ld.global.ca.u64").count() >= 16);
+    assert!(entry(ptx, "smc_chase_tex").matches("tex.1d.v4.u32.s32").count() >= 16);
+    let i = entry(ptx, "smc_interfere");
     for op in ["ld.const.u32", "ld.global.nc.u64", "ld.global.ca.u64", "tex.1d.v4.u32.s32", "bar.sync"] {
         assert!(i.contains(op), "smc_interfere lacks {op}");
     }
-    for body in [entry(&ptx, "smc_chase_const"), i] {
+    for body in [entry(ptx, "smc_chase_const"), i] {
         assert!(body.contains("%globaltimer") && body.contains("%clock64") && body.contains("%smid"));
     }
 }
@@ -107,30 +114,30 @@ fn shared_memory_atomics_and_level_ptx_have_the_intended_instructions() {
     if !nvrtc_or_skip() {
         return;
     }
-    let sm = Module::Smem.compile("sm_90").unwrap();
-    let chase = entry(&sm, "smem_chase");
+    let sm = ptx_of(Module::Smem);
+    let chase = entry(sm, "smem_chase");
     assert!(
         chase.matches("ld.volatile.shared.u32").count() >= 16,
         "smem_chase: the unrolled chase must emit ld.volatile.shared.u32"
     );
     assert!(!chase.contains("ld.global"), "smem_chase must not touch global memory while chasing");
-    assert!(entry(&sm, "smem_bw").matches("ld.volatile.shared.v4.u32").count() >= 8, "smem_bw: 16-byte shared loads");
-    assert!(entry(&sm, "smem_conflict").matches("ld.volatile.shared.u32").count() >= 16);
-    assert!(entry(&sm, "smem_resident").contains("%globaltimer"));
-    let at = Module::Atomics.compile("sm_90").unwrap();
-    assert!(entry(&at, "atom_chain_global").matches("atom.global.add.u32").count() >= 8);
-    assert!(entry(&at, "atom_chain_shared").matches("atom.shared.add.u32").count() >= 8);
+    assert!(entry(sm, "smem_bw").matches("ld.volatile.shared.v4.u32").count() >= 8, "smem_bw: 16-byte shared loads");
+    assert!(entry(sm, "smem_conflict").matches("ld.volatile.shared.u32").count() >= 16);
+    assert!(entry(sm, "smem_resident").contains("%globaltimer"));
+    let at = ptx_of(Module::Atomics);
+    assert!(entry(at, "atom_chain_global").matches("atom.global.add.u32").count() >= 8);
+    assert!(entry(at, "atom_chain_shared").matches("atom.shared.add.u32").count() >= 8);
     for k in ["atom_tp_global", "atom_tp_shared"] {
-        let body = entry(&at, k);
+        let body = entry(at, k);
         assert!(!body.contains("red.global") && !body.contains("red.shared"), "{k}: fetch-and-add, not a reduction");
         assert!(body.matches("atom.").count() >= 4, "{k}: four atomics a round");
     }
-    let lv = Module::Levels.compile("sm_90").unwrap();
-    assert!(entry(&lv, "l1_read").matches("ld.global.ca.v4.u32").count() >= 8);
-    assert!(entry(&lv, "l2_write").contains("st.global.v4.u32"));
-    assert!(entry(&lv, "line_read").matches("ld.global.cg.u32").count() >= 8);
+    let lv = ptx_of(Module::Levels);
+    assert!(entry(lv, "l1_read").matches("ld.global.ca.v4.u32").count() >= 8);
+    assert!(entry(lv, "l2_write").contains("st.global.v4.u32"));
+    assert!(entry(lv, "line_read").matches("ld.global.cg.u32").count() >= 8);
     for u in [1, 2, 4] {
-        let body = entry(&lv, &format!("par_read_u{u}"));
+        let body = entry(lv, &format!("par_read_u{u}"));
         assert!(body.matches("ld.global.cg.v4.u32").count() > u, "par_read_u{u}: {u} loads in flight and the tail");
     }
 }
@@ -140,13 +147,13 @@ fn link_ptx_chases_uncached_and_copies_16_bytes() {
     if !nvrtc_or_skip() {
         return;
     }
-    let ptx = Module::Link.compile("sm_90").unwrap();
-    let chase = entry(&ptx, "link_chase");
+    let ptx = ptx_of(Module::Link);
+    let chase = entry(ptx, "link_chase");
     assert!(chase.contains("ld.global.cv.u64"), "link_chase must load with .cv (no cached copy)");
     assert!(chase.contains("%globaltimer") && chase.contains("%clock64"));
-    let copy = entry(&ptx, "link_copy");
+    let copy = entry(ptx, "link_copy");
     assert!(copy.contains(".v4.u32") || copy.contains(".v4.b32"), "link_copy must move 16-byte words");
-    assert!(entry(&ptx, "link_spin").contains("ld.volatile"), "the gate must re-read its flag");
+    assert!(entry(ptx, "link_spin").contains("ld.volatile"), "the gate must re-read its flag");
 }
 
 /// The PTX entry points of a module.
@@ -165,9 +172,9 @@ fn registry_kernel_lists_are_the_ptx_entry_points() {
         return;
     }
     for m in Module::ALL {
-        let ptx = m.compile("sm_90").unwrap_or_else(|e| panic!("{}: {e}", m.file()));
+        let ptx = ptx_of(m);
         let listed: std::collections::BTreeSet<String> = m.functions().iter().map(|f| f.to_string()).collect();
-        assert_eq!(entries(&ptx), listed, "{}: registry list vs PTX entries", m.file());
+        assert_eq!(entries(ptx), listed, "{}: registry list vs PTX entries", m.file());
     }
 }
 
@@ -180,7 +187,7 @@ fn ops_ptx_keeps_its_promises() {
         return;
     }
     for m in Module::OPS {
-        let ptx = m.compile("sm_90").unwrap_or_else(|e| panic!("{}: {e}", m.file()));
+        let ptx = ptx_of(m);
         if m != Module::OpsAttention && m != Module::OpsCompose {
             assert!(ptx.contains("ld.global.nc.v4") || ptx.contains("ld.global.v4"), "{}", m.file());
         }

@@ -22,7 +22,7 @@
 //! function only with 1 KiB rows (the simulator's one XOR row function, seed 000 footnote 13).
 //!
 //! `ci_seed_set` (a few hierarchies of each generator) runs in CI; the sweep is #[ignore]d:
-//! `MEMSCOPE_SWEEP=200 cargo test --release -p memscope-probe --test random_hierarchies -- --ignored --nocapture`
+//! `MEMSCOPE_SWEEP=200 cargo test --release -p memscope-probe --test probe random_hierarchies:: -- --ignored --nocapture`
 //! (MEMSCOPE_SWEEP is the count from the first generator, MEMSCOPE_HELD_OUT from the second, by
 //! default a quarter as many; MEMSCOPE_SWEEP_FROM and MEMSCOPE_HELD_OUT_FROM their first seeds,
 //! 1000 and 5000; MEMSCOPE_SWEEP_SEEDS and MEMSCOPE_HELD_OUT_SEEDS, comma-separated, run just
@@ -598,7 +598,7 @@ fn seeds(var: &str, from: u64, n: u64) -> Vec<u64> {
 /// MEMSCOPE_HELD_OUT (default a quarter as many) of the held-out one (seeds 5000..);
 /// MEMSCOPE_SWEEP_FROM=N starts the first at N, MEMSCOPE_HELD_OUT_FROM=N the second.
 #[test]
-#[ignore = "minutes: MEMSCOPE_SWEEP=200 cargo test --release -p memscope-probe --test random_hierarchies -- --ignored --nocapture"]
+#[ignore = "minutes: MEMSCOPE_SWEEP=200 cargo test --release -p memscope-probe --test probe random_hierarchies:: -- --ignored --nocapture"]
 fn sweep() {
     let n: u64 = std::env::var("MEMSCOPE_SWEEP").ok().and_then(|v| v.parse().ok()).unwrap_or(200);
     let from: u64 = std::env::var("MEMSCOPE_SWEEP_FROM").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
@@ -616,7 +616,7 @@ fn sweep() {
 
 /// Lists the draws with the parts the probes find hardest (DRAM latency, page, row function).
 #[test]
-#[ignore = "a listing: cargo test --release -p memscope-probe --test random_hierarchies list_draws -- --ignored --nocapture"]
+#[ignore = "a listing: cargo test --release -p memscope-probe --test probe random_hierarchies::list_draws -- --ignored --nocapture"]
 fn list_draws() {
     for seed in (1000..1200).chain(5000..5060) {
         let h = if seed < 5000 { mutated_rtx4090(seed) } else { capacity_first(seed) };

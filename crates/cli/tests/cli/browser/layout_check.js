@@ -1,5 +1,5 @@
 // Layout rules, measured in the browser after the page's own script ran; the result
-// goes into <pre id="layout-check"> as JSON for the Rust test (crates/cli/tests/browser.rs) to read.
+// goes into <pre id="layout-check"> as JSON for the Rust test (crates/cli/tests/cli/browser.rs) to read.
 // wide: elements whose right edge passes the viewport (outside scrolling boxes);
 // overlaps: pairs of text boxes inside one plot that intersect;
 // crossed: text boxes inside a plot that a knee or level line passes through;

@@ -1,9 +1,9 @@
 //! predict --trace on SYNTHETIC traces (tests/common): a step traced at one batch and context,
 //! scaled to others, against synthetic traces made at those with the same made-up cost law. It
 //! checks the mechanics (shape rewriting, the stream pipeline, the graph sum), not accuracy on a
-//! real program (tests/real_programs.rs does that).
+//! real program (tests/explain/real_programs.rs does that).
 
-mod common;
+use crate::common;
 use common::*;
 use memscope_explain::ceilings::from_results;
 use memscope_explain::predict::{gpt2, predict_from_trace, Mode, Scaling};

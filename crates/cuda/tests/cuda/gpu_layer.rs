@@ -1,4 +1,4 @@
-//! GPU test of the one GPU layer (docs/ARCHITECTURE.md), `#[ignore]`d like tests/gpu.rs (run by
+//! GPU test of the one GPU layer (docs/ARCHITECTURE.md), `#[ignore]`d like tests/cuda/gpu.rs (run by
 //! scripts/gpu-test.sh): the bottleneck-model operations run on the GPU a `CudaTarget` opened,
 //! after target work, with every kernel check passing and the timing rule giving positive,
 //! ordered times; the target still works afterwards.
