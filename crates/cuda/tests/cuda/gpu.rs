@@ -203,19 +203,18 @@ fn a_kernel_fault_is_reported_and_handled() {
     if gpu().is_none() {
         return;
     }
+    // The test's name as the harness knows it: its module path inside this test binary (the
+    // binary's own crate name left off), then the function.
+    let module = module_path!().split_once("::").map(|(_, m)| format!("{m}::")).unwrap_or_default();
+    let name = format!("{module}a_kernel_fault_is_reported_and_handled");
     let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "a_kernel_fault_is_reported_and_handled",
-            "--include-ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+        .args(["--exact", name.as_str(), "--include-ignored", "--nocapture", "--test-threads=1"])
         .env("MEMSCOPE_FAULT_CHILD", "1")
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     eprintln!("{text}");
+    assert!(text.contains("running 1 test"), "the child ran no test named {name}:\n{text}");
     assert!(out.status.success() && text.contains("fault: "), "child failed:\n{text}");
 }
 
