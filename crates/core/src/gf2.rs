@@ -99,10 +99,15 @@ pub fn nullspace(rows: &[u64], support: u64) -> Vec<u64> {
 /// Solve `parity(rows[i] & x) == bit i of rhs` for all i. Returns one solution (the one with all
 /// free coordinates zero), or `None` when the system is inconsistent.
 pub fn solve(rows: &[u64], rhs: u64) -> Option<u64> {
-    // Augment each row with its right-hand side in a separate word and eliminate.
-    let mut eqs: Vec<(u64, u8)> = rows.iter().enumerate().map(|(i, &r)| (r, (rhs >> i & 1) as u8)).collect();
+    solve_equations(rows.iter().enumerate().map(|(i, &r)| (r, rhs >> i & 1 == 1))).map(|(x, _)| x)
+}
+
+/// Solve any number of equations `parity(row & x) == bit`: the solution with all free coordinates
+/// zero and the rank of the system (independent equations), or `None` when it is inconsistent.
+pub fn solve_equations(eqs: impl IntoIterator<Item = (u64, bool)>) -> Option<(u64, usize)> {
     let mut pivot_rows: Vec<(u64, u8)> = Vec::new();
-    while let Some((mut r, mut b)) = eqs.pop() {
+    for (mut r, bit) in eqs {
+        let mut b = bit as u8;
         for &(pr, pb) in &pivot_rows {
             let p = 63 - pr.leading_zeros();
             if r >> p & 1 == 1 {
@@ -126,7 +131,8 @@ pub fn solve(rows: &[u64], rhs: u64) -> Option<u64> {
         pivot_rows.push((r, b));
     }
     // Fully reduced: each pivot appears only in its own row, so x = sum of pivots with rhs 1.
-    Some(pivot_rows.iter().filter(|(_, b)| *b == 1).fold(0, |acc, (r, _)| acc | 1u64 << (63 - r.leading_zeros())))
+    let x = pivot_rows.iter().filter(|(_, b)| *b == 1).fold(0, |acc, (r, _)| acc | 1u64 << (63 - r.leading_zeros()));
+    Some((x, pivot_rows.len()))
 }
 
 /// Parse a hex mask ("0x76a990400" or "76a990400").
@@ -145,6 +151,18 @@ pub fn format_mask(m: u64) -> String {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn solve_equations_takes_more_than_64_equations_and_reports_the_rank() {
+        // 200 equations over bits 0..16 from a known x: the rank is 16 and x comes back exactly.
+        let x = 0b1010_0110_0011_0101u64;
+        let rows: Vec<u64> = (1..=200u64).map(|i| (i.wrapping_mul(0x9e37_79b9)) & 0xffff).collect();
+        let eqs = rows.iter().map(|&r| (r, parity(r & x) == 1));
+        assert_eq!(solve_equations(eqs), Some((x, 16)));
+        // One flipped right-hand side past the 64th equation makes the system inconsistent.
+        let flipped = rows.iter().enumerate().map(|(i, &r)| (r, (parity(r & x) == 1) ^ (i == 150)));
+        assert_eq!(solve_equations(flipped), None);
+    }
 
     #[test]
     fn hand_checked() {

@@ -220,33 +220,9 @@ pub struct PartitionBit {
 /// Fit far = parity(offset & mask) ^ constant over bits 7..20 to labelled lines; None when no such
 /// function fits every line (bit 0 of a row stands for the constant: offsets are line-aligned).
 pub fn fit_partition_bit(points: &[(u64, bool)]) -> Option<PartitionBit> {
-    let mut pivots: Vec<(u64, u8)> = Vec::new();
-    for &(o, far) in points {
-        let (mut r, mut b) = ((o & PAGE_BITS) | 1, far as u8);
-        for &(pr, pb) in &pivots {
-            if r >> (63 - pr.leading_zeros()) & 1 == 1 {
-                r ^= pr;
-                b ^= pb;
-            }
-        }
-        if r == 0 {
-            if b != 0 {
-                return None;
-            }
-            continue;
-        }
-        let p = 63 - r.leading_zeros();
-        for (pr, pb) in pivots.iter_mut() {
-            if *pr >> p & 1 == 1 {
-                *pr ^= r;
-                *pb ^= b;
-            }
-        }
-        pivots.push((r, b));
-    }
-    // Fully reduced: the unknown of each pivot's leading bit is its right-hand side (free ones 0).
-    let x = pivots.iter().filter(|p| p.1 == 1).fold(0u64, |acc, p| acc | 1 << (63 - p.0.leading_zeros()));
-    Some(PartitionBit { mask: x & PAGE_BITS, constant: (x & 1) as u8, rank: pivots.len() })
+    let rows = points.iter().map(|&(o, far)| ((o & PAGE_BITS) | 1, far));
+    let (x, rank) = memscope_core::gf2::solve_equations(rows)?;
+    Some(PartitionBit { mask: x & PAGE_BITS, constant: (x & 1) as u8, rank })
 }
 
 impl PartitionBit {
