@@ -50,24 +50,6 @@ pub enum Module {
 const COMMON: &str = include_str!("../kernels/common.cuh");
 
 impl Module {
-    /// Every module, each once.
-    pub const ALL: [Module; 15] = [
-        Module::Chase,
-        Module::Bw,
-        Module::BwTma,
-        Module::Store,
-        Module::ConstMem,
-        Module::Smem,
-        Module::Atomics,
-        Module::Levels,
-        Module::Link,
-        Module::Slices,
-        Module::SmMap,
-        Module::OpsElementwise,
-        Module::OpsRows,
-        Module::OpsAttention,
-        Module::OpsCompose,
-    ];
     /// The probe modules (kernels/*.cu).
     pub const PROBES: [Module; 11] = [
         Module::Chase,
@@ -84,6 +66,16 @@ impl Module {
     ];
     /// The bottleneck-model modules (kernels/ops/*.cu).
     pub const OPS: [Module; 4] = [Module::OpsElementwise, Module::OpsRows, Module::OpsAttention, Module::OpsCompose];
+    /// Every module, each once: the probe modules, then the model's.
+    pub const ALL: [Module; Module::PROBES.len() + Module::OPS.len()] = {
+        let mut all = [Module::Chase; Module::PROBES.len() + Module::OPS.len()];
+        let mut i = 0;
+        while i < all.len() {
+            all[i] = if i < Module::PROBES.len() { Module::PROBES[i] } else { Module::OPS[i - Module::PROBES.len()] };
+            i += 1;
+        }
+        all
+    };
 
     /// File name under kernels/.
     pub fn file(self) -> &'static str {
