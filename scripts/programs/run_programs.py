@@ -61,13 +61,17 @@ class StepTimer:
         if self.cuda:
             starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
             ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+            issue = []
             t0 = time.perf_counter()
             for i in range(n):
+                a = time.perf_counter()
                 starts[i].record()
                 fn()
                 ends[i].record()
+                issue.append(time.perf_counter() - a)
             torch.cuda.synchronize()
             wall = time.perf_counter() - t0
+            self.issue_s = issue
             return [s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends)], wall
         times = []
         t0 = time.perf_counter()
@@ -358,6 +362,9 @@ class Runner:
         times, wall = timer.run(fn, reps)
         st = stats(times)
         st["wall_step_s"] = wall / len(times)
+        if self.args.keep_times:
+            st["times_s"] = times
+            st["host_issue_s"] = getattr(timer, "issue_s", None)
         return st
 
     def base_record(self, prog, program, model, dtype, ctx, batch, mode):
@@ -463,6 +470,11 @@ def main():
     ap.add_argument("--trace-active", type=int, default=3)
     ap.add_argument("--overhead-active", type=int, default=8)
     ap.add_argument("--skip-traces", action="store_true")
+    ap.add_argument(
+        "--keep-times",
+        action="store_true",
+        help="keep each step's event time and host issue time (times_s, host_issue_s) in the records",
+    )
     ap.add_argument("--skip-sweep", action="store_true")
     args = ap.parse_args()
     if args.device.startswith("cuda") and not torch.cuda.is_available():

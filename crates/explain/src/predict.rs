@@ -5,8 +5,8 @@
 //! is a fixed part (the trace's shortest kernel, per kernel) plus a variable part.
 //!
 //! - An op of a form the library calibration measured (`crate::library`: PyTorch's own kernels
-//!   timed over a grid of shapes on the device): its traced time times the library's own ratio,
-//!   time at the new shape over time at the traced shape.
+//!   timed over a grid of shapes on the device): its traced time plus the library's own change,
+//!   time at the new shape minus time at the traced shape (never under its fixed part).
 //! - A matrix product that ran GEMM kernels, given memscope's cuBLAS calibration sweep (the
 //!   results of `memscope batch --compose`): its variable part scales by the ratio of the sweep's
 //!   work at the new shape to its work at the traced shape (`memscope_model::compose::
@@ -21,8 +21,10 @@
 //!   latency-dominated op keeps its traced variable part plus the change in its work time.
 //!
 //! The step then runs as the trace ran it: on a stream, kernel i starts at max(its launch + the
-//! launch latency, the end of kernel i-1) (eager: the host's dispatch chain against the device's
-//! chain); in a graph, the kernels run back to back with the graph's per-kernel gap.
+//! launch latency, the end of kernel i-1 + the stream's queued gap) (eager: the host's dispatch
+//! chain against the device's chain; the queued gap is the trace's own device gap between a kernel
+//! and one already launched behind it); in a graph, the kernels run back to back with the graph's
+//! per-kernel gap.
 
 use crate::ceilings::Ceilings;
 use crate::explain::{median, Explanation};
@@ -130,6 +132,10 @@ pub struct TracePrediction {
     pub launch_latency_s: f64,
     /// Graph: device time between kernels.
     pub graph_gap_s: Option<f64>,
+    /// Stream: device time between two kernels when the second was already queued (the trace's
+    /// median over such pairs; None when the trace has none, then no gap).
+    #[serde(default)]
+    pub queued_gap_s: Option<f64>,
     /// Factor on the traced host dispatch (1 without `trace_step_s`).
     pub host_scale: f64,
     /// The framework's dispatch per op and per launch (from the trace).
@@ -440,13 +446,17 @@ pub fn predict_from_trace(
                 scaled_by = "calibration";
             }
         }
-        // An op of a form the library calibration measured: the traced time times the library's
+        // An op of a form the library calibration measured: the traced time plus the library's
         // own change in time from the traced shape to the new one (its kernel choice by shape).
+        // The program's difference from the library at the traced shape is carried as a time, not
+        // a factor: a decode step is traced at small shapes, where the difference is latency (a
+        // fill kernel, operands already in L2) that does not grow with the work, and the library
+        // measured the larger shape's own time (docs/MODEL.md, "Real programs").
         if let Some(lib) = library {
             let time =
                 |dims: &[Value]| op_shape(&op.name, dims, &op.input_types, &w.strides).and_then(|sh| lib.time_s(&sh));
             if let (Some(t0), Some(t1)) = (time(&op.input_dims), time(&map.shape(&op.input_dims))) {
-                new_device = op.device_s * t1 / t0;
+                new_device = (op.device_s + t1 - t0).max(w.fixed);
                 scaled_by = "library";
             }
         }
@@ -543,13 +553,20 @@ pub fn predict_from_trace(
         host_chain_new_s = (host_chain_traced_s + shift).max(0.0);
     }
     let device_s: f64 = predicted.iter().map(|p| p.1).sum();
+    // A kernel already queued when its predecessor ends starts one queued gap later (the
+    // stream's own issue gap, measured in the trace); one launched later starts at its launch
+    // plus the launch latency.
+    let launched: Vec<usize> = (0..x.kernels.len()).filter(|&i| x.kernels[i].op_index.is_some()).collect();
+    let queued_gap_measured = queued_gap_s(x, &launched, latency);
+    let queued_gap = queued_gap_measured.unwrap_or(0.0);
     let replay = |list: &[(f64, f64)], chain_s: f64, host_scale: f64| {
-        let mut free = 0.0f64;
+        let mut free: Option<f64> = None;
         for &(launch, d) in list {
-            let start = (launch * host_scale + latency).max(free);
-            free = start + d;
+            let ready = launch * host_scale + latency;
+            let start = free.map_or(ready, |f| ready.max(f + queued_gap));
+            free = Some(start + d);
         }
-        free.max(chain_s * host_scale)
+        free.unwrap_or(0.0).max(chain_s * host_scale)
     };
     let host_scale = match (s.trace_step_s, s.mode) {
         (Some(target), Mode::Stream) if target > 0.0 => {
@@ -612,11 +629,37 @@ pub fn predict_from_trace(
         kernel_fixed_s: fixed,
         launch_latency_s: latency,
         graph_gap_s,
+        queued_gap_s: queued_gap_measured,
         host_scale,
         dispatch_per_op_s: x.dispatch_floor.per_op_s,
         classes,
         op_scales,
     })
+}
+
+/// The device's gap between two consecutive kernels of one stream when the second was already
+/// launched before the first ended (it waited on the device, not on the host): the median over
+/// such pairs among `kernels` (indices into the explanation's kernels, one step's or more). None
+/// when no kernel of them was queued (the step was host-bound throughout). Overlapping kernels
+/// count as no gap.
+fn queued_gap_s(x: &Explanation, kernels: &[usize], latency_s: f64) -> Option<f64> {
+    let mut by_stream: HashMap<&str, Vec<&crate::explain::KernelRow>> = HashMap::new();
+    for &i in kernels {
+        by_stream.entry(x.kernels[i].stream.as_str()).or_default().push(&x.kernels[i]);
+    }
+    let mut gaps = Vec::new();
+    for list in by_stream.values_mut() {
+        list.sort_by(|a, b| a.start_us.total_cmp(&b.start_us));
+        for w in list.windows(2) {
+            let end_us = w[0].start_us + w[0].duration_s * 1e6;
+            let Some(l) = w[1].launch_to_start_s else { continue };
+            let launch_us = w[1].start_us - l * 1e6;
+            if launch_us + latency_s * 1e6 < end_us {
+                gaps.push(((w[1].start_us - end_us) * 1e-6).max(0.0));
+            }
+        }
+    }
+    median(&mut gaps)
 }
 
 /// Whether an op's time follows its work: its work at the bound is at least its fixed part and

@@ -145,6 +145,12 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// call (cuDNN's plan for a new key length, tests/data/README.md) that no trace of another step
 /// can carry. `lib`: the library calibration of the same GPU model (None: without it).
 fn scores(c: &Ceilings, lib: Option<&LibraryCalibration>) -> Vec<Score> {
+    scores_against(c, lib, &summary())
+}
+
+/// `scores`, the traces (and their own step times) of results/h200/real-programs against the
+/// steps of `measured` (a summary of the same sweep, possibly another session's).
+fn scores_against(c: &Ceilings, lib: Option<&LibraryCalibration>, measured: &Value) -> Vec<Score> {
     let sum = summary();
     let cal = load_calibration(&repo("crates/cli/tests/data/h200-compose-run1.json")).unwrap();
     let mut out = Vec::new();
@@ -157,7 +163,7 @@ fn scores(c: &Ceilings, lib: Option<&LibraryCalibration>) -> Vec<Score> {
         let (trace, x, _) = explained(&p, c);
         let m = model(t["model"].as_str().unwrap()).unwrap();
         let (b0, t0) = (t["batch"].as_u64().unwrap(), t["context"].as_u64().unwrap());
-        for s in sum["steps"].as_array().unwrap() {
+        for s in measured["steps"].as_array().unwrap() {
             if s["program"] != t["program"] || s["dtype"] != t["dtype"] {
                 continue;
             }
@@ -253,11 +259,9 @@ fn predict_scores_against_the_event_timed_steps() {
     }
     summarise(&without, "without-library");
     summarise(&all, "library");
-    // What the scores measured when this was written reach (docs/MODEL.md, "Real programs"):
-    // every median within 1.1x; every out-of-sample step (other context, other GPT-2 size)
-    // within 1.5x; every in-sample graph step within 1.25x. Not reached: every in-sample eager
-    // step within 1.25x (one of 40 is off by 1.40x: a step whose own event-timed samples are
-    // bimodal, p10 8.6 ms against p90 11.2 ms); the guard holds it at 95 % and 1.45x.
+    // The outcomes docs/MODEL.md ("Real programs") states: every median within 1.1x; every
+    // in-sample step within 1.25x; every out-of-sample step (other context, other GPT-2 size)
+    // within 1.5x.
     assert_eq!(all.iter().filter(|s| s.sample != "model").count(), 160);
     for mode in ["eager", "graph"] {
         for sample in ["in", "context", "model"] {
@@ -266,9 +270,7 @@ fn predict_scores_against_the_event_timed_steps() {
             let m = median(r.clone());
             assert!(factor(m) <= 1.1, "{mode} {sample}: median {m}");
             if sample == "in" {
-                let (w, worst) = if mode == "graph" { (1.0, 1.25) } else { (0.95, 1.45) };
-                assert!(within(&r, 1.25) >= w, "{mode}: {} of the in-sample steps within 1.25x", within(&r, 1.25));
-                assert!(r.iter().all(|x| factor(*x) <= worst), "{mode}: an in-sample step off by more than {worst}x");
+                assert!(within(&r, 1.25) == 1.0, "{mode}: {} of the in-sample steps within 1.25x", within(&r, 1.25));
             } else {
                 assert!(within(&r, 1.5) == 1.0, "{mode} {sample}: {} within 1.5x", within(&r, 1.5));
             }
@@ -276,6 +278,61 @@ fn predict_scores_against_the_event_timed_steps() {
     }
     // The library calibration is what brought the out-of-sample steps within 1.5x.
     assert!(within(&group(&without, "graph", "model"), 1.5) < 1.0);
+}
+
+/// The same predictions against the sweep timed again in another session on another H200
+/// (results/h200/real-programs-repeat: 100 steps a configuration, no traces). Graph replays
+/// repeat within 2 % between the sessions and their predictions keep the outcomes; eager steps
+/// set by the host move with the host's speed in each session (0.50 to 1.39 times the first
+/// session's), which no trace taken in the first session carries, so their scores are printed,
+/// not held. `cargo test --release -p memscope-explain --test explain
+/// real_programs::predict_scores_against_the_repeat_sweep -- --ignored --nocapture`
+#[test]
+#[ignore = "reads the repeat sweep; seconds in a release build, documented in results/h200/real-programs-repeat"]
+fn predict_scores_against_the_repeat_sweep() {
+    let raw = std::fs::read(repo("results/h200/real-programs-repeat/summary.json.gz")).unwrap();
+    let mut text = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&raw[..]), &mut text).unwrap();
+    let repeat: Value = serde_json::from_slice(&text).unwrap();
+    let all = scores_against(&ceilings(), Some(&library()), &repeat);
+    summarise(&all, "repeat-sweep");
+    for sample in ["in", "context", "model"] {
+        let r = group(&all, "graph", sample);
+        assert!(factor(median(r.clone())) <= 1.1, "graph {sample}: median {}", median(r.clone()));
+        let bound = if sample == "in" { 1.25 } else { 1.5 };
+        assert!(within(&r, bound) == 1.0, "graph {sample}: {} within {bound}x", within(&r, bound));
+    }
+}
+
+/// An eager step whose device work outlasts its dispatch runs its kernels one queued gap apart,
+/// the gap the trace shows between a kernel and one already launched behind it (about 1 to 1.5 µs
+/// on the H200, against 0.4 µs inside a graph replay): GPT-2 medium fp16 at batch 512, predicted
+/// from its batch-8 trace, is set by the device and takes longer eager than replayed.
+#[test]
+fn a_device_bound_eager_step_pays_the_queued_gap_between_kernels() {
+    let c = ceilings();
+    let lib = library();
+    let cal = load_calibration(&repo("crates/cli/tests/data/h200-compose-run1.json")).unwrap();
+    let p = repo("crates/explain/tests/data/gpt2_medium_fp16_ctx1024_b8_eager.json.gz");
+    let (trace, x, _) = explained(&p, &c);
+    let at = |mode| Scaling {
+        model: gpt2("gpt2-medium").unwrap(),
+        trace_batch: 8,
+        trace_context: 1024,
+        batch: 512,
+        context: 1024,
+        mode,
+        trace_step_s: Some(6.903e-3),
+        trace_model: None,
+    };
+    let eager = predict_from_trace(&trace, &x, &c, &at(Mode::Stream), Some(&cal), Some(&lib)).unwrap();
+    let graph = predict_from_trace(&trace, &x, &c, &at(Mode::Graph), Some(&cal), Some(&lib)).unwrap();
+    let gap = eager.queued_gap_s.expect("the trace has queued kernels");
+    println!("queued gap {:.2} us, graph gap {:.2} us", gap * 1e6, graph.graph_gap_s.unwrap() * 1e6);
+    assert!((0.5e-6..3e-6).contains(&gap), "{gap}");
+    assert_eq!(eager.sets, "device");
+    assert!(eager.time_s >= eager.device_s + (eager.kernels - 1) as f64 * gap * 0.999);
+    assert!(eager.time_s > graph.time_s);
 }
 
 /// A graph replay's kernels carry no framework op; with the eager trace of the same step as
