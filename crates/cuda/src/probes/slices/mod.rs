@@ -17,6 +17,9 @@ pub mod map;
 #[cfg(test)]
 mod map_tests;
 pub mod ncu;
+pub mod partition_pages;
+#[cfg(test)]
+mod partition_pages_tests;
 pub mod timing;
 
 use super::{cuda_only, run_gpu};
