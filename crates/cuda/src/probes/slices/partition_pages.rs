@@ -329,6 +329,22 @@ pub struct LapCheck {
     pub held_out_correct: usize,
     pub held_out_total: usize,
     pub held_out_pages: usize,
+    /// The frame masks (over FRAME_BITS bits) whose frame function reproduces every constant of
+    /// the training run, the first of them used below.
+    pub frame_masks: Vec<String>,
+    /// Held out over whole pages of the test run: the frame function's first frame and constant
+    /// from one line on each of `probe_pages`, every line of the other pages predicted.
+    pub probe_pages: Vec<usize>,
+    pub held_out_page_lines_correct: usize,
+    pub held_out_page_lines: usize,
+    /// Frame functions (first frame, constant) that fit the probe pages.
+    pub held_out_page_fits: usize,
+}
+
+/// The probe pages of the whole-page check: the first 8 pages and every 8th (pages of one
+/// allocation: the first pin the low frame bits, the others the carries into the higher ones).
+pub fn probe_pages(pages: usize) -> Vec<usize> {
+    (0..pages).filter(|&p| p < 8 || p % 8 == 0).collect()
 }
 
 /// Fit each lap of `train` and check it on the same lap of `test` (laps matched by position and
@@ -348,7 +364,16 @@ pub fn check_runs(train: &LabelRun, test: &LabelRun, k: usize) -> Result<Vec<Lap
             let fit = fit_offset_mask(&train_pages).ok_or_else(|| format!("lap {lap}: nothing labelled"))?;
             let (fit_lines, fit_agree) = fit.agreement();
             let numbers: Vec<u64> = (0..train_pages.len() as u64).map(|p| (train.base >> 21) + p).collect();
-            let (ok, total, blind) = held_out(fit.mask, &b.pages()?, &probe);
+            let test_pages = b.pages()?;
+            let (ok, total, blind) = held_out(fit.mask, &test_pages, &probe);
+            let known: Vec<(usize, u8)> = fit.constants.iter().copied().enumerate().collect();
+            let mut frame_masks: Vec<u64> = fit_frames(&known, None).iter().map(|f| f.frame_mask).collect();
+            frame_masks.dedup();
+            let pp = probe_pages(test_pages.len());
+            let (page_ok, page_total, page_fits) = frame_masks
+                .first()
+                .and_then(|&m| held_out_pages(fit.mask, m, &test_pages, &pp, &probe))
+                .unwrap_or((0, 0, 0));
             Ok(LapCheck {
                 lap,
                 sm: a.sm,
@@ -362,7 +387,90 @@ pub fn check_runs(train: &LabelRun, test: &LabelRun, k: usize) -> Result<Vec<Lap
                 held_out_correct: ok,
                 held_out_total: total,
                 held_out_pages: b.far_hex.len() - blind,
+                frame_masks: frame_masks.iter().map(|&m| gf2::format_mask(m)).collect(),
+                probe_pages: pp,
+                held_out_page_lines_correct: page_ok,
+                held_out_page_lines: page_total,
+                held_out_page_fits: page_fits,
             })
         })
         .collect()
+}
+
+/// Frame bits the page term is fitted over (the page's frame number modulo 2^FRAME_BITS).
+pub const FRAME_BITS: u32 = 7;
+
+/// The page term as a function of the page's frame: c(page) = parity((first + page) & frame_mask)
+/// XOR constant, for pages at consecutive frames from an unknown first frame (known modulo
+/// 2^FRAME_BITS only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FrameFit {
+    pub frame_mask: u64,
+    pub first_frame_mod: u64,
+    pub constant: u8,
+}
+
+impl FrameFit {
+    pub fn constant_of(&self, page: usize) -> u8 {
+        gf2::parity((self.first_frame_mod + page as u64) & self.frame_mask) ^ self.constant
+    }
+}
+
+/// Every frame function over FRAME_BITS bits that reproduces the constants of the pages listed
+/// ((page index in the allocation, constant)); `masks` limits the frame masks tried (all when None).
+pub fn fit_frames(known: &[(usize, u8)], masks: Option<&[u64]>) -> Vec<FrameFit> {
+    let all: Vec<u64> = (0..1u64 << FRAME_BITS).collect();
+    let mut out = Vec::new();
+    for &frame_mask in masks.unwrap_or(&all) {
+        for first_frame_mod in 0..1u64 << FRAME_BITS {
+            for constant in 0..2u8 {
+                let f = FrameFit { frame_mask, first_frame_mod, constant };
+                if known.iter().all(|&(p, c)| f.constant_of(p) == c) {
+                    out.push(f);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Held out over whole pages: each probe page's constant from the labels of `probe_lines` (as in
+/// `held_out`), the frame function's first frame and constant from those (frame mask given), and
+/// every labelled line of every other page predicted by the majority of the frame functions that
+/// fit the probe pages. Returns (correct, predicted, fitting frame functions); None when no frame
+/// function fits the probe pages.
+pub fn held_out_pages(
+    mask: u64,
+    frame_mask: u64,
+    pages: &[Vec<Option<bool>>],
+    probe_pages: &[usize],
+    probe_lines: &[usize],
+) -> Option<(usize, usize, usize)> {
+    let known: Vec<(usize, u8)> = probe_pages
+        .iter()
+        .filter_map(|&p| {
+            let votes: Vec<u8> = probe_lines
+                .iter()
+                .filter_map(|&x| Some(u8::from(far_of(mask, x, 0) != (*pages.get(p)?.get(x)?)?)))
+                .collect();
+            (!votes.is_empty())
+                .then(|| (p, u8::from(2 * votes.iter().map(|&v| v as usize).sum::<usize>() > votes.len())))
+        })
+        .collect();
+    let fits = fit_frames(&known, Some(&[frame_mask]));
+    if fits.is_empty() {
+        return None;
+    }
+    let (mut ok, mut total) = (0, 0);
+    for (p, page) in pages.iter().enumerate().filter(|(p, _)| !probe_pages.contains(p)) {
+        let ones = fits.iter().filter(|f| f.constant_of(p) == 1).count();
+        let c = u8::from(2 * ones > fits.len());
+        for (x, l) in page.iter().enumerate() {
+            if let Some(f) = l {
+                total += 1;
+                ok += usize::from(far_of(mask, x, c) == *f);
+            }
+        }
+    }
+    Some((ok, total, fits.len()))
 }

@@ -12,9 +12,16 @@ const PAGE: u64 = 2 << 20;
 /// flipped and `missing` left out (fractions).
 fn pages_of(far: &dyn Fn(u64) -> bool, pages: usize, wrong: f64, missing: f64, seed: u64) -> Vec<Vec<Option<bool>>> {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    (0..pages)
-        .map(|_| {
-            let frame: u64 = rng.gen_range(0..1 << 14);
+    let frames: Vec<u64> = (0..pages).map(|_| rng.gen_range(0..1 << 14)).collect();
+    pages_at(far, &frames, wrong, missing, seed)
+}
+
+/// Labels of pages at the given frames (as `pages_of`).
+fn pages_at(far: &dyn Fn(u64) -> bool, frames: &[u64], wrong: f64, missing: f64, seed: u64) -> Vec<Vec<Option<bool>>> {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x5eed);
+    frames
+        .iter()
+        .map(|&frame| {
             (0..PAGE_LINES)
                 .map(|x| {
                     let a = frame * PAGE + x as u64 * 128;
@@ -44,6 +51,33 @@ fn an_affine_partition_with_unknown_frames_is_recovered_and_predicts_held_out_li
     let (ok, total, blind) = held_out(fit.mask, &test, &probe_lines(5));
     assert_eq!(blind, 0);
     assert!(total > 12 * 16000 && ok as f64 / total as f64 > 0.99, "{ok} of {total}");
+}
+
+#[test]
+fn consecutive_frames_give_the_frame_mask_and_predict_pages_no_line_of_which_was_probed() {
+    // The whole-address hash reads frame bits 0, 1, 3, 5, 6 (address bits 21..27) and bit 35.
+    let truth = 0x8_0000_0000u64 | (0b110_1011 << 21) | 0xab000;
+    let far = |a: u64| gf2::parity(a & truth) == 1;
+    let first = 8 + 128 * 37;
+    let frames: Vec<u64> = (0..64).map(|i| first + i).collect();
+    let pages = pages_at(&far, &frames, 0.002, 0.01, 8);
+    let fit = fit_offset_mask(&pages).unwrap();
+    assert_eq!(fit.mask, 0xab000);
+    let known: Vec<(usize, u8)> = fit.constants.iter().copied().enumerate().collect();
+    let fits = fit_frames(&known, None);
+    assert!(fits.iter().any(|f| (f.frame_mask, f.first_frame_mod) == (0b110_1011, first % 128)), "{fits:?}");
+    // Another allocation 37 frames on: the first frame and constant from one line on each probe
+    // page; every line of the other 49 pages predicted.
+    let later: Vec<u64> = (0..64).map(|i| first + 37 + i).collect();
+    let test = pages_at(&far, &later, 0.002, 0.01, 9);
+    let probes = probe_pages(64);
+    assert_eq!(probes.len(), 15);
+    let (ok, total, _) = held_out_pages(0xab000, 0b110_1011, &test, &probes, &probe_lines(1)).unwrap();
+    assert!(total > 49 * 16000 && ok as f64 / total as f64 > 0.99, "{ok} of {total}");
+    // Pages at scattered frames: no frame function over 7 bits fits 64 of them.
+    let scattered = pages_of(&far, 64, 0.0, 0.0, 10);
+    let c = fit_offset_mask(&scattered).unwrap().constants;
+    assert!(fit_frames(&c.iter().copied().enumerate().collect::<Vec<_>>(), None).is_empty());
 }
 
 #[test]
@@ -153,6 +187,28 @@ fn h200_run(n: usize) -> LabelRun {
 }
 
 #[test]
+fn the_h200_page_term_follows_consecutive_frames() {
+    // Runs 4 and 5 allocated 37 and 1000 pages before theirs: the frame function's first frame
+    // moves by that much (modulo 64: bits 0..5 of the frame number).
+    let first = |run: usize, skip: u64| {
+        let c = &check_runs(&h200_run(run), &h200_run(run), 1).unwrap()[0];
+        assert!(c.frame_masks.contains(&"0x6b".to_string()), "run {run}: {:?}", c.frame_masks);
+        let lap = &h200_run(run).laps[0];
+        let fit = fit_offset_mask(&lap.pages().unwrap()).unwrap();
+        let known: Vec<(usize, u8)> = fit.constants.iter().copied().enumerate().collect();
+        let firsts: Vec<u64> =
+            fit_frames(&known, Some(&[0x6b])).iter().map(|f| (f.first_frame_mod + 128 - skip % 128) % 64).collect();
+        assert!(!firsts.is_empty());
+        firsts
+    };
+    let base = first(1, 0);
+    for (run, skip) in [(3, 0), (4, 37), (5, 1000)] {
+        let f = first(run, skip);
+        assert!(f.iter().any(|x| base.contains(x)), "run {run}: {f:?} against {base:?}");
+    }
+}
+
+#[test]
 fn the_h200_partition_bit_predicts_held_out_pages_of_other_runs() {
     // Fitted on one run, the constant of each page of another run learned from one line: every
     // lap (SMs of both groups) gives mask 0xab000 and predicts at least 99.9 % of the lines.
@@ -161,6 +217,13 @@ fn the_h200_partition_bit_predicts_held_out_pages_of_other_runs() {
             assert_eq!(c.mask, "0xab000", "run {train} lap {}", c.lap);
             let acc = c.held_out_correct as f64 / c.held_out_total as f64;
             assert!(c.held_out_total >= 64 * 16383 && acc > 0.999, "runs {train}->{test} lap {}: {acc}", c.lap);
+            // Whole pages, no line of which was probed.
+            let pages = c.held_out_page_lines_correct as f64 / c.held_out_page_lines as f64;
+            assert!(
+                c.held_out_page_lines >= 49 * 16384 && pages > 0.999,
+                "runs {train}->{test} lap {}: {pages}",
+                c.lap
+            );
         }
     }
 }
