@@ -20,7 +20,9 @@
 //          value is stored to shared memory first so the clock is read after the load returned),
 //          the deltas kept in shared memory and written out after the lap.
 // Every line is touched once per lap: its cycles are a first touch, a near hit when the line's home
-// slice is in this SM's partition and a far hit otherwise.
+// slice is in this SM's partition and a far hit otherwise. The start line's hop is slow whatever
+// its home on the H200 (the TLB reduction and the warm-up notwithstanding): one wrong label per
+// page and lap, which is why the last lap starts elsewhere.
 //
 // Output, little-endian: a header of 8 u64 [magic 0x4c3250415254, pages, laps per page, lines per
 // page, base virtual address, seed, SKIP_PAGES, 0], the lap SMs (laps u32, the last the repeat),
