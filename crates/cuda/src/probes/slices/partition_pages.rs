@@ -329,8 +329,8 @@ pub struct LapCheck {
     pub held_out_correct: usize,
     pub held_out_total: usize,
     pub held_out_pages: usize,
-    /// The frame masks (over FRAME_BITS bits) whose frame function reproduces every constant of
-    /// the training run, the first of them used below.
+    /// The frame masks (over `frame_bits` bits) whose frame function reproduces every constant
+    /// of the training run (one per first frame that fits), the first of them used below.
     pub frame_masks: Vec<String>,
     /// Held out over whole pages of the test run: the frame function's first frame and constant
     /// from one line on each of `probe_pages`, every line of the other pages predicted.
@@ -367,7 +367,9 @@ pub fn check_runs(train: &LabelRun, test: &LabelRun, k: usize) -> Result<Vec<Lap
             let test_pages = b.pages()?;
             let (ok, total, blind) = held_out(fit.mask, &test_pages, &probe);
             let known: Vec<(usize, u8)> = fit.constants.iter().copied().enumerate().collect();
-            let mut frame_masks: Vec<u64> = fit_frames(&known, None).iter().map(|f| f.frame_mask).collect();
+            let mut frame_masks: Vec<u64> =
+                fit_frames(&known, frame_bits(known.len()), None).iter().map(|f| f.frame_mask).collect();
+            frame_masks.sort_unstable();
             frame_masks.dedup();
             let pp = probe_pages(test_pages.len());
             let (page_ok, page_total, page_fits) = frame_masks
@@ -397,12 +399,15 @@ pub fn check_runs(train: &LabelRun, test: &LabelRun, k: usize) -> Result<Vec<Lap
         .collect()
 }
 
-/// Frame bits the page term is fitted over (the page's frame number modulo 2^FRAME_BITS).
-pub const FRAME_BITS: u32 = 7;
+/// Frame bits the page term of `pages` consecutive pages is fitted over: enough for twice the
+/// pages (the first frame is unknown), at least 7, at most 12.
+pub fn frame_bits(pages: usize) -> u32 {
+    (usize::BITS - (2 * pages.max(1) - 1).leading_zeros()).clamp(7, 12)
+}
 
 /// The page term as a function of the page's frame: c(page) = parity((first + page) & frame_mask)
 /// XOR constant, for pages at consecutive frames from an unknown first frame (known modulo
-/// 2^FRAME_BITS only).
+/// 2^bits only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FrameFit {
     pub frame_mask: u64,
@@ -416,17 +421,29 @@ impl FrameFit {
     }
 }
 
-/// Every frame function over FRAME_BITS bits that reproduces the constants of the pages listed
-/// ((page index in the allocation, constant)); `masks` limits the frame masks tried (all when None).
-pub fn fit_frames(known: &[(usize, u8)], masks: Option<&[u64]>) -> Vec<FrameFit> {
-    let all: Vec<u64> = (0..1u64 << FRAME_BITS).collect();
+/// The frame functions over `bits` frame bits that reproduce the constants of the pages listed
+/// ((page index in the allocation, constant)): with `masks`, every (first frame, constant) for
+/// each of those masks; without, for each first frame the GF(2) solution for mask and constant
+/// (free coordinates zero) where the equations are consistent.
+pub fn fit_frames(known: &[(usize, u8)], bits: u32, masks: Option<&[u64]>) -> Vec<FrameFit> {
     let mut out = Vec::new();
-    for &frame_mask in masks.unwrap_or(&all) {
-        for first_frame_mod in 0..1u64 << FRAME_BITS {
-            for constant in 0..2u8 {
-                let f = FrameFit { frame_mask, first_frame_mod, constant };
-                if known.iter().all(|&(p, c)| f.constant_of(p) == c) {
-                    out.push(f);
+    for first_frame_mod in 0..1u64 << bits {
+        let frame = |p: usize| (first_frame_mod + p as u64) & ((1 << bits) - 1);
+        match masks {
+            Some(masks) => {
+                for &frame_mask in masks {
+                    for constant in 0..2u8 {
+                        let f = FrameFit { frame_mask, first_frame_mod, constant };
+                        if known.iter().all(|&(p, c)| f.constant_of(p) == c) {
+                            out.push(f);
+                        }
+                    }
+                }
+            }
+            None => {
+                let rows = known.iter().map(|&(p, c)| ((frame(p) << 1) | 1, c == 1));
+                if let Some((x, _)) = gf2::solve_equations(rows) {
+                    out.push(FrameFit { frame_mask: x >> 1, first_frame_mod, constant: (x & 1) as u8 });
                 }
             }
         }
@@ -457,7 +474,7 @@ pub fn held_out_pages(
                 .then(|| (p, u8::from(2 * votes.iter().map(|&v| v as usize).sum::<usize>() > votes.len())))
         })
         .collect();
-    let fits = fit_frames(&known, Some(&[frame_mask]));
+    let fits = fit_frames(&known, frame_bits(pages.len()), Some(&[frame_mask]));
     if fits.is_empty() {
         return None;
     }

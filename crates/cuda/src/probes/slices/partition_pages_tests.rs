@@ -64,7 +64,7 @@ fn consecutive_frames_give_the_frame_mask_and_predict_pages_no_line_of_which_was
     let fit = fit_offset_mask(&pages).unwrap();
     assert_eq!(fit.mask, 0xab000);
     let known: Vec<(usize, u8)> = fit.constants.iter().copied().enumerate().collect();
-    let fits = fit_frames(&known, None);
+    let fits = fit_frames(&known, frame_bits(64), None);
     assert!(fits.iter().any(|f| (f.frame_mask, f.first_frame_mod) == (0b110_1011, first % 128)), "{fits:?}");
     // Another allocation 37 frames on: the first frame and constant from one line on each probe
     // page; every line of the other 49 pages predicted.
@@ -77,7 +77,8 @@ fn consecutive_frames_give_the_frame_mask_and_predict_pages_no_line_of_which_was
     // Pages at scattered frames: no frame function over 7 bits fits 64 of them.
     let scattered = pages_of(&far, 64, 0.0, 0.0, 10);
     let c = fit_offset_mask(&scattered).unwrap().constants;
-    assert!(fit_frames(&c.iter().copied().enumerate().collect::<Vec<_>>(), None).is_empty());
+    assert_eq!((frame_bits(64), frame_bits(128), frame_bits(512)), (7, 8, 10));
+    assert!(fit_frames(&c.iter().copied().enumerate().collect::<Vec<_>>(), frame_bits(64), None).is_empty());
 }
 
 #[test]
@@ -171,7 +172,7 @@ fn the_peer_file_is_read_and_a_bad_one_is_named() {
     assert!(parse_peer(&bad).unwrap_err().contains("magic"));
 }
 
-/// The H200's labels (results/h200/l2-partition): five peer runs in two device calls.
+/// The H200's labels (results/h200/l2-partition): seven peer runs in three device calls.
 fn h200_run(n: usize) -> LabelRun {
     use std::io::Read;
     let bytes: &[u8] = match n {
@@ -179,7 +180,9 @@ fn h200_run(n: usize) -> LabelRun {
         2 => include_bytes!("../../../../../results/h200/l2-partition/labels-run2.json.gz"),
         3 => include_bytes!("../../../../../results/h200/l2-partition/labels-run3.json.gz"),
         4 => include_bytes!("../../../../../results/h200/l2-partition/labels-run4.json.gz"),
-        _ => include_bytes!("../../../../../results/h200/l2-partition/labels-run5.json.gz"),
+        5 => include_bytes!("../../../../../results/h200/l2-partition/labels-run5.json.gz"),
+        6 => include_bytes!("../../../../../results/h200/l2-partition/labels-run6.json.gz"),
+        _ => include_bytes!("../../../../../results/h200/l2-partition/labels-run7.json.gz"),
     };
     let mut json = Vec::new();
     flate2::read::GzDecoder::new(bytes).read_to_end(&mut json).unwrap();
@@ -197,7 +200,7 @@ fn the_h200_page_term_follows_consecutive_frames() {
         let fit = fit_offset_mask(&lap.pages().unwrap()).unwrap();
         let known: Vec<(usize, u8)> = fit.constants.iter().copied().enumerate().collect();
         let firsts: Vec<u64> =
-            fit_frames(&known, Some(&[0x6b])).iter().map(|f| (f.first_frame_mod + 128 - skip % 128) % 64).collect();
+            fit_frames(&known, 7, Some(&[0x6b])).iter().map(|f| (f.first_frame_mod + 128 - skip % 128) % 64).collect();
         assert!(!firsts.is_empty());
         firsts
     };
@@ -206,13 +209,27 @@ fn the_h200_page_term_follows_consecutive_frames() {
         let f = first(run, skip);
         assert!(f.iter().any(|x| base.contains(x)), "run {run}: {f:?} against {base:?}");
     }
+    // 512 pages (runs 6 and 7, the second after 100 pages): frame bits 0..9 fitted, the masks
+    // 0x16b and 0x1eb (frame bit 7 trades against the first frame), 100 frames apart.
+    let firsts = |run: usize| {
+        let fit = fit_offset_mask(&h200_run(run).laps[0].pages().unwrap()).unwrap();
+        let known: Vec<(usize, u8)> = fit.constants.iter().copied().enumerate().collect();
+        let fits = fit_frames(&known, frame_bits(known.len()), None);
+        let mut masks: Vec<u64> = fits.iter().map(|f| f.frame_mask).collect();
+        masks.sort_unstable();
+        masks.dedup();
+        assert_eq!(masks, vec![0x16b, 0x1eb], "run {run}");
+        fits.iter().filter(|f| f.frame_mask == 0x16b).map(|f| f.first_frame_mod % 256).collect::<Vec<_>>()
+    };
+    let (six, seven) = (firsts(6), firsts(7));
+    assert!(six.iter().any(|s| seven.contains(&((s + 100) % 256))), "{six:?} {seven:?}");
 }
 
 #[test]
 fn the_h200_partition_bit_predicts_held_out_pages_of_other_runs() {
     // Fitted on one run, the constant of each page of another run learned from one line: every
     // lap (SMs of both groups) gives mask 0xab000 and predicts at least 99.9 % of the lines.
-    for (train, test) in [(1, 2), (2, 1), (3, 4), (3, 5), (1, 5)] {
+    for (train, test) in [(1, 2), (2, 1), (3, 4), (3, 5), (1, 5), (6, 7), (7, 6)] {
         for c in check_runs(&h200_run(train), &h200_run(test), 1).unwrap() {
             assert_eq!(c.mask, "0xab000", "run {train} lap {}", c.lap);
             let acc = c.held_out_correct as f64 / c.held_out_total as f64;
