@@ -1,6 +1,8 @@
 //! Tests of the partition bit over many pages (partition_pages.rs) on synthetic labels with known
 //! ground truth: an affine function of the physical address with page frames the fit never sees,
-//! with wrong and missing labels; a function with a mod-3 digit; a frame-dependent mask.
+//! with wrong and missing labels; consecutive frames; the simulator's seed-000 4090 slice function
+//! (its parity bit and its mod-3 digit); a function with a mod-3 digit; a frame-dependent mask;
+//! and the H200's labels replayed.
 
 use super::partition_pages::*;
 use memscope_core::gf2;
@@ -79,6 +81,23 @@ fn consecutive_frames_give_the_frame_mask_and_predict_pages_no_line_of_which_was
     let c = fit_offset_mask(&scattered).unwrap().constants;
     assert_eq!((frame_bits(64), frame_bits(128), frame_bits(512)), (7, 8, 10));
     assert!(fit_frames(&c.iter().copied().enumerate().collect::<Vec<_>>(), frame_bits(64), None).is_empty());
+}
+
+#[test]
+fn the_simulators_4090_slice_function_gives_its_linear_bit_and_not_its_mod_3_digit() {
+    // Seed 000's RTX 4090 function in the simulator: slice / 18 is one parity of the address
+    // (mask 0x76a990400), slice % 3 a digit with (a >> 15) mod 3 in it. Frames unknown to the fit.
+    use memscope_sim::hash::slice_rtx4090;
+    let linear = |a: u64| slice_rtx4090(a) / 18 == 1;
+    let pages = pages_of(&linear, 8, 0.001, 0.0, 11);
+    let fit = fit_offset_mask(&pages).unwrap();
+    assert_eq!(fit.mask, 0x7_6a99_0400 & OFFSET_BITS);
+    let (ok, total, _) = held_out(fit.mask, &pages_of(&linear, 8, 0.001, 0.0, 12), &probe_lines(3));
+    assert!(ok as f64 / total as f64 > 0.99, "{ok} of {total}");
+    let digit = |a: u64| slice_rtx4090(a) % 3 == 0;
+    let fit = fit_offset_mask(&pages_of(&digit, 8, 0.0, 0.0, 13)).unwrap();
+    let (ok, total, _) = held_out(fit.mask, &pages_of(&digit, 8, 0.0, 0.0, 14), &probe_lines(3));
+    assert!((ok as f64 / total as f64) < 0.9, "{ok} of {total}");
 }
 
 #[test]
