@@ -94,7 +94,7 @@ fn the_simulators_4090_slice_function_gives_its_linear_bit_and_not_its_mod_3_dig
     assert_eq!(fit.mask, 0x7_6a99_0400 & OFFSET_BITS);
     let (ok, total, _) = held_out(fit.mask, &pages_of(&linear, 8, 0.001, 0.0, 12), &probe_lines(3));
     assert!(ok as f64 / total as f64 > 0.99, "{ok} of {total}");
-    let digit = |a: u64| slice_rtx4090(a) % 3 == 0;
+    let digit = |a: u64| slice_rtx4090(a).is_multiple_of(3);
     let fit = fit_offset_mask(&pages_of(&digit, 8, 0.0, 0.0, 13)).unwrap();
     let (ok, total, _) = held_out(fit.mask, &pages_of(&digit, 8, 0.0, 0.0, 14), &probe_lines(3));
     assert!((ok as f64 / total as f64) < 0.9, "{ok} of {total}");
