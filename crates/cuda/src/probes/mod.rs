@@ -23,6 +23,8 @@ mod link_latency;
 mod link_time;
 mod peak;
 mod slices;
+/// The L2 partition bit over many pages (the analysis of scripts/peers/l2_partition_peer.cu).
+pub use slices::partition_pages as l2_partition;
 mod sm_chase;
 mod sm_fit;
 mod sm_map;

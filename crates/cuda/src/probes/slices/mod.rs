@@ -17,6 +17,9 @@ pub mod map;
 #[cfg(test)]
 mod map_tests;
 pub mod ncu;
+pub mod partition_pages;
+#[cfg(test)]
+mod partition_pages_tests;
 pub mod timing;
 
 use super::{cuda_only, run_gpu};
@@ -473,7 +476,8 @@ fn timing_finding(out: &mut ProbeOutput, lines: &[u64], report: &HammerReport) {
             "one bit of it is fitted (l2.slices.timing_check): the L2 partition a line of this page is homed in (far \
              from SM {SM} by timing) is parity(offset & {}) XOR {} ({} independent equations among the timed lines, \
              fitted on half of them: {ok} of {n} held-out lines predicted); the frame's bits enter that parity as the \
-             constant, which one page cannot separate",
+             constant, which one page cannot separate (over many pages: docs/L2_SLICES.md, \"The partition bit \
+             over many pages\")",
             format_mask(b.mask),
             b.constant,
             b.rank
