@@ -163,41 +163,29 @@ fn random_hierarchy(seed: u64) -> Hierarchy {
     h
 }
 
-/// Discover each seed's hierarchy on MEMSCOPE_THREADS threads (default 2, as the random
-/// hierarchies' sets run), each seed on its own target; failures are reported in seed order.
+/// Discover each seed's hierarchy (side by side, crate::side_by_side); failures in seed order.
 fn run_random(seeds: std::ops::Range<u64>) {
     let seeds: Vec<u64> = seeds.collect();
-    let threads: usize = std::env::var("MEMSCOPE_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(2).max(1);
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let failures = std::sync::Mutex::new(BTreeMap::new());
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                let Some(&seed) = seeds.get(i) else { break };
-                let h = random_hierarchy(seed);
-                let mut t = SimTarget::new(h.clone()).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-                let start = std::time::Instant::now();
-                let (f, mut bad) = discover(&mut t);
-                bad.extend(check(&h, &f));
-                eprintln!(
-                    "seed {seed}: {:.1} s, {} mismatches; l2.sets {} (truth {}), estimate {:.0}, {} chases, {} hops",
-                    start.elapsed().as_secs_f64(),
-                    bad.len(),
-                    f.get("l2.sets").map(|x| x.value.to_string()).unwrap_or_default(),
-                    h.l2.slices * h.l2.sets_per_slice,
-                    num(&f, "l2.sets_estimate").unwrap_or(f64::NAN),
-                    int(&f, "l2.evset_chases").unwrap_or(0),
-                    int(&f, "l2.evset_hops").unwrap_or(0),
-                );
-                if !bad.is_empty() {
-                    let text = format!("seed {seed} ({}):\n  {}", serde_json::to_string(&h).unwrap(), bad.join("\n  "));
-                    failures.lock().unwrap().insert(seed, text);
-                }
-            });
-        }
+    let failures = crate::side_by_side::map(&seeds, |&seed| {
+        let h = random_hierarchy(seed);
+        let mut t = SimTarget::new(h.clone()).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        let start = std::time::Instant::now();
+        let (f, mut bad) = discover(&mut t);
+        bad.extend(check(&h, &f));
+        eprintln!(
+            "seed {seed}: {:.1} s, {} mismatches; l2.sets {} (truth {}), estimate {:.0}, {} chases, {} hops",
+            start.elapsed().as_secs_f64(),
+            bad.len(),
+            f.get("l2.sets").map(|x| x.value.to_string()).unwrap_or_default(),
+            h.l2.slices * h.l2.sets_per_slice,
+            num(&f, "l2.sets_estimate").unwrap_or(f64::NAN),
+            int(&f, "l2.evset_chases").unwrap_or(0),
+            int(&f, "l2.evset_hops").unwrap_or(0),
+        );
+        (!bad.is_empty())
+            .then(|| format!("seed {seed} ({}):\n  {}", serde_json::to_string(&h).unwrap(), bad.join("\n  ")))
     });
-    let failures: Vec<String> = failures.into_inner().unwrap().into_values().collect();
+    let failures: Vec<String> = failures.into_iter().flatten().collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
