@@ -163,9 +163,10 @@ fn random_hierarchy(seed: u64) -> Hierarchy {
     h
 }
 
+/// Discover each seed's hierarchy (side by side, crate::side_by_side); failures in seed order.
 fn run_random(seeds: std::ops::Range<u64>) {
-    let mut failures = Vec::new();
-    for seed in seeds {
+    let seeds: Vec<u64> = seeds.collect();
+    let failures = crate::side_by_side::map(&seeds, |&seed| {
         let h = random_hierarchy(seed);
         let mut t = SimTarget::new(h.clone()).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         let start = std::time::Instant::now();
@@ -181,10 +182,10 @@ fn run_random(seeds: std::ops::Range<u64>) {
             int(&f, "l2.evset_chases").unwrap_or(0),
             int(&f, "l2.evset_hops").unwrap_or(0),
         );
-        if !bad.is_empty() {
-            failures.push(format!("seed {seed} ({}):\n  {}", serde_json::to_string(&h).unwrap(), bad.join("\n  ")));
-        }
-    }
+        (!bad.is_empty())
+            .then(|| format!("seed {seed} ({}):\n  {}", serde_json::to_string(&h).unwrap(), bad.join("\n  ")))
+    });
+    let failures: Vec<String> = failures.into_iter().flatten().collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 

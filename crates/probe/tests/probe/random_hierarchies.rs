@@ -489,23 +489,15 @@ impl Tally {
     }
 }
 
-/// Discover each hierarchy on MEMSCOPE_THREADS threads (default 2), scoring in draw order.
+/// Discover each hierarchy side by side (MEMSCOPE_THREADS at a time, crate::side_by_side),
+/// scoring in draw order.
 fn run_set(what: &str, hierarchies: impl Iterator<Item = Hierarchy>) -> Tally {
     let all: Vec<Hierarchy> = hierarchies.collect();
-    let threads: usize = std::env::var("MEMSCOPE_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(2).max(1);
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let tally = std::sync::Mutex::new(Tally::default());
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                let Some(h) = all.get(i) else { break };
-                let scored = discover(h);
-                tally.lock().unwrap().add(h, &scored);
-            });
-        }
-    });
-    let t = tally.into_inner().unwrap();
+    let scored = crate::side_by_side::map(&all, discover);
+    let mut t = Tally::default();
+    for (h, s) in all.iter().zip(&scored) {
+        t.add(h, s);
+    }
     eprintln!("{}", t.summary(what));
     t
 }

@@ -59,16 +59,17 @@ fn check(h: &Hierarchy, f: &BTreeMap<String, Finding>) -> Vec<String> {
     bad
 }
 
+/// Each seed's hierarchy on its own target, side by side (crate::side_by_side).
 fn run(seeds: std::ops::Range<u64>) {
-    let mut failures = Vec::new();
-    for seed in seeds {
+    let seeds: Vec<u64> = seeds.collect();
+    let failures = crate::side_by_side::map(&seeds, |&seed| {
         let h = random_tlb_hierarchy(seed);
         let mut t = SimTarget::new(h.clone()).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         let out = memscope_session::Session::silent(false).run_probes_on(&mut t, [&TlbProbe as &dyn Probe]);
         assert!(out.failures.is_empty(), "seed {seed}: {:?}", out.failures);
         let bad = check(&h, &out.findings);
-        if !bad.is_empty() {
-            failures.push(format!(
+        (!bad.is_empty()).then(|| {
+            format!(
                 "seed {seed} (entries {}, page {}, {:?}, miss {:.2} ns, L2 hit {:.1} ns, jitter {:.2} ns): {}",
                 h.tlb.entries,
                 h.page_bytes,
@@ -77,9 +78,10 @@ fn run(seeds: std::ops::Range<u64>) {
                 h.l2.hit_ns,
                 h.noise.jitter_ns,
                 bad.join("; ")
-            ));
-        }
-    }
+            )
+        })
+    });
+    let failures: Vec<String> = failures.into_iter().flatten().collect();
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
 
