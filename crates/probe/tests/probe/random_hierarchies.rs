@@ -641,6 +641,22 @@ fn l1_indexing_not_from_a_tlb_eviction_set() {
     assert!(!matches!(got, Outcome::Wrong(_)), "{got:?}");
 }
 
+/// A 1 MiB physically indexed L1 (mutated 1199: 8 ways, 1024 sets, masks over bits 7-25, 64 MiB
+/// pages): a group of 1024 flipped-bit candidates thrashed, and the binary search for its
+/// congruent one ended on one that did not confirm (a test over hundreds of lines counted a few
+/// slow hits as the over-full set's misses), so a dependent bit read as independent: an extra
+/// mask, 2048 sets. Tests now count as congruent from half the over-full set's `ways + 1` misses
+/// per lap, and a search that does not confirm is run again. The probes before `index` run too
+/// (their allocations place its buffers where the failure showed).
+#[test]
+fn l1_index_masks_of_a_megabyte_physical_l1() {
+    let h = mutated_rtx4090(1199);
+    let probes = ["line", "tlb", "latency", "penalty", "evset", "ways", "indexing", "index", "sets"];
+    for (key, got) in discover_keys(&h, &probes, &["l1.index_masks", "l1.sets"]) {
+        assert!(!matches!(got, Outcome::Wrong(_)), "{key}: {got:?}");
+    }
+}
+
 /// The seeds listed in `var` (comma-separated: the failing seeds of a sweep, rerun alone), else
 /// `n` from `from`.
 fn seeds(var: &str, from: u64, n: u64) -> Vec<u64> {
