@@ -15,6 +15,7 @@ use memscope_core::keys;
 use memscope_core::{
     Applicability, CachePath, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, TargetInfo,
 };
+use std::collections::BTreeMap;
 
 pub struct IndexingProbe;
 
@@ -88,6 +89,20 @@ impl Probe for IndexingProbe {
         let (a, b) = m.target.alloc_aliased(((n as u64) << crate::evset::POOL_DOUBLINGS) * line + (1 << 16))?;
         let e = find_l1_evset(&mut m, a.base, line, n)?;
         let set = e.reduction.set.clone();
+        let m1 = "swap each member of a minimal L1 eviction set for its alias through a second mapping";
+        // A minimal set of other than `l1.ways + 1` lines is not one L1 set: where an L1 hit
+        // that misses the TLB reads as slow as an L1 miss (a physically indexed L1 translates
+        // every load), a chase over more pages than the TLB holds thrashes it, and the minimal
+        // "set" is the TLB's entries + 1 pages; its aliases are new pages, never the same line.
+        if let Some(ways) = earlier_u64(&earlier, keys::L1_WAYS).filter(|&w| w + 1 != set.len() as u64) {
+            m.target.free(a);
+            let why = format!(
+                "the minimal eviction set found has {} lines where l1.ways is {ways}: not one L1 set (a chase over more pages than the TLB holds, its L1 hits as slow as misses, thrashes the TLB instead)",
+                set.len()
+            );
+            out.finding(keys::L1_INDEXING, Finding::undetermined("", m1, &why));
+            return self.l2_indexing(&mut m, &earlier, line, out);
+        }
         let mut swaps = Vec::new();
         for i in 0..set.len() {
             let mut s = set.clone();
@@ -107,7 +122,6 @@ impl Probe for IndexingProbe {
             swaps.push((kept && !virtual_tag, confirmed || virtual_tag));
         }
         m.target.free(a);
-        let m1 = "swap each member of a minimal L1 eviction set for its alias through a second mapping";
         match analyze_l1(&swaps) {
             Ok(v) => {
                 let note = if v == "virtual" {
@@ -119,12 +133,24 @@ impl Probe for IndexingProbe {
             }
             Err(why) => out.finding(keys::L1_INDEXING, Finding::undetermined("", m1, &why)),
         }
+        self.l2_indexing(&mut m, &earlier, line, out)
+    }
+}
 
+impl IndexingProbe {
+    /// The L2 part: `l2.indexing` added to `out`.
+    fn l2_indexing(
+        &self,
+        m: &mut Meter<'_>,
+        earlier: &BTreeMap<String, Finding>,
+        line: u64,
+        mut out: ProbeOutput,
+    ) -> Result<ProbeOutput, ProbeError> {
         // L2: footprint of 3/4 of the capacity one SM's chase sees (the segment where measured,
         // else the L2) chased through both mappings.
         let m2 = "chase a physical footprint of 3/4 of the L2 capacity one SM sees through both mappings vs once, and vs a fresh double footprint";
-        let seen = earlier_u64(&earlier, keys::L2_SEGMENT_CAPACITY_BYTES)
-            .or_else(|| earlier_u64(&earlier, keys::L2_CAPACITY_BYTES));
+        let seen = earlier_u64(earlier, keys::L2_SEGMENT_CAPACITY_BYTES)
+            .or_else(|| earlier_u64(earlier, keys::L2_CAPACITY_BYTES));
         match seen.filter(|c| *c >= 4096) {
             None => out.finding(
                 keys::L2_INDEXING,
@@ -137,7 +163,7 @@ impl Probe for IndexingProbe {
             Some(cap) => {
                 let f = (cap * 3 / 4) / line * line;
                 let (a, b) = m.target.alloc_aliased(f)?;
-                let lines_a = dense_lines(&mut m, a.base, line, f / line);
+                let lines_a = dense_lines(m, a.base, line, f / line);
                 // The alias view uses the next 8-byte word of each line: the same physical line,
                 // but a word of its own for the chase's next pointer (a word holds one pointer).
                 let lines_b: Vec<u64> = lines_a.iter().map(|x| x - a.base + b.base + 8).collect();
@@ -147,7 +173,7 @@ impl Probe for IndexingProbe {
                 let small = m.chase(&lines_a, CachePath::L1Bypass, 2, 0, 1)?.mean_ns();
                 m.target.free(a);
                 let big_buf = m.alloc(2 * f)?;
-                let big_lines = dense_lines(&mut m, big_buf.base, line, 2 * f / line);
+                let big_lines = dense_lines(m, big_buf.base, line, 2 * f / line);
                 let big = m.chase(&big_lines, CachePath::L1Bypass, 1, 0, 1)?.mean_ns();
                 m.target.free(big_buf);
                 match analyze_l2(aliased, small, big) {

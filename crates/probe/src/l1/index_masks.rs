@@ -61,6 +61,9 @@ pub fn group_size(o: &Oracle, ways: usize) -> usize {
     (lines as usize).saturating_sub(ways).max(1)
 }
 
+/// Binary searches of a group that thrashed before it passes to the next group.
+pub const SEARCHES_PER_GROUP: usize = 3;
+
 /// Recover kernel vectors over bits `lo..hi` around reference `r` with congruent lines `ys`.
 pub fn recover_kernel(
     m: &mut Meter<'_>,
@@ -71,6 +74,11 @@ pub fn recover_kernel(
     hi: u32,
     progress: &dyn memscope_core::Progress,
 ) -> Result<Vec<u64>, ProbeError> {
+    // One over-full set makes `ways + 1` misses per lap (LRU and FIFO evict every line of a
+    // cyclic chase over it): a test counts as congruent from half of that, so that a few slow
+    // hits among hundreds of lines (outliers above a floor measured on 8 lines) cannot send a
+    // search into a half without the candidate (mutated 1199: one bit read as independent).
+    let o = &Oracle { threshold: o.threshold.max(0.5 * (ys.len() + 1) as f64), ..*o };
     let mut independent: Vec<u64> = Vec::new();
     let mut span: Vec<u64> = vec![0];
     let mut kernel = Vec::new();
@@ -85,23 +93,29 @@ pub fn recover_kernel(
         }
         // The candidates in groups small enough for one thrash test to see the one over-full set
         // among them (`group_size`); a group that thrashes is searched, and when its candidate
-        // does not confirm alone (noise misled the group test) the next groups are tried.
+        // does not confirm alone in `SEARCHES_PER_GROUP` searches (noise misled the group test)
+        // the next groups are tried.
         let mut found = None;
         for group in xs.chunks(group_size(o, ys.len())) {
             let addrs: Vec<u64> = group.iter().map(|p| p.1).collect();
             if !congruent_any(m, o, ys, &addrs)? {
                 continue;
             }
-            // Binary search for the one congruent candidate.
-            let mut cand: &[(u64, u64)] = group;
-            while cand.len() > 1 {
-                let (a, b) = cand.split_at(cand.len() / 2);
-                let a_addrs: Vec<u64> = a.iter().map(|p| p.1).collect();
-                cand = if congruent_any(m, o, ys, &a_addrs)? { a } else { b };
+            // Binary search for the one congruent candidate, confirmed alone; a search that ends
+            // on a candidate that does not confirm (noise misled a step) is run again, twice.
+            for _ in 0..SEARCHES_PER_GROUP {
+                let mut cand: &[(u64, u64)] = group;
+                while cand.len() > 1 {
+                    let (a, b) = cand.split_at(cand.len() / 2);
+                    let a_addrs: Vec<u64> = a.iter().map(|p| p.1).collect();
+                    cand = if congruent_any(m, o, ys, &a_addrs)? { a } else { b };
+                }
+                if congruent_any(m, o, ys, &[cand[0].1])? {
+                    found = Some(cand[0].0);
+                    break;
+                }
             }
-            // Confirm it alone (noise could have misled a step).
-            if congruent_any(m, o, ys, &[cand[0].1])? {
-                found = Some(cand[0].0);
+            if found.is_some() {
                 break;
             }
         }

@@ -14,6 +14,7 @@ use crate::evset::{check_minimal, reduce_groups, Oracle, Reduction};
 use crate::l1::ways_sets::analyze_ways;
 pub use crate::l2::missing::{always_slow, far_note, far_split_ns, missing_lines, split_missing, MissingLines};
 use crate::l2::pool::{near_levels, pool_fractions, pool_hint, set_candidates, PoolHint};
+use crate::l2::regimes::{near_dram_ns, slowest_hits};
 pub use crate::l2::sets::{analyze_l2_sets, estimate_sets, poisson_tail, sets_from_missing, SetsEstimate};
 use crate::measure::{earlier_f64, earlier_u64, gpu_applicability, Levels, Meter, Timing};
 use memscope_core::keys;
@@ -45,17 +46,22 @@ pub const MAX_REDUCTIONS: usize = 3;
 /// Minimality checks of the eviction set before `l2.ways` is undetermined.
 pub const MINIMAL_CHECKS: usize = 3;
 
-/// Hit and miss levels of the near L2 as a random pool sees them (same TLB regime): a chase over
-/// 96 lines spread evenly over the buffer (all L2 hits), and one cold lap over them after a flush
-/// (all DRAM); the threshold between them from `l2pool::near_levels` (below a far partition's
-/// hits, `far_ns` where known). Returns the levels, how the threshold was set, the cold lap's
-/// typical hop (the DRAM level as the per-hop records see it) and the hit chase.
+/// Hit and miss levels of the near L2 in every TLB regime the search meets: a chase over 96
+/// lines spread evenly over the buffer (all L2 hits) and one cold lap over them after a flush
+/// (all DRAM), as a random pool sees them; the slowest hits of chases over ever more pages
+/// (`regimes::slowest_hits`: L2 hits that miss the TLB) and a cold lap within a few pages
+/// (`regimes::near_dram_ns`: DRAM reads that hit it), as a pool's chases and the small sets of
+/// the reduction see them. The threshold lies between the slowest hit and the fastest DRAM read,
+/// set by `l2pool::near_levels` (below a far partition's hits, `far_ns` where known); where those
+/// two are not clearly apart the search fails with the reason. Returns the levels, how the
+/// threshold was set, the fastest DRAM read, the TLB's share of the slowest hits and their
+/// chase.
 pub fn calibrate_l2(
     m: &mut Meter<'_>,
     buf: &Buffer,
     line: u64,
     far_ns: Option<f64>,
-) -> Result<(Levels, String, f64, Timing), ProbeError> {
+) -> Result<L2Calibration, ProbeError> {
     let n = 96u64;
     let chunk = (buf.bytes / n / BLOCK_BYTES).max(1) * BLOCK_BYTES;
     let lines: Vec<u64> = (0..n)
@@ -66,8 +72,51 @@ pub fn calibrate_l2(
         .collect();
     let hits = m.chase(&lines, CachePath::L1Bypass, 48, 4000, 2)?;
     let cold = m.cold_lap(&lines, CachePath::L1Bypass)?;
-    let (levels, why) = near_levels(hits.typical_ns(), cold.typical_ns(), far_ns, &hits);
-    Ok((levels, why, cold.typical_ns(), hits))
+    let spread = slowest_hits(m, buf, line)?;
+    let (hit_ns, hit_lines, hits) = match spread {
+        Some(s) if s.ns > hits.typical_ns() => (s.ns, s.lines, s.timing),
+        _ => (hits.typical_ns(), n, hits),
+    };
+    // The TLB's share of the slowest hits: over the spread lines less over 32 dense ones (within
+    // one 4 KiB page), for the far/DRAM split (`find_l2_evset`).
+    let dense: Vec<u64> = (0..32).map(|i| buf.base + i * line).collect();
+    let tlb_ns = (hit_ns - m.chase(&dense, CachePath::L1Bypass, 16, 2000, 2)?.typical_ns()).max(0.0);
+    let near_dram = near_dram_ns(m, buf, line)?;
+    let dram_ns = near_dram.map_or(cold.typical_ns(), |d| d.min(cold.typical_ns()));
+    if !Levels::new(hit_ns, dram_ns).separable() {
+        return Err(ProbeError::Failed(format!(
+            "L2 hits read up to {hit_ns:.1} ns over {hit_lines} lines spread over the buffer (translation misses included) and DRAM reads as fast as {dram_ns:.1} ns within a few pages (cold lap over all {n}: {:.1} ns): not clearly apart, so one hop cannot tell a TLB miss from an L2 miss",
+            cold.typical_ns()
+        )));
+    }
+    let (levels, mut why) = near_levels(hit_ns, dram_ns, far_ns, &hits);
+    // The threshold sits at least 8 MADs of the hits above them (`near_levels`); the fastest
+    // DRAM reads must lie 4 more above it.
+    let mad = hits.sample().map_or(0.0, |s| s.mad());
+    if levels.mid() + 4.0 * mad >= dram_ns {
+        return Err(ProbeError::Failed(format!(
+            "L2 hits read up to {hit_ns:.1} ns (MAD {mad:.2} ns) over {hit_lines} lines spread over the buffer (translation misses included) and DRAM reads as fast as {dram_ns:.1} ns within a few pages: too close for a threshold between them ({:.1} ns) to hold against the hits' spread",
+            levels.mid()
+        )));
+    }
+    why.push_str(&format!(
+        " (the slowest L2 hits: {hit_ns:.1} ns over {hit_lines} lines spread over the buffer; the fastest DRAM reads: {dram_ns:.1} ns, a cold lap {}; so the threshold holds with and without TLB misses)",
+        if near_dram.is_some_and(|d| d < cold.typical_ns()) { "within a few pages" } else { "over the spread lines" }
+    ));
+    Ok(L2Calibration { levels, why, dram_ns, tlb_ns, hits })
+}
+
+/// What `calibrate_l2` measured.
+pub struct L2Calibration {
+    pub levels: Levels,
+    /// How the threshold was set.
+    pub why: String,
+    /// The fastest DRAM read.
+    pub dram_ns: f64,
+    /// What translation misses add to the slowest hits (0 where they add nothing).
+    pub tlb_ns: f64,
+    /// The slowest hit chase.
+    pub hits: Timing,
 }
 
 /// `n` random lines of `buf` in distinct `BLOCK_BYTES` blocks (each at a random line offset).
@@ -164,14 +213,11 @@ pub fn find_l2_evset(
     far_ns: Option<f64>,
 ) -> Result<L2Evset, ProbeError> {
     let (c0, h0) = (m.chases, m.hops);
-    let (levels, levels_why, dram_ns, hits) = calibrate_l2(m, buf, line, far_ns)?;
-    let split_ns = far_split_ns(levels.hit_ns, far_ns, dram_ns);
-    if !levels.separable() {
-        return Err(ProbeError::Failed(format!(
-            "L2 hit ({:.1} ns) and the next level ({:.1} ns) are not separable on a random pool",
-            levels.hit_ns, levels.miss_ns
-        )));
-    }
+    // (`calibrate_l2` fails where the slowest hit and the fastest DRAM read are not apart.)
+    let L2Calibration { levels, why: levels_why, dram_ns, tlb_ns, hits } = calibrate_l2(m, buf, line, far_ns)?;
+    // The far/DRAM split lies above far hits that miss the TLB (`far_ns` is the latency probe's,
+    // within the TLB) and below DRAM reads that hit it.
+    let split_ns = far_split_ns(levels.hit_ns, far_ns.map(|f| f + tlb_ns), dram_ns);
     // The reduction counts a hop as a miss only when DRAM served it (above the far/DRAM split):
     // a subset of far-homed lines that only thrashes their copies in the near partition is
     // served by the far partition and does not pass for an eviction set of the L2's sets.

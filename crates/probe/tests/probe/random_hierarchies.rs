@@ -577,6 +577,78 @@ fn l2_hit_without_translation_misses() {
     assert_eq!(got[0].1, Outcome::Exact, "{got:?}");
 }
 
+/// `l2ways` alone on `h`, given the L2 capacity one SM sees and the L1 line (what the latency
+/// and line probes give it), in quick mode: its `l2.ways` scored.
+fn l2_ways_given_capacity(h: &Hierarchy) -> Outcome {
+    use memscope_core::{Confidence, Probe};
+    let mut t = SimTarget::new(h.clone()).unwrap();
+    let l2 = &h.l2;
+    let cap = (l2.slices / l2.partitions * l2.sets_per_slice * l2.ways * l2.line_bytes) as u64;
+    let earlier: BTreeMap<String, Finding> = [
+        ("l2.capacity_bytes".to_string(), Finding::integer(cap, "bytes", "given", Confidence::High)),
+        ("l1.line_bytes".to_string(), Finding::integer(h.l1.line_bytes as u64, "bytes", "given", Confidence::High)),
+    ]
+    .into();
+    let mut earlier = earlier;
+    if let Some(far) = l2.far_hit_ns {
+        earlier.insert("l2.far_hit_latency_ns".into(), Finding::number(far, "ns", "given", Confidence::High));
+    }
+    let probes = [&memscope_probe::l2::ways::L2WaysProbe as &dyn Probe];
+    let run = memscope_session::Session::silent(true).run_probes_with(&mut t, probes, earlier);
+    exact(run.findings.get("l2.ways"), &serde_json::json!(h.l2.ways), &format!("{:?}", run.failures))
+}
+
+/// L2 hits that miss the TLB and DRAM reads that hit it (mutated 1044: 4 KiB pages, 22 FIFO
+/// entries, a 34 ns miss, hit 29 ns, DRAM 70 ns: the pool's hits read 63 ns, its cold lap 104 ns,
+/// and the reduction's small sets, within the TLB, read their DRAM misses at 70 ns, below the
+/// 73 ns threshold: 22 ways for 4; 1098: 2 MiB pages, 8 LRU entries, a 36 ns miss: the
+/// calibration's lines shared pages, the random pool's did not, its TLB-missing hits crossed the
+/// threshold: 8 ways for 12). The threshold now lies between the slowest hit over many pages and
+/// the fastest DRAM read within a few (`l2::regimes`).
+#[test]
+fn l2_ways_across_tlb_regimes() {
+    for seed in [1044, 1098, 1170] {
+        let got = l2_ways_given_capacity(&mutated_rtx4090(seed));
+        assert_eq!(got, Outcome::Exact, "mutated {seed}: {got:?}");
+    }
+}
+
+/// A physically indexed L1 whose hits that miss the TLB read as slow as its misses (mutated
+/// 1130: 4 KiB pages, 59 entries, a 38.6 ns miss, L1 hit 11.3 ns, L2 hit 49.5 ns): the indexing
+/// probe's 4096-line pool spans 128 pages, its eviction-set search can settle on the TLB's
+/// entries + 1 pages, and each alias, a page of its own, read as a line of its own: "virtual".
+/// A minimal set of other than `l1.ways + 1` lines is now no L1 set, and the verdict waits.
+#[test]
+fn l1_indexing_not_from_a_tlb_eviction_set() {
+    use memscope_core::{Confidence, Probe};
+    let h = mutated_rtx4090(1130);
+    let mut t = SimTarget::new(h.clone()).unwrap();
+    let given = |v: u64| Finding::integer(v, "count", "given", Confidence::High);
+    let earlier: BTreeMap<String, Finding> =
+        [("l1.line_bytes".to_string(), given(128)), ("l1.ways".to_string(), given(h.l1.ways as u64))].into();
+    let probes = [&memscope_probe::l1::aliasing::IndexingProbe as &dyn Probe];
+    let run = memscope_session::Session::silent(true).run_probes_with(&mut t, probes, earlier);
+    let got = exact(run.findings.get("l1.indexing"), &serde_json::json!("physical"), &format!("{:?}", run.failures));
+    eprintln!("mutated 1130 l1.indexing: {got:?}");
+    assert!(!matches!(got, Outcome::Wrong(_)), "{got:?}");
+}
+
+/// A 1 MiB physically indexed L1 (mutated 1199: 8 ways, 1024 sets, masks over bits 7-25, 64 MiB
+/// pages): a group of 1024 flipped-bit candidates thrashed, and the binary search for its
+/// congruent one ended on one that did not confirm (a test over hundreds of lines counted a few
+/// slow hits as the over-full set's misses), so a dependent bit read as independent: an extra
+/// mask, 2048 sets. Tests now count as congruent from half the over-full set's `ways + 1` misses
+/// per lap, and a search that does not confirm is run again. The probes before `index` run too
+/// (their allocations place its buffers where the failure showed).
+#[test]
+fn l1_index_masks_of_a_megabyte_physical_l1() {
+    let h = mutated_rtx4090(1199);
+    let probes = ["line", "tlb", "latency", "penalty", "evset", "ways", "indexing", "index", "sets"];
+    for (key, got) in discover_keys(&h, &probes, &["l1.index_masks", "l1.sets"]) {
+        assert!(!matches!(got, Outcome::Wrong(_)), "{key}: {got:?}");
+    }
+}
+
 /// The seeds listed in `var` (comma-separated: the failing seeds of a sweep, rerun alone), else
 /// `n` from `from`.
 fn seeds(var: &str, from: u64, n: u64) -> Vec<u64> {
