@@ -16,14 +16,21 @@ use std::time::Instant;
 pub const MIN_STEP_RATIO: f64 = 1.4;
 /// Fewest footprints on a CPU level (no short intermediate levels are expected on a CPU).
 pub const MIN_POINTS: usize = 3;
-/// Target duration of one timed repeat; slow (DRAM) footprints get fewer hops, at least 200k.
-pub const REPEAT_NS: f64 = 25e6;
+/// Target duration of one timed repeat: short, so that many repeats fall between the moments
+/// the core is taken away (a time slice of another process, or of another guest where the host
+/// is shared: the "steal" of /proc/stat), and the fastest of them is an undisturbed one. Slow
+/// (DRAM) footprints get more time per repeat, at least [`MIN_HOPS`] hops, so that a repeat
+/// still averages over enough hops for its share of misses to be the chase's own.
+pub const REPEAT_NS: f64 = 250e3;
+/// Warm-up before the timed repeats of a footprint up to the plan's warm limit: at least two laps
+/// over its lines and this long, so its lines are in the caches they fit in before timing.
+pub const WARM_NS: f64 = 2e6;
 /// Widest bracket (first footprint past a level over the last one on it) a sharp step's capacity
 /// may be read from: the knee can lie anywhere inside it, so a wider bracket cannot give the
 /// capacity to the 10 % it must repeat to (crate::repeat_check). The sweep refines steps to
 /// eight footprints per octave (1.09x, crate::sweep::FINE_PER_OCTAVE).
 pub const MAX_BRACKET_RATIO: f64 = 1.10;
-pub const MIN_HOPS: u64 = 100_000;
+pub const MIN_HOPS: u64 = 20_000;
 
 /// The sweep.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,7 +59,9 @@ pub fn plan(quick: bool, llc_bytes: Option<u64>, line_bytes: Option<u64>) -> Pla
     let line = line_bytes.filter(|l| l.is_power_of_two() && (16..=512).contains(l)).unwrap_or(64);
     let llc = llc_bytes.unwrap_or(64 << 20);
     let max_bytes = (2 * llc).clamp(64 << 20, 1 << 30);
-    let (hops, repeats, passes, budget_s) = if quick { (150_000, 2, 2, 12.0) } else { (500_000, 3, 4, 35.0) };
+    // Quick and full share the grid and the buffer layout and differ only in how many repeats
+    // each footprint gets (the capacities then come from the same curve, measured less often).
+    let (hops, repeats, passes, budget_s) = if quick { (1_000_000, 12, 2, 12.0) } else { (1_000_000, 24, 4, 35.0) };
     // Warm-up laps only up to 32 MiB: beyond, a lap costs seconds and the pointer-writing walk
     // has already brought in what a cache of that size could hold.
     Plan { max_bytes, line_bytes: line, hops, repeats, passes, warm_limit_bytes: llc.min(32 << 20), budget_s }
@@ -65,11 +74,17 @@ pub type Measured = (Vec<u64>, Vec<f64>, Vec<Vec<f64>>, String, String);
 struct Sweep<'a, 'b> {
     ctx: &'a mut ProbeContext<'b>,
     p: &'a Plan,
+    /// The first buffer: every footprint it holds is chased in it for the whole sweep, so the
+    /// caches' levels see the same pages (the same physical placement) in every pass.
     buf: memscope_core::Buffer,
+    /// A larger buffer for the footprints past the first one, when the sweep needs it.
+    big: Option<memscope_core::Buffer>,
     rng: rand_chacha::ChaCha8Rng,
     x: Vec<u64>,
     samples: Vec<Vec<f64>>,
     pages: String,
+    /// What the TLB check found (`Sweep::translation_note`), appended to the page note.
+    translations: String,
 }
 
 fn page_note(ctx: &mut ProbeContext<'_>, buf: &memscope_core::Buffer) -> String {
@@ -95,27 +110,71 @@ impl Sweep<'_, '_> {
         }
     }
 
-    /// One chase over the first `f` bytes of the buffer, in a fresh random order.
+    /// One chase over the first `f` bytes of the first buffer (of the larger one past it), in a
+    /// fresh random order: `repeats` timed repeats of about `REPEAT_NS` each.
     fn chase(&mut self, f: u64, est_ns: f64) -> Result<Vec<f64>, ProbeError> {
         let n = f / self.p.line_bytes;
         let mut lines: Vec<u64> = (0..n).collect();
         lines.shuffle(&mut self.rng);
-        let addrs: Vec<u64> = lines.iter().map(|&i| self.buf.addr(i * self.p.line_bytes)).collect();
+        let buf = match self.big {
+            Some(b) if f > self.buf.bytes => b,
+            _ => self.buf,
+        };
+        let addrs: Vec<u64> = lines.iter().map(|&i| buf.addr(i * self.p.line_bytes)).collect();
         let hops = ((REPEAT_NS / est_ns) as u64).clamp(MIN_HOPS.min(self.p.hops), self.p.hops);
         let mut spec = ChaseSpec::new(addrs, CachePath::L1Cached, hops);
         spec.repeats = self.p.repeats;
-        spec.warmup_laps = if f <= self.p.warm_limit_bytes { (hops / 4).div_ceil(n).clamp(1, 1000) as u32 } else { 0 };
+        let warm_hops = ((WARM_NS / est_ns) as u64).max(2 * n);
+        spec.warmup_laps = if f <= self.p.warm_limit_bytes { warm_hops.div_ceil(n).clamp(2, 1000) as u32 } else { 0 };
         Ok(self.ctx.target.chase(&spec)?.ns_per_hop)
     }
 
-    /// Make the buffer hold `f` bytes: a larger one (4x, at most the plan's largest footprint)
-    /// replaces it. Lines are placed afresh by every chase, so nothing carries over.
+    /// Whether the TLB holds the first buffer's pages as 2 MiB translations: a chase over 256
+    /// lines one per 4 KiB page (their offsets spread over the L1's sets) inside one 2 MiB page
+    /// against the same lines packed into 16 KiB. Both fit the L1d; only the spread one needs a
+    /// translation per 4 KiB where the translations are 4 KiB (no huge page, or a VM whose host
+    /// backs the guest's memory with 4 KiB pages), which the L1 TLB's 64-96 entries cannot hold.
+    /// In that case the physical address above 4 KiB, and with it the page colour of a physically
+    /// indexed L2 or L3, is not fixed by the virtual address: the levels' steps are gradual.
+    fn translation_note(&mut self) -> Result<String, ProbeError> {
+        const LINES: u64 = 256;
+        if self.buf.bytes < 2 << 20 || self.p.line_bytes > 64 {
+            return Ok(String::new());
+        }
+        let time = |offsets: Vec<u64>, s: &mut Self| -> Result<f64, ProbeError> {
+            let mut addrs: Vec<u64> = offsets.iter().map(|&o| s.buf.addr(o)).collect();
+            addrs.shuffle(&mut s.rng);
+            let mut spec = ChaseSpec::new(addrs, CachePath::L1Cached, MIN_HOPS);
+            spec.repeats = 20;
+            spec.warmup_laps = 8;
+            Ok(s.ctx.target.chase(&spec)?.ns_per_hop.into_iter().fold(f64::INFINITY, f64::min))
+        };
+        let spread = time((0..LINES).map(|k| k * 4096 + (k % 64) * 64).collect(), self)?;
+        let packed = time((0..LINES).map(|k| k * 64).collect(), self)?;
+        let ratio = spread / packed;
+        Ok(if ratio > MIN_STEP_RATIO {
+            format!("; translations: 4 KiB (one line per 4 KiB page {spread:.2} ns a hop against {packed:.2} ns packed, {ratio:.2}x: L1 TLB misses inside a 2 MiB page), so the page colours of the L2 and L3 are not fixed by the virtual address and their steps are gradual")
+        } else {
+            format!(
+                "; translations: 2 MiB (one line per 4 KiB page {spread:.2} ns a hop against {packed:.2} ns packed)"
+            )
+        })
+    }
+
+    /// Make a buffer hold `f` bytes: past the first buffer, a larger one (4x the largest so far,
+    /// at most the plan's largest footprint) replaces the previous larger one; the first buffer
+    /// stays for the footprints it holds.
     fn ensure(&mut self, f: u64) -> Result<(), ProbeError> {
-        if f > self.buf.bytes {
-            let want = (4 * self.buf.bytes).max(f).min(self.p.max_bytes);
-            self.ctx.target.free(self.buf);
-            self.buf = self.ctx.target.alloc(want)?;
-            self.pages = page_note(self.ctx, &self.buf);
+        let largest = self.big.map_or(self.buf.bytes, |b| b.bytes);
+        if f > largest {
+            let want = (4 * largest).max(f).min(self.p.max_bytes);
+            if let Some(b) = self.big.take() {
+                self.ctx.target.free(b);
+            }
+            let b = self.ctx.target.alloc(want)?;
+            self.pages =
+                format!("{}; past {} B: {}", page_note(self.ctx, &self.buf), self.buf.bytes, page_note(self.ctx, &b));
+            self.big = Some(b);
         }
         Ok(())
     }
@@ -140,18 +199,24 @@ pub fn measure(ctx: &mut ProbeContext<'_>, p: &Plan) -> Result<Measured, ProbeEr
     // needs: mapping and touching 1 GiB of pages costs seconds, mostly not needed.
     let buf = ctx.target.alloc(p.max_bytes.min(64 << 20))?;
     let pages = page_note(ctx, &buf);
+    // One CPU for the whole sweep: a migration between footprints would leave the next chase's
+    // lines in another core's private caches and its warm-up to fetch them again.
+    let _pin = crate::target::pin_to_current_cpu();
     let coarse = sweep::coarse(p.max_bytes, p.line_bytes);
     ctx.progress.start(coarse.len() as u64, "latency vs footprint: coarse grid");
     let mut s = Sweep {
         ctx,
         p,
         buf,
+        big: None,
         rng: rand_chacha::ChaCha8Rng::seed_from_u64(0x6d656d73),
         x: Vec::new(),
         samples: Vec::new(),
         pages,
+        translations: String::new(),
     };
     let result = (|| -> Result<String, ProbeError> {
+        s.translations = s.translation_note()?;
         let mut cut = None;
         for &f in &coarse {
             s.add(f)?;
@@ -272,9 +337,13 @@ pub fn measure(ctx: &mut ProbeContext<'_>, p: &Plan) -> Result<Measured, ProbeEr
         }
         Ok(note)
     })();
-    let buf = s.buf;
-    let (x, samples, pages) = (std::mem::take(&mut s.x), std::mem::take(&mut s.samples), std::mem::take(&mut s.pages));
+    let (buf, big) = (s.buf, s.big);
+    let pages = format!("{}{}", s.pages, s.translations);
+    let (x, samples) = (std::mem::take(&mut s.x), std::mem::take(&mut s.samples));
     ctx_free(s.ctx, buf);
+    if let Some(b) = big {
+        ctx_free(s.ctx, b);
+    }
     let note = result?;
     let curve: Vec<f64> = samples.iter().map(|v| v.iter().cloned().fold(f64::INFINITY, f64::min)).collect();
     Ok((x, curve, samples, pages, note))

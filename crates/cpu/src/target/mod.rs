@@ -301,6 +301,12 @@ impl Target for CpuTarget {
     }
 }
 
+/// Pin the calling thread to the CPU it runs on until the returned guard drops (the old mask is
+/// restored then); nothing happens where the OS does not allow it.
+pub(crate) fn pin_to_current_cpu() -> impl Drop {
+    affinity::Pin::to(None)
+}
+
 impl CpuTarget {
     /// Measure the clock again (as at startup) and keep the result; returns the cycle clock.
     /// The latency probe calls it right after its sweep: a turbo clock moves with the load of
