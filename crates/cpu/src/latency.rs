@@ -113,7 +113,7 @@ fn level_latency(
 /// interpolation between the two points around the crossing). With randomly placed 4 KiB pages
 /// (a VM on a host with small pages) a W-way physically indexed cache of capacity C chased over a
 /// footprint F misses on a fraction P(Poisson(W F / C) >= W) of the hops, which is one half at
-/// F = C (1 + 1/(3W)) whatever the miss penalty; the crossing of the geometric mean lies where
+/// F = C (1 - 1/(3W)) whatever the miss penalty; the crossing of the geometric mean lies where
 /// that fraction is (sqrt(lo hi) - lo) / (hi - lo), so it moves with the next level's latency
 /// (at a 100x penalty, at 0.7 C) and with the load on the machine. `None` for a sharp step (the
 /// first point past the level is already over the mean) or no clear next level.
@@ -134,6 +134,23 @@ pub fn half_miss_point(pl: &Plateau, hi: f64, x: &[f64], y: &[f64]) -> Option<f6
     Some((a + t * (b - a)).exp())
 }
 
+/// The latency a hop that misses a level pays near that level's capacity: the next level where it
+/// begins, the median of its first [`NEXT_LEVEL_POINTS`] footprints on the lower envelope `y`.
+/// A next level's plateau often slopes upward (page walks, the far part of a sliced L3, a VM's
+/// share of the L3 running out) and ends wherever the sweep and the host's load let it, so its
+/// whole-plateau latency moves from run to run; its start is what the misses at the level's
+/// capacity meet.
+pub fn next_level_start(next: &Plateau, y: &[f64]) -> f64 {
+    let end = (next.points.start + NEXT_LEVEL_POINTS).min(next.points.end).min(y.len());
+    if next.points.start >= end {
+        return next.latency;
+    }
+    memscope_core::stats::median(&y[next.points.start..end])
+}
+
+/// Footprints at the start of the next level that give its latency for [`next_level_start`].
+pub const NEXT_LEVEL_POINTS: usize = 3;
+
 /// Capacity of L2 or L3: the half-miss point ([`half_miss_point`]) against the next level at
 /// `hi`, never below the knee; the knee-or-midpoint rule of [`level_capacity`] when there is no
 /// next level to measure against.
@@ -146,7 +163,7 @@ fn cache_capacity(pl: &Plateau, hi: Option<f64>, x: &[f64], y: &[f64], method: &
         value.round() as u64,
         "bytes",
         &format!(
-            "{method}; half-miss point: footprint where latency crosses the mean of this level's {:.2} ns and the next's {:.2} ns (half the hops miss; log-footprint interpolation)",
+            "{method}; half-miss point: footprint where latency crosses the mean of this level's {:.2} ns and the next's {:.2} ns where it begins (half the hops miss; log-footprint interpolation)",
             pl.latency,
             hi.unwrap_or(f64::NAN)
         ),
@@ -278,7 +295,7 @@ pub fn lower_envelope(curve: &[f64]) -> Vec<f64> {
 /// assignment: the plateaus before a last one the curve ends on are caches; the first is L1d, the
 /// second L2, the longest later one L3; DRAM is the plateau right after L3 (the last plateau when
 /// there is no L3). Extra levels are reported as a warning. A
-/// capacity the earlier and the later half of each footprint's repeats do not reproduce within
+/// capacity that two halves of each footprint's repeats (dealt alternately) do not reproduce within
 /// 10 % is undetermined (crate::repeat_check).
 pub fn analyze(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Option<f64>, method: &str) -> ProbeOutput {
     use crate::repeat_check;
@@ -361,7 +378,11 @@ fn analyze_curve(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Optio
                 out.finding(&keys::cpu_hit_latency_ns(name), level_latency(name, pl, &y, samples, clock_hz, method));
                 // The next level's latency: the plateau after this one (after the L2's far end).
                 let next_after = |p: &Plateau| {
-                    levels.iter().position(|q| q.points == p.points).and_then(|k| levels.get(k + 1)).map(|q| q.latency)
+                    levels
+                        .iter()
+                        .position(|q| q.points == p.points)
+                        .and_then(|k| levels.get(k + 1))
+                        .map(|q| next_level_start(q, &y))
                 };
                 let cap = match (name, l2_end) {
                     ("l1d", _) => l1d_capacity(pl, next_after(pl), x, &y, method),
