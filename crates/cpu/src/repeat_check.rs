@@ -1,10 +1,13 @@
-//! The within-run repeatability check of `cpu.latency`'s capacities (docs/TRUST.md, "Discovery on
-//! unusual hierarchies"): each footprint's repeats are split in time order into an earlier and a
-//! later half, the levels are read again from each half's fastest-repeat curve, and a capacity
-//! that the two halves do not reproduce within [`AGREEMENT`] is reported undetermined with the
-//! three values, instead of a number that moves from run to run. On a shared machine the other
-//! processes that run on the same core between the chase's time slices evict its lines, so what
-//! a level holds for the chase changes with the load; the halves see the load at different times.
+//! The within-run repeatability check of `cpu.latency`'s capacities (docs/TRUST.md, "The CPU
+//! lane's capacities on a shared machine"): each footprint's repeats, in time order, are dealt
+//! alternately into two halves (the 1st, 3rd, 5th ... and the 2nd, 4th, 6th ...), the levels are
+//! read again from each half's fastest-repeat curve, and a capacity that the two halves do not
+//! reproduce within [`AGREEMENT`] is reported undetermined with the three values, instead of a
+//! number that moves from run to run. The capacities come from the fastest repeats, because other
+//! processes (and, on a shared host, other guests on the same core or its sibling hyperthread)
+//! only ever add latency; each half spans the whole run, so both see its quiet moments, and they
+//! agree when those moments were enough to give every footprint near a step an undisturbed
+//! repeat, and disagree when the value rests on a single lucky repeat or on none.
 
 use memscope_core::keys;
 use memscope_core::{Finding, ProbeOutput};
@@ -12,17 +15,16 @@ use memscope_core::{Finding, ProbeOutput};
 /// Capacities read from the two halves must agree with the whole run's within this fraction.
 pub const AGREEMENT: f64 = 0.10;
 
-/// Each footprint's repeats in time order, split into the earlier and the later half (a footprint
-/// with a single repeat gives it to both).
+/// Each footprint's repeats in time order, dealt alternately into two halves (a footprint with a
+/// single repeat gives it to both).
 pub fn halves(samples: &[Vec<f64>]) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
     samples
         .iter()
         .map(|s| {
-            let mid = s.len() / 2;
-            if mid == 0 {
+            if s.len() < 2 {
                 (s.clone(), s.clone())
             } else {
-                (s[..mid].to_vec(), s[mid..].to_vec())
+                (s.iter().step_by(2).copied().collect(), s.iter().skip(1).step_by(2).copied().collect())
             }
         })
         .unzip()
@@ -58,7 +60,7 @@ pub fn apply(out: &mut ProbeOutput, earlier: &ProbeOutput, later: &ProbeOutput) 
                 "bytes",
                 &method,
                 &format!(
-                    "the capacity moves within the run: {whole:.0} B from all repeats, {} from the earlier half of each footprint's repeats, {} from the later half (more than {:.0} % apart); other processes running on the core between the chase's time slices evict its lines, so what the level holds for it changes with the load",
+                    "the capacity moves within the run: {whole:.0} B from all repeats, {} from one half of each footprint's repeats (dealt alternately), {} from the other (more than {:.0} % apart); other processes on the core or its sibling evicted the chase's lines in most repeats near the step, so its fastest repeat is not yet the undisturbed level",
                     show(a),
                     show(b),
                     AGREEMENT * 100.0
@@ -83,11 +85,11 @@ mod tests {
     }
 
     #[test]
-    fn halves_split_in_time_order() {
-        let (a, b) = halves(&[vec![1.0, 2.0, 3.0, 4.0], vec![5.0]]);
-        assert_eq!(a, vec![vec![1.0, 2.0], vec![5.0]]);
-        assert_eq!(b, vec![vec![3.0, 4.0], vec![5.0]]);
-        assert_eq!(fastest(&b), vec![3.0, 5.0]);
+    fn halves_deal_the_repeats_alternately() {
+        let (a, b) = halves(&[vec![1.0, 2.0, 3.0, 4.0, 5.0], vec![5.0]]);
+        assert_eq!(a, vec![vec![1.0, 3.0, 5.0], vec![5.0]]);
+        assert_eq!(b, vec![vec![2.0, 4.0], vec![5.0]]);
+        assert_eq!(fastest(&b), vec![2.0, 5.0]);
         assert!(splittable(&[vec![1.0], vec![1.0, 2.0]]) && !splittable(&[vec![1.0]]));
     }
 
@@ -99,7 +101,7 @@ mod tests {
         apply(&mut out, &with(1_500_000.0), &with(2_000_000.0));
         let f = &out.findings["cpu.l2.capacity_bytes"];
         assert!(f.value.is_null());
-        assert!(f.note.as_deref().unwrap().contains("1500000 B from the earlier half"), "{:?}", f.note);
+        assert!(f.note.as_deref().unwrap().contains("1500000 B from one half"), "{:?}", f.note);
         let mut out = with(2_000_000.0);
         apply(&mut out, &ProbeOutput::default(), &with(2_000_000.0));
         assert!(out.findings["cpu.l2.capacity_bytes"].note.as_deref().unwrap().contains("no such level"));
