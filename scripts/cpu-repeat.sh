@@ -4,14 +4,22 @@
 # full-1, quick-2, ...), the load average before each, then cpu_repeat_table.py's table of the
 # L1d, L2 and L3 capacities (undetermined ones with their reason) and their spread per mode.
 #   bash scripts/cpu-repeat.sh MEMSCOPE_BINARY OUTDIR [N=5]
-# Writes OUTDIR/{quick,full}-K/results.json, OUTDIR/log.txt and OUTDIR/table.md. Run it on a
-# quiet machine: other processes on the same cores evict the chase's lines (the lane then says
-# undetermined rather than give a number that moves).
+# Writes OUTDIR/{quick,full}-K/results.json, OUTDIR/log.txt, OUTDIR/table.md and OUTDIR/pack/
+# (table.md, log.txt.gz and each run's results as NAME.json.gz: what results/dev-cpu/
+# cpu-lane-repeat keeps). Build the binary first (`cargo build --release -p memscope`, then
+# target/release/memscope). Run it on a quiet machine: other processes on the same core or its
+# sibling evict the chase's lines (the lane then says undetermined rather than give a number that
+# moves).
 set -uo pipefail
 bin=${1:?usage: cpu-repeat.sh MEMSCOPE_BINARY OUTDIR [N]}
 out=${2:?usage: cpu-repeat.sh MEMSCOPE_BINARY OUTDIR [N]}
 n=${3:-5}
 here="$(cd "$(dirname "$0")" && pwd)"
+if [ ! -x "$bin" ]; then
+  echo "cpu-repeat.sh: no executable memscope binary at '$bin' (build it: cargo build --release -p memscope)" >&2
+  exit 2
+fi
+case "$n" in ''|*[!0-9]*) echo "cpu-repeat.sh: N must be a positive integer, got '$n'" >&2; exit 2 ;; esac
 mkdir -p "$out"
 log="$out/log.txt"
 {
@@ -32,3 +40,9 @@ log="$out/log.txt"
   done
 } 2>&1 | tee "$log"
 python3 "$here/cpu_repeat_table.py" "$out" | tee "$out/table.md"
+mkdir -p "$out/pack"
+cp "$out/table.md" "$out/pack/table.md"
+gzip -9c "$log" > "$out/pack/log.txt.gz"
+for d in "$out"/quick-* "$out"/full-*; do
+  [ -f "$d/results.json" ] && gzip -9c "$d/results.json" > "$out/pack/$(basename "$d").json.gz"
+done
