@@ -15,5 +15,7 @@ pub mod stride;
 pub mod sweep;
 pub mod sysinfo;
 mod target;
+#[cfg(test)]
+mod vm_curve_tests;
 
 pub use target::{CpuTarget, PageKind};

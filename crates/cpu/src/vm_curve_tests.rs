@@ -1,0 +1,153 @@
+//! Tests of `cpu.latency`'s sweep and analysis (crate::sweep, crate::latency) on simulated hosts
+//! with known capacities (docs/PERFORMANCE.md, "CPU target"; docs/TRUST.md, "The CPU lane's capacities on a shared machine"): a clean host, and a
+//! shared VM whose host backs guest memory with randomly placed 4 KiB pages (the L2's set index
+//! then takes random page colours) and takes the core away for other guests' time slices (a
+//! share of the timed repeats is slowed, by up to 5x). Each simulated run draws its own page
+//! colours and disturbances; the capacities must repeat within 10 % over the runs, quick and full,
+//! and lie within 25 % of the truth.
+
+use crate::latency::analyze;
+use crate::sweep;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+const L1D_BYTES: f64 = 49152.0;
+const L2_BYTES: f64 = 2097152.0;
+const L2_WAYS: usize = 16;
+const L3_BYTES: f64 = 9.0 * 1048576.0;
+const PAGE_BYTES: u64 = 4096;
+
+/// One simulated host: what a chase over `f` bytes costs per hop with no disturbance.
+struct Host {
+    /// The L2's page colour (the set-index bits above the page offset) of each 4 KiB page of the
+    /// buffer, in buffer order.
+    colours: Vec<usize>,
+    /// How many colours the L2 has (capacity / ways / page).
+    n_colours: usize,
+    /// Share of the hops that miss the L1d one grid step past its capacity (pseudo-LRU).
+    l1_share: f64,
+    l3_ns: f64,
+    dram_ns: f64,
+}
+
+impl Host {
+    fn new(rng: &mut ChaCha8Rng, random_colours: bool, max_bytes: u64) -> Host {
+        let n_colours = (L2_BYTES as usize) / L2_WAYS / PAGE_BYTES as usize;
+        let pages = (max_bytes / PAGE_BYTES) as usize;
+        let colours =
+            (0..pages).map(|k| if random_colours { rng.gen_range(0..n_colours) } else { k % n_colours }).collect();
+        Host { colours, n_colours, l1_share: rng.gen_range(0.3..0.9), l3_ns: 34.0, dram_ns: 140.0 }
+    }
+
+    /// The share of a cyclic chase's hops over the first `f` bytes that miss the L2: every line of
+    /// a set that holds more lines than the L2 has ways (LRU under a cyclic chase).
+    fn l2_miss_share(&self, f: u64) -> f64 {
+        let pages = (f.div_ceil(PAGE_BYTES) as usize).min(self.colours.len());
+        let mut count = vec![0usize; self.n_colours];
+        for &c in &self.colours[..pages] {
+            count[c] += 1;
+        }
+        let missing: usize = count.iter().filter(|&&n| n > L2_WAYS).sum();
+        missing as f64 / pages as f64
+    }
+
+    fn latency_ns(&self, f: u64) -> f64 {
+        let ff = f as f64;
+        // The L2 level creeps up by 30 % over 256 KiB..1.5 MiB (L1 DTLB reach of 4 KiB pages).
+        let l2 = 5.35 * (1.0 + 0.3 * ((ff / 262144.0).log2() / 2.6).clamp(0.0, 1.0));
+        if ff <= L1D_BYTES {
+            return 1.67;
+        }
+        if ff <= L1D_BYTES * 1.06 {
+            return 1.67 + self.l1_share * (l2 - 1.67);
+        }
+        let next = if ff <= L3_BYTES { self.l3_ns } else { self.dram_ns };
+        let m = self.l2_miss_share(f);
+        l2 + m * (next - l2)
+    }
+
+    /// `n` timed repeats of a footprint: 1 % jitter, and on a shared host a share of the repeats
+    /// slowed by the core being taken away (1.1x-5x).
+    fn repeats(&self, f: u64, n: usize, shared: bool, rng: &mut ChaCha8Rng) -> Vec<f64> {
+        let y = self.latency_ns(f);
+        (0..n)
+            .map(|_| {
+                let jitter = 1.0 + 0.01 * rng.gen::<f64>();
+                let hit = if shared && rng.gen_bool(0.4) { rng.gen_range(1.1..5.0) } else { 1.0 };
+                y * jitter * hit
+            })
+            .collect()
+    }
+}
+
+/// The sweep as crate::latency_sweep runs it (coarse grid to DRAM, refinement on the first pass,
+/// further passes, refinement of the final curve), on a simulated host.
+fn sweep_run(host: &Host, repeats: usize, passes: usize, shared: bool, rng: &mut ChaCha8Rng) -> Vec<Option<f64>> {
+    let mut x: Vec<u64> = Vec::new();
+    let mut s: Vec<Vec<f64>> = Vec::new();
+    let best =
+        |s: &[Vec<f64>]| -> Vec<f64> { s.iter().map(|v| v.iter().cloned().fold(f64::INFINITY, f64::min)).collect() };
+    let mut add = |x: &mut Vec<u64>, s: &mut Vec<Vec<f64>>, f: u64, times: usize, rng: &mut ChaCha8Rng| {
+        let i = x.partition_point(|&v| v < f);
+        x.insert(i, f);
+        s.insert(i, host.repeats(f, repeats * times, shared, rng));
+    };
+    for f in sweep::coarse(64 << 20, 64) {
+        add(&mut x, &mut s, f, 1, rng);
+        if sweep::dram_reached(&x, &best(&s)) {
+            break;
+        }
+    }
+    for _ in 0..3 {
+        for f in sweep::refine(&x, &best(&s), 64) {
+            add(&mut x, &mut s, f, 1, rng);
+        }
+    }
+    for (i, &f) in x.iter().enumerate() {
+        s[i].extend(host.repeats(f, repeats * (passes - 1), shared, rng));
+    }
+    for _ in 0..2 {
+        for f in sweep::refine(&x, &best(&s), 64) {
+            add(&mut x, &mut s, f, passes, rng);
+        }
+    }
+    let xf: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+    let out = analyze(&xf, &best(&s), &s, None, "test");
+    ["l1d", "l2"].iter().map(|l| out.findings[&format!("cpu.{l}.capacity_bytes")].as_f64()).collect()
+}
+
+/// Ten runs each of quick (12 repeats x 2 passes) and full (24 x 4); per level the values.
+fn runs(random_colours: bool, shared: bool, seed: u64) -> [Vec<f64>; 2] {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut got = [Vec::new(), Vec::new()];
+    for run in 0..20 {
+        let host = Host::new(&mut rng, random_colours, 64 << 20);
+        let (repeats, passes) = if run % 2 == 0 { (12, 2) } else { (24, 4) };
+        for (level, v) in sweep_run(&host, repeats, passes, shared, &mut rng).into_iter().enumerate() {
+            if let Some(v) = v {
+                got[level].push(v);
+            }
+        }
+    }
+    got
+}
+
+fn check(got: &[Vec<f64>; 2], what: &str) {
+    for (level, truth) in [(0, L1D_BYTES), (1, L2_BYTES)] {
+        let v = &got[level];
+        assert!(v.len() >= 18, "{what}, level {level}: determined in {} of 20 runs: {v:?}", v.len());
+        let (lo, hi) = v.iter().fold((f64::MAX, 0.0f64), |(a, b), &x| (a.min(x), b.max(x)));
+        assert!(hi / lo - 1.0 <= 0.10, "{what}, level {level}: spread {:.1} %: {v:?}", (hi / lo - 1.0) * 100.0);
+        assert!(v.iter().all(|x| (x / truth - 1.0).abs() <= 0.25), "{what}, level {level}: {v:?}");
+    }
+}
+
+#[test]
+fn a_clean_host_repeats_its_capacities() {
+    check(&runs(false, false, 1), "clean");
+}
+
+#[test]
+fn a_shared_vm_with_random_page_colours_repeats_its_capacities() {
+    check(&runs(true, true, 2), "shared VM");
+}
