@@ -22,9 +22,19 @@ pub const MIN_POINTS: usize = 3;
 /// (DRAM) footprints get more time per repeat, at least [`MIN_HOPS`] hops, so that a repeat
 /// still averages over enough hops for its share of misses to be the chase's own.
 pub const REPEAT_NS: f64 = 250e3;
-/// Warm-up before the timed repeats of a footprint up to the plan's warm limit: at least two laps
-/// over its lines and this long, so its lines are in the caches they fit in before timing.
+/// Warm-up before the timed repeats of a footprint up to the plan's warm limit: a lap over its
+/// lines and this long for the first placement of a chase, a lap and [`WARM_PLACEMENT_NS`] for
+/// each further one (writing the next pointers is already a lap in chase order), so its lines are
+/// in the caches they fit in before timing.
 pub const WARM_NS: f64 = 2e6;
+/// Warm-up of each placement after the first in one chase (see [`WARM_NS`]).
+pub const WARM_PLACEMENT_NS: f64 = 250e3;
+/// No warm-up laps where one lap would take longer than this: such a footprint is past the caches
+/// (DRAM), and the pointer-writing lap has brought in what a cache could hold of it.
+pub const WARM_MAX_NS: f64 = 10e6;
+/// Bytes of the unit a placement draws at random: the 4 KiB page, the granule of the physical
+/// placement on every host this runs on.
+pub const PLACEMENT_PAGE_BYTES: u64 = 4096;
 /// Widest bracket (first footprint past a level over the last one on it) a sharp step's capacity
 /// may be read from: the knee can lie anywhere inside it, so a wider bracket cannot give the
 /// capacity to the 10 % it must repeat to (crate::repeat_check). The sweep refines steps to
@@ -40,10 +50,13 @@ pub struct Plan {
     pub line_bytes: u64,
     /// Most timed hops per repeat (fewer where a repeat would take over `REPEAT_NS`).
     pub hops: u64,
-    /// Timed repeats per footprint in each pass.
+    /// Placements per footprint: random draws of the buffer's 4 KiB pages, the same draws for
+    /// every footprint and pass ([`PLACEMENT_PAGE_BYTES`]); see `measure`.
+    pub placements: u32,
+    /// Timed repeats per placement of a footprint in each pass.
     pub repeats: u32,
-    /// Passes over the whole sweep; each footprint's curve value is the smallest of all its
-    /// repeats. Other processes only ever add latency (they evict our lines, load the memory
+    /// Passes over the whole sweep; each placement's value at a footprint is the smallest of all
+    /// its repeats. Other processes only ever add latency (they evict our lines, load the memory
     /// bus), so the fastest repeat is the least disturbed one; spreading the repeats over several
     /// passes lets a quiet moment reach every footprint.
     pub passes: u32,
@@ -59,24 +72,56 @@ pub fn plan(quick: bool, llc_bytes: Option<u64>, line_bytes: Option<u64>) -> Pla
     let line = line_bytes.filter(|l| l.is_power_of_two() && (16..=512).contains(l)).unwrap_or(64);
     let llc = llc_bytes.unwrap_or(64 << 20);
     let max_bytes = (2 * llc).clamp(64 << 20, 1 << 30);
-    // Quick and full share the grid and the buffer layout and differ only in how many repeats
-    // each footprint gets (the capacities then come from the same curve, measured less often).
-    let (hops, repeats, passes, budget_s) = if quick { (1_000_000, 12, 2, 12.0) } else { (1_000_000, 24, 4, 35.0) };
+    // Quick and full share the grid, the buffer layout and the placements and differ only in how
+    // many repeats each placement gets (the capacities then come from the same estimate,
+    // measured less often).
+    let (hops, repeats, passes, budget_s) = if quick { (1_000_000, 2, 2, 12.0) } else { (1_000_000, 3, 4, 35.0) };
     // Warm-up laps only up to 32 MiB: beyond, a lap costs seconds and the pointer-writing walk
     // has already brought in what a cache of that size could hold.
-    Plan { max_bytes, line_bytes: line, hops, repeats, passes, warm_limit_bytes: llc.min(32 << 20), budget_s }
+    Plan {
+        max_bytes,
+        line_bytes: line,
+        hops,
+        placements: PLACEMENTS,
+        repeats,
+        passes,
+        warm_limit_bytes: llc.min(32 << 20),
+        budget_s,
+    }
 }
 
-/// What the loop returns: footprints (ascending), the fastest repeat of each, every repeat of
-/// each, the page note, and a text on how many passes ran.
+/// Placements per footprint ([`Plan::placements`]). With randomly placed 4 KiB pages the share of
+/// a W-way physically indexed cache's sets that overflow at a footprint is itself random (a
+/// 2 MiB 16-way L2 has 32 page colours), so the half-miss point of one placement moves by a few
+/// per cent from placement to placement (3 % standard deviation in crate::vm_curve_tests' model);
+/// the median over eight placements moves by under half that.
+pub const PLACEMENTS: u32 = 8;
+
+/// The value of a footprint: the median over its placements of each placement's fastest repeat
+/// (`per_placement`). The fastest repeat removes the disturbances (they only add latency); the
+/// median, a placement that no undisturbed repeat reached and the luck of one draw of pages.
+pub fn footprint_value(per_placement: &[f64]) -> f64 {
+    let v: Vec<f64> = per_placement.iter().copied().filter(|v| v.is_finite()).collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    memscope_core::stats::median(&v)
+}
+
+/// What the loop returns: footprints (ascending), the value of each ([`footprint_value`]), each
+/// one's fastest repeat per placement, the page note, and a text on how many passes ran.
 pub type Measured = (Vec<u64>, Vec<f64>, Vec<Vec<f64>>, String, String);
 
 struct Sweep<'a, 'b> {
     ctx: &'a mut ProbeContext<'b>,
     p: &'a Plan,
-    /// The first buffer: every footprint it holds is chased in it for the whole sweep, so the
-    /// caches' levels see the same pages (the same physical placement) in every pass.
+    /// The first buffer: every footprint it holds is chased in it for the whole sweep, on the
+    /// same placements in every pass.
     buf: memscope_core::Buffer,
+    /// The placements: each a random order of the first buffer's 4 KiB pages; a footprint of
+    /// `f` bytes takes the first `f / 4 KiB` pages of each (nested, so a placement's curve is one
+    /// draw of the pages growing with the footprint).
+    placements: Vec<Vec<u32>>,
     /// A larger buffer for the footprints past the first one, when the sweep needs it.
     big: Option<memscope_core::Buffer>,
     rng: rand_chacha::ChaCha8Rng,
@@ -93,7 +138,17 @@ fn page_note(ctx: &mut ProbeContext<'_>, buf: &memscope_core::Buffer) -> String 
 
 impl Sweep<'_, '_> {
     fn best(&self, i: usize) -> f64 {
-        self.samples[i].iter().cloned().fold(f64::INFINITY, f64::min)
+        footprint_value(&self.samples[i])
+    }
+
+    /// Chase `f` once more and keep each placement's fastest repeat so far.
+    fn again(&mut self, i: usize) -> Result<(), ProbeError> {
+        let f = self.x[i];
+        let r = self.chase(f, self.best(i).max(0.5))?;
+        for (old, new) in self.samples[i].iter_mut().zip(r) {
+            *old = old.min(new);
+        }
+        Ok(())
     }
 
     fn curve(&self) -> Vec<f64> {
@@ -110,23 +165,46 @@ impl Sweep<'_, '_> {
         }
     }
 
-    /// One chase over the first `f` bytes of the first buffer (of the larger one past it), in a
-    /// fresh random order: `repeats` timed repeats of about `REPEAT_NS` each.
+    /// One chase of `f` bytes: on each placement of the first buffer (the lines of its first
+    /// `f / 4 KiB` pages, in a fresh random order), `repeats` timed repeats of about `REPEAT_NS`
+    /// each; past the first buffer, one random order over the larger buffer's first `f` bytes,
+    /// its repeats dealt in time order into as many groups. Returns each placement's (group's)
+    /// fastest repeat.
     fn chase(&mut self, f: u64, est_ns: f64) -> Result<Vec<f64>, ProbeError> {
-        let n = f / self.p.line_bytes;
-        let mut lines: Vec<u64> = (0..n).collect();
-        lines.shuffle(&mut self.rng);
-        let buf = match self.big {
-            Some(b) if f > self.buf.bytes => b,
-            _ => self.buf,
-        };
-        let addrs: Vec<u64> = lines.iter().map(|&i| buf.addr(i * self.p.line_bytes)).collect();
+        let line = self.p.line_bytes;
+        let n = (f / line).max(1);
+        let groups = self.placements.len().max(1);
         let hops = ((REPEAT_NS / est_ns) as u64).clamp(MIN_HOPS.min(self.p.hops), self.p.hops);
-        let mut spec = ChaseSpec::new(addrs, CachePath::L1Cached, hops);
-        spec.repeats = self.p.repeats;
-        let warm_hops = ((WARM_NS / est_ns) as u64).max(2 * n);
-        spec.warmup_laps = if f <= self.p.warm_limit_bytes { warm_hops.div_ceil(n).clamp(2, 1000) as u32 } else { 0 };
-        Ok(self.ctx.target.chase(&spec)?.ns_per_hop)
+        let repeats = self.p.repeats.max(1);
+        // Warm-up laps: a lap and `ns` long, none where a lap takes over WARM_MAX_NS.
+        let warm = |ns: f64| -> u32 {
+            if f > self.p.warm_limit_bytes || n as f64 * est_ns > WARM_MAX_NS {
+                return 0;
+            }
+            ((ns / est_ns) as u64).max(n).div_ceil(n).clamp(1, 1000) as u32
+        };
+        let fastest = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+        if f > self.buf.bytes || self.placements.is_empty() {
+            let buf = self.big.filter(|_| f > self.buf.bytes).unwrap_or(self.buf);
+            let mut lines: Vec<u64> = (0..n).collect();
+            lines.shuffle(&mut self.rng);
+            let mut spec =
+                ChaseSpec::new(lines.iter().map(|&k| buf.addr(k * line)).collect(), CachePath::L1Cached, hops);
+            spec.repeats = repeats * groups as u32;
+            spec.warmup_laps = warm(WARM_NS);
+            let ns = self.ctx.target.chase(&spec)?.ns_per_hop;
+            return Ok(ns.chunks(repeats as usize).map(fastest).collect());
+        }
+        let mut out = Vec::with_capacity(groups);
+        for g in 0..groups {
+            let mut addrs = placement_lines(&self.placements[g], f, line);
+            addrs.shuffle(&mut self.rng);
+            let mut spec = ChaseSpec::new(addrs.iter().map(|&o| self.buf.addr(o)).collect(), CachePath::L1Cached, hops);
+            spec.repeats = repeats;
+            spec.warmup_laps = warm(if g == 0 { WARM_NS } else { WARM_PLACEMENT_NS });
+            out.push(fastest(&self.ctx.target.chase(&spec)?.ns_per_hop));
+        }
+        Ok(out)
     }
 
     /// Whether the TLB holds the first buffer's pages as 2 MiB translations: a chase over 256
@@ -202,6 +280,8 @@ pub fn measure(ctx: &mut ProbeContext<'_>, p: &Plan) -> Result<Measured, ProbeEr
     // One CPU for the whole sweep: a migration between footprints would leave the next chase's
     // lines in another core's private caches and its warm-up to fetch them again.
     let _pin = crate::target::pin_to_current_cpu();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x6d656d73);
+    let placements = placements(buf.bytes, p.placements, &mut rng);
     let coarse = sweep::coarse(p.max_bytes, p.line_bytes);
     ctx.progress.start(coarse.len() as u64, "latency vs footprint: coarse grid");
     let mut s = Sweep {
@@ -209,7 +289,8 @@ pub fn measure(ctx: &mut ProbeContext<'_>, p: &Plan) -> Result<Measured, ProbeEr
         p,
         buf,
         big: None,
-        rng: rand_chacha::ChaCha8Rng::seed_from_u64(0x6d656d73),
+        placements,
+        rng,
         x: Vec::new(),
         samples: Vec::new(),
         pages,
@@ -257,9 +338,7 @@ pub fn measure(ctx: &mut ProbeContext<'_>, p: &Plan) -> Result<Measured, ProbeEr
             let t = Instant::now();
             s.ctx.progress.start(s.x.len() as u64, &format!("latency vs footprint: pass {}", passes + 1));
             for i in 0..s.x.len() {
-                let f = s.x[i];
-                let r = s.chase(f, s.best(i).max(0.5))?;
-                s.samples[i].extend(r);
+                s.again(i)?;
                 s.ctx.progress.advance(1);
             }
             last_pass_s = t.elapsed().as_secs_f64();
@@ -288,8 +367,7 @@ pub fn measure(ctx: &mut ProbeContext<'_>, p: &Plan) -> Result<Measured, ProbeEr
             s.add(f)?;
             let i = s.x.partition_point(|&v| v < f);
             for _ in 1..passes {
-                let r = s.chase(f, s.best(i).max(0.5))?;
-                s.samples[i].extend(r);
+                s.again(i)?;
             }
             extended += 1;
         }
@@ -312,8 +390,7 @@ pub fn measure(ctx: &mut ProbeContext<'_>, p: &Plan) -> Result<Measured, ProbeEr
                 s.add(f)?;
                 let i = s.x.partition_point(|&v| v < f);
                 for _ in 1..passes {
-                    let r = s.chase(f, s.best(i).max(0.5))?;
-                    s.samples[i].extend(r);
+                    s.again(i)?;
                 }
                 late += 1;
             }
@@ -345,7 +422,7 @@ pub fn measure(ctx: &mut ProbeContext<'_>, p: &Plan) -> Result<Measured, ProbeEr
         ctx_free(s.ctx, b);
     }
     let note = result?;
-    let curve: Vec<f64> = samples.iter().map(|v| v.iter().cloned().fold(f64::INFINITY, f64::min)).collect();
+    let curve: Vec<f64> = samples.iter().map(|v| footprint_value(v)).collect();
     Ok((x, curve, samples, pages, note))
 }
 
@@ -360,6 +437,27 @@ fn ends_on_dram(x: &[u64], y: &[f64]) -> bool {
         (Some(l), Some(&y0)) => l.capacity.is_none() && levels.len() >= 2 && l.latency >= sweep::DRAM_OVER_L1 * y0,
         _ => false,
     }
+}
+
+/// The byte offsets of a footprint of `f` bytes on a placement (`pages`, a random order of 4 KiB
+/// page numbers): every line of its first `f / 4 KiB` pages, then the first lines of the next
+/// one for the rest.
+pub fn placement_lines(pages: &[u32], f: u64, line: u64) -> Vec<u64> {
+    let per_page = PLACEMENT_PAGE_BYTES / line;
+    let n = f / line;
+    (0..n).map(|k| pages[(k / per_page) as usize] as u64 * PLACEMENT_PAGE_BYTES + (k % per_page) * line).collect()
+}
+
+/// `count` random orders of the `bytes / 4 KiB` pages of a buffer.
+pub fn placements(bytes: u64, count: u32, rng: &mut impl rand::Rng) -> Vec<Vec<u32>> {
+    let pages = (bytes / PLACEMENT_PAGE_BYTES) as u32;
+    (0..count)
+        .map(|_| {
+            let mut v: Vec<u32> = (0..pages).collect();
+            v.shuffle(rng);
+            v
+        })
+        .collect()
 }
 
 fn ctx_free(ctx: &mut ProbeContext<'_>, buf: memscope_core::Buffer) {

@@ -1,13 +1,14 @@
 //! The within-run repeatability check of `cpu.latency`'s capacities (docs/TRUST.md, "The CPU
-//! lane's capacities on a shared machine"): each footprint's repeats, in time order, are dealt
-//! alternately into two halves (the 1st, 3rd, 5th ... and the 2nd, 4th, 6th ...), the levels are
-//! read again from each half's fastest-repeat curve, and a capacity that the two halves do not
-//! reproduce within [`AGREEMENT`] is reported undetermined with the three values, instead of a
-//! number that moves from run to run. The capacities come from the fastest repeats, because other
-//! processes (and, on a shared host, other guests on the same core or its sibling hyperthread)
-//! only ever add latency; each half spans the whole run, so both see its quiet moments, and they
-//! agree when those moments were enough to give every footprint near a step an undisturbed
-//! repeat, and disagree when the value rests on a single lucky repeat or on none.
+//! lane's capacities on a shared machine"): each footprint's placements (random draws of the
+//! buffer's 4 KiB pages, the same for every footprint; crate::latency_sweep) are dealt
+//! alternately into two halves (the 1st, 3rd, 5th ... and the 2nd, 4th, 6th ...), the levels
+//! are read again from each half's curve (the median over its placements of each placement's
+//! fastest repeat), and a capacity that the two halves do not reproduce within [`AGREEMENT`] is
+//! reported undetermined with the three values, instead of a number that moves from run to run.
+//! The halves differ in the draw of pages and in the moments their repeats ran, which are what
+//! differs from one run to the next: where they agree, the capacity does not rest on a lucky
+//! draw of pages or on a repeat that other processes (or, on a shared host, other guests on the
+//! same core or its sibling hyperthread) disturbed.
 
 use memscope_core::keys;
 use memscope_core::{Finding, ProbeOutput};
@@ -15,8 +16,8 @@ use memscope_core::{Finding, ProbeOutput};
 /// Capacities read from the two halves must agree with the whole run's within this fraction.
 pub const AGREEMENT: f64 = 0.10;
 
-/// Each footprint's repeats in time order, dealt alternately into two halves (a footprint with a
-/// single repeat gives it to both).
+/// Each footprint's placements (their fastest repeats), dealt alternately into two halves (a
+/// footprint with a single value gives it to both).
 pub fn halves(samples: &[Vec<f64>]) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
     samples
         .iter()
@@ -30,12 +31,13 @@ pub fn halves(samples: &[Vec<f64>]) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
         .unzip()
 }
 
-/// The fastest repeat of each footprint.
-pub fn fastest(samples: &[Vec<f64>]) -> Vec<f64> {
-    samples.iter().map(|s| s.iter().cloned().fold(f64::INFINITY, f64::min)).collect()
+/// The value of each footprint (crate::latency_sweep::footprint_value: the median over its
+/// placements).
+pub fn values(samples: &[Vec<f64>]) -> Vec<f64> {
+    samples.iter().map(|s| crate::latency_sweep::footprint_value(s)).collect()
 }
 
-/// Whether any footprint has two repeats or more (else the halves are the run itself).
+/// Whether any footprint has two values or more (else the halves are the run itself).
 pub fn splittable(samples: &[Vec<f64>]) -> bool {
     samples.iter().any(|s| s.len() >= 2)
 }
@@ -60,7 +62,7 @@ pub fn apply(out: &mut ProbeOutput, earlier: &ProbeOutput, later: &ProbeOutput) 
                 "bytes",
                 &method,
                 &format!(
-                    "the capacity moves within the run: {whole:.0} B from all repeats, {} from one half of each footprint's repeats (dealt alternately), {} from the other (more than {:.0} % apart); other processes on the core or its sibling evicted the chase's lines in most repeats near the step, so its fastest repeat is not yet the undisturbed level",
+                    "the capacity moves within the run: {whole:.0} B from all placements, {} from one half of them (dealt alternately), {} from the other (more than {:.0} % apart): the value rests on the draw of pages or on repeats that other processes (on the core or its sibling) disturbed near the step",
                     show(a),
                     show(b),
                     AGREEMENT * 100.0
@@ -85,11 +87,11 @@ mod tests {
     }
 
     #[test]
-    fn halves_deal_the_repeats_alternately() {
+    fn halves_deal_the_placements_alternately() {
         let (a, b) = halves(&[vec![1.0, 2.0, 3.0, 4.0, 5.0], vec![5.0]]);
         assert_eq!(a, vec![vec![1.0, 3.0, 5.0], vec![5.0]]);
         assert_eq!(b, vec![vec![2.0, 4.0], vec![5.0]]);
-        assert_eq!(fastest(&b), vec![2.0, 5.0]);
+        assert_eq!(values(&a), vec![3.0, 5.0]);
         assert!(splittable(&[vec![1.0], vec![1.0, 2.0]]) && !splittable(&[vec![1.0]]));
     }
 

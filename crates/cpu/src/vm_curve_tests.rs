@@ -1,12 +1,15 @@
-//! Tests of `cpu.latency`'s sweep and analysis (crate::sweep, crate::latency) on simulated hosts
-//! with known capacities (docs/PERFORMANCE.md, "CPU target"; docs/TRUST.md, "The CPU lane's capacities on a shared machine"): a clean host, and a
-//! shared VM whose host backs guest memory with randomly placed 4 KiB pages (the L2's set index
-//! then takes random page colours) and takes the core away for other guests' time slices (a
-//! share of the timed repeats is slowed, by up to 5x). Each simulated run draws its own page
-//! colours and disturbances; the capacities must repeat within 10 % over the runs, quick and full,
-//! and lie within 25 % of the truth.
+//! Tests of `cpu.latency`'s sweep and analysis (crate::sweep, crate::latency_sweep,
+//! crate::latency) on simulated hosts with known capacities (docs/PERFORMANCE.md, "CPU target";
+//! docs/TRUST.md, "The CPU lane's capacities on a shared machine"): a clean host whose buffer
+//! has every page colour equally often, and a shared VM whose host backs guest memory with
+//! randomly placed 4 KiB pages (the L2's set index then takes random page colours) and takes the
+//! core away for other guests' time slices (a share of the timed repeats is slowed, by up to
+//! 5x). The sweep draws its placements (random orders of the buffer's pages) as the probe does;
+//! each simulated run draws its own page colours, placements and disturbances; the capacities
+//! must repeat within 10 % over the runs, quick and full, and lie within 25 % of the truth.
 
 use crate::latency::analyze;
+use crate::latency_sweep::{footprint_value, placements, PLACEMENTS};
 use crate::sweep;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -39,19 +42,20 @@ impl Host {
         Host { colours, n_colours, l1_share: rng.gen_range(0.3..0.9), l3_ns: 34.0, dram_ns: 140.0 }
     }
 
-    /// The share of a cyclic chase's hops over the first `f` bytes that miss the L2: every line of
-    /// a set that holds more lines than the L2 has ways (LRU under a cyclic chase).
-    fn l2_miss_share(&self, f: u64) -> f64 {
-        let pages = (f.div_ceil(PAGE_BYTES) as usize).min(self.colours.len());
+    /// The share of a cyclic chase's hops over the first `f` bytes of a placement (`order`, a
+    /// random order of the buffer's pages) that miss the L2: every line of a set that holds more
+    /// lines than the L2 has ways (LRU under a cyclic chase).
+    fn l2_miss_share(&self, f: u64, order: &[u32]) -> f64 {
+        let pages = (f.div_ceil(PAGE_BYTES) as usize).min(order.len());
         let mut count = vec![0usize; self.n_colours];
-        for &c in &self.colours[..pages] {
-            count[c] += 1;
+        for &p in &order[..pages] {
+            count[self.colours[p as usize]] += 1;
         }
         let missing: usize = count.iter().filter(|&&n| n > L2_WAYS).sum();
         missing as f64 / pages as f64
     }
 
-    fn latency_ns(&self, f: u64) -> f64 {
+    fn latency_ns(&self, f: u64, order: &[u32]) -> f64 {
         let ff = f as f64;
         // The L2 level creeps up by 30 % over 256 KiB..1.5 MiB (L1 DTLB reach of 4 KiB pages).
         let l2 = 5.35 * (1.0 + 0.3 * ((ff / 262144.0).log2() / 2.6).clamp(0.0, 1.0));
@@ -62,19 +66,25 @@ impl Host {
             return 1.67 + self.l1_share * (l2 - 1.67);
         }
         let next = if ff <= L3_BYTES { self.l3_ns } else { self.dram_ns };
-        let m = self.l2_miss_share(f);
+        let m = self.l2_miss_share(f, order);
         l2 + m * (next - l2)
     }
 
-    /// `n` timed repeats of a footprint: 1 % jitter, and on a shared host a share of the repeats
-    /// slowed by the core being taken away (1.1x-5x).
-    fn repeats(&self, f: u64, n: usize, shared: bool, rng: &mut ChaCha8Rng) -> Vec<f64> {
-        let y = self.latency_ns(f);
-        (0..n)
-            .map(|_| {
-                let jitter = 1.0 + 0.01 * rng.gen::<f64>();
-                let hit = if shared && rng.gen_bool(0.4) { rng.gen_range(1.1..5.0) } else { 1.0 };
-                y * jitter * hit
+    /// One chase of a footprint as crate::latency_sweep's does it: on each placement `repeats`
+    /// timed repeats (1 % jitter, and on a shared host a share of them slowed by the core being
+    /// taken away, 1.1x-5x); each placement's fastest.
+    fn chase(&self, f: u64, orders: &[Vec<u32>], repeats: usize, shared: bool, rng: &mut ChaCha8Rng) -> Vec<f64> {
+        orders
+            .iter()
+            .map(|order| {
+                let y = self.latency_ns(f, order);
+                (0..repeats)
+                    .map(|_| {
+                        let jitter = 1.0 + 0.01 * rng.gen::<f64>();
+                        let hit = if shared && rng.gen_bool(0.4) { rng.gen_range(1.1..5.0) } else { 1.0 };
+                        y * jitter * hit
+                    })
+                    .fold(f64::INFINITY, f64::min)
             })
             .collect()
     }
@@ -83,14 +93,23 @@ impl Host {
 /// The sweep as crate::latency_sweep runs it (coarse grid to DRAM, refinement on the first pass,
 /// further passes, refinement of the final curve), on a simulated host.
 fn sweep_run(host: &Host, repeats: usize, passes: usize, shared: bool, rng: &mut ChaCha8Rng) -> Vec<Option<f64>> {
+    let orders = placements(64 << 20, PLACEMENTS, rng);
     let mut x: Vec<u64> = Vec::new();
     let mut s: Vec<Vec<f64>> = Vec::new();
-    let best =
-        |s: &[Vec<f64>]| -> Vec<f64> { s.iter().map(|v| v.iter().cloned().fold(f64::INFINITY, f64::min)).collect() };
-    let mut add = |x: &mut Vec<u64>, s: &mut Vec<Vec<f64>>, f: u64, times: usize, rng: &mut ChaCha8Rng| {
+    let best = |s: &[Vec<f64>]| -> Vec<f64> { s.iter().map(|v| footprint_value(v)).collect() };
+    let again = |s: &mut Vec<f64>, f: u64, times: usize, rng: &mut ChaCha8Rng| {
+        for _ in 0..times {
+            for (old, new) in s.iter_mut().zip(host.chase(f, &orders, repeats, shared, rng)) {
+                *old = old.min(new);
+            }
+        }
+    };
+    let add = |x: &mut Vec<u64>, s: &mut Vec<Vec<f64>>, f: u64, times: usize, rng: &mut ChaCha8Rng| {
         let i = x.partition_point(|&v| v < f);
         x.insert(i, f);
-        s.insert(i, host.repeats(f, repeats * times, shared, rng));
+        let mut v = host.chase(f, &orders, repeats, shared, rng);
+        again(&mut v, f, times - 1, rng);
+        s.insert(i, v);
     };
     for f in sweep::coarse(64 << 20, 64) {
         add(&mut x, &mut s, f, 1, rng);
@@ -104,7 +123,7 @@ fn sweep_run(host: &Host, repeats: usize, passes: usize, shared: bool, rng: &mut
         }
     }
     for (i, &f) in x.iter().enumerate() {
-        s[i].extend(host.repeats(f, repeats * (passes - 1), shared, rng));
+        again(&mut s[i], f, passes - 1, rng);
     }
     for _ in 0..2 {
         for f in sweep::refine(&x, &best(&s), 64) {
@@ -116,13 +135,15 @@ fn sweep_run(host: &Host, repeats: usize, passes: usize, shared: bool, rng: &mut
     ["l1d", "l2"].iter().map(|l| out.findings[&format!("cpu.{l}.capacity_bytes")].as_f64()).collect()
 }
 
-/// Ten runs each of quick (12 repeats x 2 passes) and full (24 x 4); per level the values.
+/// Ten runs each of quick (2 repeats per placement x 2 passes) and full (3 x 4), as the plan
+/// has them; per level the values.
 fn runs(random_colours: bool, shared: bool, seed: u64) -> [Vec<f64>; 2] {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut got = [Vec::new(), Vec::new()];
     for run in 0..20 {
         let host = Host::new(&mut rng, random_colours, 64 << 20);
-        let (repeats, passes) = if run % 2 == 0 { (12, 2) } else { (24, 4) };
+        let p = crate::latency_sweep::plan(run % 2 == 0, None, None);
+        let (repeats, passes) = (p.repeats as usize, p.passes as usize);
         for (level, v) in sweep_run(&host, repeats, passes, shared, &mut rng).into_iter().enumerate() {
             if let Some(v) = v {
                 got[level].push(v);
