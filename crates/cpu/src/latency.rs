@@ -6,9 +6,10 @@
 //! twice the OS-reported last-level cache: at least 64 MiB, at most 1 GiB), then refined to
 //! eight per octave where the curve changes; one buffer of the largest footprint (2 MiB pages
 //! where the kernel gives them, so TLB misses do not raise the far plateaus); each footprint
-//! chases its lines in a fresh random order (a random cycle defeats the prefetchers). Measure:
-//! warm-up laps, then `repeats` timed runs of `hops` hops each, in `passes` passes over all
-//! footprints. Analyze: fastest repeat per footprint, plateaus with at least three points
+//! chases its lines in a fresh random order (a random cycle defeats the prefetchers), on eight
+//! placements (random draws of the buffer's 4 KiB pages). Measure: warm-up laps, then `repeats`
+//! timed runs per placement, in `passes` passes over all footprints. Analyze: per footprint the
+//! median over placements of each one's fastest repeat, plateaus with at least three points
 //! differing by 1.4x; capacities compared with what the OS reports (crate::oscheck).
 
 use crate::latency_sweep::{plan, MAX_BRACKET_RATIO, MIN_POINTS, MIN_STEP_RATIO};
@@ -38,9 +39,10 @@ impl Probe for CpuLatency {
         let (x, curve, samples, pages, note) = crate::latency_sweep::measure(ctx, &p)?;
         let x: Vec<f64> = x.iter().map(|&f| f as f64).collect();
         let method = format!(
-            "random single-cycle pointer chase over {} B lines, adaptive footprints (2 per octave, 8 per octave where latency changes by over {:.0} %, up to 1.5 octaves into DRAM), {note} x {} repeats of up to {} hops per footprint, curve = fastest repeat, levels read from its lower envelope (smallest at this or any larger footprint); {pages}",
+            "random single-cycle pointer chase over {} B lines, adaptive footprints (2 per octave, 8 per octave where latency changes by over {:.0} %, up to 1.5 octaves into DRAM), each on {} placements (random draws of the buffer's 4 KiB pages, the same for every footprint), {note} x {} repeats of up to {} hops per placement, curve = median over the placements of each one's fastest repeat, levels read from its lower envelope (smallest at this or any larger footprint); {pages}",
             p.line_bytes,
             (crate::sweep::REFINE_RATIO - 1.0) * 100.0,
+            p.placements,
             p.repeats,
             p.hops
         );
@@ -151,10 +153,11 @@ pub fn next_level_start(next: &Plateau, y: &[f64]) -> f64 {
 /// Footprints at the start of the next level that give its latency for [`next_level_start`].
 pub const NEXT_LEVEL_POINTS: usize = 3;
 
-/// Capacity of L2 or L3: the half-miss point ([`half_miss_point`]) against the next level at
-/// `hi`, never below the knee; the knee-or-midpoint rule of [`level_capacity`] when there is no
-/// next level to measure against.
-fn cache_capacity(pl: &Plateau, hi: Option<f64>, x: &[f64], y: &[f64], method: &str) -> Finding {
+/// Capacity of L2 or L3: the half-miss point ([`half_miss_point`]) against the latency a miss
+/// pays near the capacity ([`miss_latency`]), never below the knee; the knee-or-midpoint rule of
+/// [`level_capacity`] when there is no next level to measure against.
+fn cache_capacity(pl: &Plateau, next: Option<&Plateau>, x: &[f64], y: &[f64], method: &str) -> Finding {
+    let hi = next.and_then(|n| miss_latency(pl, n, x, y));
     let (Some(knee), Some(half)) = (pl.capacity, hi.and_then(|h| half_miss_point(pl, h, x, y))) else {
         return level_capacity(pl, x, method);
     };
@@ -163,7 +166,7 @@ fn cache_capacity(pl: &Plateau, hi: Option<f64>, x: &[f64], y: &[f64], method: &
         value.round() as u64,
         "bytes",
         &format!(
-            "{method}; half-miss point: footprint where latency crosses the mean of this level's {:.2} ns and the next's {:.2} ns where it begins (half the hops miss; log-footprint interpolation)",
+            "{method}; half-miss point: footprint where latency crosses the mean of this level's {:.2} ns and the {:.2} ns at twice the footprint (where nearly every hop misses; log-footprint interpolation)",
             pl.latency,
             hi.unwrap_or(f64::NAN)
         ),
@@ -174,6 +177,33 @@ fn cache_capacity(pl: &Plateau, hi: Option<f64>, x: &[f64], y: &[f64], method: &
         pl.x_last,
         pl.midpoint.unwrap_or(f64::NAN)
     ))
+}
+
+/// The latency a hop that misses the level `pl` pays near its capacity: the lower envelope `y`
+/// at twice the half-miss point found against where the next level begins
+/// ([`next_level_start`]), at most at the next level's last footprint. With randomly placed
+/// pages a W-way cache at twice its capacity has nearly every set over-full (all but 2 % of them
+/// at W = 8, P(Poisson(2W) < W)), so every hop there misses, while the next level still holds
+/// the footprint: its latency is what the misses at the capacity meet. The next level's start
+/// alone is not that: the knee detector begins the next plateau anywhere in the last part of a
+/// gradual transition, and a sloped next level (page walks, the far part of a sliced L3) moves
+/// its typical latency with its extent.
+pub fn miss_latency(pl: &Plateau, next: &Plateau, x: &[f64], y: &[f64]) -> Option<f64> {
+    let start = next_level_start(next, y);
+    let first = half_miss_point(pl, start, x, y)?;
+    let at = (2.0 * first).min(next.x_last);
+    envelope_at(x, y, at).filter(|&v| v > pl.latency * MIN_STEP_RATIO)
+}
+
+/// The curve `y` at footprint `f` (log-footprint interpolation between the points around it).
+fn envelope_at(x: &[f64], y: &[f64], f: f64) -> Option<f64> {
+    let n = x.len().min(y.len());
+    let j = (0..n).find(|&j| x[j] >= f)?;
+    if j == 0 || x[j] == f {
+        return Some(y[j]);
+    }
+    let t = (f.ln() - x[j - 1].ln()) / (x[j].ln() - x[j - 1].ln());
+    Some(y[j - 1] + t * (y[j] - y[j - 1]))
 }
 
 /// Capacity of a level. A sharp step (the first footprint past the plateau is already more than
@@ -225,23 +255,27 @@ fn level_capacity(pl: &Plateau, x: &[f64], method: &str) -> Finding {
 }
 
 /// Capacity of the L1d. Its set index lies inside the page (a virtually indexed, physically
-/// tagged L1: capacity at most ways x page), so no page placement spreads its step: a cyclic
-/// chase misses on nearly every hop one grid step past the capacity under LRU, on a share that
-/// moves from run to run under a pseudo-LRU (a third to four fifths at 50496 B on the 48 KiB
-/// Xeon dev VM). So the value is the knee (the last footprint on the level, where no hop
-/// misses), which only the grid decides, and never a point interpolated from that share; the
-/// capacity lies between it and the next footprint. Undetermined when that bracket is wider than
-/// `MAX_BRACKET_RATIO`, or when half the hops miss only more than two grid steps
-/// (`MAX_BRACKET_RATIO`^2) past the knee: a gradual rise, from another thread sharing the L1
-/// during the run (a busy sibling hyperthread; the dev VM's loaded runs rose from 32-36 KiB and
-/// crossed half-way at 42-44 KiB), which moves with the load. No next level: `level_capacity`.
+/// tagged L1: capacity at most ways x page), so no page placement spreads its step; but the share
+/// of hops that miss just below and just past the capacity moves from run to run (a pseudo-LRU
+/// keeping some lines past it: a third to four fifths at 50496 B on the 48 KiB Xeon dev VM; the
+/// chase's own stack and code taking a few ways just below it: 44 % of the way to the L2 at
+/// 29 KiB of a 32 KiB AMD L1d in one run). So the value is read on the grid, never interpolated
+/// from that share: the last footprint where fewer than half the hops miss (latency under the
+/// mean of the L1d's and the next level's), one grid step at most from the capacity wherever
+/// the pseudo-LRU puts the share. Undetermined when the bracket around the first footprint past
+/// the level is wider than `MAX_BRACKET_RATIO`, or when half the hops miss only more than two
+/// grid steps (`MAX_BRACKET_RATIO`^2) past the knee (the last footprint where latency is still
+/// on the level): a gradual rise, from another thread sharing the L1 during the run (a busy
+/// sibling hyperthread; the Xeon dev VM's loaded runs rose from 32-36 KiB and crossed half-way
+/// at 42-44 KiB), which moves with the load. No next level: `level_capacity`.
 fn l1d_capacity(pl: &Plateau, hi: Option<f64>, x: &[f64], y: &[f64], method: &str) -> Finding {
     let (Some(knee), Some(hi)) = (pl.capacity, hi) else { return level_capacity(pl, x, method) };
     if hi <= pl.latency * MIN_STEP_RATIO {
         return level_capacity(pl, x, method);
     }
     let next = x.get(pl.points.end).copied().unwrap_or(knee);
-    let sharp = y.get(pl.points.end).is_some_and(|&v| v >= 0.5 * (pl.latency + hi));
+    let target = 0.5 * (pl.latency + hi);
+    let sharp = y.get(pl.points.end).is_some_and(|&v| v >= target);
     let half = if sharp { Some(next) } else { half_miss_point(pl, hi, x, y) };
     let undetermined = |why: String| Finding::undetermined("bytes", method, &why);
     if next > pl.x_last * MAX_BRACKET_RATIO {
@@ -252,23 +286,30 @@ fn l1d_capacity(pl: &Plateau, hi: Option<f64>, x: &[f64], y: &[f64], method: &st
             (MAX_BRACKET_RATIO - 1.0) * 100.0
         ));
     }
-    match half {
-        Some(h) if h <= pl.x_last * MAX_BRACKET_RATIO * MAX_BRACKET_RATIO => Finding::integer(
-            knee.round() as u64,
+    // The last footprint where fewer than half the hops miss: the one before the first footprint
+    // past the level's start whose latency reaches the mean.
+    let under_half = (pl.points.start..x.len().min(y.len()))
+        .find(|&j| y[j] >= target)
+        .and_then(|j| j.checked_sub(1))
+        .map(|j| x[j].max(knee));
+    match (half, under_half) {
+        (Some(h), Some(v)) if h <= pl.x_last * MAX_BRACKET_RATIO * MAX_BRACKET_RATIO => Finding::integer(
+            v.round() as u64,
             "bytes",
-            &format!("{method}; L1d: knee (last footprint on the level, where no hop misses; its index lies inside the page, so the step is sharp)"),
+            &format!("{method}; L1d: last footprint where fewer than half the hops miss (latency under the mean of this level's {:.2} ns and the next's {hi:.2} ns; its index lies inside the page, so the step is sharp, and the value is read on the grid)", pl.latency),
             if pl.points.len() >= 4 { Confidence::High } else { Confidence::Medium },
         )
         .with_note(&format!(
-            "the capacity lies between {knee:.0} B and {next:.0} B (the next footprint); half the hops miss at {h:.0} B"
+            "latency leaves the level after {:.0} B (knee {knee:.0} B); half the hops miss at {h:.0} B (interpolated)",
+            pl.x_last
         )),
-        Some(h) => undetermined(format!(
+        (Some(h), _) => undetermined(format!(
             "a gradual rise: latency leaves the level after {:.0} B and half the hops miss only at {h:.0} B, {:.0} % further (more than two grid steps of {:.0} %); the L1d's index lies inside the page, so the rise is another thread sharing the L1 during the run (a busy sibling hyperthread), and where it starts moves with the load",
             pl.x_last,
             (h / pl.x_last - 1.0) * 100.0,
             (MAX_BRACKET_RATIO - 1.0) * 100.0
         )),
-        None => level_capacity(pl, x, method),
+        (None, _) => level_capacity(pl, x, method),
     }
 }
 
@@ -291,19 +332,20 @@ pub fn lower_envelope(curve: &[f64]) -> Vec<f64> {
 }
 
 /// Pure analysis: footprints `x` (bytes, ascending), `curve[i]` the latency the knee detector
-/// sees at `x[i]` (the fastest repeat), `samples[i]` every ns-per-hop repeat at `x[i]`. Level
+/// sees at `x[i]` (crate::latency_sweep::footprint_value), `samples[i]` the ns per hop behind it
+/// (each placement's fastest repeat; a curve from elsewhere may give plain repeats). Level
 /// assignment: the plateaus before a last one the curve ends on are caches; the first is L1d, the
 /// second L2, the longest later one L3; DRAM is the plateau right after L3 (the last plateau when
 /// there is no L3). Extra levels are reported as a warning. A
-/// capacity that two halves of each footprint's repeats (dealt alternately) do not reproduce within
-/// 10 % is undetermined (crate::repeat_check).
+/// capacity that two halves of each footprint's placements (dealt alternately) do not reproduce
+/// within 10 % is undetermined (crate::repeat_check).
 pub fn analyze(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Option<f64>, method: &str) -> ProbeOutput {
     use crate::repeat_check;
     let mut out = analyze_curve(x, curve, samples, clock_hz, method);
     if repeat_check::splittable(samples) {
         let (a, b) = repeat_check::halves(samples);
-        let earlier = analyze_curve(x, &repeat_check::fastest(&a), &a, clock_hz, method);
-        let later = analyze_curve(x, &repeat_check::fastest(&b), &b, clock_hz, method);
+        let earlier = analyze_curve(x, &repeat_check::values(&a), &a, clock_hz, method);
+        let later = analyze_curve(x, &repeat_check::values(&b), &b, clock_hz, method);
         repeat_check::apply(&mut out, &earlier, &later);
     }
     out
@@ -320,7 +362,7 @@ fn analyze_curve(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Optio
         "cpu.latency",
         Series {
             description:
-                "CPU pointer-chase latency versus footprint (fastest of all repeats; y_spread = MAD of all repeats; the levels' marks come from its lower envelope)"
+                "CPU pointer-chase latency versus footprint (median over the placements of each one's fastest repeat; y_spread = MAD over the placements; the levels' marks come from its lower envelope)"
                     .into(),
             x_name: "footprint".into(),
             x_unit: "bytes".into(),
@@ -377,17 +419,16 @@ fn analyze_curve(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Optio
             Some(pl) => {
                 out.finding(&keys::cpu_hit_latency_ns(name), level_latency(name, pl, &y, samples, clock_hz, method));
                 // The next level's latency: the plateau after this one (after the L2's far end).
-                let next_after = |p: &Plateau| {
-                    levels
-                        .iter()
-                        .position(|q| q.points == p.points)
-                        .and_then(|k| levels.get(k + 1))
-                        .map(|q| next_level_start(q, &y))
-                };
+                let next_after =
+                    |p: &Plateau| levels.iter().position(|q| q.points == p.points).and_then(|k| levels.get(k + 1));
                 let cap = match (name, l2_end) {
-                    ("l1d", _) => l1d_capacity(pl, next_after(pl), x, &y, method),
+                    ("l1d", _) => l1d_capacity(pl, next_after(pl).map(|n| next_level_start(n, &y)), x, &y, method),
                     ("l2", Some(end)) => {
-                        let mut f = cache_capacity(end, next_after(end), x, &y, method);
+                        // Half the hops miss where latency crosses the mean of the L2's own
+                        // latency and the level after its far end: the far end (L2 hits that
+                        // pay TLB misses, or the first conflicts) appears in some runs and not
+                        // in others, so it must not move the mean.
+                        let mut f = cache_capacity(pl, next_after(end), x, &y, method);
                         f.note = Some(format!(
                             "{}; the L2 level continues at {:.2} ns over {:.0}..{:.0} B (under 2x its {:.2} ns: its far end, not a level of its own)",
                             f.note.unwrap_or_default(),
