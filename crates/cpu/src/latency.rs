@@ -136,12 +136,12 @@ pub fn half_miss_point(pl: &Plateau, hi: f64, x: &[f64], y: &[f64]) -> Option<f6
     Some((a + t * (b - a)).exp())
 }
 
-/// The latency a hop that misses a level pays near that level's capacity: the next level where it
-/// begins, the median of its first [`NEXT_LEVEL_POINTS`] footprints on the lower envelope `y`.
-/// A next level's plateau often slopes upward (page walks, the far part of a sliced L3, a VM's
-/// share of the L3 running out) and ends wherever the sweep and the host's load let it, so its
-/// whole-plateau latency moves from run to run; its start is what the misses at the level's
-/// capacity meet.
+/// Where the next level begins: the median of its first [`NEXT_LEVEL_POINTS`] footprints on the
+/// lower envelope `y`. The L1d's misses meet the L2 there (its step is sharp); for the L2 and L3
+/// it is the first estimate [`miss_latency`] starts from. A next level's plateau often slopes
+/// upward (page walks, the far part of a sliced L3, a VM's share of the L3 running out) and ends
+/// wherever the sweep and the host's load let it, so its whole-plateau latency moves from run to
+/// run.
 pub fn next_level_start(next: &Plateau, y: &[f64]) -> f64 {
     let end = (next.points.start + NEXT_LEVEL_POINTS).min(next.points.end).min(y.len());
     if next.points.start >= end {
@@ -182,7 +182,7 @@ fn cache_capacity(pl: &Plateau, next: Option<&Plateau>, x: &[f64], y: &[f64], me
 /// The latency a hop that misses the level `pl` pays near its capacity: the lower envelope `y`
 /// at twice the half-miss point found against where the next level begins
 /// ([`next_level_start`]), at most at the next level's last footprint. With randomly placed
-/// pages a W-way cache at twice its capacity has nearly every set over-full (all but 2 % of them
+/// pages a W-way cache at twice its capacity has nearly every set over-full (all but 1 % of them
 /// at W = 8, P(Poisson(2W) < W)), so every hop there misses, while the next level still holds
 /// the footprint: its latency is what the misses at the capacity meet. The next level's start
 /// alone is not that: the knee detector begins the next plateau anywhere in the last part of a
