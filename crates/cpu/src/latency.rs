@@ -137,11 +137,10 @@ pub fn half_miss_point(pl: &Plateau, hi: f64, x: &[f64], y: &[f64]) -> Option<f6
 }
 
 /// Where the next level begins: the median of its first [`NEXT_LEVEL_POINTS`] footprints on the
-/// lower envelope `y`. The L1d's misses meet the L2 there (its step is sharp); for the L2 and L3
-/// it is the first estimate [`miss_latency`] starts from. A next level's plateau often slopes
-/// upward (page walks, the far part of a sliced L3, a VM's share of the L3 running out) and ends
-/// wherever the sweep and the host's load let it, so its whole-plateau latency moves from run to
-/// run.
+/// lower envelope `y`; what the L1d's misses meet (its step is sharp). A next level's plateau
+/// often slopes upward (page walks, the far part of a sliced L3, a VM's share of the L3 running
+/// out) and ends wherever the sweep and the host's load let it, so its whole-plateau latency
+/// moves from run to run.
 pub fn next_level_start(next: &Plateau, y: &[f64]) -> f64 {
     let end = (next.points.start + NEXT_LEVEL_POINTS).min(next.points.end).min(y.len());
     if next.points.start >= end {
@@ -153,12 +152,14 @@ pub fn next_level_start(next: &Plateau, y: &[f64]) -> f64 {
 /// Footprints at the start of the next level that give its latency for [`next_level_start`].
 pub const NEXT_LEVEL_POINTS: usize = 3;
 
-/// Capacity of L2 or L3: the half-miss point ([`half_miss_point`]) against the latency a miss
-/// pays near the capacity ([`miss_latency`]), never below the knee; the knee-or-midpoint rule of
-/// [`level_capacity`] when there is no next level to measure against.
-fn cache_capacity(pl: &Plateau, next: Option<&Plateau>, x: &[f64], y: &[f64], method: &str) -> Finding {
-    let hi = next.and_then(|n| miss_latency(pl, n, x, y));
-    let (Some(knee), Some(half)) = (pl.capacity, hi.and_then(|h| half_miss_point(pl, h, x, y))) else {
+/// Capacity of L2 or L3: the half-miss point ([`half_miss_fixed_point`]) from the level's own
+/// latency (the lower quartile of its footprints) to the latency at twice that point (at most at
+/// `limit`), never below the knee; the knee-or-midpoint rule of [`level_capacity`] for a sharp
+/// step or when there is no next level (`limit` None).
+fn cache_capacity(pl: &Plateau, limit: Option<f64>, x: &[f64], y: &[f64], method: &str) -> Finding {
+    let lo = lower_quartile(&y[pl.points.clone()]);
+    let found = limit.and_then(|l| half_miss_fixed_point(lo, pl.points.end, l, x, y));
+    let (Some(knee), Some((half, hi))) = (pl.capacity, found) else {
         return level_capacity(pl, x, method);
     };
     let value = half.max(knee);
@@ -166,9 +167,7 @@ fn cache_capacity(pl: &Plateau, next: Option<&Plateau>, x: &[f64], y: &[f64], me
         value.round() as u64,
         "bytes",
         &format!(
-            "{method}; half-miss point: footprint where latency crosses the mean of this level's {:.2} ns and the {:.2} ns at twice the footprint (where nearly every hop misses; log-footprint interpolation)",
-            pl.latency,
-            hi.unwrap_or(f64::NAN)
+            "{method}; half-miss point: footprint where latency crosses the mean of this level's {lo:.2} ns and the {hi:.2} ns at twice that footprint (where nearly every hop misses; log-footprint interpolation)"
         ),
         if pl.points.len() >= 4 { Confidence::High } else { Confidence::Medium },
     )
@@ -179,20 +178,52 @@ fn cache_capacity(pl: &Plateau, next: Option<&Plateau>, x: &[f64], y: &[f64], me
     ))
 }
 
-/// The latency a hop that misses the level `pl` pays near its capacity: the lower envelope `y`
-/// at twice the half-miss point found against where the next level begins
-/// ([`next_level_start`]), at most at the next level's last footprint. With randomly placed
-/// pages a W-way cache at twice its capacity has nearly every set over-full (all but 1 % of them
-/// at W = 8, P(Poisson(2W) < W)), so every hop there misses, while the next level still holds
-/// the footprint: its latency is what the misses at the capacity meet. The next level's start
-/// alone is not that: the knee detector begins the next plateau anywhere in the last part of a
-/// gradual transition, and a sloped next level (page walks, the far part of a sliced L3) moves
-/// its typical latency with its extent.
-pub fn miss_latency(pl: &Plateau, next: &Plateau, x: &[f64], y: &[f64]) -> Option<f64> {
-    let start = next_level_start(next, y);
-    let first = half_miss_point(pl, start, x, y)?;
-    let at = (2.0 * first).min(next.x_last);
-    envelope_at(x, y, at).filter(|&v| v > pl.latency * MIN_STEP_RATIO)
+/// The lower quartile of `v` (NaN when empty).
+fn lower_quartile(v: &[f64]) -> f64 {
+    Sample::new(v).map(|s| s.percentile(25.0)).unwrap_or(f64::NAN)
+}
+
+/// The half-miss point of a level whose hit latency is `lo` and whose first footprint past it is
+/// `x[start]`: the footprint `h` where the lower envelope `y` crosses the mean of `lo` and the
+/// latency at `2 h` (at most at `limit`: for the L2 the last footprint before DRAM, where a VM's
+/// share of the L3 is under twice the L2), found by fixed-point
+/// iteration from `x[start]`; with the latency at `2 h`. With randomly placed pages a W-way cache
+/// at twice its capacity has nearly every set over-full (all but 1 % of them at W = 8,
+/// P(Poisson(2W) < W)), so every hop there misses, while the next level still holds the
+/// footprint: its latency is what the misses at the capacity meet. The iteration starts where
+/// latency has risen by the levels' ratio (1.4x) and climbs. Read from the curve alone, the
+/// point does not depend on where the knee detector begins or ends the next level (it begins a
+/// plateau anywhere in the last part of a gradual transition, and a sloped next level, page walks
+/// or the far part of a sliced L3, moves its typical latency with its extent). `None` for a sharp
+/// step (the first footprint past the level already over the mean) or no step.
+pub fn half_miss_fixed_point(lo: f64, start: usize, limit: f64, x: &[f64], y: &[f64]) -> Option<(f64, f64)> {
+    let n = x.len().min(y.len());
+    if start == 0 || start >= n || !lo.is_finite() {
+        return None;
+    }
+    let cross = |target: f64| -> Option<f64> {
+        let j = (start..n).find(|&j| y[j] >= target)?;
+        if j == start {
+            return None;
+        }
+        let (y0, y1) = (y[j - 1].min(target), y[j]);
+        let t = if y1 > y0 { (target - y0) / (y1 - y0) } else { 1.0 };
+        Some((x[j - 1].ln() + t * (x[j].ln() - x[j - 1].ln())).exp())
+    };
+    // From where latency has left the level by the levels' ratio: the iteration then climbs to
+    // the half-miss point (the crossing grows with the latency at twice the footprint).
+    let mut h = cross(lo * MIN_STEP_RATIO).unwrap_or(x[start]);
+    let mut hi = f64::NAN;
+    for _ in 0..100 {
+        hi = envelope_at(x, y, (2.0 * h).min(limit))?;
+        let next = cross(0.5 * (lo + hi))?;
+        let done = (next / h - 1.0).abs() < 1e-4;
+        h = next;
+        if done {
+            break;
+        }
+    }
+    (hi > lo * MIN_STEP_RATIO).then_some((h, hi))
 }
 
 /// The curve `y` at footprint `f` (log-footprint interpolation between the points around it).
@@ -427,9 +458,14 @@ fn analyze_curve(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Optio
         match lv {
             Some(pl) => {
                 out.finding(&keys::cpu_hit_latency_ns(name), level_latency(name, pl, &y, samples, clock_hz, method));
-                // The next level's latency: the plateau after this one (after the L2's far end).
+                // The next level: the plateau after this one (after the L2's far end).
                 let next_after =
                     |p: &Plateau| levels.iter().position(|q| q.points == p.points).and_then(|k| levels.get(k + 1));
+                // How far the half-miss point of the L2 and L3 may look for its miss latency:
+                // the L2 not into DRAM, the L3 to the curve's end.
+                let last_x = x.last().copied().unwrap_or(f64::NAN);
+                let before_dram = dram.and_then(|d| d.points.start.checked_sub(1)).map_or(last_x, |k| x[k]);
+                let limit = |p: &Plateau| next_after(p).map(|_| if name == "l2" { before_dram } else { last_x });
                 let cap = match (name, l2_end) {
                     ("l1d", _) => l1d_capacity(pl, next_after(pl).map(|n| next_level_start(n, &y)), x, &y, method),
                     ("l2", Some(end)) => {
@@ -437,7 +473,7 @@ fn analyze_curve(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Optio
                         // latency and the level after its far end: the far end (L2 hits that
                         // pay TLB misses, or the first conflicts) appears in some runs and not
                         // in others, so it must not move the mean.
-                        let mut f = cache_capacity(pl, next_after(end), x, &y, method);
+                        let mut f = cache_capacity(pl, limit(end), x, &y, method);
                         f.note = Some(format!(
                             "{}; the L2 level continues at {:.2} ns over {:.0}..{:.0} B (under 2x its {:.2} ns: its far end, not a level of its own)",
                             f.note.unwrap_or_default(),
@@ -448,7 +484,7 @@ fn analyze_curve(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Optio
                         ));
                         f
                     }
-                    _ => cache_capacity(pl, next_after(pl), x, &y, method),
+                    _ => cache_capacity(pl, limit(pl), x, &y, method),
                 };
                 out.finding(&keys::cpu_capacity_bytes(name), cap);
             }
@@ -503,7 +539,9 @@ mod tests {
         assert_eq!(plan(false, Some(300 << 20), None).max_bytes, 600 << 20);
         assert_eq!(plan(false, Some(2 << 30), None).max_bytes, 1 << 30);
         let q = plan(true, None, None);
-        assert!(q.hops * ((q.repeats * q.passes) as u64) < p.hops * ((p.repeats * p.passes) as u64));
+        let work = |p: &crate::latency_sweep::Plan| p.hops * ((p.placements * p.repeats * p.passes) as u64);
+        assert!(work(&q) < work(&p));
+        assert_eq!((q.repeats * q.passes, q.placements), (p.repeats * p.passes, p.placements / 2));
         assert!(q.budget_s < p.budget_s);
         assert_eq!(plan(true, None, Some(100)).line_bytes, 64);
     }

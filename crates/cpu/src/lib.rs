@@ -5,6 +5,8 @@
 //! capacities beside the OS-reported sizes) and `cpu.stride` (the strided copy of seed 002 and
 //! the line size it implies).
 
+#[cfg(test)]
+mod amd_curve_tests;
 pub mod clock;
 pub mod cpuid;
 pub mod latency;
