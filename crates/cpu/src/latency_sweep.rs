@@ -72,20 +72,25 @@ pub fn plan(quick: bool, llc_bytes: Option<u64>, line_bytes: Option<u64>) -> Pla
     let line = line_bytes.filter(|l| l.is_power_of_two() && (16..=512).contains(l)).unwrap_or(64);
     let llc = llc_bytes.unwrap_or(64 << 20);
     let max_bytes = (2 * llc).clamp(64 << 20, 1 << 30);
-    // Quick and full share the grid, the buffer layout and the placements and differ only in how
-    // many repeats each placement gets (the capacities then come from the same estimate,
-    // measured less often). The repeats are spread over passes rather than taken together: on a
-    // shared host a sibling hyperthread's neighbour slows every chase for a second or more at a
+    // Quick and full share the grid, the buffer layout and each placement's repeats, and differ
+    // in how many placements each footprint gets (twice as many without --quick). Each
+    // placement's value is its fastest repeat, and the fastest of more repeats is lower where
+    // the latency moves from repeat to repeat (in the L2's step on the AMD dev VM, misses meet an
+    // L3 that other guests share: the fastest of 12-16 repeats read the step about 10 % later
+    // than the fastest of 4), so the modes take the same number per placement and the full run's
+    // extra time goes to more draws of pages. The repeats are spread over passes rather than
+    // taken together: on a shared host a neighbour slows every chase for a second or more at a
     // time (seen on the 2-vCPU dev VM: whole runs 10 % slower in the L1d, L2 points doubled), and
     // only another pass, seconds later, can find that placement's footprint undisturbed.
-    let (hops, repeats, passes, budget_s) = if quick { (1_000_000, 1, 4, 12.0) } else { (1_000_000, 2, 8, 35.0) };
+    let (hops, placements, repeats, passes, budget_s) =
+        if quick { (1_000_000, PLACEMENTS, 1, 4, 12.0) } else { (1_000_000, 2 * PLACEMENTS, 1, 4, 35.0) };
     // Warm-up laps only up to 32 MiB: beyond, a lap costs seconds and the pointer-writing walk
     // has already brought in what a cache of that size could hold.
     Plan {
         max_bytes,
         line_bytes: line,
         hops,
-        placements: PLACEMENTS,
+        placements,
         repeats,
         passes,
         warm_limit_bytes: llc.min(32 << 20),
@@ -93,11 +98,12 @@ pub fn plan(quick: bool, llc_bytes: Option<u64>, line_bytes: Option<u64>) -> Pla
     }
 }
 
-/// Placements per footprint ([`Plan::placements`]). With randomly placed 4 KiB pages the share of
-/// a W-way physically indexed cache's sets that overflow at a footprint is itself random (a
-/// 2 MiB 16-way L2 has 32 page colours), so the half-miss point of one placement moves by a few
-/// per cent from placement to placement (3 % standard deviation in crate::vm_curve_tests' model);
-/// the median over eight placements moves by under half that.
+/// Placements per footprint in a quick run ([`Plan::placements`]; twice as many otherwise). With
+/// randomly placed 4 KiB pages the share of a W-way physically indexed cache's sets that overflow
+/// at a footprint is itself random (a 1 MiB 8-way or a 2 MiB 16-way L2 has 32 page colours), so
+/// the half-miss point of one placement moves by a few per cent from placement to placement (5 %
+/// and 3 % standard deviation in crate::vm_curve_tests' model); the median over eight placements
+/// moves by 2 % and 1.3 %, over sixteen by 1.5 % and 1 %.
 pub const PLACEMENTS: u32 = 8;
 
 /// The value of a footprint: the median over its placements of each placement's fastest repeat

@@ -9,7 +9,7 @@
 //! must repeat within 10 % over the runs, quick and full, and lie within 25 % of the truth.
 
 use crate::latency::analyze;
-use crate::latency_sweep::{footprint_value, placements, PLACEMENTS};
+use crate::latency_sweep::{footprint_value, placements};
 use crate::sweep;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -92,8 +92,15 @@ impl Host {
 
 /// The sweep as crate::latency_sweep runs it (coarse grid to DRAM, refinement on the first pass,
 /// further passes, refinement of the final curve), on a simulated host.
-fn sweep_run(host: &Host, repeats: usize, passes: usize, shared: bool, rng: &mut ChaCha8Rng) -> Vec<Option<f64>> {
-    let orders = placements(64 << 20, PLACEMENTS, rng);
+fn sweep_run(
+    host: &Host,
+    n_placements: u32,
+    repeats: usize,
+    passes: usize,
+    shared: bool,
+    rng: &mut ChaCha8Rng,
+) -> Vec<Option<f64>> {
+    let orders = placements(64 << 20, n_placements, rng);
     let mut x: Vec<u64> = Vec::new();
     let mut s: Vec<Vec<f64>> = Vec::new();
     let best = |s: &[Vec<f64>]| -> Vec<f64> { s.iter().map(|v| footprint_value(v)).collect() };
@@ -135,8 +142,8 @@ fn sweep_run(host: &Host, repeats: usize, passes: usize, shared: bool, rng: &mut
     ["l1d", "l2"].iter().map(|l| out.findings[&format!("cpu.{l}.capacity_bytes")].as_f64()).collect()
 }
 
-/// Ten runs each of quick (2 repeats per placement x 2 passes) and full (3 x 4), as the plan
-/// has them; per level the values.
+/// Ten runs each of quick and full, with the plan's placements, repeats and passes; per level the
+/// values.
 fn runs(random_colours: bool, shared: bool, seed: u64) -> [Vec<f64>; 2] {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut got = [Vec::new(), Vec::new()];
@@ -144,7 +151,8 @@ fn runs(random_colours: bool, shared: bool, seed: u64) -> [Vec<f64>; 2] {
         let host = Host::new(&mut rng, random_colours, 64 << 20);
         let p = crate::latency_sweep::plan(run % 2 == 0, None, None);
         let (repeats, passes) = (p.repeats as usize, p.passes as usize);
-        for (level, v) in sweep_run(&host, repeats, passes, shared, &mut rng).into_iter().enumerate() {
+        let n_placements = p.placements;
+        for (level, v) in sweep_run(&host, n_placements, repeats, passes, shared, &mut rng).into_iter().enumerate() {
             if let Some(v) = v {
                 got[level].push(v);
             }
