@@ -23,7 +23,9 @@ use std::time::{Duration, Instant};
 const BIN: &str = env!("CARGO_BIN_EXE_memscope");
 
 /// How many headless Chromium processes the committed-reports check keeps running at once.
-const CHROMIUM_AT_ONCE: usize = 4;
+const CHROMIUM_AT_ONCE: usize = 2;
+/// How many committed reports one Chromium loads (each in its own frame).
+const REPORTS_PER_LOAD: usize = 10;
 
 fn chromium() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("MEMSCOPE_CHROMIUM") {
@@ -98,6 +100,50 @@ fn load(bin: &Path, file: &Path, hash: &str, budget_ms: u32) -> (String, Vec<Str
     let (dom, log) = chrome(bin, &url, &[&format!("--virtual-time-budget={budget_ms}"), "--dump-dom"]);
     let console = log.lines().filter(|l| l.contains(":CONSOLE") || l.contains("Uncaught")).map(String::from).collect();
     (dom, console)
+}
+
+/// What one frame of `load_many` saw: the page's data-rendered and data-plots attributes, and
+/// every console call and uncaught error of the page (recorded by a script put before its own).
+struct FrameLoad {
+    rendered: Option<String>,
+    plots: f64,
+    console: Vec<String>,
+}
+
+/// Load several pages in one Chromium, each in a frame of its own (`srcdoc`, so the page around
+/// can read the frame's document), and read back what each rendered, with Chromium's own console
+/// lines (any frame's); the batch page is written to `batch`.
+fn load_many(bin: &Path, pages: &[PathBuf], batch: &Path) -> (Vec<FrameLoad>, Vec<String>) {
+    const RECORD: &str = "<script>window.__consoleLog=[];for(const k of ['log','info','warn','error','debug']){const o=console[k];console[k]=function(...a){window.__consoleLog.push(k+': '+a.join(' '));o.apply(console,a);};}window.addEventListener('error',e=>window.__consoleLog.push('Uncaught '+e.message));</script>";
+    const COLLECT: &str = "<script>window.addEventListener('load',()=>{const out=[...document.querySelectorAll('iframe')].map(f=>{const b=f.contentDocument&&f.contentDocument.body;return{rendered:b?b.dataset.rendered||null:null,plots:b?Number(b.dataset.plots||-1):-1,console:f.contentWindow.__consoleLog||['no console recorder']};});const pre=document.createElement('pre');pre.id='batch';pre.textContent=JSON.stringify(out);document.body.appendChild(pre);});</script>";
+    let mut doc = String::from("<!DOCTYPE html><html><body style=\"margin:0\">");
+    for page in pages {
+        let html = std::fs::read_to_string(page).expect("page");
+        let at = html.find("<head>").map_or(0, |i| i + "<head>".len());
+        let recorded = format!("{}{RECORD}{}", &html[..at], &html[at..]);
+        let quoted = recorded.replace('&', "&amp;").replace('"', "&quot;");
+        doc.push_str(&format!("<iframe style=\"width:1400px;height:600px;border:0\" srcdoc=\"{quoted}\"></iframe>"));
+    }
+    doc.push_str(COLLECT);
+    doc.push_str("</body></html>");
+    std::fs::write(batch, doc).expect("write batch page");
+    let (dom, console) = load(bin, batch, "", 1000);
+    let start =
+        dom.rfind("<pre id=\"batch\">").unwrap_or_else(|| panic!("{}: the frames were not read", batch.display()));
+    let text = &dom[start + "<pre id=\"batch\">".len()..];
+    let text = &text[..text.find("</pre>").expect("end of the batch's record")];
+    let unescaped = text.replace("&quot;", "\"").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&");
+    let frames: Vec<serde_json::Value> = serde_json::from_str(&unescaped).expect("batch JSON");
+    assert_eq!(frames.len(), pages.len(), "{}: one record per frame", batch.display());
+    let frames = frames
+        .iter()
+        .map(|f| FrameLoad {
+            rendered: f["rendered"].as_str().map(String::from),
+            plots: f["plots"].as_f64().unwrap_or(-1.0),
+            console: f["console"].as_array().into_iter().flatten().map(|v| v.to_string()).collect(),
+        })
+        .collect();
+    (frames, console)
 }
 
 fn screenshot(bin: &Path, file: &Path, hash: &str, png: &Path, size: &str) {
@@ -236,31 +282,44 @@ fn html_outputs_render_in_headless_chromium() {
         }
     }
     committed.sort();
-    // Each file in its own Chromium, as below, but CHROMIUM_AT_ONCE of them at a time: a headless
-    // start is mostly waiting (about 0.9 s of wall for 0.45 s of CPU on the 2-core VM), and one
-    // after another the ~50 files were most of this test binary's wall time.
+    // Every report rendered by `memscope report`, then loaded REPORTS_PER_LOAD to a Chromium (each
+    // in a frame of its own, `load_many`), CHROMIUM_AT_ONCE Chromiums at a time: a headless start
+    // costs about as much CPU as the report it loads, and one start per file was most of this test
+    // binary's time on the 2-core VM.
+    let pages: Vec<PathBuf> = committed
+        .iter()
+        .enumerate()
+        .map(|(i, (p, model))| {
+            let html = d.join(format!("committed-{i}.html"));
+            let mut args = vec!["report", p.to_str().unwrap(), "--html", html.to_str().unwrap()];
+            if let Some(m) = model {
+                args.extend(["--model", m.to_str().unwrap()]);
+            }
+            memscope(&args);
+            html
+        })
+        .collect();
+    let chunks: Vec<&[PathBuf]> = pages.chunks(REPORTS_PER_LOAD).collect();
     let next = AtomicUsize::new(0);
     std::thread::scope(|s| {
         for _ in 0..CHROMIUM_AT_ONCE {
             s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some((p, model)) = committed.get(i) else { break };
-                let html = d.join(format!("committed-{i}.html"));
-                let mut args = vec!["report", p.to_str().unwrap(), "--html", html.to_str().unwrap()];
-                if let Some(m) = model {
-                    args.extend(["--model", m.to_str().unwrap()]);
-                }
-                memscope(&args);
-                let (dom, console) = load(&bin, &html, "", 1000);
-                assert!(console.is_empty(), "console output on the report of {}: {console:#?}", p.display());
-                assert_eq!(body_attr(&dom, "rendered").as_deref(), Some("ok"), "{}", p.display());
-                assert!(num(&dom, "plots") >= 1.0, "no plots in the report of {}", p.display());
-                if i + 1 == committed.len() {
-                    screenshot(&bin, &html, "", &art.join("report-committed-latest.png"), "1400,2400");
+                let c = next.fetch_add(1, Ordering::Relaxed);
+                let Some(chunk) = chunks.get(c) else { break };
+                let batch = d.join(format!("committed-batch-{c}.html"));
+                let (frames, console) = load_many(&bin, chunk, &batch);
+                assert!(console.is_empty(), "console output while loading {}: {console:#?}", batch.display());
+                for (k, frame) in frames.iter().enumerate() {
+                    let source = committed[c * REPORTS_PER_LOAD + k].0.display();
+                    assert!(frame.console.is_empty(), "console output on the report of {source}: {:#?}", frame.console);
+                    assert_eq!(frame.rendered.as_deref(), Some("ok"), "report script did not run on {source}");
+                    assert!(frame.plots >= 1.0, "no plots in the report of {source}");
                 }
             });
         }
     });
+    let last = pages.last().expect("committed results files");
+    screenshot(&bin, last, "", &art.join("report-committed-latest.png"), "1400,2400");
 
     // The layout rules on the committed H200 report (with its bottleneck-model run) and on
     // compare pages: the H200's two runs, and two CPU-and-simulator runs of the development VM.
@@ -333,6 +392,39 @@ fn html_outputs_render_in_headless_chromium() {
     assert!(num(&dom, "retired") > 0.0, "nothing retired at the opening moment");
     assert!(dom.contains("id=\"start-note\""), "the start is explained");
     assert!(num(&dom, "mc-scale-gbs") > 0.0, "throughput bars without a scale");
+}
+
+/// `load_many` itself: a frame that logs, one that throws and one whose script never marks it
+/// rendered are each seen, beside a good one (so the committed-reports check cannot pass vacuously).
+#[test]
+fn load_many_sees_each_frames_console_and_render_mark() {
+    let Some(bin) = chromium() else {
+        eprintln!("SKIPPED: no chromium in PATH (install Debian's `chromium`, or set MEMSCOPE_CHROMIUM)");
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mark = "<script>document.body.dataset.rendered='ok';document.body.dataset.plots=2;</script>";
+    let bodies = [
+        format!("<p>good</p>{mark}"),
+        format!("<script>console.log('said something')</script>{mark}"),
+        format!("<script>null.x</script>{mark}"),
+        "<p>never marked</p>".to_string(),
+    ];
+    let pages: Vec<PathBuf> = bodies
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let p = dir.path().join(format!("p{i}.html"));
+            std::fs::write(&p, format!("<!DOCTYPE html><html><head></head><body>{b}</body></html>")).unwrap();
+            p
+        })
+        .collect();
+    let (frames, _) = load_many(&bin, &pages, &dir.path().join("batch.html"));
+    assert_eq!(frames.len(), 4);
+    assert!(frames[0].console.is_empty() && frames[0].rendered.as_deref() == Some("ok") && frames[0].plots == 2.0);
+    assert!(frames[1].console.iter().any(|l| l.contains("said something")), "{:?}", frames[1].console);
+    assert!(frames[2].console.iter().any(|l| l.contains("Uncaught")), "{:?}", frames[2].console);
+    assert_eq!(frames[3].rendered, None, "the unmarked frame is seen");
 }
 
 /// The fleet view of `memscope compare --html` (docs/GUIDE.md): three simulated GPUs of one model, the

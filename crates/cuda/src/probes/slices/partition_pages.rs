@@ -30,25 +30,48 @@ pub struct PeerRun {
     pub cycles: Vec<Vec<Vec<u16>>>,
 }
 
+/// What is wrong with a peer file or a labelled run; each names the offending value.
+#[derive(Debug, thiserror::Error)]
+pub enum PartitionDataError {
+    #[error("{len} bytes: shorter than the header")]
+    ShortHeader { len: usize },
+    #[error("magic {magic:#x}: not an l2_partition_peer file")]
+    Magic { magic: u64 },
+    #[error("{lines} lines per page, {laps} laps: expected {expected} lines and 1..64 laps")]
+    Shape { lines: usize, laps: usize, expected: usize },
+    #[error("{len} bytes: {pages} pages of {laps} laps need {want}")]
+    Length { len: usize, pages: usize, laps: usize, want: usize },
+    #[error("lap {lap} (SM {sm}): no near and far modes")]
+    NoModes { lap: usize, sm: u32 },
+    #[error("page {page}: {digits} hex digits, expected {expected}")]
+    BitmapLength { page: usize, digits: usize, expected: usize },
+    #[error("page {page}: not hex")]
+    BitmapNotHex { page: usize },
+    #[error("lap {lap}: SM {train_sm} in one run, {test_sm} in the other")]
+    SmMismatch { lap: usize, train_sm: u32, test_sm: u32 },
+    #[error("lap {lap}: nothing labelled")]
+    NothingLabelled { lap: usize },
+}
+
 fn u64_at(b: &[u8], i: usize) -> Option<u64> {
     Some(u64::from_le_bytes(b.get(i..i + 8)?.try_into().ok()?))
 }
 
 /// Read the peer's output (layout in scripts/peers/l2_partition_peer.cu); Err names what is wrong.
-pub fn parse_peer(bytes: &[u8]) -> Result<PeerRun, String> {
-    let h = |i: usize| u64_at(bytes, 8 * i).ok_or_else(|| format!("{} bytes: shorter than the header", bytes.len()));
+pub fn parse_peer(bytes: &[u8]) -> Result<PeerRun, PartitionDataError> {
+    let h = |i: usize| u64_at(bytes, 8 * i).ok_or(PartitionDataError::ShortHeader { len: bytes.len() });
     if h(0)? != PEER_MAGIC {
-        return Err(format!("magic {:#x}: not an l2_partition_peer file", h(0)?));
+        return Err(PartitionDataError::Magic { magic: h(0)? });
     }
     let (pages, laps, lines, base, seed, skip_pages) =
         (h(1)? as usize, h(2)? as usize, h(3)? as usize, h(4)?, h(5)?, h(6)?);
     if lines != PAGE_LINES || laps == 0 || laps > 64 {
-        return Err(format!("{lines} lines per page, {laps} laps: expected {PAGE_LINES} lines and 1..64 laps"));
+        return Err(PartitionDataError::Shape { lines, laps, expected: PAGE_LINES });
     }
     let body = 64 + 4 * laps;
     let want = body + pages * laps * lines * 2;
     if bytes.len() != want {
-        return Err(format!("{} bytes: {pages} pages of {laps} laps need {want}", bytes.len()));
+        return Err(PartitionDataError::Length { len: bytes.len(), pages, laps, want });
     }
     let lap_sms = (0..laps).map(|l| u32::from_le_bytes(bytes[64 + 4 * l..68 + 4 * l].try_into().unwrap())).collect();
     let word = |i: usize| u16::from_le_bytes([bytes[body + 2 * i], bytes[body + 2 * i + 1]]);
@@ -245,11 +268,11 @@ pub struct LabelLap {
 impl LabelRun {
     /// Label every lap of a peer run (one split per lap over all its pages); Err names a lap
     /// without two modes.
-    pub fn from_peer(run: &PeerRun) -> Result<LabelRun, String> {
+    pub fn from_peer(run: &PeerRun) -> Result<LabelRun, PartitionDataError> {
         let laps = (0..run.lap_sms.len())
             .map(|l| {
                 let (near, next, split) = near_far_split(run.cycles.iter().flat_map(|p| p[l].iter().copied()))
-                    .ok_or_else(|| format!("lap {l} (SM {}): no near and far modes", run.lap_sms[l]))?;
+                    .ok_or(PartitionDataError::NoModes { lap: l, sm: run.lap_sms[l] })?;
                 let mut unlabelled = Vec::new();
                 let far_hex = run
                     .cycles
@@ -277,29 +300,33 @@ impl LabelRun {
                     unlabelled,
                 })
             })
-            .collect::<Result<_, String>>()?;
+            .collect::<Result<_, PartitionDataError>>()?;
         Ok(LabelRun { base: run.base, seed: run.seed, skip_pages: run.skip_pages, laps })
     }
 }
 
 impl LabelLap {
     /// The labels of every page (indexed by line); Err when a bitmap is malformed.
-    pub fn pages(&self) -> Result<Vec<Vec<Option<bool>>>, String> {
+    pub fn pages(&self) -> Result<Vec<Vec<Option<bool>>>, PartitionDataError> {
         let mut pages = self
             .far_hex
             .iter()
             .enumerate()
             .map(|(p, h)| {
                 if h.len() != PAGE_LINES / 4 || !h.is_ascii() {
-                    return Err(format!("page {p}: {} hex digits, expected {}", h.len(), PAGE_LINES / 4));
+                    return Err(PartitionDataError::BitmapLength {
+                        page: p,
+                        digits: h.len(),
+                        expected: PAGE_LINES / 4,
+                    });
                 }
                 let bytes = (0..PAGE_LINES / 8)
                     .map(|i| u8::from_str_radix(&h[2 * i..2 * i + 2], 16))
                     .collect::<Result<Vec<u8>, _>>()
-                    .map_err(|_| format!("page {p}: not hex"))?;
+                    .map_err(|_| PartitionDataError::BitmapNotHex { page: p })?;
                 Ok((0..PAGE_LINES).map(|x| Some(bytes[x / 8] >> (x % 8) & 1 == 1)).collect::<Vec<Option<bool>>>())
             })
-            .collect::<Result<Vec<_>, String>>()?;
+            .collect::<Result<Vec<_>, PartitionDataError>>()?;
         for &(p, x) in &self.unlabelled {
             if let Some(l) = pages.get_mut(p).and_then(|pg| pg.get_mut(x)) {
                 *l = None;
@@ -349,7 +376,7 @@ pub fn probe_pages(pages: usize) -> Vec<usize> {
 
 /// Fit each lap of `train` and check it on the same lap of `test` (laps matched by position and
 /// SM), constants learned from `k` probe lines per page.
-pub fn check_runs(train: &LabelRun, test: &LabelRun, k: usize) -> Result<Vec<LapCheck>, String> {
+pub fn check_runs(train: &LabelRun, test: &LabelRun, k: usize) -> Result<Vec<LapCheck>, PartitionDataError> {
     let probe = probe_lines(k);
     train
         .laps
@@ -358,10 +385,10 @@ pub fn check_runs(train: &LabelRun, test: &LabelRun, k: usize) -> Result<Vec<Lap
         .enumerate()
         .map(|(lap, (a, b))| {
             if a.sm != b.sm {
-                return Err(format!("lap {lap}: SM {} in one run, {} in the other", a.sm, b.sm));
+                return Err(PartitionDataError::SmMismatch { lap, train_sm: a.sm, test_sm: b.sm });
             }
             let train_pages = a.pages()?;
-            let fit = fit_offset_mask(&train_pages).ok_or_else(|| format!("lap {lap}: nothing labelled"))?;
+            let fit = fit_offset_mask(&train_pages).ok_or(PartitionDataError::NothingLabelled { lap })?;
             let (fit_lines, fit_agree) = fit.agreement();
             let numbers: Vec<u64> = (0..train_pages.len() as u64).map(|p| (train.base >> 21) + p).collect();
             let test_pages = b.pages()?;

@@ -185,10 +185,10 @@ fn the_peer_file_is_read_and_a_bad_one_is_named() {
     let run = parse_peer(&b).unwrap();
     assert_eq!((run.base, run.seed, run.skip_pages, run.lap_sms.clone()), (0x7f00_0000_0000, 11, 0, vec![0, 2, 0]));
     assert_eq!(run.cycles[1][2][5], (((PAGE_LINES * 5 + 5) % 997) as u16));
-    assert!(parse_peer(&b[..b.len() - 2]).unwrap_err().contains("bytes"));
+    assert!(parse_peer(&b[..b.len() - 2]).unwrap_err().to_string().contains("bytes"));
     let mut bad = b.clone();
     bad[0] ^= 1;
-    assert!(parse_peer(&bad).unwrap_err().contains("magic"));
+    assert!(parse_peer(&bad).unwrap_err().to_string().contains("magic"));
 }
 
 /// The H200's labels (results/h200/l2-partition): seven peer runs in three device calls.
