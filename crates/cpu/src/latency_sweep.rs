@@ -50,9 +50,11 @@ pub struct Plan {
     pub line_bytes: u64,
     /// Most timed hops per repeat (fewer where a repeat would take over `REPEAT_NS`).
     pub hops: u64,
-    /// Placements per footprint: random draws of the buffer's 4 KiB pages, the same draws for
-    /// every footprint and pass ([`PLACEMENT_PAGE_BYTES`]); see `measure`.
+    /// Placements per footprint up to [`NEAR_BYTES`]: random draws of the buffer's 4 KiB pages,
+    /// the same draws for every footprint and pass ([`PLACEMENT_PAGE_BYTES`]); see `measure`.
     pub placements: u32,
+    /// Placements per footprint past [`NEAR_BYTES`]: the first this many of them.
+    pub far_placements: u32,
     /// Timed repeats per placement of a footprint in each pass.
     pub repeats: u32,
     /// Passes over the whole sweep; each placement's value at a footprint is the smallest of all
@@ -72,18 +74,24 @@ pub fn plan(quick: bool, llc_bytes: Option<u64>, line_bytes: Option<u64>) -> Pla
     let line = line_bytes.filter(|l| l.is_power_of_two() && (16..=512).contains(l)).unwrap_or(64);
     let llc = llc_bytes.unwrap_or(64 << 20);
     let max_bytes = (2 * llc).clamp(64 << 20, 1 << 30);
-    // Quick and full share the grid, the buffer layout and each placement's repeats, and differ
-    // in how many placements each footprint gets (twice as many without --quick). Each
+    // Quick and full share the grid, the buffer layout, each placement's repeats and the
+    // placements up to NEAR_BYTES (the L1d and L2 and what the L2's misses meet), and differ in
+    // how many placements the larger footprints get (twice as many without --quick). Each
     // placement's value is its fastest repeat, and the fastest of more repeats is lower where
     // the latency moves from repeat to repeat (in the L2's step on the AMD dev VM, misses meet an
     // L3 that other guests share: the fastest of 12-16 repeats read the step about 10 % later
     // than the fastest of 4), so the modes take the same number per placement and the full run's
-    // extra time goes to more draws of pages. The repeats are spread over passes rather than
+    // extra time goes to more draws of pages. With eight placements everywhere a quick run's L2
+    // moved by 37.6 % over five runs on the AMD dev VM (780 KiB-1.05 MiB; full, with sixteen,
+    // 6.8 %); sixteen everywhere did not fit quick's budget at four passes. Past NEAR_BYTES a
+    // chase costs most (its pointers written over megabytes, DRAM latency per hop), and only the
+    // L3 and DRAM are read there. The repeats are spread over passes rather than
     // taken together: on a shared host a neighbour slows every chase for a second or more at a
     // time (seen on the 2-vCPU dev VM: whole runs 10 % slower in the L1d, L2 points doubled), and
     // only another pass, seconds later, can find that placement's footprint undisturbed.
     let (hops, placements, repeats, passes, budget_s) =
-        if quick { (1_000_000, PLACEMENTS, 1, 4, 12.0) } else { (1_000_000, 2 * PLACEMENTS, 1, 4, 35.0) };
+        if quick { (1_000_000, 2 * PLACEMENTS, 1, 4, 12.0) } else { (1_000_000, 2 * PLACEMENTS, 1, 4, 35.0) };
+    let far_placements = if quick { PLACEMENTS } else { 2 * PLACEMENTS };
     // Warm-up laps only up to 32 MiB: beyond, a lap costs seconds and the pointer-writing walk
     // has already brought in what a cache of that size could hold.
     Plan {
@@ -91,6 +99,7 @@ pub fn plan(quick: bool, llc_bytes: Option<u64>, line_bytes: Option<u64>) -> Pla
         line_bytes: line,
         hops,
         placements,
+        far_placements,
         repeats,
         passes,
         warm_limit_bytes: llc.min(32 << 20),
@@ -98,7 +107,13 @@ pub fn plan(quick: bool, llc_bytes: Option<u64>, line_bytes: Option<u64>) -> Pla
     }
 }
 
-/// Placements per footprint in a quick run ([`Plan::placements`]; twice as many otherwise). With
+/// Footprints up to this size get [`Plan::placements`], larger ones [`Plan::far_placements`]: no
+/// L2 is this large (crate::sweep::DRAM_MIN_BYTES), and the L2's half-miss point looks for its
+/// miss latency at twice the footprint, under 8 MiB for an L2 of up to 4 MiB.
+pub const NEAR_BYTES: u64 = crate::sweep::DRAM_MIN_BYTES;
+
+/// Placements per footprint past [`NEAR_BYTES`] in a quick run ([`Plan::far_placements`]; twice
+/// as many otherwise and up to [`NEAR_BYTES`]). With
 /// randomly placed 4 KiB pages the share of a W-way physically indexed cache's sets that overflow
 /// at a footprint is itself random (a 1 MiB 8-way or a 2 MiB 16-way L2 has 32 page colours), so
 /// the half-miss point of one placement moves by a few per cent from placement to placement (5 %
@@ -160,6 +175,12 @@ impl Sweep<'_, '_> {
         Ok(())
     }
 
+    /// How many placements (or groups of repeats) footprint `f` gets.
+    fn groups(&self, f: u64) -> usize {
+        let n = if f > NEAR_BYTES { self.p.far_placements } else { self.p.placements };
+        (n as usize).clamp(1, self.placements.len().max(1))
+    }
+
     fn curve(&self) -> Vec<f64> {
         (0..self.x.len()).map(|i| self.best(i)).collect()
     }
@@ -182,7 +203,7 @@ impl Sweep<'_, '_> {
     fn chase(&mut self, f: u64, est_ns: f64) -> Result<Vec<f64>, ProbeError> {
         let line = self.p.line_bytes;
         let n = (f / line).max(1);
-        let groups = self.placements.len().max(1);
+        let groups = self.groups(f);
         let hops = ((REPEAT_NS / est_ns) as u64).clamp(MIN_HOPS.min(self.p.hops), self.p.hops);
         let repeats = self.p.repeats.max(1);
         // Warm-up laps: a lap and `ns` long, none where a lap takes over WARM_MAX_NS.
@@ -205,7 +226,7 @@ impl Sweep<'_, '_> {
             return Ok(ns.chunks(repeats as usize).map(fastest).collect());
         }
         let mut out = Vec::with_capacity(groups);
-        for g in 0..groups {
+        for g in 0..groups.min(self.placements.len()) {
             let mut addrs = placement_lines(&self.placements[g], f, line);
             addrs.shuffle(&mut self.rng);
             let mut spec = ChaseSpec::new(addrs.iter().map(|&o| self.buf.addr(o)).collect(), CachePath::L1Cached, hops);
