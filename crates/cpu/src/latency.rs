@@ -7,7 +7,8 @@
 //! eight per octave where the curve changes; one buffer of the largest footprint (2 MiB pages
 //! where the kernel gives them, so TLB misses do not raise the far plateaus); each footprint
 //! chases its lines in a fresh random order (a random cycle defeats the prefetchers), on sixteen
-//! placements (random draws of the buffer's 4 KiB pages; eight past 8 MiB with `--quick`). Measure: warm-up laps, then `repeats`
+//! placements (random draws of the buffer's 4 KiB pages; with `--quick` eight outside the L2's
+//! band, 256 KiB..4 MiB). Measure: warm-up laps, then `repeats`
 //! timed runs per placement, in `passes` passes over all footprints. Analyze: per footprint the
 //! median over placements of each one's fastest repeat, plateaus with at least three points
 //! differing by 1.4x; capacities compared with what the OS reports (crate::oscheck).
@@ -39,12 +40,13 @@ impl Probe for CpuLatency {
         let (x, curve, samples, pages, note) = crate::latency_sweep::measure(ctx, &p)?;
         let x: Vec<f64> = x.iter().map(|&f| f as f64).collect();
         let method = format!(
-            "random single-cycle pointer chase over {} B lines, adaptive footprints (2 per octave, 8 per octave where latency changes by over {:.0} %, up to 1.5 octaves into DRAM), each on {} placements up to {} B and {} past it (random draws of the buffer's 4 KiB pages, the same for every footprint), {note} x {} repeats of up to {} hops per placement, curve = median over the placements of each one's fastest repeat, levels read from its lower envelope (smallest at this or any larger footprint); {pages}",
+            "random single-cycle pointer chase over {} B lines, adaptive footprints (2 per octave, 8 per octave where latency changes by over {:.0} %, up to 1.5 octaves into DRAM), each on {} placements over {}..{} B and {} elsewhere (random draws of the buffer's 4 KiB pages, the same for every footprint), {note} x {} repeats of up to {} hops per placement, curve = median over the placements of each one's fastest repeat, levels read from its lower envelope (smallest at this or any larger footprint); {pages}",
             p.line_bytes,
             (crate::sweep::REFINE_RATIO - 1.0) * 100.0,
             p.placements,
-            crate::latency_sweep::NEAR_BYTES,
-            p.far_placements,
+            crate::latency_sweep::L2_BAND_BYTES[0],
+            crate::latency_sweep::L2_BAND_BYTES[1],
+            p.other_placements,
             p.repeats,
             p.hops
         );
@@ -578,10 +580,10 @@ mod tests {
         assert_eq!(plan(false, Some(300 << 20), None).max_bytes, 600 << 20);
         assert_eq!(plan(false, Some(2 << 30), None).max_bytes, 1 << 30);
         let q = plan(true, None, None);
-        let work = |p: &crate::latency_sweep::Plan| p.hops * ((p.far_placements * p.repeats * p.passes) as u64);
+        let work = |p: &crate::latency_sweep::Plan| p.hops * ((p.other_placements * p.repeats * p.passes) as u64);
         assert!(work(&q) < work(&p));
         assert_eq!((q.repeats * q.passes, q.placements), (p.repeats * p.passes, p.placements));
-        assert_eq!(q.far_placements, p.far_placements / 2);
+        assert_eq!(q.other_placements, p.other_placements / 2);
         assert!(q.budget_s < p.budget_s);
         assert_eq!(plan(true, None, Some(100)).line_bytes, 64);
     }

@@ -10,7 +10,7 @@
 //! lie within 25 % of the truth.
 
 use crate::latency::analyze;
-use crate::latency_sweep::{footprint_value, placements, NEAR_BYTES};
+use crate::latency_sweep::{footprint_value, in_l2_band, placements};
 use crate::sweep;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -179,8 +179,8 @@ fn sweep_run(
     rng: &mut ChaCha8Rng,
 ) -> Vec<Option<f64>> {
     let orders = placements(64 << 20, near, rng);
-    // The placements a footprint gets (crate::latency_sweep::NEAR_BYTES).
-    let on = |f: u64| &orders[..if f > NEAR_BYTES { far.min(near) } else { near } as usize];
+    // The placements a footprint gets (crate::latency_sweep::L2_BAND_BYTES).
+    let on = |f: u64| &orders[..if in_l2_band(f) { near } else { far.min(near) } as usize];
     let mut x: Vec<u64> = Vec::new();
     let mut s: Vec<Vec<f64>> = Vec::new();
     let best = |s: &[Vec<f64>]| -> Vec<f64> { s.iter().map(|v| footprint_value(v)).collect() };
@@ -231,7 +231,7 @@ fn runs(shape: Shape, random_colours: bool, shared: bool, seed: u64) -> [Vec<f64
         let host = Host::new(shape, &mut rng, random_colours, 64 << 20);
         let p = crate::latency_sweep::plan(run % 2 == 0, None, None);
         let (repeats, passes) = (p.repeats as usize, p.passes as usize);
-        let n_placements = (p.placements, p.far_placements);
+        let n_placements = (p.placements, p.other_placements);
         for (level, v) in sweep_run(&host, n_placements, repeats, passes, shared, &mut rng).into_iter().enumerate() {
             if let Some(v) = v {
                 got[level].push(v);
@@ -291,7 +291,7 @@ fn a_run_with_the_core_shared_reads_neither_l1d_nor_l2() {
             let mut host = Host::new(shape, &mut rng, true, 64 << 20);
             host.core_shared = true;
             let p = crate::latency_sweep::plan(run % 2 == 0, None, None);
-            let got = sweep_run(&host, (p.placements, p.far_placements), 1, p.passes as usize, run >= 3, &mut rng);
+            let got = sweep_run(&host, (p.placements, p.other_placements), 1, p.passes as usize, run >= 3, &mut rng);
             assert_eq!(got, vec![None, None], "run {run}, L1d {}", shape.l1d_bytes);
         }
     }
