@@ -6,8 +6,9 @@
 //! twice the OS-reported last-level cache: at least 64 MiB, at most 1 GiB), then refined to
 //! eight per octave where the curve changes; one buffer of the largest footprint (2 MiB pages
 //! where the kernel gives them, so TLB misses do not raise the far plateaus); each footprint
-//! chases its lines in a fresh random order (a random cycle defeats the prefetchers), on eight
-//! placements (random draws of the buffer's 4 KiB pages). Measure: warm-up laps, then `repeats`
+//! chases its lines in a fresh random order (a random cycle defeats the prefetchers), on sixteen
+//! placements (random draws of the buffer's 4 KiB pages; with `--quick` eight outside the L2's
+//! band, 256 KiB..4 MiB). Measure: warm-up laps, then `repeats`
 //! timed runs per placement, in `passes` passes over all footprints. Analyze: per footprint the
 //! median over placements of each one's fastest repeat, plateaus with at least three points
 //! differing by 1.4x; capacities compared with what the OS reports (crate::oscheck).
@@ -39,10 +40,13 @@ impl Probe for CpuLatency {
         let (x, curve, samples, pages, note) = crate::latency_sweep::measure(ctx, &p)?;
         let x: Vec<f64> = x.iter().map(|&f| f as f64).collect();
         let method = format!(
-            "random single-cycle pointer chase over {} B lines, adaptive footprints (2 per octave, 8 per octave where latency changes by over {:.0} %, up to 1.5 octaves into DRAM), each on {} placements (random draws of the buffer's 4 KiB pages, the same for every footprint), {note} x {} repeats of up to {} hops per placement, curve = median over the placements of each one's fastest repeat, levels read from its lower envelope (smallest at this or any larger footprint); {pages}",
+            "random single-cycle pointer chase over {} B lines, adaptive footprints (2 per octave, 8 per octave where latency changes by over {:.0} %, up to 1.5 octaves into DRAM), each on {} placements over {}..{} B and {} elsewhere (random draws of the buffer's 4 KiB pages, the same for every footprint), {note} x {} repeats of up to {} hops per placement, curve = median over the placements of each one's fastest repeat, levels read from its lower envelope (smallest at this or any larger footprint); {pages}",
             p.line_bytes,
             (crate::sweep::REFINE_RATIO - 1.0) * 100.0,
             p.placements,
+            crate::latency_sweep::L2_BAND_BYTES[0],
+            crate::latency_sweep::L2_BAND_BYTES[1],
+            p.other_placements,
             p.repeats,
             p.hops
         );
@@ -297,24 +301,25 @@ fn level_capacity(pl: &Plateau, x: &[f64], method: &str) -> Finding {
 /// the level is wider than `MAX_BRACKET_RATIO`, or when misses start (latency a tenth above the
 /// level) below [`L1D_SHELF`] of that value: a gradual rise, from another thread sharing the L1 during the run (a busy
 /// sibling hyperthread; the Xeon dev VM's loaded runs rose from 32-36 KiB and crossed half-way
-/// at 42-44 KiB), which moves with the load. No next level: `level_capacity`.
-fn l1d_capacity(pl: &Plateau, hi: Option<f64>, x: &[f64], y: &[f64], method: &str) -> Finding {
-    let (Some(knee), Some(hi)) = (pl.capacity, hi) else { return level_capacity(pl, x, method) };
+/// at 42-44 KiB), which moves with the load. No next level: `level_capacity`. The flag: whether
+/// it found such a gradual rise (the core's caches were shared during the run).
+fn l1d_capacity(pl: &Plateau, hi: Option<f64>, x: &[f64], y: &[f64], method: &str) -> (Finding, bool) {
+    let (Some(knee), Some(hi)) = (pl.capacity, hi) else { return (level_capacity(pl, x, method), false) };
     if hi <= pl.latency * MIN_STEP_RATIO {
-        return level_capacity(pl, x, method);
+        return (level_capacity(pl, x, method), false);
     }
     let next = x.get(pl.points.end).copied().unwrap_or(knee);
     let target = 0.5 * (pl.latency + hi);
     let sharp = y.get(pl.points.end).is_some_and(|&v| v >= target);
     let half = if sharp { Some(next) } else { half_miss_point(pl, hi, x, y) };
     let undetermined = |why: String| Finding::undetermined("bytes", method, &why);
-    if next > pl.x_last * MAX_BRACKET_RATIO {
-        return undetermined(format!(
-            "a step between {:.0} B (last footprint on the level) and {next:.0} B (first past it): the capacity can lie anywhere in that bracket, {:.0} % wide, more than the {:.0} % it must repeat to; the sweep's refinement did not reach this step (a disturbed pass or the time budget)",
-            pl.x_last,
-            (next / pl.x_last - 1.0) * 100.0,
+    if let Some((a, b)) = l1d_wide_bracket(pl, target, x, y) {
+        let why = format!(
+            "a step between {a:.0} B (last footprint known to be on the level or under half-way) and {b:.0} B (next past it): the capacity can lie anywhere in that bracket, {:.0} % wide, more than the {:.0} % it must repeat to; the sweep's refinement did not reach this step (a disturbed pass or the time budget)",
+            (b / a - 1.0) * 100.0,
             (MAX_BRACKET_RATIO - 1.0) * 100.0
-        ));
+        );
+        return (undetermined(why), false);
     }
     // The last footprint where fewer than half the hops miss: the one before the first footprint
     // past the level's start whose latency reaches the mean.
@@ -326,7 +331,7 @@ fn l1d_capacity(pl: &Plateau, hi: Option<f64>, x: &[f64], y: &[f64], method: &st
     // than an L1 hit moves between runs, 1-3 %).
     let onset = (pl.points.start..x.len().min(y.len())).find(|&j| y[j] > pl.latency * 1.1).map_or(next, |j| x[j]);
     match (half, under_half) {
-        (Some(h), Some(v)) if onset >= v * L1D_SHELF => Finding::integer(
+        (Some(h), Some(v)) if onset >= v * L1D_SHELF => (Finding::integer(
             v.round() as u64,
             "bytes",
             &format!("{method}; L1d: last footprint where fewer than half the hops miss (latency under the mean of this level's {:.2} ns and the next's {hi:.2} ns; its index lies inside the page, so the step is sharp, and the value is read on the grid)", pl.latency),
@@ -335,14 +340,34 @@ fn l1d_capacity(pl: &Plateau, hi: Option<f64>, x: &[f64], y: &[f64], method: &st
         .with_note(&format!(
             "latency leaves the level after {:.0} B (knee {knee:.0} B); half the hops miss at {h:.0} B (interpolated)",
             pl.x_last
-        )),
-        (Some(h), v) => undetermined(format!(
+        )), false),
+        (Some(h), v) => (undetermined(format!(
             "a gradual rise: latency is a tenth above the level from {onset:.0} B, under {:.0} % of the last footprint where fewer than half the hops miss ({}), and half miss at {h:.0} B; misses that start before the sets' last way fills are another thread sharing the L1 during the run (a busy sibling hyperthread), and where they start moves with the load",
             L1D_SHELF * 100.0,
             v.map_or("none".to_string(), |v| format!("{v:.0} B"))
-        )),
-        (None, _) => level_capacity(pl, x, method),
+        )), true),
+        (None, _) => (level_capacity(pl, x, method), false),
     }
+}
+
+/// The bracket of an L1d step wider than `MAX_BRACKET_RATIO`, if any: the one the value is read
+/// in, between the last footprint under the half-way latency `target` and the first at or over
+/// it; and, where that last footprint under half-way has itself left the level (latency more
+/// than the sweep's refinement ratio, crate::sweep::REFINE_RATIO, above it: a share of its hops
+/// miss), the bracket below it too, so that where the rise began is known to a grid step. A
+/// footprint less than that ratio above the level counts as on it: the sweep never splits such an
+/// interval, and its few misses (the sets' last way filling with the chase's own stack and code:
+/// 4-8 % above the level at 46336 B, 94 % of the 48 KiB 12-way L1d of the H200 host) leave the
+/// capacity near it. The knee detector can end the plateau before such a footprint; the bracket
+/// from the plateau's last footprint (32768 B there) then says nothing of where the step is.
+fn l1d_wide_bracket(pl: &Plateau, target: f64, x: &[f64], y: &[f64]) -> Option<(f64, f64)> {
+    let n = x.len().min(y.len());
+    let c = (pl.points.start..n).find(|&j| y[j] >= target)?;
+    let wide = |k: usize| (k >= 1 && x[k] > x[k - 1] * MAX_BRACKET_RATIO).then(|| (x[k - 1], x[k]));
+    if c == 0 {
+        return None;
+    }
+    wide(c).or_else(|| if y[c - 1] > pl.latency * crate::sweep::REFINE_RATIO { wide(c - 1) } else { None })
 }
 
 /// Where misses may start in a sharp L1d step, as a share of the last footprint where fewer than
@@ -352,6 +377,14 @@ fn l1d_capacity(pl: &Plateau, hi: Option<f64>, x: &[f64], y: &[f64], method: &st
 /// L1ds. A busy sibling's share of the L1 starts them at two thirds of the capacity (the Xeon dev
 /// VM's loaded runs: misses from 30016 and 32768 B, half of them at 42-45 KiB of 48 KiB).
 pub const L1D_SHELF: f64 = 7.0 / 8.0;
+
+/// Why the L2's capacity is undetermined in a run whose L1d rose gradually (`l1d_capacity`):
+/// another thread shared the core during the run, and the L2, private to the core on every
+/// current CPU, is shared with it as well, so the L2's step comes early by whatever share that
+/// thread took. On the H200 host one full run of five rose in the L1d from 35648 B (a tenth above
+/// the level; 48 KiB L1d) and in the L2 from 1.09 MiB, reading 1.55 MiB
+/// against 1.95-2.01 MiB in the other four.
+pub const L2_CORE_SHARED: &str = "the L1d rose gradually in this run (another thread shared the core's L1d; see its capacity's note), and the L2 is private to the same core, so that thread took a share of it too: its step comes early by that share, which moves with the load";
 
 /// The curve the levels are read from: at each footprint the smallest latency measured there or
 /// at any larger footprint. A random cyclic chase over more lines never hits more often, so the
@@ -454,6 +487,8 @@ fn analyze_curve(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Optio
         }
         _ => None,
     };
+    // Whether the L1d rose gradually (another thread shared the core during the run).
+    let mut core_shared = false;
     for (name, lv) in [("l1d", l1), ("l2", l2), ("l3", l3)] {
         match lv {
             Some(pl) => {
@@ -467,7 +502,13 @@ fn analyze_curve(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Optio
                 let before_dram = dram.and_then(|d| d.points.start.checked_sub(1)).map_or(last_x, |k| x[k]);
                 let limit = |p: &Plateau| next_after(p).map(|_| if name == "l2" { before_dram } else { last_x });
                 let cap = match (name, l2_end) {
-                    ("l1d", _) => l1d_capacity(pl, next_after(pl).map(|n| next_level_start(n, &y)), x, &y, method),
+                    ("l1d", _) => {
+                        let (f, shared) =
+                            l1d_capacity(pl, next_after(pl).map(|n| next_level_start(n, &y)), x, &y, method);
+                        core_shared = shared;
+                        f
+                    }
+                    ("l2", _) if core_shared => Finding::undetermined("bytes", method, L2_CORE_SHARED),
                     ("l2", Some(end)) => {
                         // Half the hops miss where latency crosses the mean of the L2's own
                         // latency and the level after its far end: the far end (L2 hits that
@@ -539,9 +580,10 @@ mod tests {
         assert_eq!(plan(false, Some(300 << 20), None).max_bytes, 600 << 20);
         assert_eq!(plan(false, Some(2 << 30), None).max_bytes, 1 << 30);
         let q = plan(true, None, None);
-        let work = |p: &crate::latency_sweep::Plan| p.hops * ((p.placements * p.repeats * p.passes) as u64);
+        let work = |p: &crate::latency_sweep::Plan| p.hops * ((p.other_placements * p.repeats * p.passes) as u64);
         assert!(work(&q) < work(&p));
-        assert_eq!((q.repeats * q.passes, q.placements), (p.repeats * p.passes, p.placements / 2));
+        assert_eq!((q.repeats * q.passes, q.placements), (p.repeats * p.passes, p.placements));
+        assert_eq!(q.other_placements, p.other_placements / 2);
         assert!(q.budget_s < p.budget_s);
         assert_eq!(plan(true, None, Some(100)).line_bytes, 64);
     }

@@ -50,9 +50,12 @@ pub struct Plan {
     pub line_bytes: u64,
     /// Most timed hops per repeat (fewer where a repeat would take over `REPEAT_NS`).
     pub hops: u64,
-    /// Placements per footprint: random draws of the buffer's 4 KiB pages, the same draws for
-    /// every footprint and pass ([`PLACEMENT_PAGE_BYTES`]); see `measure`.
+    /// Placements per footprint in the L2's band ([`in_l2_band`]): random draws of the buffer's
+    /// 4 KiB pages, the same draws for every footprint and pass ([`PLACEMENT_PAGE_BYTES`]); see
+    /// `measure`.
     pub placements: u32,
+    /// Placements per footprint outside the L2's band: the first this many of them.
+    pub other_placements: u32,
     /// Timed repeats per placement of a footprint in each pass.
     pub repeats: u32,
     /// Passes over the whole sweep; each placement's value at a footprint is the smallest of all
@@ -72,18 +75,26 @@ pub fn plan(quick: bool, llc_bytes: Option<u64>, line_bytes: Option<u64>) -> Pla
     let line = line_bytes.filter(|l| l.is_power_of_two() && (16..=512).contains(l)).unwrap_or(64);
     let llc = llc_bytes.unwrap_or(64 << 20);
     let max_bytes = (2 * llc).clamp(64 << 20, 1 << 30);
-    // Quick and full share the grid, the buffer layout and each placement's repeats, and differ
-    // in how many placements each footprint gets (twice as many without --quick). Each
+    // Quick and full share the grid, the buffer layout, each placement's repeats and the
+    // placements in the L2's band (in_l2_band), and differ in how many placements the other
+    // footprints get (twice as many without --quick). Each
     // placement's value is its fastest repeat, and the fastest of more repeats is lower where
     // the latency moves from repeat to repeat (in the L2's step on the AMD dev VM, misses meet an
     // L3 that other guests share: the fastest of 12-16 repeats read the step about 10 % later
     // than the fastest of 4), so the modes take the same number per placement and the full run's
-    // extra time goes to more draws of pages. The repeats are spread over passes rather than
+    // extra time goes to more draws of pages. With eight placements everywhere a quick run's L2
+    // moved by 37.6 % over five runs on the AMD dev VM (780 KiB-1.05 MiB; full, with sixteen,
+    // 6.8 %); sixteen everywhere did not fit quick's budget at four passes, and sixteen up to
+    // 8 MiB took 11-12 s. The L1d's step needs no more (its set index lies inside the page, so
+    // no draw of pages moves it: 10 of 10 runs at 32.0 KiB with eight), and past the band a
+    // chase costs most (its pointers written over megabytes) while only the L3 and DRAM are read
+    // there. The repeats are spread over passes rather than
     // taken together: on a shared host a neighbour slows every chase for a second or more at a
     // time (seen on the 2-vCPU dev VM: whole runs 10 % slower in the L1d, L2 points doubled), and
     // only another pass, seconds later, can find that placement's footprint undisturbed.
     let (hops, placements, repeats, passes, budget_s) =
-        if quick { (1_000_000, PLACEMENTS, 1, 4, 12.0) } else { (1_000_000, 2 * PLACEMENTS, 1, 4, 35.0) };
+        if quick { (1_000_000, 2 * PLACEMENTS, 1, 4, 12.0) } else { (1_000_000, 2 * PLACEMENTS, 1, 4, 35.0) };
+    let other_placements = if quick { PLACEMENTS } else { 2 * PLACEMENTS };
     // Warm-up laps only up to 32 MiB: beyond, a lap costs seconds and the pointer-writing walk
     // has already brought in what a cache of that size could hold.
     Plan {
@@ -91,6 +102,7 @@ pub fn plan(quick: bool, llc_bytes: Option<u64>, line_bytes: Option<u64>) -> Pla
         line_bytes: line,
         hops,
         placements,
+        other_placements,
         repeats,
         passes,
         warm_limit_bytes: llc.min(32 << 20),
@@ -98,7 +110,19 @@ pub fn plan(quick: bool, llc_bytes: Option<u64>, line_bytes: Option<u64>) -> Pla
     }
 }
 
-/// Placements per footprint in a quick run ([`Plan::placements`]; twice as many otherwise). With
+/// The L2's band: footprints over the first bound (past any L1d: crate::sweep::L2_REF_BYTES)
+/// and up to the second, twice the largest L2 of current cores (2 MiB; the L2's half-miss point
+/// reads its miss latency at twice the footprint). Its footprints get [`Plan::placements`], the
+/// others [`Plan::other_placements`].
+pub const L2_BAND_BYTES: [u64; 2] = [256 << 10, 4 << 20];
+
+/// Whether footprint `f` lies in the L2's band ([`L2_BAND_BYTES`]).
+pub fn in_l2_band(f: u64) -> bool {
+    f > L2_BAND_BYTES[0] && f <= L2_BAND_BYTES[1]
+}
+
+/// Placements per footprint outside the L2's band in a quick run ([`Plan::other_placements`];
+/// twice as many otherwise and in the band). With
 /// randomly placed 4 KiB pages the share of a W-way physically indexed cache's sets that overflow
 /// at a footprint is itself random (a 1 MiB 8-way or a 2 MiB 16-way L2 has 32 page colours), so
 /// the half-miss point of one placement moves by a few per cent from placement to placement (5 %
@@ -160,6 +184,12 @@ impl Sweep<'_, '_> {
         Ok(())
     }
 
+    /// How many placements (or groups of repeats) footprint `f` gets.
+    fn groups(&self, f: u64) -> usize {
+        let n = if in_l2_band(f) { self.p.placements } else { self.p.other_placements };
+        (n as usize).clamp(1, self.placements.len().max(1))
+    }
+
     fn curve(&self) -> Vec<f64> {
         (0..self.x.len()).map(|i| self.best(i)).collect()
     }
@@ -182,7 +212,7 @@ impl Sweep<'_, '_> {
     fn chase(&mut self, f: u64, est_ns: f64) -> Result<Vec<f64>, ProbeError> {
         let line = self.p.line_bytes;
         let n = (f / line).max(1);
-        let groups = self.placements.len().max(1);
+        let groups = self.groups(f);
         let hops = ((REPEAT_NS / est_ns) as u64).clamp(MIN_HOPS.min(self.p.hops), self.p.hops);
         let repeats = self.p.repeats.max(1);
         // Warm-up laps: a lap and `ns` long, none where a lap takes over WARM_MAX_NS.
@@ -205,7 +235,7 @@ impl Sweep<'_, '_> {
             return Ok(ns.chunks(repeats as usize).map(fastest).collect());
         }
         let mut out = Vec::with_capacity(groups);
-        for g in 0..groups {
+        for g in 0..groups.min(self.placements.len()) {
             let mut addrs = placement_lines(&self.placements[g], f, line);
             addrs.shuffle(&mut self.rng);
             let mut spec = ChaseSpec::new(addrs.iter().map(|&o| self.buf.addr(o)).collect(), CachePath::L1Cached, hops);
@@ -392,16 +422,24 @@ pub fn measure(ctx: &mut ProbeContext<'_>, p: &Plan) -> Result<Measured, ProbeEr
             if new.is_empty() || started.elapsed().as_secs_f64() > p.budget_s {
                 break;
             }
+            // Each new footprint once, then the further passes over all of them in turn: a
+            // footprint's repeats spread over the round rather than taken back to back, where one
+            // burst of a neighbour raised all of them (a quick run on the AMD dev VM: 881728 B at
+            // 9.21 ns between 6.71 and 8.48 ns).
+            let mut added = Vec::new();
             for f in new {
                 if started.elapsed().as_secs_f64() > p.budget_s {
                     break;
                 }
                 s.add(f)?;
-                let i = s.x.partition_point(|&v| v < f);
-                for _ in 1..passes {
+                added.push(f);
+                late += 1;
+            }
+            for _ in 1..passes {
+                for &f in &added {
+                    let i = s.x.partition_point(|&v| v < f);
                     s.again(i)?;
                 }
-                late += 1;
             }
         }
         let mut note = if passes < p.passes {

@@ -9,6 +9,8 @@
 mod amd_curve_tests;
 pub mod clock;
 pub mod cpuid;
+#[cfg(test)]
+mod h200_curve_tests;
 pub mod latency;
 mod latency_sweep;
 pub mod oscheck;
