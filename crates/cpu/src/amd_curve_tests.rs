@@ -6,7 +6,7 @@
 //! determined it in 3 of 10 runs; these tests pin what the rule that followed reads on the same
 //! curves.
 
-use crate::latency::analyze;
+use crate::latency::analyze_pairs;
 
 /// "footprint_bytes:latency_ns" pairs of the ten runs, in the campaign's order.
 const RUNS: [(&str, &str); 10] = [
@@ -23,14 +23,7 @@ const RUNS: [(&str, &str); 10] = [
 ];
 
 fn l2_of(text: &str) -> Option<f64> {
-    let pts: Vec<(f64, f64)> = text
-        .split_whitespace()
-        .map(|p| p.split_once(':').map(|(a, b)| (a.parse().unwrap(), b.parse().unwrap())).unwrap())
-        .collect();
-    let x: Vec<f64> = pts.iter().map(|p| p.0).collect();
-    let y: Vec<f64> = pts.iter().map(|p| p.1).collect();
-    let s: Vec<Vec<f64>> = y.iter().map(|&v| vec![v]).collect();
-    analyze(&x, &y, &s, None, "test").findings["cpu.l2.capacity_bytes"].as_f64()
+    analyze_pairs(text).findings["cpu.l2.capacity_bytes"].as_f64()
 }
 
 #[test]

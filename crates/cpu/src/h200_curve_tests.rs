@@ -7,7 +7,7 @@
 //! 32768 B, before the 46336 B footprint whose few misses (the sets' last way filling) had kept
 //! the sweep from splitting 32768..46336 B, and the bracket was taken from there.
 
-use crate::latency::analyze;
+use crate::latency::analyze_pairs;
 
 /// "footprint_bytes:latency_ns" pairs of the ten runs, in the campaign's order.
 const RUNS: [(&str, &str); 10] = [
@@ -23,24 +23,13 @@ const RUNS: [(&str, &str); 10] = [
     ("full-5", "4096:1.79 5760:1.79 8192:1.82 11584:1.79 16384:1.79 23168:1.79 32768:1.79 38912:1.85 42432:1.85 46336:1.91 50496:3.21 55104:5.72 65536:5.72 92672:5.72 131072:5.72 185344:5.72 262144:5.72 370688:5.72 524288:5.72 741440:5.72 881728:5.72 961536:5.72 1048576:5.72 1246912:5.98 1359744:6.43 1482880:8.34 1617088:9.97 1763456:13.84 1923072:23.16 2097152:30.89 2286912:41.46 2493888:53.82 2719552:63.55 2965760:73.61 4194304:82.06 4573888:86.43 4987840:71.38 5439232:72.98 5931584:62.69 6468416:63.48 7053888:63.20 7692352:70.97 8388608:86.90 9147776:102.91 9975744:97.68 10878592:88.26 11863232:83.90 14107840:81.55 16777216:88.92"),
 ];
 
-fn analyze_text(text: &str) -> memscope_core::ProbeOutput {
-    let pts: Vec<(f64, f64)> = text
-        .split_whitespace()
-        .map(|p| p.split_once(':').map(|(a, b)| (a.parse().unwrap(), b.parse().unwrap())).unwrap())
-        .collect();
-    let x: Vec<f64> = pts.iter().map(|p| p.0).collect();
-    let y: Vec<f64> = pts.iter().map(|p| p.1).collect();
-    let s: Vec<Vec<f64>> = y.iter().map(|&v| vec![v]).collect();
-    analyze(&x, &y, &s, None, "test")
-}
-
 #[test]
 fn the_l1d_is_read_in_the_bracket_of_its_half_way_crossing() {
     // full-1 rose from 35648 B (a tenth above its level) to half-way past 46336 B: another thread
     // on the core; the other nine step within one fine grid step past 46336 B.
     let mut determined = Vec::new();
     for (run, text) in RUNS {
-        let f = analyze_text(text).findings["cpu.l1d.capacity_bytes"].clone();
+        let f = analyze_pairs(text).findings["cpu.l1d.capacity_bytes"].clone();
         match (run, f.as_f64()) {
             ("full-1", v) => {
                 assert_eq!(v, None, "{run}");
@@ -63,7 +52,7 @@ fn the_l2_of_a_run_whose_l1d_rose_gradually_is_undetermined() {
     // the others), the core's private caches shared with another thread through the run.
     let mut determined = Vec::new();
     for (run, text) in RUNS {
-        let f = analyze_text(text).findings["cpu.l2.capacity_bytes"].clone();
+        let f = analyze_pairs(text).findings["cpu.l2.capacity_bytes"].clone();
         match (run, f.as_f64()) {
             ("full-1", v) => {
                 assert_eq!(v, None, "{run}");

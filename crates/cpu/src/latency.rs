@@ -545,22 +545,23 @@ fn analyze_curve(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Optio
     out
 }
 
+/// The analysis of a measured curve written as "footprint_bytes:latency_ns" pairs (one sample per
+/// footprint, no clock): how the tests replay recorded curves.
+#[cfg(test)]
+pub(crate) fn analyze_pairs(text: &str) -> ProbeOutput {
+    let pts: Vec<(f64, f64)> = text
+        .split_whitespace()
+        .map(|p| p.split_once(':').map(|(a, b)| (a.parse().unwrap(), b.parse().unwrap())).unwrap())
+        .collect();
+    let x: Vec<f64> = pts.iter().map(|p| p.0).collect();
+    let y: Vec<f64> = pts.iter().map(|p| p.1).collect();
+    let s: Vec<Vec<f64>> = y.iter().map(|&v| vec![v]).collect();
+    analyze(&x, &y, &s, None, "test")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The analysis of a measured curve written as "footprint_bytes:latency_ns" pairs (one sample
-    /// per footprint, no clock).
-    fn analyze_pairs(text: &str) -> ProbeOutput {
-        let pts: Vec<(f64, f64)> = text
-            .split_whitespace()
-            .map(|p| p.split_once(':').map(|(a, b)| (a.parse().unwrap(), b.parse().unwrap())).unwrap())
-            .collect();
-        let x: Vec<f64> = pts.iter().map(|p| p.0).collect();
-        let y: Vec<f64> = pts.iter().map(|p| p.1).collect();
-        let s: Vec<Vec<f64>> = y.iter().map(|&v| vec![v]).collect();
-        analyze(&x, &y, &s, None, "test")
-    }
 
     /// A grid of `per_octave` footprints per octave from 4 KiB: 4 is the dense grid of earlier
     /// versions, which the measured curves below were taken on; 8 is what the sweep refines
