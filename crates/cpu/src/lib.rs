@@ -15,6 +15,8 @@ pub mod latency;
 mod latency_sweep;
 pub mod oscheck;
 pub mod repeat_check;
+#[cfg(test)]
+mod repeat_curve_tests;
 pub mod stride;
 pub mod sweep;
 pub mod sysinfo;
