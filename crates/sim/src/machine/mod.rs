@@ -159,12 +159,29 @@ pub struct Machine {
     fifos: Vec<WbFifo>,
     /// Memory controller of each slice (slices spread evenly over the controllers).
     controller_of_slice: Vec<u32>,
-    /// With contiguous DRAM rows longer than an L2 line and several controllers: the mask that
-    /// takes a physical address to its row's first byte, whose slice's controller holds the
-    /// whole row (a slice function may spread one row's lines over controllers; the row still
-    /// lives in one bank of one chip, `dram_controller`). `None`: a line's slice's controller.
-    row_base_mask: Option<u64>,
+    /// With DRAM rows longer than an L2 line and several controllers: how a physical address
+    /// is taken to its row's first byte, whose slice's controller holds the whole row (a slice
+    /// function may spread one row's lines over controllers; the row still lives in one bank of
+    /// one chip, `dram_controller`). `None`: a line's slice's controller.
+    row_base: Option<RowBase>,
     pub stats: Stats,
+}
+
+/// How a physical address is taken to its DRAM row's first byte (`Machine::dram_controller`).
+#[derive(Debug, Clone, Copy)]
+enum RowBase {
+    /// Contiguous rows: the address and the mask.
+    Mask(u64),
+    /// Footnote 13's 1 KiB row of column bits 5-7, 9 and 8 ^ 14: bits 0-9 cleared, and bit 14
+    /// taken to the value it has where bit 8 is 0 (the same row key, `Dram::row_key`).
+    Rtx4090,
+}
+
+impl RowBase {
+    #[inline(always)]
+    fn rtx4090_row_first_byte(pa: u64) -> u64 {
+        (pa & !0x3ff) ^ (((pa >> 8) & 1) << 14)
+    }
 }
 
 /// Mask of the sectors covering `[off, off + len)` of a line (`len` >= 1).
@@ -214,10 +231,13 @@ impl Machine {
             controller_of_slice: (0..l2.slices as u64)
                 .map(|s| (s * h.dram.controllers as u64 / l2.slices as u64) as u32)
                 .collect(),
-            row_base_mask: (h.dram.controllers > 1
-                && h.dram.row_function == RowFunction::Contiguous
-                && h.dram.row_bytes > l2.line_bytes as u64)
-                .then_some(!(h.dram.row_bytes - 1)),
+            row_base: match h.dram.row_function {
+                _ if h.dram.controllers <= 1 => None,
+                RowFunction::Contiguous => {
+                    (h.dram.row_bytes > l2.line_bytes as u64).then_some(RowBase::Mask(!(h.dram.row_bytes - 1)))
+                }
+                RowFunction::Rtx4090 => Some(RowBase::Rtx4090),
+            },
             stats: Stats { slice_requests: vec![0; l2.slices as usize], ..Stats::default() },
             h,
         };
@@ -299,12 +319,13 @@ impl Machine {
         self.controller_of_slice[slice as usize]
     }
     /// The controller whose DRAM holds physical address `pa` (of L2 slice `slice`): the slice's,
-    /// or with `row_base_mask` the one of its row's first byte.
+    /// or with `row_base` the one of its row's first byte.
     #[inline(always)]
     pub(crate) fn dram_controller(&self, slice: u32, pa: u64) -> u32 {
-        match self.row_base_mask {
+        match self.row_base {
             None => self.controller_of_slice[slice as usize],
-            Some(mask) => self.controller_of(self.slice_of(pa & mask)),
+            Some(RowBase::Mask(mask)) => self.controller_of(self.slice_of(pa & mask)),
+            Some(RowBase::Rtx4090) => self.controller_of(self.slice_of(RowBase::rtx4090_row_first_byte(pa))),
         }
     }
     /// L2 partition of an SM.
