@@ -1,8 +1,8 @@
 //! Which offsets of each 2 MiB page the slice map labels (`MEMSCOPE_SLICES_MAP_OFFSETS`,
 //! docs/L2_SLICES.md): random lines of the page, or grids, every line whose offset has bits only
-//! in a range of address bits (all lines of a 64 KiB window: bits 7..15). Grids give the dense,
-//! structured sets a fit of the slice function needs: every line of a window, and the same bits
-//! in the context of every combination of higher ones.
+//! in a set of address bits (all lines of a 64 KiB window: bits 7..15). Grids give the dense,
+//! structured sets a fit of the slice function needs: every pair of lines whose offsets differ by
+//! a vector of the grid's bits, many times over.
 
 use super::fit::{self, LINE_BYTES};
 use rand::seq::SliceRandom;
@@ -11,6 +11,8 @@ use rand::SeedableRng;
 /// Lowest and highest address bit a grid may span (a line is 128 bytes; a page 2 MiB).
 pub const GRID_LOW_BIT: u32 = 7;
 pub const GRID_HIGH_BIT: u32 = 20;
+/// The default layout: the 64 random offsets the map has always used.
+pub const DEFAULT_SPEC: &str = "random:64";
 /// Most offsets per page (the whole page).
 pub const MAX_OFFSETS: usize = 1 << 14;
 
@@ -19,8 +21,9 @@ pub const MAX_OFFSETS: usize = 1 << 14;
 pub enum OffsetPart {
     /// `random:N`: the probe's sample of N lines (offset 0, the single-bit offsets, then random).
     Random(usize),
-    /// `grid:LOW:HIGH`: every line whose offset has bits only in LOW..=HIGH.
-    Grid { low: u32, high: u32 },
+    /// `grid:LOW:HIGH` (bits LOW..=HIGH) or `bits:LIST` (a list such as `7-11+16-20`): every line
+    /// whose offset has bits only in the mask.
+    Grid { mask: u64 },
 }
 
 /// A layout: the union of its parts, the same offsets in every page.
@@ -34,17 +37,15 @@ pub struct MapOffsets {
 pub enum LayoutError {
     #[error("no part (accepted: random:N, grid:LOW:HIGH, comma-separated)")]
     Empty,
-    #[error("{0:?}: accepted: random:N (N 1..16384) or grid:LOW:HIGH (7 <= LOW <= HIGH <= 20)")]
+    #[error(
+        "{0:?}: accepted: random:N (N 1..16384), grid:LOW:HIGH (7 <= LOW <= HIGH <= 20) or bits:LIST (bits 7..20 \
+         as A-B ranges and single bits joined by +)"
+    )]
     BadPart(String),
 }
 
 impl MapOffsets {
-    /// The default: the 64 random offsets the map has always used.
-    pub fn default_random() -> Self {
-        MapOffsets { parts: vec![OffsetPart::Random(64)] }
-    }
-
-    /// Parse `random:N,grid:LOW:HIGH,...`.
+    /// Parse `random:N,grid:LOW:HIGH,bits:LIST,...`.
     pub fn parse(spec: &str) -> Result<Self, LayoutError> {
         let parts: Vec<OffsetPart> = spec
             .split(',')
@@ -67,7 +68,7 @@ impl MapOffsets {
         for p in &self.parts {
             let these: Vec<u64> = match *p {
                 OffsetPart::Random(n) => fit::sample_lines(n, seed),
-                OffsetPart::Grid { low, high } => grid(low, high),
+                OffsetPart::Grid { mask } => grid_of_mask(mask),
             };
             out.extend(these.into_iter().filter(|o| seen.insert(*o)));
         }
@@ -82,16 +83,40 @@ fn parse_part(p: &str) -> Option<OffsetPart> {
     let f: Vec<&str> = p.split(':').collect();
     match f.as_slice() {
         ["random", n] => n.parse().ok().filter(|n| (1..=MAX_OFFSETS).contains(n)).map(OffsetPart::Random),
-        ["grid", lo, hi] => {
-            let (low, high): (u32, u32) = (lo.parse().ok()?, hi.parse().ok()?);
-            (GRID_LOW_BIT <= low && low <= high && high <= GRID_HIGH_BIT).then_some(OffsetPart::Grid { low, high })
+        ["grid", lo, hi] => Some(OffsetPart::Grid { mask: bit_range(lo, hi)? }),
+        ["bits", list] => {
+            let mut mask = 0;
+            for r in list.split('+') {
+                mask |= match r.split_once('-') {
+                    Some((lo, hi)) => bit_range(lo, hi)?,
+                    None => bit_range(r, r)?,
+                };
+            }
+            Some(OffsetPart::Grid { mask })
         }
         _ => None,
     }
 }
 
-/// Every line offset with bits only in low..=high, in increasing order.
-pub fn grid(low: u32, high: u32) -> Vec<u64> {
-    let span = high - low + 1;
-    (0..(1u64 << span)).map(|i| (i << low) & !(LINE_BYTES - 1)).collect()
+/// The mask of address bits lo..=hi, when 7 <= lo <= hi <= 20.
+fn bit_range(lo: &str, hi: &str) -> Option<u64> {
+    let (low, high): (u32, u32) = (lo.parse().ok()?, hi.parse().ok()?);
+    (GRID_LOW_BIT <= low && low <= high && high <= GRID_HIGH_BIT)
+        .then(|| ((1u64 << (high + 1)) - 1) & !((1u64 << low) - 1))
+}
+
+/// Every offset whose bits are a subset of `mask` (bits below the line ignored), in increasing
+/// order.
+pub fn grid_of_mask(mask: u64) -> Vec<u64> {
+    let mask = mask & !(LINE_BYTES - 1);
+    let mut out = vec![0u64];
+    let mut sub = 0u64;
+    // The subsets of the mask in increasing order: (sub - mask) & mask steps to the next one.
+    loop {
+        sub = sub.wrapping_sub(mask) & mask;
+        if sub == 0 {
+            return out;
+        }
+        out.push(sub);
+    }
 }

@@ -4,7 +4,7 @@
 
 use super::fit::{self, Batch};
 use super::map::{map_lines, Counting};
-use super::map_layout::{grid, LayoutError, MapOffsets};
+use super::map_layout::{grid_of_mask, LayoutError, MapOffsets, DEFAULT_SPEC};
 use super::tests::simulate;
 use super::{Counters, PACKED_OPS, SEED, UNIT};
 use crate::gpu::GpuResult;
@@ -104,7 +104,7 @@ fn classification_reads_back_which_representative_or_none() {
 
 #[test]
 fn grids_hold_every_line_of_their_bits_and_parts_are_merged_once() {
-    let w = grid(7, 15);
+    let w = grid_of_mask(0xff80);
     assert_eq!(w.len(), 512);
     assert_eq!(w[1], 0x80);
     assert_eq!(*w.last().unwrap(), 0xff80);
@@ -114,19 +114,33 @@ fn grids_hold_every_line_of_their_bits_and_parts_are_merged_once() {
     let set: std::collections::BTreeSet<u64> = o.iter().copied().collect();
     assert_eq!(set.len(), o.len());
     assert!(set.contains(&0x1f_f000) && set.contains(&0xff80) && !set.contains(&0x1_0080));
-    assert_ne!(o[..16], grid(7, 15)[..16], "shuffled so the seed stage spreads");
+    assert_ne!(o[..16], grid_of_mask(0xff80)[..16], "shuffled so the seed stage spreads");
     assert_eq!(o, m.offsets(5), "deterministic");
+    let c = MapOffsets::parse("bits:7-9+16+18-20").unwrap().offsets(5);
+    assert_eq!(c.len(), 128);
+    assert!(c.contains(&0x1d_0380) && c.contains(&0x1_0000) && !c.contains(&0x2_0000) && !c.contains(&0x400));
+    assert_eq!(MapOffsets::parse("bits:7-15").unwrap(), MapOffsets::parse("grid:7:15").unwrap());
 }
 
 #[test]
 fn the_default_is_the_maps_old_sample() {
-    assert_eq!(MapOffsets::default_random().offsets(9), fit::sample_lines(64, 9));
-    assert_eq!(MapOffsets::parse("random:64").unwrap(), MapOffsets::default_random());
+    assert_eq!(MapOffsets::parse(DEFAULT_SPEC).unwrap().offsets(9), fit::sample_lines(64, 9));
 }
 
 #[test]
 fn bad_layouts_are_named() {
-    for bad in ["grid:6:15", "grid:9:8", "grid:7:21", "random:0", "random:x", "dense", "grid:7"] {
+    for bad in [
+        "grid:6:15",
+        "grid:9:8",
+        "grid:7:21",
+        "random:0",
+        "random:x",
+        "dense",
+        "grid:7",
+        "bits:7-21",
+        "bits:",
+        "bits:5",
+    ] {
         assert_eq!(MapOffsets::parse(bad), Err(LayoutError::BadPart(bad.to_string())), "{bad}");
     }
     assert_eq!(MapOffsets::parse(" , "), Err(LayoutError::Empty));

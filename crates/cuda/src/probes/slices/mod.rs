@@ -347,11 +347,9 @@ fn slice_map(
         .ok()
         .filter(|p| (1..=hammer::MAX_PAGES).contains(p))
         .ok_or_else(|| ProbeError::Failed(format!("MEMSCOPE_SLICES_MAP={pages:?}: accepted: 1 to 64")))?;
-    let layout = match std::env::var("MEMSCOPE_SLICES_MAP_OFFSETS") {
-        Ok(spec) => map_layout::MapOffsets::parse(&spec)
-            .map_err(|e| ProbeError::Failed(format!("MEMSCOPE_SLICES_MAP_OFFSETS={spec:?}: {e}")))?,
-        Err(_) => map_layout::MapOffsets::default_random(),
-    };
+    let spec = std::env::var("MEMSCOPE_SLICES_MAP_OFFSETS").unwrap_or_else(|_| map_layout::DEFAULT_SPEC.into());
+    let layout = map_layout::MapOffsets::parse(&spec)
+        .map_err(|e| ProbeError::Failed(format!("MEMSCOPE_SLICES_MAP_OFFSETS={spec:?}: {e}")))?;
     let sm = match std::env::var("MEMSCOPE_SLICES_MAP_SM") {
         Ok(s) => s
             .parse::<u32>()
@@ -419,7 +417,7 @@ fn slice_map(
             "label": res.as_ref().map(|m| m.label.clone()).unwrap_or_default(),
             "page_base": server.reports_kept.first().map(|r| r.page_base),
             "sm": sm,
-            "offsets": format!("{:?}", layout.parts),
+            "offsets": spec,
             "seconds": secs,
             "summary": text,
         });
