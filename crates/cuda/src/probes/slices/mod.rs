@@ -21,6 +21,9 @@ pub mod ncu;
 pub mod partition_pages;
 #[cfg(test)]
 mod partition_pages_tests;
+pub mod slice_fit;
+#[cfg(test)]
+mod slice_fit_tests;
 pub mod timing;
 
 use super::{cuda_only, run_gpu};
