@@ -19,13 +19,12 @@ enum FitError {
     Io { path: String, source: std::io::Error },
     #[error("{path}: {source}")]
     Json { path: String, source: serde_json::Error },
-    #[error("{path}: {what}")]
-    Shape { path: String, what: &'static str },
+    #[error("{path}: {source}")]
+    Shape { path: String, source: sf::MapDataError },
     #[error("usage: l2_slice_fit MAP.json[.gz] [MAP.json[.gz] ...]")]
     Usage,
 }
 
-const PAGE_BYTES: u64 = 2 << 20;
 /// A difference keeps the label when it does on 99 % of at least 8 pairs.
 const MIN_PAIRS: usize = 8;
 const MIN_SHARE: f64 = 0.99;
@@ -46,24 +45,7 @@ fn read(path: &str) -> Result<Value, FitError> {
 }
 
 fn points(path: &str) -> Result<Vec<Point>, FitError> {
-    let v = read(path)?;
-    let shape = |what| FitError::Shape { path: path.into(), what };
-    let lines = v["lines"].as_array().ok_or_else(|| shape("no lines"))?;
-    let labels = v["label"].as_array().ok_or_else(|| shape("no labels"))?;
-    if lines.len() != labels.len() {
-        return Err(shape("lines and labels differ in length"));
-    }
-    let mut out = Vec::new();
-    for (l, lab) in lines.iter().zip(labels) {
-        let a = l
-            .as_str()
-            .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
-            .ok_or_else(|| shape("a line is not a hex address"))?;
-        if let Some(label) = lab.as_u64() {
-            out.push(Point { page: (a / PAGE_BYTES) as usize, offset: a % PAGE_BYTES, label: label as usize });
-        }
-    }
-    Ok(out)
+    sf::points_from_map(&read(path)?).map_err(|source| FitError::Shape { path: path.into(), source })
 }
 
 fn hex(v: &[u64]) -> Vec<String> {

@@ -23,6 +23,57 @@ pub struct Point {
     pub label: usize,
 }
 
+/// What is wrong with a map file (map.json as kept by `MEMSCOPE_SLICES_MAP`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MapDataError {
+    #[error("no \"lines\" array")]
+    NoLines,
+    #[error("no \"label\" array")]
+    NoLabels,
+    #[error("{lines} lines but {labels} labels")]
+    Lengths { lines: usize, labels: usize },
+    #[error("line {index}: {text:?} is not a hex address")]
+    BadLine { index: usize, text: String },
+}
+
+/// The labelled lines of a map file (addresses from the first page's base; unlabelled lines left
+/// out).
+pub fn points_from_map(v: &serde_json::Value) -> Result<Vec<Point>, MapDataError> {
+    let lines = v["lines"].as_array().ok_or(MapDataError::NoLines)?;
+    let labels = v["label"].as_array().ok_or(MapDataError::NoLabels)?;
+    if lines.len() != labels.len() {
+        return Err(MapDataError::Lengths { lines: lines.len(), labels: labels.len() });
+    }
+    let mut out = Vec::new();
+    for (index, (l, lab)) in lines.iter().zip(labels).enumerate() {
+        let a = l
+            .as_str()
+            .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
+            .ok_or_else(|| MapDataError::BadLine { index, text: l.to_string() })?;
+        if let Some(label) = lab.as_u64() {
+            out.push(Point { page: (a >> 21) as usize, offset: a & ((1 << 21) - 1), label: label as usize });
+        }
+    }
+    Ok(out)
+}
+
+/// How far two labellings of the same lines are from one partition: the lines of `b` that do not
+/// carry the label most of their `a`-class carries (0: the same partition up to naming), and the
+/// lines compared. Lines are matched by page and offset.
+pub fn relabel_mismatches(a: &[Point], b: &[Point]) -> (usize, usize) {
+    let at: HashMap<(usize, u64), usize> = a.iter().map(|p| ((p.page, p.offset), p.label)).collect();
+    let mut meet: HashMap<usize, HashMap<usize, usize>> = HashMap::new();
+    let mut n = 0;
+    for p in b {
+        if let Some(&la) = at.get(&(p.page, p.offset)) {
+            *meet.entry(la).or_default().entry(p.label).or_default() += 1;
+            n += 1;
+        }
+    }
+    let bad = meet.values().map(|m| m.values().sum::<usize>() - m.values().max().copied().unwrap_or(0)).sum();
+    (bad, n)
+}
+
 /// Pairs of lines of one page whose offsets differ by `delta`, and how many share their label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Agreement {
