@@ -1,7 +1,8 @@
 //! The fit of the slice within a partition on the slice map's labels (docs/L2_SLICES.md, "What
 //! stays undetermined"; crates/cuda/src/probes/slices/slice_fit.rs): per run the kernel of the
 //! labels over offset differences, the table over an XOR hash with its held-out accuracy (split by
-//! line and by whole page), and across runs the table of one run predicting the other.
+//! line and by whole page), the differences under which labels move together (symmetries), and
+//! across runs the table of one run predicting the other.
 //!
 //!   l2_slice_fit MAP.json[.gz] [MAP.json[.gz] ...]   # map.json as kept by MEMSCOPE_SLICES_MAP
 //!
@@ -76,6 +77,10 @@ fn run(args: &[String]) -> Result<Value, FitError> {
         let (_, by_line) = sf::held_out_by_line(pts, OFFSET_BITS, EVERY, MIN_PAIRS, MIN_SHARE);
         let by_page = sf::held_out_by_page(pts, OFFSET_BITS, PROBES, &k.basis);
         let labels: std::collections::BTreeSet<usize> = pts.iter().map(|p| p.label).collect();
+        let sym: Vec<Value> = sf::symmetries(pts, OFFSET_BITS, MIN_PAIRS)
+            .iter()
+            .map(|s| json!({"delta": format!("{:#x}", s.delta), "pairs": s.pairs, "renames": s.renames}))
+            .collect();
         per_run.push(json!({
             "file": path,
             "lines": pts.len(),
@@ -84,6 +89,7 @@ fn run(args: &[String]) -> Result<Value, FitError> {
             "kernel_dim": k.basis.len(),
             "differences_tested": k.tested,
             "kernel_violations": k.violations,
+            "symmetries": sym,
             "single_bits": single,
             "cosets_per_page": tables.iter().map(|(p, t)| (p.to_string(), t.len())).collect::<std::collections::BTreeMap<_, _>>(),
             "lines_off_their_coset": off,

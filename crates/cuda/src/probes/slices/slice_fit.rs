@@ -120,6 +120,45 @@ pub fn agreements(points: &[Point], mask: u64) -> Vec<Agreement> {
     }
 }
 
+/// A difference under which the labels of a page move together: every pair of lines it joins
+/// maps the first line's label to one fixed label (`renames`: some label maps to another; false:
+/// the kernel's case, every label to itself).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Symmetry {
+    pub delta: u64,
+    pub pairs: usize,
+    pub renames: bool,
+}
+
+/// Every difference within `mask` that joins at least `min_pairs` pairs of lines of one page and
+/// maps labels to labels consistently (a fixed renaming of the slices, per page).
+pub fn symmetries(points: &[Point], mask: u64, min_pairs: usize) -> Vec<Symmetry> {
+    let pages = dense(points);
+    let m = (mask & OFFSET_BITS) >> LINE_SHIFT;
+    let mut out = Vec::new();
+    let mut d = 0u64;
+    loop {
+        d = d.wrapping_sub(m) & m;
+        if d == 0 {
+            return out;
+        }
+        let (mut pairs, mut ok, mut renames) = (0, true, false);
+        for lines in pages.values() {
+            let mut map: HashMap<usize, usize> = HashMap::new();
+            for (i, a) in lines.iter().enumerate() {
+                if let (Some(a), Some(b)) = (a, lines[i ^ d as usize]) {
+                    pairs += 1;
+                    renames |= *a != b;
+                    ok &= *map.entry(*a).or_insert(b) == b;
+                }
+            }
+        }
+        if ok && pairs / 2 >= min_pairs {
+            out.push(Symmetry { delta: d << LINE_SHIFT, pairs: pairs / 2, renames });
+        }
+    }
+}
+
 /// The kernel: differences that keep the label on at least `min_share` of at least `min_pairs`
 /// pairs, closed under XOR; `violations` counts differences in its span that were tested and did
 /// not keep the label (0 when the family fits).
