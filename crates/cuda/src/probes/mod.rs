@@ -25,6 +25,8 @@ mod peak;
 mod slices;
 /// The L2 partition bit over many pages (the analysis of scripts/peers/l2_partition_peer.cu).
 pub use slices::partition_pages as l2_partition;
+/// The fit of the slice within a partition from the slice map's labels.
+pub use slices::slice_fit as l2_slice_fit;
 mod sm_chase;
 mod sm_fit;
 mod sm_map;

@@ -32,52 +32,25 @@ pub struct SliceMap {
 }
 
 /// Label `lines` (offsets from the first page's base): every pair of the first `seed` lines, then
-/// the rest against one representative per slice found, then every pair of the lines none of them
-/// matched. `unit` accesses per weight unit, `ops` the operation slots each kernel uses.
+/// the rest against one representative per slice found; the lines none of them matched repeat
+/// the two steps among themselves (every pair of the first `seed` of them, the rest classified
+/// against all representatives) until none is left. `unit` accesses per weight unit, `ops` the
+/// operation slots each kernel uses.
 pub fn map_lines(src: &mut dyn Counting, lines: &[u64], seed: usize, unit: u64, ops: &[usize]) -> GpuResult<SliceMap> {
     let n = lines.len();
     let mut label: Vec<Option<usize>> = vec![None; n];
     let mut reps: Vec<usize> = Vec::new();
-    let seed_set: Vec<usize> = (0..seed.min(n)).collect();
     let mut st = Stage { src, lines, unit, ops, kernels: 0, stages: 0 };
-    st.all_pairs(&seed_set, &mut label, &mut reps)?;
-    let queue: Vec<usize> = (0..n).filter(|&i| label[i].is_none() && !seed_set.contains(&i)).collect();
-    if queue.is_empty() || reps.is_empty() {
-        let labels = reps.len();
-        return Ok(SliceMap { label, labels, kernels: st.kernels, stages: st.stages });
-    }
-    // Stage 2: every other line against the representatives; the lines of the list followed by the
-    // representatives' lines.
-    let mut cl_lines: Vec<u64> = queue.iter().map(|&i| lines[i]).collect();
-    cl_lines.extend(reps.iter().map(|&r| lines[r]));
-    let rep_pos: Vec<usize> = (queue.len()..queue.len() + reps.len()).collect();
-    let q_pos: Vec<usize> = (0..queue.len()).collect();
-    let batches = fit::design_classify(&q_pos, &rep_pos, unit, ops, 0);
-    let counters = st.src.count(&cl_lines, &batches)?;
-    st.kernels += fit::kernel_count(&batches);
-    st.stages += 1;
-    let maxes = decoded_maxes(&counters, &batches, &scales(&counters, &batches));
-    let mut unmatched = Vec::new();
-    for (qi, &line) in queue.iter().enumerate() {
-        let answers: Vec<Option<Option<usize>>> = batches
-            .iter()
-            .zip(&maxes)
-            .filter(|(b, _)| b.kernel == qi)
-            .map(|(b, &m)| {
-                fit::decode_classify(m, unit, b.members.len() - 1).map(|j| j.map(|j| b.members[1 + j] - queue.len()))
-            })
-            .collect();
-        if answers.iter().any(|a| a.is_none()) {
-            continue; // unclear: left undetermined
+    let mut todo: Vec<usize> = (0..n).collect();
+    while !todo.is_empty() {
+        let cut = seed.max(1).min(todo.len());
+        st.all_pairs(&todo[..cut], &mut label, &mut reps)?;
+        let queue: Vec<usize> = todo[cut..].iter().copied().filter(|&i| label[i].is_none()).collect();
+        if reps.is_empty() {
+            break;
         }
-        let hits: Vec<usize> = answers.iter().flatten().flatten().copied().collect();
-        match hits.len() {
-            0 => unmatched.push(line),
-            1 => label[line] = label[reps[hits[0]]],
-            _ => {} // two representatives matched: a contradiction, left undetermined
-        }
+        todo = st.classify(&queue, &mut label, &reps)?;
     }
-    st.all_pairs(&unmatched, &mut label, &mut reps)?;
     Ok(SliceMap { label, labels: reps.len(), kernels: st.kernels, stages: st.stages })
 }
 
@@ -92,6 +65,47 @@ struct Stage<'a> {
 }
 
 impl Stage<'_> {
+    /// Every line of `queue` against all representatives in one stage (one kernel per line): a
+    /// line that matches one takes its label, one that matches none is returned, an unclear or
+    /// contradicting answer leaves the line undetermined.
+    fn classify(&mut self, queue: &[usize], label: &mut [Option<usize>], reps: &[usize]) -> GpuResult<Vec<usize>> {
+        if queue.is_empty() {
+            return Ok(Vec::new());
+        }
+        // The lines of the queue followed by the representatives' lines.
+        let mut cl_lines: Vec<u64> = queue.iter().map(|&i| self.lines[i]).collect();
+        cl_lines.extend(reps.iter().map(|&r| self.lines[r]));
+        let rep_pos: Vec<usize> = (queue.len()..queue.len() + reps.len()).collect();
+        let q_pos: Vec<usize> = (0..queue.len()).collect();
+        let batches = fit::design_classify(&q_pos, &rep_pos, self.unit, self.ops, 0);
+        let counters = self.src.count(&cl_lines, &batches)?;
+        self.kernels += fit::kernel_count(&batches);
+        self.stages += 1;
+        let maxes = decoded_maxes(&counters, &batches, &scales(&counters, &batches));
+        let mut unmatched = Vec::new();
+        for (qi, &line) in queue.iter().enumerate() {
+            let answers: Vec<Option<Option<usize>>> = batches
+                .iter()
+                .zip(&maxes)
+                .filter(|(b, _)| b.kernel == qi)
+                .map(|(b, &m)| {
+                    fit::decode_classify(m, self.unit, b.members.len() - 1)
+                        .map(|j| j.map(|j| b.members[1 + j] - queue.len()))
+                })
+                .collect();
+            if answers.iter().any(|a| a.is_none()) {
+                continue; // unclear: left undetermined
+            }
+            let hits: Vec<usize> = answers.iter().flatten().flatten().copied().collect();
+            match hits.len() {
+                0 => unmatched.push(line),
+                1 => label[line] = label[reps[hits[0]]],
+                _ => {} // two representatives matched: a contradiction, left undetermined
+            }
+        }
+        Ok(unmatched)
+    }
+
     /// Every pair among `subset`: each class found becomes a new label with its first line as its
     /// representative.
     fn all_pairs(&mut self, subset: &[usize], label: &mut [Option<usize>], reps: &mut Vec<usize>) -> GpuResult<()> {
@@ -134,6 +148,8 @@ pub struct ServingChild {
     /// What every plan carries besides its kernels (SM, warps, pages, counters, metrics).
     pub template: HammerPlan,
     pub timeout: std::time::Duration,
+    /// The wait for any report, before the per-kernel allowance.
+    pub base_timeout: std::time::Duration,
     /// Every report, in order (for the probe's records).
     pub reports_kept: Vec<HammerReport>,
 }
@@ -151,6 +167,7 @@ impl ServingChild {
             dir,
             template,
             timeout: std::time::Duration::from_secs(120),
+            base_timeout: std::time::Duration::from_secs(60),
             reports_kept: Vec::new(),
         })
     }
@@ -214,6 +231,9 @@ impl ServingChild {
 impl Counting for ServingChild {
     fn count(&mut self, lines: &[u64], batches: &[Batch]) -> GpuResult<Vec<Counters>> {
         let plan = HammerPlan { kernels: super::plan_kernels(lines, batches), ..self.template.clone() };
+        // A stage of thousands of kernels (about 25 ms each through CUPTI on the H200) may take
+        // minutes: the wait grows with the plan.
+        self.timeout = self.base_timeout + std::time::Duration::from_millis(100 * plan.kernels.len() as u64);
         let report = self.send(&plan)?;
         let kernels = super::cupti_kernels(&self.template.metrics, &report);
         let c = per_kernel(&report, &kernels, plan.kernels.len());

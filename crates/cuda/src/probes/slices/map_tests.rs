@@ -4,6 +4,7 @@
 
 use super::fit::{self, Batch};
 use super::map::{map_lines, Counting};
+use super::map_layout::{grid_of_mask, LayoutError, MapOffsets, DEFAULT_SPEC};
 use super::tests::simulate;
 use super::{Counters, PACKED_OPS, SEED, UNIT};
 use crate::gpu::GpuResult;
@@ -68,7 +69,9 @@ fn slices_the_seed_never_saw_get_their_own_labels() {
     let truth: Vec<Option<usize>> = lines.iter().map(|&a| Some(f(a))).collect();
     assert!(m.label.iter().all(|l| l.is_some()));
     assert_eq!(fit::partition_disagreements(&m.label, &truth).1, 0);
-    assert_eq!(m.stages, 3, "seed, classification, the unmatched lines' pairs");
+    // Seed, classification, then the unmatched lines: every pair of the first 64 of them and the
+    // rest classified against all representatives.
+    assert!((3..=4).contains(&m.stages), "{} stages", m.stages);
 }
 
 #[test]
@@ -97,4 +100,64 @@ fn classification_reads_back_which_representative_or_none() {
     assert_eq!(fit::decode_classify(5.0 * 256.0 - 3.0, 256, 2), Some(Some(1)));
     assert_eq!(fit::decode_classify(6.0 * 256.0, 256, 2), None, "more than any answer");
     assert_eq!(fit::decode_classify(3.5 * 256.0, 256, 2), None, "between two answers");
+}
+
+#[test]
+fn grids_hold_every_line_of_their_bits_and_parts_are_merged_once() {
+    let w = grid_of_mask(0xff80);
+    assert_eq!(w.len(), 512);
+    assert_eq!(w[1], 0x80);
+    assert_eq!(*w.last().unwrap(), 0xff80);
+    let m = MapOffsets::parse("grid:7:15, grid:12:20").unwrap();
+    let o = m.offsets(5);
+    assert_eq!(o.len(), 512 + 512 - 16, "bits 12..15 are in both");
+    let set: std::collections::BTreeSet<u64> = o.iter().copied().collect();
+    assert_eq!(set.len(), o.len());
+    assert!(set.contains(&0x1f_f000) && set.contains(&0xff80) && !set.contains(&0x1_0080));
+    assert_ne!(o[..16], grid_of_mask(0xff80)[..16], "shuffled so the seed stage spreads");
+    assert_eq!(o, m.offsets(5), "deterministic");
+    let c = MapOffsets::parse("bits:7-9+16+18-20").unwrap().offsets(5);
+    assert_eq!(c.len(), 128);
+    assert!(c.contains(&0x1d_0380) && c.contains(&0x1_0000) && !c.contains(&0x2_0000) && !c.contains(&0x400));
+    assert_eq!(MapOffsets::parse("bits:7-15").unwrap(), MapOffsets::parse("grid:7:15").unwrap());
+}
+
+#[test]
+fn the_default_is_the_maps_old_sample() {
+    assert_eq!(MapOffsets::parse(DEFAULT_SPEC).unwrap().offsets(9), fit::sample_lines(64, 9));
+}
+
+#[test]
+fn bad_layouts_are_named() {
+    for bad in [
+        "grid:6:15",
+        "grid:9:8",
+        "grid:7:21",
+        "random:0",
+        "random:x",
+        "dense",
+        "grid:7",
+        "bits:7-21",
+        "bits:",
+        "bits:5",
+    ] {
+        assert_eq!(MapOffsets::parse(bad), Err(LayoutError::BadPart(bad.to_string())), "{bad}");
+    }
+    assert_eq!(MapOffsets::parse(" , "), Err(LayoutError::Empty));
+}
+
+#[test]
+fn a_dense_grid_over_many_pages_is_labelled_in_few_stages_with_few_kernels() {
+    // Every line of a 16 KiB window and the bits 12..16 grid in 3 pages; a seed of 64 lines misses
+    // many of the 47 slices, so the unmatched lines go round again.
+    let off = MapOffsets::parse("grid:7:13,grid:12:16").unwrap().offsets(SEED);
+    let lines: Vec<u64> = (0..3u64).flat_map(|p| off.iter().map(move |o| p * (2 << 20) + o)).collect();
+    let mut sim = Sim { slice: &hashed, noise: 4, calls: 0, spoil: None };
+    let m = map_lines(&mut sim, &lines, 64, UNIT, &ops()).unwrap();
+    assert!(m.label.iter().all(|l| l.is_some()));
+    let truth: Vec<Option<usize>> = lines.iter().map(|&a| Some(hashed(a))).collect();
+    assert_eq!(fit::partition_disagreements(&m.label, &truth).1, 0);
+    // One kernel per line beyond the seeds, and a few rounds of pairs among the unmatched.
+    assert!(m.kernels < lines.len() + 200, "{} kernels for {} lines in {} stages", m.kernels, lines.len(), m.stages);
+    assert!(m.stages >= 4, "the unmatched lines went round again: {} stages", m.stages);
 }

@@ -14,12 +14,16 @@ pub mod fit;
 mod fit_tests;
 pub mod hammer;
 pub mod map;
+pub mod map_layout;
 #[cfg(test)]
 mod map_tests;
 pub mod ncu;
 pub mod partition_pages;
 #[cfg(test)]
 mod partition_pages_tests;
+pub mod slice_fit;
+#[cfg(test)]
+mod slice_fit_tests;
 pub mod timing;
 
 use super::{cuda_only, run_gpu};
@@ -325,11 +329,13 @@ fn acquire(
     Ok((report, counters, how))
 }
 
-/// Offsets sampled per page by `MEMSCOPE_SLICES_MAP` (the same offsets in every page).
-const MAP_LINES_PER_PAGE: usize = 64;
+/// Most lines one `MEMSCOPE_SLICES_MAP` run labels (pages x offsets; about 30 lines a second on
+/// the H200, so this is about 18 minutes).
+const MAP_MAX_LINES: usize = 1 << 15;
 
-/// `MEMSCOPE_SLICES_MAP=P` (a diagnostic, docs/L2_SLICES.md): slice labels of the same
-/// MAP_LINES_PER_PAGE offsets in each of P adjacent 2 MiB pages of one allocation, by the
+/// `MEMSCOPE_SLICES_MAP=P` (a diagnostic, docs/L2_SLICES.md): slice labels of the same offsets
+/// (`MEMSCOPE_SLICES_MAP_OFFSETS`, map_layout.rs; 64 random ones by default) in each of P adjacent
+/// 2 MiB pages of one allocation, hammered from SM `MEMSCOPE_SLICES_MAP_SM` (default 0), by the
 /// adaptive design of map.rs in a serving child reading CUPTI; the labels go to the keep
 /// directory (map.json) and the function finding's reason says what they show.
 fn slice_map(
@@ -344,8 +350,25 @@ fn slice_map(
         .ok()
         .filter(|p| (1..=hammer::MAX_PAGES).contains(p))
         .ok_or_else(|| ProbeError::Failed(format!("MEMSCOPE_SLICES_MAP={pages:?}: accepted: 1 to 64")))?;
+    let spec = std::env::var("MEMSCOPE_SLICES_MAP_OFFSETS").unwrap_or_else(|_| map_layout::DEFAULT_SPEC.into());
+    let layout = map_layout::MapOffsets::parse(&spec)
+        .map_err(|e| ProbeError::Failed(format!("MEMSCOPE_SLICES_MAP_OFFSETS={spec:?}: {e}")))?;
+    let sm = match std::env::var("MEMSCOPE_SLICES_MAP_SM") {
+        Ok(s) => s
+            .parse::<u32>()
+            .map_err(|_| ProbeError::Failed(format!("MEMSCOPE_SLICES_MAP_SM={s:?}: accepted: an SM number")))?,
+        Err(_) => SM,
+    };
     let started = Instant::now();
-    let per = fit::sample_lines(MAP_LINES_PER_PAGE, SEED);
+    let per = layout.offsets(SEED);
+    if per.len() * p as usize > MAP_MAX_LINES {
+        return Err(ProbeError::Failed(format!(
+            "MEMSCOPE_SLICES_MAP={p} with MEMSCOPE_SLICES_MAP_OFFSETS giving {} offsets per page: {} lines, at most \
+             {MAP_MAX_LINES}",
+            per.len(),
+            per.len() * p as usize
+        )));
+    }
     let lines: Vec<u64> = (0..p).flat_map(|k| per.iter().map(move |o| k * hammer::PAGE_BYTES + o)).collect();
     let Some(mut child) = memscope_core::helper::self_command() else { return Ok(()) };
     let mut path: Vec<std::path::PathBuf> = crate::gpu::profiler::cupti_library_dirs();
@@ -356,7 +379,7 @@ fn slice_map(
         child.env("LD_LIBRARY_PATH", joined);
     }
     let template = HammerPlan {
-        sm: Some(SM),
+        sm: Some(sm),
         warps: WARPS,
         pages: p,
         kernels: vec![],
@@ -379,8 +402,8 @@ fn slice_map(
                 })
                 .collect();
             format!(
-                "slice labels over {p} adjacent pages ({} offsets each, MEMSCOPE_SLICES_MAP): {} of {} lines labelled, \
-                 {} slices seen in all, per page {per_page:?}; {} kernels in {} stages, {secs:.1} s",
+                "slice labels over {p} adjacent pages ({} offsets each, MEMSCOPE_SLICES_MAP) from SM {sm}: {} of {} lines \
+                 labelled, {} slices seen in all, per page {per_page:?}; {} kernels in {} stages, {secs:.1} s",
                 per.len(),
                 m.label.iter().flatten().count(),
                 lines.len(),
@@ -396,6 +419,8 @@ fn slice_map(
             "lines": lines.iter().map(|o| format!("{o:#x}")).collect::<Vec<_>>(),
             "label": res.as_ref().map(|m| m.label.clone()).unwrap_or_default(),
             "page_base": server.reports_kept.first().map(|r| r.page_base),
+            "sm": sm,
+            "offsets": spec,
             "seconds": secs,
             "summary": text,
         });

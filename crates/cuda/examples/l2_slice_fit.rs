@@ -1,0 +1,124 @@
+//! The fit of the slice within a partition on the slice map's labels (docs/L2_SLICES.md, "What
+//! stays undetermined"; crates/cuda/src/probes/slices/slice_fit.rs): per run the kernel of the
+//! labels over offset differences, the table over an XOR hash with its held-out accuracy (split by
+//! line and by whole page), the differences under which labels move together (symmetries), and
+//! across runs the table of one run predicting the other.
+//!
+//!   l2_slice_fit MAP.json[.gz] [MAP.json[.gz] ...]   # map.json as kept by MEMSCOPE_SLICES_MAP
+//!
+//! Prints one JSON object. Exit 2 with a one-line message on bad input.
+
+use flate2::read::GzDecoder;
+use memscope_cuda::probes::l2_slice_fit::{self as sf, Point, OFFSET_BITS};
+use serde_json::{json, Value};
+use std::io::Read;
+
+/// What went wrong, naming the file.
+#[derive(Debug, thiserror::Error)]
+enum FitError {
+    #[error("{path}: {source}")]
+    Io { path: String, source: std::io::Error },
+    #[error("{path}: {source}")]
+    Json { path: String, source: serde_json::Error },
+    #[error("{path}: {source}")]
+    Shape { path: String, source: sf::MapDataError },
+    #[error("usage: l2_slice_fit MAP.json[.gz] [MAP.json[.gz] ...]")]
+    Usage,
+}
+
+/// A difference keeps the label when it does on 99 % of at least 8 pairs.
+const MIN_PAIRS: usize = 8;
+const MIN_SHARE: f64 = 0.99;
+/// One line in five held out; probe lines per page for its shift.
+const EVERY: u64 = 5;
+const PROBES: usize = 200;
+
+fn read(path: &str) -> Result<Value, FitError> {
+    let raw = std::fs::read(path).map_err(|source| FitError::Io { path: path.into(), source })?;
+    let text = if raw.starts_with(&[0x1f, 0x8b]) {
+        let mut out = Vec::new();
+        GzDecoder::new(&raw[..]).read_to_end(&mut out).map_err(|source| FitError::Io { path: path.into(), source })?;
+        out
+    } else {
+        raw
+    };
+    serde_json::from_slice(&text).map_err(|source| FitError::Json { path: path.into(), source })
+}
+
+fn points(path: &str) -> Result<Vec<Point>, FitError> {
+    sf::points_from_map(&read(path)?).map_err(|source| FitError::Shape { path: path.into(), source })
+}
+
+fn hex(v: &[u64]) -> Vec<String> {
+    v.iter().map(|x| format!("{x:#x}")).collect()
+}
+
+fn held(h: &sf::HeldOut) -> Value {
+    json!({"right": h.right, "total": h.total, "unpredicted": h.unpredicted, "accuracy": h.accuracy()})
+}
+
+fn run(args: &[String]) -> Result<Value, FitError> {
+    if args.is_empty() {
+        return Err(FitError::Usage);
+    }
+    let runs: Vec<Vec<Point>> = args.iter().map(|p| points(p)).collect::<Result<_, _>>()?;
+    let mut per_run = Vec::new();
+    let mut kernels = Vec::new();
+    for (path, pts) in args.iter().zip(&runs) {
+        let agr = sf::agreements(pts, OFFSET_BITS);
+        let k = sf::fit_kernel(&agr, MIN_PAIRS, MIN_SHARE);
+        let single: Vec<Value> = agr
+            .iter()
+            .filter(|a| a.delta.is_power_of_two() && a.pairs > 0)
+            .map(|a| json!({"bit": a.delta.trailing_zeros(), "pairs": a.pairs, "agree": a.agree}))
+            .collect();
+        let (tables, off) = sf::coset_tables(pts, &k.basis);
+        let model = sf::fit_table(pts, &k.basis, OFFSET_BITS);
+        let (_, by_line) = sf::held_out_by_line(pts, OFFSET_BITS, EVERY, MIN_PAIRS, MIN_SHARE);
+        let by_page = sf::held_out_by_page(pts, OFFSET_BITS, PROBES, &k.basis);
+        let labels: std::collections::BTreeSet<usize> = pts.iter().map(|p| p.label).collect();
+        let sym: Vec<Value> = sf::symmetries(pts, OFFSET_BITS, MIN_PAIRS)
+            .iter()
+            .map(|s| json!({"delta": format!("{:#x}", s.delta), "pairs": s.pairs, "renames": s.renames}))
+            .collect();
+        per_run.push(json!({
+            "file": path,
+            "lines": pts.len(),
+            "labels": labels.len(),
+            "kernel": hex(&k.basis),
+            "kernel_dim": k.basis.len(),
+            "differences_tested": k.tested,
+            "kernel_violations": k.violations,
+            "symmetries": sym,
+            "single_bits": single,
+            "cosets_per_page": tables.iter().map(|(p, t)| (p.to_string(), t.len())).collect::<std::collections::BTreeMap<_, _>>(),
+            "lines_off_their_coset": off,
+            "table_entries": model.table.len(),
+            "shifts": model.shift.iter().map(|(p, s)| (p.to_string(), format!("{s:#x}"))).collect::<std::collections::BTreeMap<_, _>>(),
+            "held_out_by_line": held(&by_line),
+            "held_out_by_page": held(&by_page),
+        }));
+        kernels.push(k);
+    }
+    let mut across = Vec::new();
+    for (i, a) in runs.iter().enumerate() {
+        for (j, b) in runs.iter().enumerate() {
+            if i != j {
+                let h = sf::held_out_across(a, b, OFFSET_BITS, PROBES, &kernels[i].basis);
+                across.push(json!({"train": args[i], "test": args[j], "held_out": held(&h)}));
+            }
+        }
+    }
+    Ok(json!({"runs": per_run, "across": across}))
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(v) => println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default()),
+        Err(e) => {
+            eprintln!("l2_slice_fit: {e}");
+            std::process::exit(2);
+        }
+    }
+}
