@@ -105,11 +105,14 @@ fn default_out() -> Result<PathBuf, CliError> {
 
 pub fn run(args: Args) -> CliResult {
     let run_started = Instant::now();
-    // (a --quick run of every probe leaves out those without a headline finding, recorded as waived)
-    let registry = if args.quick && args.probes.is_empty() {
+    // (a run of every probe leaves out the probes run only on request, and a --quick one those
+    // without a headline finding too, recorded as waived)
+    let registry = if !args.probes.is_empty() {
+        memscope_registry::all()
+    } else if args.quick {
         memscope_registry::for_quick_run()
     } else {
-        memscope_registry::all()
+        memscope_registry::for_default_run()
     };
     let probes = select_probes(registry, &args.probes, args.continue_from.is_some())?;
     let specs = match &args.target {

@@ -93,6 +93,18 @@ pub const L2_SLICES_TIMING_CHECK: &str = "l2.slices.timing_check";
 /// Wall time of the slices probe.
 pub const L2_SLICES_PROBE_SECONDS: &str = "l2.slices.probe_seconds";
 
+// L2 partition bit (whole-page first-touch laps from two SMs, CUDA only).
+/// far = parity(offset & mask) XOR c(page): the mask over the offset within a 2 MiB page (hex).
+pub const L2_PARTITION_OFFSET_MASK: &str = "l2.partition.offset_mask";
+/// Share of held-out lines the fitted function predicts (ratio).
+pub const L2_PARTITION_HELD_OUT_ACCURACY: &str = "l2.partition.held_out_accuracy";
+/// First touches labelled near or far, over every page and lap.
+pub const L2_PARTITION_LINES_LABELLED: &str = "l2.partition.lines_labelled";
+/// The two SMs whose laps were fitted (SM 0 and one of the other partition group).
+pub const L2_PARTITION_SMS: &str = "l2.partition.sms";
+/// Wall time of the partition probe.
+pub const L2_PARTITION_PROBE_SECONDS: &str = "l2.partition.probe_seconds";
+
 // TLB (per SM).
 /// L1 TLB entries.
 pub const TLB_L1_ENTRIES: &str = "tlb.l1.entries";

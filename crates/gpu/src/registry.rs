@@ -37,6 +37,8 @@ pub enum Module {
     Slices,
     /// The per-SM L2 map: first-touch chases pinned to each SM, the reductions that prime them.
     SmMap,
+    /// The L2 partition bit: whole-page first-touch laps pinned to an SM, the reductions that prime them.
+    Partition,
     /// Bottleneck model (seed 003): copies, fills, sums, random init, element-wise arithmetic, GELU.
     OpsElementwise,
     /// Bottleneck model: LayerNorm and softmax rows (plain and the v2..v6 variants).
@@ -51,7 +53,7 @@ const COMMON: &str = include_str!("../kernels/common.cuh");
 
 impl Module {
     /// The probe modules (kernels/*.cu).
-    pub const PROBES: [Module; 11] = [
+    pub const PROBES: [Module; 12] = [
         Module::Chase,
         Module::Bw,
         Module::BwTma,
@@ -63,6 +65,7 @@ impl Module {
         Module::Link,
         Module::Slices,
         Module::SmMap,
+        Module::Partition,
     ];
     /// The bottleneck-model modules (kernels/ops/*.cu).
     pub const OPS: [Module; 4] = [Module::OpsElementwise, Module::OpsRows, Module::OpsAttention, Module::OpsCompose];
@@ -91,6 +94,7 @@ impl Module {
             Module::Link => "link.cu",
             Module::Slices => "slices.cu",
             Module::SmMap => "sm_map.cu",
+            Module::Partition => "partition.cu",
             Module::OpsElementwise => "ops/elementwise.cu",
             Module::OpsRows => "ops/rows.cu",
             Module::OpsAttention => "ops/attention.cu",
@@ -130,6 +134,9 @@ impl Module {
             }
             Module::SmMap => {
                 concat!(include_str!("../kernels/common.cuh"), include_str!("../kernels/sm_map.cu"))
+            }
+            Module::Partition => {
+                concat!(include_str!("../kernels/common.cuh"), include_str!("../kernels/partition.cu"))
             }
             Module::OpsRows => {
                 concat!(include_str!("../kernels/ops/common.cuh"), "\n", include_str!("../kernels/ops/rows.cu"))
@@ -207,6 +214,7 @@ impl Module {
             Module::Link => &["link_copy", "link_copy_split", "link_spin", "link_chase"],
             Module::Slices => &["slice_hammer"],
             Module::SmMap => &["sm_map_prime", "sm_map_chase"],
+            Module::Partition => &["partition_prime", "partition_lap"],
             Module::OpsElementwise => &[
                 "copy_u32", "fill_u32", "sum_u32", "init_f32", "init_f16", "add_f32", "add_f16", "mul_f32", "mul_f16",
                 "fma_f32", "fma_f16", "gelu_f32", "gelu_f16",

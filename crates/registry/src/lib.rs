@@ -49,6 +49,7 @@ fn entries() -> Vec<Entry> {
         entry(gpu::LevelBwProbe),
         entry(gpu::InflightProbe),
         entry(gpu::SmMapProbe),
+        entry(gpu::PartitionProbe),
         alone(
             gpu::LinkProbe,
             "host <-> device copies share the host's PCIe root complex, its memory bandwidth and its copy threads: \
@@ -131,10 +132,55 @@ impl Probe for LeftOutOfQuick {
     }
 }
 
-/// Every probe of a `--quick` run that asks for no probes by name: `all()` with the probes of
-/// `LEFT_OUT_OF_QUICK` waived, with the reason.
-pub fn for_quick_run() -> Vec<Box<dyn Probe>> {
+/// The probes a run of every probe leaves out (they run when asked for by name), and what they
+/// measure: the default run's time is spent (docs/PERFORMANCE.md).
+pub const ON_REQUEST_ONLY: [(&str, &str); 1] = [("l2.partition", "the L2 partition bit over whole pages")];
+
+/// A probe only run when asked for: waived in a run of every probe, with the reason.
+struct OnRequestOnly(Box<dyn Probe>, &'static str);
+
+impl Probe for OnRequestOnly {
+    fn key(&self) -> &'static str {
+        self.0.key()
+    }
+    fn description(&self) -> &'static str {
+        self.0.description()
+    }
+    fn applicability(&self, target: &TargetInfo) -> Applicability {
+        match self.0.applicability(target) {
+            Applicability::Applicable => {
+                Applicability::Waived(format!("run only when asked for ({}): --probes {}", self.1, self.0.key()))
+            }
+            waived => waived,
+        }
+    }
+    fn needs(&self) -> &'static [&'static str] {
+        self.0.needs()
+    }
+    fn runs_alone(&self) -> bool {
+        self.0.runs_alone()
+    }
+    fn run(&self, ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError> {
+        self.0.run(ctx)
+    }
+}
+
+/// Every probe of a run that asks for no probes by name: `all()` with the probes of
+/// `ON_REQUEST_ONLY` waived, with the reason.
+pub fn for_default_run() -> Vec<Box<dyn Probe>> {
     all()
+        .into_iter()
+        .map(|p| match ON_REQUEST_ONLY.iter().find(|(k, _)| *k == p.key()) {
+            Some((_, what)) => Box::new(OnRequestOnly(p, what)) as Box<dyn Probe>,
+            None => p,
+        })
+        .collect()
+}
+
+/// Every probe of a `--quick` run that asks for no probes by name: `for_default_run()` with the
+/// probes of `LEFT_OUT_OF_QUICK` waived too, with the reason.
+pub fn for_quick_run() -> Vec<Box<dyn Probe>> {
+    for_default_run()
         .into_iter()
         .map(|p| match LEFT_OUT_OF_QUICK.iter().find(|(k, _)| *k == p.key()) {
             Some((_, what)) => Box::new(LeftOutOfQuick(p, what)) as Box<dyn Probe>,
@@ -192,6 +238,39 @@ mod tests {
         for p in &probes {
             assert_eq!(p.runs_alone(), listed.iter().any(|(a, _)| *a == p.key()), "{}", p.key());
         }
+    }
+
+    #[test]
+    fn a_run_of_every_probe_leaves_out_the_probes_run_on_request_only() {
+        use memscope_core::Applicability;
+        let info = memscope_core::TargetInfo {
+            kind: "cuda".into(),
+            id: "cuda:0".into(),
+            name: "a CUDA GPU".into(),
+            clock_hz: Some(1.98e9),
+            bypass_supported: true,
+            aliasing_supported: true,
+            per_hop_supported: true,
+            gpu_hierarchy: true,
+            units: 132,
+            capabilities: memscope_core::target::Capabilities::cuda_gpu(),
+            details: Default::default(),
+        };
+        let all = super::all();
+        for run in [super::for_default_run(), super::for_quick_run()] {
+            assert_eq!(run.len(), all.len(), "a waived probe is still listed");
+            for (k, _) in super::ON_REQUEST_ONLY {
+                let asked = all.iter().find(|p| p.key() == k).expect("a probe");
+                assert_eq!(asked.applicability(&info), Applicability::Applicable, "{k} when asked for");
+                match run.iter().find(|p| p.key() == k).expect("listed").applicability(&info) {
+                    Applicability::Waived(why) => assert!(why.contains(&format!("--probes {k}")), "{k}: {why}"),
+                    Applicability::Applicable => panic!("{k} should be left out of a run of every probe"),
+                }
+                assert!(!all.iter().any(|p| p.needs().contains(&k)), "a probe needs {k}");
+            }
+        }
+        let kept = super::for_default_run();
+        assert!(kept.iter().any(|p| p.key() == "l2.sm_map" && p.applicability(&info) == Applicability::Applicable));
     }
 
     #[test]

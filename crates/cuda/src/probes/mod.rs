@@ -3,7 +3,8 @@
 //! store and fence (seed 004), l2.slices (seed 000 appendix; waived here), and the SM memories'
 //! constmem, texture and l1share (the constant caches, the read-only and texture paths, what
 //! shares L1), smem, atomics, levelbw (bandwidth by level) and inflight (bandwidth by
-//! parallelism), and the per-SM L2 map (l2.sm_map). Each is waived on
+//! parallelism), the per-SM L2 map (l2.sm_map) and the L2 partition bit over whole pages
+//! (l2.partition). Each is waived on
 //! non-CUDA targets and wraps its run in NVML readings so clock moves become warnings.
 
 mod atomics;
@@ -21,6 +22,10 @@ mod link;
 mod link_fit;
 mod link_latency;
 mod link_time;
+mod partition;
+mod partition_fit;
+#[cfg(test)]
+mod partition_tests;
 mod peak;
 mod slices;
 /// The L2 partition bit over many pages (the analysis of scripts/peers/l2_partition_peer.cu).
@@ -53,6 +58,7 @@ pub use l2bw::L2BwProbe;
 pub use launch::LaunchProbe;
 pub use levelbw::LevelBwProbe;
 pub use link::{LinkProbe, TEST_NAMES as LINK_TEST_NAMES};
+pub use partition::PartitionProbe;
 pub use peak::PeakProbe;
 pub use slices::hammer as slices_hammer;
 pub use slices::SlicesProbe;

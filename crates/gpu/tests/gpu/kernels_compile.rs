@@ -200,3 +200,24 @@ fn ops_ptx_keeps_its_promises() {
         }
     }
 }
+
+#[test]
+fn partition_ptx_primes_with_reductions_and_times_cg_loads_in_one_lap_function() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let ptx = ptx_of(Module::Partition);
+    if let Ok(path) = std::env::var("MEMSCOPE_DUMP_PTX") {
+        std::fs::write(path, ptx).unwrap();
+    }
+    assert!(entry(ptx, "partition_prime").contains("red.global.add.u64"), "the prime adds 0 at the home slice");
+    let lap = entry(ptx, "partition_lap");
+    assert!(lap.contains("red.global.add.u64") && lap.contains("%smid"), "the lap's TLB reduction and SM check");
+    assert!(lap.contains("atom.global.add.u32"), "the lap's ticket");
+    // Both laps (warm-up and page) go through one noinline function: the only timed cg loads.
+    let start = ptx.find(".func").expect("the recorded lap is a function of its own");
+    let func = &ptx[start..ptx[start..].find(".entry").map_or(ptx.len(), |e| start + e)];
+    assert!(func.contains("ld.global.cg.u64") && func.contains("%clock64"), "cg loads timed by clock64");
+    assert!(func.contains("st.volatile.shared.u64"), "the loaded pointer goes to shared memory before the clock");
+    assert_eq!(lap.matches("call.uni").count() + lap.matches("call ").count(), 2, "two recorded laps");
+}
