@@ -166,7 +166,12 @@ fn measure(t: &mut CudaTarget, quick: bool, progress: &dyn Progress) -> Result<P
             Err(e) => Err(e),
         };
         let method = Method { pages: n as usize, quick };
-        Ok(analyze(a.as_ref(), b.as_ref().map_err(Clone::clone), &method, started.elapsed().as_secs_f64()))
+        let mut hop_of_line = vec![0; PAGE_LINES];
+        for (hop, &x) in l.order.iter().enumerate() {
+            hop_of_line[x] = hop;
+        }
+        let secs = started.elapsed().as_secs_f64();
+        Ok(analyze(a.as_ref(), b.as_ref().map_err(Clone::clone), &method, &hop_of_line, secs))
     })();
     t.gpu.free(l.buf);
     t.gpu.free(l.warm);

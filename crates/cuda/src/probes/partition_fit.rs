@@ -6,7 +6,7 @@
 //! both SMs' laps.
 
 use super::slices::partition_pages::{self as pp, PAGE_LINES};
-use memscope_core::{gf2, keys, Confidence, Finding, ProbeOutput};
+use memscope_core::{gf2, keys, Confidence, Finding, ProbeOutput, Series};
 
 /// Probe lines per held-out page (its constant is their majority).
 pub const PROBE_LINES: usize = 16;
@@ -26,6 +26,8 @@ pub struct LapLabels {
     pub split_cycles: f64,
     /// labels[page][line]: Some(true) far, Some(false) near, None unlabelled.
     pub labels: Vec<Vec<Option<bool>>>,
+    /// The cycles labelled, cycles[page][line] (empty when only the labels are known).
+    pub cycles: Vec<Vec<u16>>,
 }
 
 /// Label one SM's laps (cycles[page][line], first touches indexed by line) against one split over
@@ -44,7 +46,7 @@ pub fn label_lap(sm: u32, cycles: &[Vec<u16>], starts: &[usize]) -> Option<LapLa
             l
         })
         .collect();
-    Some(LapLabels { sm, near_cycles: near, next_cycles: next, split_cycles: split, labels })
+    Some(LapLabels { sm, near_cycles: near, next_cycles: next, split_cycles: split, labels, cycles: cycles.to_vec() })
 }
 
 /// Lines both label sets label, and of them those labelled opposite.
@@ -86,6 +88,19 @@ pub struct PartitionFit {
     /// Lines both laps label and of them those labelled opposite.
     pub both_labelled: usize,
     pub opposite: usize,
+    /// The held-out lines predicted wrongly.
+    pub wrong: Vec<Wrong>,
+}
+
+/// A held-out line predicted wrongly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wrong {
+    /// 0: the first SM's lap, 1: the other's.
+    pub lap: usize,
+    pub page: usize,
+    pub line: usize,
+    /// Its first touch's cycles, when known.
+    pub cycles: Option<u16>,
 }
 
 impl PartitionFit {
@@ -153,6 +168,14 @@ pub fn fit_and_check(a: &LapLabels, b: &LapLabels) -> Result<PartitionFit, Undet
     let probe = pp::probe_lines(PROBE_LINES);
     let (oka, na, _) = pp::held_out(fa.mask, &pick(a, &test_pages), &probe);
     let (okb, nb, _) = pp::held_out(fa.mask, &pick(b, &test_pages), &probe);
+    let mut wrong = Vec::new();
+    for (lap, l) in [a, b].into_iter().enumerate() {
+        for (i, line) in pp::held_out_wrong(fa.mask, &pick(l, &test_pages), &probe) {
+            let page = test_pages[i];
+            let cycles = l.cycles.get(page).and_then(|c| c.get(line)).copied();
+            wrong.push(Wrong { lap, page, line, cycles });
+        }
+    }
     let fit = PartitionFit {
         mask: fa.mask,
         mask_other: fb.mask,
@@ -164,6 +187,7 @@ pub fn fit_and_check(a: &LapLabels, b: &LapLabels) -> Result<PartitionFit, Undet
         lines,
         both_labelled: both,
         opposite: opp,
+        wrong,
     };
     if fit.held_out_total == 0 || fit.accuracy() < ACCURACY_MIN {
         return Err(Undetermined::TooNoisy {
@@ -196,16 +220,84 @@ impl Method {
     }
 }
 
+/// Hops from a lap's start within which a wrong line counts as "early" in the findings' note.
+pub const EARLY_HOPS: usize = 64;
+/// Bins of the first-touch series (cycles).
+const BIN_CYCLES: usize = 8;
+const SERIES_MAX_CYCLES: usize = 1200;
+
+/// What the wrongly predicted held-out lines were, in words: per lap, their first touches
+/// against the split and how many lay within the first `EARLY_HOPS` hops of their lap
+/// (`hop_of_line[line]`: the hop that loads the line; empty when unknown).
+pub fn wrong_text(f: &PartitionFit, laps: [&LapLabels; 2], hop_of_line: &[usize]) -> String {
+    let mut parts = Vec::new();
+    for (i, l) in laps.iter().enumerate() {
+        let w: Vec<&Wrong> = f.wrong.iter().filter(|w| w.lap == i).collect();
+        let cyc: Vec<f64> = w.iter().filter_map(|w| w.cycles).map(f64::from).collect();
+        let mut text = format!("SM {}: {}", l.sm, w.len());
+        if !cyc.is_empty() {
+            let below = cyc.iter().filter(|&&c| c <= l.split_cycles).count();
+            text += &format!(
+                " ({below} at or below the split, {} above; median {:.0} cycles)",
+                cyc.len() - below,
+                memscope_core::stats::median(&cyc)
+            );
+        }
+        if !hop_of_line.is_empty() {
+            let early = w.iter().filter(|w| hop_of_line.get(w.line).is_some_and(|&h| h < EARLY_HOPS)).count();
+            text += &format!(", {early} within the lap's first {EARLY_HOPS} hops");
+        }
+        parts.push(text);
+    }
+    format!("held-out lines predicted wrongly: {}", parts.join("; "))
+}
+
+/// A lap's first touches as a histogram over all its pages (counts per `BIN_CYCLES` cycles).
+fn histogram(l: &LapLabels) -> Option<Series> {
+    if l.cycles.is_empty() {
+        return None;
+    }
+    let mut y = vec![0.0; SERIES_MAX_CYCLES / BIN_CYCLES];
+    for &c in l.cycles.iter().flatten() {
+        if let Some(b) = y.get_mut(c as usize / BIN_CYCLES) {
+            *b += 1.0;
+        }
+    }
+    Some(Series {
+        description: format!(
+            "first touches from SM {} over every page, per {BIN_CYCLES} cycles (split at {:.0})",
+            l.sm, l.split_cycles
+        ),
+        x_name: "first touch".into(),
+        x_unit: "cycles".into(),
+        y_name: "lines".into(),
+        y_unit: String::new(),
+        x: (0..y.len()).map(|i| (i * BIN_CYCLES) as f64).collect(),
+        y,
+        y_spread: None,
+        marks: vec![l.near_cycles, l.split_cycles, l.next_cycles],
+    })
+}
+
 /// The findings (keys l2.partition.*) from the labels of SM 0's laps and the other SM's (None:
-/// no SM of the other group was found, `why`), and the probe's wall time.
+/// no SM of the other group was found, `why`), the hop of each line in the laps (empty when
+/// unknown), and the probe's wall time.
 pub fn analyze(
     sm0: Option<&LapLabels>,
     other: Result<&LapLabels, Undetermined>,
     method: &Method,
+    hop_of_line: &[usize],
     seconds: f64,
 ) -> ProbeOutput {
     let mut out = ProbeOutput::default();
     let m = method.text();
+    for (key, lap) in
+        [("l2.partition.first_touches", sm0), ("l2.partition.first_touches_other", other.as_ref().ok().copied())]
+    {
+        if let Some(h) = lap.and_then(histogram) {
+            out.series(key, h);
+        }
+    }
     let result = match (sm0, other) {
         (None, _) => Err(Undetermined::NoModes { sm: 0 }),
         (Some(_), Err(e)) => Err(e),
@@ -230,8 +322,11 @@ pub fn analyze(
             out.finding(
                 keys::L2_PARTITION_HELD_OUT_ACCURACY,
                 Finding::number(f.accuracy(), "ratio", &m, confidence).with_note(&format!(
-                    "{} of {} lines of the held-out pages {:?} predicted (both laps)",
-                    f.held_out_correct, f.held_out_total, f.test_pages
+                    "{} of {} lines of the held-out pages {:?} predicted (both laps); {}",
+                    f.held_out_correct,
+                    f.held_out_total,
+                    f.test_pages,
+                    wrong_text(&f, [a, b], hop_of_line)
                 )),
             );
             out.finding(

@@ -65,7 +65,7 @@ fn a_known_mask_is_recovered_from_two_opposite_sms_with_noise() {
         assert_eq!(fit.test_pages, (1..16).step_by(2).collect::<Vec<_>>());
         // The start line of every page and lap is left unlabelled, nothing else (no cycles >= 2000).
         assert_eq!(fit.labelled, 2 * 16 * (PAGE_LINES - 1));
-        let out = analyze(Some(&a), Ok(&b), &method(), 1.234);
+        let out = analyze(Some(&a), Ok(&b), &method(), &[], 1.234);
         let f = &out.findings[keys::L2_PARTITION_OFFSET_MASK];
         assert_eq!(f.value.as_str(), Some(gf2::format_mask(mask).as_str()));
         assert_eq!(f.confidence, Confidence::High);
@@ -74,6 +74,14 @@ fn a_known_mask_is_recovered_from_two_opposite_sms_with_noise() {
         assert_eq!(out.findings[keys::L2_PARTITION_LINES_LABELLED].as_f64(), Some(fit.labelled as f64));
         assert_eq!(out.findings[keys::L2_PARTITION_SMS].value, serde_json::json!([0, 2]));
         assert_eq!(out.findings[keys::L2_PARTITION_PROBE_SECONDS].as_f64(), Some(1.23));
+        let h = &out.series["l2.partition.first_touches_other"];
+        assert_eq!(
+            h.y.iter().sum::<f64>() as usize,
+            16 * (PAGE_LINES - 1),
+            "the start lines' 1500 cycles are off the axis"
+        );
+        let peak = h.x[h.y.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).unwrap().0];
+        assert!((280.0..=296.0).contains(&peak), "{peak}");
     }
 }
 
@@ -89,6 +97,20 @@ fn a_wrong_first_line_kept_in_every_lap_does_not_move_the_mask() {
     assert_eq!(fit.labelled, 2 * 16 * PAGE_LINES);
     let wrong = fit.held_out_total - fit.held_out_correct;
     assert!((1..=8).contains(&wrong), "{wrong} wrong of {}", fit.held_out_total);
+    // Every wrong line is a start line: 1500 cycles, above the split, the lap's first hop.
+    assert_eq!(fit.wrong.len(), wrong);
+    assert!(fit.wrong.iter().all(|w| w.line == START && w.cycles == Some(1500)), "{:?}", fit.wrong);
+    let mut hop_of_line: Vec<usize> = (0..PAGE_LINES).map(|x| x + 100).collect();
+    hop_of_line[START] = 0;
+    let text = wrong_text(&fit, [&a, &b], &hop_of_line);
+    let (in_a, in_b) =
+        (fit.wrong.iter().filter(|w| w.lap == 0).count(), fit.wrong.iter().filter(|w| w.lap == 1).count());
+    assert!(
+        text.contains(&format!(
+            "SM 0: {in_a} (0 at or below the split, {in_a} above; median 1500 cycles), {in_a} within"
+        )) && text.contains(&format!("SM 2: {in_b} (0 at or below")),
+        "{text}"
+    );
 }
 
 #[test]
@@ -111,14 +133,14 @@ fn one_partition_two_alike_sms_and_noisy_labels_are_undetermined_with_the_reason
         .map(|p| p.iter().map(|&x| if x == 1500 { x } else { 300 + (x % 7) }).collect())
         .collect();
     assert!(label_lap(0, &one, &starts).is_none());
-    let out = analyze(None, Err(Undetermined::NoModes { sm: 0 }), &method(), 0.5);
+    let out = analyze(None, Err(Undetermined::NoModes { sm: 0 }), &method(), &[], 0.5);
     let f = &out.findings[keys::L2_PARTITION_OFFSET_MASK];
     assert_eq!(f.confidence, Confidence::Undetermined);
     assert!(f.note.as_deref().unwrap().contains("one mode"), "{:?}", f.note);
     assert!(out.findings[keys::L2_PARTITION_PROBE_SECONDS].as_f64().is_some());
     // No SM of the other group found.
     let a = label_lap(0, &lap(0xab000, &c, false, 0.001, START, 2), &starts).unwrap();
-    let out = analyze(Some(&a), Err(Undetermined::NoOtherGroup { tried: "1..31".into() }), &method(), 0.5);
+    let out = analyze(Some(&a), Err(Undetermined::NoOtherGroup { tried: "1..31".into() }), &method(), &[], 0.5);
     let f = &out.findings[keys::L2_PARTITION_HELD_OUT_ACCURACY];
     assert!(f.note.as_deref().unwrap().contains("opposite to SM 0"), "{:?}", f.note);
     assert_eq!(out.findings[keys::L2_PARTITION_LINES_LABELLED].as_f64(), Some((8 * (PAGE_LINES - 1)) as f64));
@@ -136,7 +158,7 @@ fn one_partition_two_alike_sms_and_noisy_labels_are_undetermined_with_the_reason
         }
         other => panic!("{other:?}"),
     }
-    let out = analyze(Some(&a), Ok(&b), &method(), 0.5);
+    let out = analyze(Some(&a), Ok(&b), &method(), &[], 0.5);
     let f = &out.findings[keys::L2_PARTITION_OFFSET_MASK];
     assert_eq!(f.confidence, Confidence::Undetermined);
     assert!(f.note.as_deref().unwrap().contains("too noisy"), "{:?}", f.note);
@@ -157,6 +179,7 @@ fn the_h200_labels_of_sm_0_and_sm_2_give_mask_0xab000_on_held_out_pages() {
             next_cycles: l.next_cycles,
             split_cycles: l.split_cycles,
             labels: l.pages().unwrap()[..32].to_vec(),
+            cycles: vec![],
         })
         .collect();
     assert_eq!((laps[0].sm, laps[1].sm), (0, 2));

@@ -208,8 +208,35 @@ pub fn fit_offset_mask(pages: &[Vec<Option<bool>>]) -> Option<OffsetMaskFit> {
 /// page is predicted. Returns (lines predicted correctly, lines predicted, pages whose probe lines
 /// had no label).
 pub fn held_out(mask: u64, pages: &[Vec<Option<bool>>], probe_lines: &[usize]) -> (usize, usize, usize) {
-    let (mut ok, mut total, mut blind) = (0, 0, 0);
-    for page in pages {
+    let (mut ok, mut total) = (0, 0);
+    let blind = held_out_each(mask, pages, probe_lines, |_, _, right| {
+        total += 1;
+        ok += usize::from(right);
+    });
+    (ok, total, blind)
+}
+
+/// The held-out lines `held_out` predicts wrongly, as (page, line).
+pub fn held_out_wrong(mask: u64, pages: &[Vec<Option<bool>>], probe_lines: &[usize]) -> Vec<(usize, usize)> {
+    let mut wrong = Vec::new();
+    held_out_each(mask, pages, probe_lines, |p, x, right| {
+        if !right {
+            wrong.push((p, x));
+        }
+    });
+    wrong
+}
+
+/// `held_out`'s walk: each predicted line as (page, line, predicted right); returns the pages
+/// whose probe lines had no label.
+fn held_out_each(
+    mask: u64,
+    pages: &[Vec<Option<bool>>],
+    probe_lines: &[usize],
+    mut visit: impl FnMut(usize, usize, bool),
+) -> usize {
+    let mut blind = 0;
+    for (p, page) in pages.iter().enumerate() {
         let votes: Vec<u8> =
             probe_lines.iter().filter_map(|&x| Some(u8::from(far_of(mask, x, 0) != (*page.get(x)?)?))).collect();
         if votes.is_empty() {
@@ -219,12 +246,11 @@ pub fn held_out(mask: u64, pages: &[Vec<Option<bool>>], probe_lines: &[usize]) -
         let c = u8::from(2 * votes.iter().map(|&v| v as usize).sum::<usize>() > votes.len());
         for (x, l) in page.iter().enumerate() {
             if let (Some(f), false) = (l, probe_lines.contains(&x)) {
-                total += 1;
-                ok += usize::from(far_of(mask, x, c) == *f);
+                visit(p, x, far_of(mask, x, c) == *f);
             }
         }
     }
-    (ok, total, blind)
+    blind
 }
 
 /// Whether the pages' constants are an affine GF(2) function of their page numbers (virtual
