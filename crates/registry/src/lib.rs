@@ -101,10 +101,14 @@ pub const LEFT_OUT_OF_QUICK: [(&str, &str); 11] = [
     ("texture", "the texture and read-only paths"),
 ];
 
-/// A probe a `--quick` run leaves out: waived there with the reason.
-struct LeftOutOfQuick(Box<dyn Probe>, &'static str);
+/// The probes a run of every probe leaves out (they run when asked for by name), and what they
+/// measure: the default run's time is spent (docs/PERFORMANCE.md).
+pub const ON_REQUEST_ONLY: [(&str, &str); 1] = [("l2.partition", "the L2 partition bit over whole pages")];
 
-impl Probe for LeftOutOfQuick {
+/// A probe a run leaves out unless it is named: waived with the reason (`.1`) where it would run.
+struct LeftOut(Box<dyn Probe>, String);
+
+impl Probe for LeftOut {
     fn key(&self) -> &'static str {
         self.0.key()
     }
@@ -113,11 +117,7 @@ impl Probe for LeftOutOfQuick {
     }
     fn applicability(&self, target: &TargetInfo) -> Applicability {
         match self.0.applicability(target) {
-            Applicability::Applicable => Applicability::Waived(format!(
-                "left out of a --quick run ({}: not a headline finding); run without --quick, or --quick --probes {}",
-                self.1,
-                self.0.key()
-            )),
+            Applicability::Applicable => Applicability::Waived(self.1.clone()),
             waived => waived,
         }
     }
@@ -132,61 +132,39 @@ impl Probe for LeftOutOfQuick {
     }
 }
 
-/// The probes a run of every probe leaves out (they run when asked for by name), and what they
-/// measure: the default run's time is spent (docs/PERFORMANCE.md).
-pub const ON_REQUEST_ONLY: [(&str, &str); 1] = [("l2.partition", "the L2 partition bit over whole pages")];
-
-/// A probe only run when asked for: waived in a run of every probe, with the reason.
-struct OnRequestOnly(Box<dyn Probe>, &'static str);
-
-impl Probe for OnRequestOnly {
-    fn key(&self) -> &'static str {
-        self.0.key()
-    }
-    fn description(&self) -> &'static str {
-        self.0.description()
-    }
-    fn applicability(&self, target: &TargetInfo) -> Applicability {
-        match self.0.applicability(target) {
-            Applicability::Applicable => {
-                Applicability::Waived(format!("run only when asked for ({}): --probes {}", self.1, self.0.key()))
+/// `probes` with those of `list` (key, what it measures) left out, each waived with
+/// `why(what, key)`.
+fn leave_out(
+    probes: Vec<Box<dyn Probe>>,
+    list: &[(&str, &str)],
+    why: impl Fn(&str, &str) -> String,
+) -> Vec<Box<dyn Probe>> {
+    probes
+        .into_iter()
+        .map(|p| match list.iter().find(|(k, _)| *k == p.key()) {
+            Some((_, what)) => {
+                let reason = why(what, p.key());
+                Box::new(LeftOut(p, reason)) as Box<dyn Probe>
             }
-            waived => waived,
-        }
-    }
-    fn needs(&self) -> &'static [&'static str] {
-        self.0.needs()
-    }
-    fn runs_alone(&self) -> bool {
-        self.0.runs_alone()
-    }
-    fn run(&self, ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError> {
-        self.0.run(ctx)
-    }
+            None => p,
+        })
+        .collect()
 }
 
 /// Every probe of a run that asks for no probes by name: `all()` with the probes of
 /// `ON_REQUEST_ONLY` waived, with the reason.
 pub fn for_default_run() -> Vec<Box<dyn Probe>> {
-    all()
-        .into_iter()
-        .map(|p| match ON_REQUEST_ONLY.iter().find(|(k, _)| *k == p.key()) {
-            Some((_, what)) => Box::new(OnRequestOnly(p, what)) as Box<dyn Probe>,
-            None => p,
-        })
-        .collect()
+    leave_out(all(), &ON_REQUEST_ONLY, |what, key| format!("run only when asked for ({what}): --probes {key}"))
 }
 
 /// Every probe of a `--quick` run that asks for no probes by name: `for_default_run()` with the
 /// probes of `LEFT_OUT_OF_QUICK` waived too, with the reason.
 pub fn for_quick_run() -> Vec<Box<dyn Probe>> {
-    for_default_run()
-        .into_iter()
-        .map(|p| match LEFT_OUT_OF_QUICK.iter().find(|(k, _)| *k == p.key()) {
-            Some((_, what)) => Box::new(LeftOutOfQuick(p, what)) as Box<dyn Probe>,
-            None => p,
-        })
-        .collect()
+    leave_out(for_default_run(), &LEFT_OUT_OF_QUICK, |what, key| {
+        format!(
+            "left out of a --quick run ({what}: not a headline finding); run without --quick, or --quick --probes {key}"
+        )
+    })
 }
 
 /// Every probe memscope knows, in run order.

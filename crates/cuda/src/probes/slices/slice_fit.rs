@@ -96,14 +96,8 @@ fn dense(points: &[Point]) -> HashMap<usize, Vec<Option<usize>>> {
 /// differ by it and how many of them share their label.
 pub fn agreements(points: &[Point], mask: u64) -> Vec<Agreement> {
     let pages = dense(points);
-    let m = (mask & OFFSET_BITS) >> LINE_SHIFT;
     let mut out = Vec::new();
-    let mut d = 0u64;
-    loop {
-        d = d.wrapping_sub(m) & m;
-        if d == 0 {
-            return out;
-        }
+    for d in line_differences(mask) {
         let (mut pairs, mut agree) = (0, 0);
         for lines in pages.values() {
             for (i, a) in lines.iter().enumerate() {
@@ -118,6 +112,13 @@ pub fn agreements(points: &[Point], mask: u64) -> Vec<Agreement> {
         }
         out.push(Agreement { delta: d << LINE_SHIFT, pairs, agree });
     }
+    out
+}
+
+/// Every nonzero difference of line indices within `mask` (offset bits), in increasing order.
+fn line_differences(mask: u64) -> impl Iterator<Item = u64> {
+    let m = (mask & OFFSET_BITS) >> LINE_SHIFT;
+    std::iter::successors(Some(m.wrapping_neg() & m), move |&d| Some(d.wrapping_sub(m) & m)).take_while(|&d| d != 0)
 }
 
 /// A difference under which the labels of a page move together: every pair of lines it joins
@@ -134,14 +135,8 @@ pub struct Symmetry {
 /// maps labels to labels consistently (a fixed renaming of the slices, per page).
 pub fn symmetries(points: &[Point], mask: u64, min_pairs: usize) -> Vec<Symmetry> {
     let pages = dense(points);
-    let m = (mask & OFFSET_BITS) >> LINE_SHIFT;
     let mut out = Vec::new();
-    let mut d = 0u64;
-    loop {
-        d = d.wrapping_sub(m) & m;
-        if d == 0 {
-            return out;
-        }
+    for d in line_differences(mask) {
         let (mut pairs, mut ok, mut renames) = (0, true, false);
         for lines in pages.values() {
             let mut map: HashMap<usize, usize> = HashMap::new();
@@ -157,6 +152,7 @@ pub fn symmetries(points: &[Point], mask: u64, min_pairs: usize) -> Vec<Symmetry
             out.push(Symmetry { delta: d << LINE_SHIFT, pairs: pairs / 2, renames });
         }
     }
+    out
 }
 
 /// The kernel: differences that keep the label on at least `min_share` of at least `min_pairs`
