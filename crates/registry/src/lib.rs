@@ -218,10 +218,9 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_run_of_every_probe_leaves_out_the_probes_run_on_request_only() {
-        use memscope_core::Applicability;
-        let info = memscope_core::TargetInfo {
+    /// A CUDA GPU's target description, for probes' applicability.
+    fn cuda_gpu_info() -> memscope_core::TargetInfo {
+        memscope_core::TargetInfo {
             kind: "cuda".into(),
             id: "cuda:0".into(),
             name: "a CUDA GPU".into(),
@@ -233,7 +232,13 @@ mod tests {
             units: 132,
             capabilities: memscope_core::target::Capabilities::cuda_gpu(),
             details: Default::default(),
-        };
+        }
+    }
+
+    #[test]
+    fn a_run_of_every_probe_leaves_out_the_probes_run_on_request_only() {
+        use memscope_core::Applicability;
+        let info = cuda_gpu_info();
         let all = super::all();
         for run in [super::for_default_run(), super::for_quick_run()] {
             assert_eq!(run.len(), all.len(), "a waived probe is still listed");
@@ -255,19 +260,7 @@ mod tests {
     fn a_quick_run_leaves_out_known_probes_with_what_they_need_and_keeps_the_headline_ones() {
         use memscope_core::Applicability;
         let probes = super::for_quick_run();
-        let info = memscope_core::TargetInfo {
-            kind: "cuda".into(),
-            id: "cuda:0".into(),
-            name: "a CUDA GPU".into(),
-            clock_hz: Some(1.98e9),
-            bypass_supported: true,
-            aliasing_supported: true,
-            per_hop_supported: true,
-            gpu_hierarchy: true,
-            units: 132,
-            capabilities: memscope_core::target::Capabilities::cuda_gpu(),
-            details: Default::default(),
-        };
+        let info = cuda_gpu_info();
         let left: Vec<&str> = super::LEFT_OUT_OF_QUICK.iter().map(|(k, _)| *k).collect();
         for k in &left {
             assert!(probes.iter().any(|p| p.key() == *k), "{k} is not a probe");
