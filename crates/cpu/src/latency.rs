@@ -160,13 +160,26 @@ pub const NEXT_LEVEL_POINTS: usize = 3;
 /// miss) from the level's own latency (the lower quartile of its footprints) to the latency at
 /// twice that point (at most at `limit`), never below the knee; the knee-or-midpoint rule of [`level_capacity`] for a sharp
 /// step or when there is no next level (`limit` None).
-fn cache_capacity(pl: &Plateau, limit: Option<f64>, x: &[f64], y: &[f64], method: &str) -> Finding {
+fn cache_capacity(pl: &Plateau, limit: Option<f64>, x: &[f64], y: &[f64], spread: &[f64], method: &str) -> Finding {
     let lo = lower_quartile(&y[pl.points.clone()]);
     let found = limit.and_then(|l| miss_point(lo, pl.points.end, l, x, y));
     let (Some(knee), Some((half, hi))) = (pl.capacity, found) else {
         return level_capacity(pl, x, method);
     };
     let value = half.max(knee);
+    if let Some((f, rel)) = crossing_spread(value, x, spread) {
+        if rel > MAX_CROSSING_SPREAD {
+            return Finding::undetermined(
+                "bytes",
+                method,
+                &format!(
+                    "the placements disagree where the capacity is read: their spread (MAD) is {:.0} % of the latency at {f:.0} B, over the {:.0} % that the placements' page colours give; placements that stayed slow through every pass (another thread sharing the core's cache) move the crossing ({value:.0} B here) from run to run",
+                    rel * 100.0,
+                    MAX_CROSSING_SPREAD * 100.0
+                ),
+            );
+        }
+    }
     Finding::integer(
         value.round() as u64,
         "bytes",
@@ -181,6 +194,26 @@ fn cache_capacity(pl: &Plateau, limit: Option<f64>, x: &[f64], y: &[f64], method
         MISS_FRACTION * 100.0,
         pl.midpoint.unwrap_or(f64::NAN)
     ))
+}
+
+/// The most the placements of a footprint next to a capacity's crossing may spread (MAD over
+/// their values, relative to the footprint's value; `spread`) before the capacity is
+/// undetermined. The placements are the same draws of pages in every run, so the spread their
+/// page colours give repeats from run to run: 1-8 % beside the crossing on the AMD dev VM (40
+/// runs) and 3-13 % on the H200 machine's Xeon host (in runs that agree within 8 %); the host's
+/// runs that read the L2 7-13 % low had 18-44 % there (placements slowed in every pass, the run's
+/// L1d often rising early too).
+pub const MAX_CROSSING_SPREAD: f64 = 0.15;
+
+/// The larger relative spread of the two measured footprints around `value` (`spread[i]`, already
+/// relative), with its footprint; `None` when `value` lies outside the measured footprints.
+fn crossing_spread(value: f64, x: &[f64], spread: &[f64]) -> Option<(f64, f64)> {
+    let j = x.iter().rposition(|&f| f <= value)?;
+    [j, j + 1]
+        .into_iter()
+        .filter(|&i| i < x.len().min(spread.len()) && spread[i].is_finite())
+        .map(|i| (x[i], spread[i]))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
 }
 
 /// The lower quartile of `v` (NaN when empty).
@@ -441,6 +474,8 @@ fn analyze_curve(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Optio
     let mut out = ProbeOutput::default();
     let y = lower_envelope(curve);
     let mad: Vec<f64> = samples.iter().map(|s| Sample::new(s).map(|s| s.mad()).unwrap_or(f64::NAN)).collect();
+    // Each footprint's spread over its placements relative to its value (crossing_spread).
+    let rel_mad: Vec<f64> = mad.iter().zip(curve).map(|(m, c)| m / c).collect();
     let levels = detect_plateaus_with(x, &y, &KneeConfig { min_step_ratio: MIN_STEP_RATIO, min_points: MIN_POINTS });
     let marks: Vec<f64> = levels.iter().filter_map(|p| p.midpoint).collect();
     out.series(
@@ -537,7 +572,7 @@ fn analyze_curve(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Optio
                         // latency and the level after its far end: the far end (L2 hits that
                         // pay TLB misses, or the first conflicts) appears in some runs and not
                         // in others, so it must not move the mean.
-                        let mut f = cache_capacity(pl, limit(end), x, &y, method);
+                        let mut f = cache_capacity(pl, limit(end), x, &y, &rel_mad, method);
                         f.note = Some(format!(
                             "{}; the L2 level continues at {:.2} ns over {:.0}..{:.0} B (under 2x its {:.2} ns: its far end, not a level of its own)",
                             f.note.unwrap_or_default(),
@@ -548,7 +583,7 @@ fn analyze_curve(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Optio
                         ));
                         f
                     }
-                    _ => cache_capacity(pl, limit(pl), x, &y, method),
+                    _ => cache_capacity(pl, limit(pl), x, &y, &rel_mad, method),
                 };
                 out.finding(&keys::cpu_capacity_bytes(name), cap);
             }

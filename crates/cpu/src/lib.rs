@@ -10,6 +10,8 @@ mod amd_curve_tests;
 pub mod clock;
 pub mod cpuid;
 #[cfg(test)]
+mod crossing_spread_tests;
+#[cfg(test)]
 mod h200_curve_tests;
 pub mod latency;
 mod latency_sweep;
