@@ -6,6 +6,7 @@
 //! determined it in 3 of 10 runs; these tests pin what the rule that followed reads on the same
 //! curves.
 
+use crate::curve_checks::spread;
 use crate::latency::analyze_pairs;
 
 /// "footprint_bytes:latency_ns" pairs of the ten runs, in the campaign's order.
@@ -39,8 +40,6 @@ fn the_l2_of_the_ten_amd_runs_is_read_within_a_quarter_of_the_os_and_the_full_ru
             full.push(v)
         }
     }
-    let spread =
-        |v: &[f64]| v.iter().cloned().fold(0.0f64, f64::max) / v.iter().cloned().fold(f64::MAX, f64::min) - 1.0;
     assert!(spread(&full) <= 0.10, "full: {full:?}");
     assert!(spread(&quick) <= 0.10, "quick: {quick:?}");
     // The quick runs' fastest of 4 repeats per placement read the step lower than the full runs'

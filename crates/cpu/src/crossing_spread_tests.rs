@@ -94,10 +94,9 @@ fn l2(runs: &[(&'static str, &str)]) -> Vec<(&'static str, Option<f64>, String)>
         .collect()
 }
 
-/// max / min - 1 of the determined values.
+/// The spread of the determined values (crate::curve_checks::spread).
 fn spread(v: &[(&str, Option<f64>, String)]) -> f64 {
-    let d: Vec<f64> = v.iter().filter_map(|r| r.1).collect();
-    d.iter().cloned().fold(0.0f64, f64::max) / d.iter().cloned().fold(f64::MAX, f64::min) - 1.0
+    crate::curve_checks::spread(&v.iter().filter_map(|r| r.1).collect::<Vec<_>>())
 }
 
 const DISAGREE: &str = "the placements disagree where the capacity is read";

@@ -7,7 +7,7 @@
 //! 32768 B, before the 46336 B footprint whose few misses (the sets' last way filling) had kept
 //! the sweep from splitting 32768..46336 B, and the bracket was taken from there.
 
-use crate::latency::analyze_pairs;
+use crate::curve_checks::{note_contains, read_except, spread};
 
 /// "footprint_bytes:latency_ns" pairs of the ten runs, in the campaign's order.
 const RUNS: [(&str, &str); 10] = [
@@ -27,21 +27,9 @@ const RUNS: [(&str, &str); 10] = [
 fn the_l1d_is_read_in_the_bracket_of_its_half_way_crossing() {
     // full-1 rose from 35648 B (a tenth above its level) to half-way past 46336 B: another thread
     // on the core; the other nine step within one fine grid step past 46336 B.
-    let mut determined = Vec::new();
-    for (run, text) in RUNS {
-        let f = analyze_pairs(text).findings["cpu.l1d.capacity_bytes"].clone();
-        match (run, f.as_f64()) {
-            ("full-1", v) => {
-                assert_eq!(v, None, "{run}");
-                assert!(f.note.as_deref().unwrap().contains("a gradual rise"), "{run}: {:?}", f.note);
-            }
-            (_, Some(v)) => determined.push(v),
-            (_, None) => panic!("{run}: {:?}", f.note),
-        }
-    }
+    let determined = read_except(&RUNS, "cpu.l1d.capacity_bytes", &["full-1"], note_contains("a gradual rise"));
     assert_eq!(determined.len(), 9, "{determined:?}");
-    let (lo, hi) = determined.iter().fold((f64::MAX, 0.0f64), |(a, b), &v| (a.min(v), b.max(v)));
-    assert!(hi / lo - 1.0 <= 0.10, "{determined:?}");
+    assert!(spread(&determined) <= 0.10, "{determined:?}");
     assert!(determined.iter().all(|v| (v / 49152.0 - 1.0).abs() <= 0.10), "{determined:?}");
 }
 
@@ -50,18 +38,9 @@ fn the_l2_of_a_run_whose_l1d_rose_gradually_is_undetermined() {
     // full-1 read 1.55 MiB against 1.95-2.01 MiB in the other full runs: its L2 step, like its
     // L1d's, came early (latency a tenth above the level from 1143424 B, from about 1.3 MiB in
     // the others), the core's private caches shared with another thread through the run.
-    let mut determined = Vec::new();
-    for (run, text) in RUNS {
-        let f = analyze_pairs(text).findings["cpu.l2.capacity_bytes"].clone();
-        match (run, f.as_f64()) {
-            ("full-1", v) => {
-                assert_eq!(v, None, "{run}");
-                assert_eq!(f.note.as_deref(), Some(crate::latency::L2_CORE_SHARED), "{run}");
-            }
-            (_, Some(v)) => determined.push(v),
-            (_, None) => panic!("{run}: {:?}", f.note),
-        }
-    }
+    let determined = read_except(&RUNS, "cpu.l2.capacity_bytes", &["full-1"], |run, f| {
+        assert_eq!(f.note.as_deref(), Some(crate::latency::L2_CORE_SHARED), "{run}")
+    });
     assert_eq!(determined.len(), 9, "{determined:?}");
     assert!(determined.iter().all(|v| (v / 2097152.0 - 1.0).abs() <= 0.25), "{determined:?}");
 }

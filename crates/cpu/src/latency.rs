@@ -229,7 +229,7 @@ fn lower_quartile(v: &[f64]) -> f64 {
 /// neighbour's L3 traffic adds L3 misses there in some runs (seen on the AMD dev VM: 14.2 ns
 /// against 12.8-13.5 ns in nine other runs, the L3 running out from 3 MiB), and the crossing
 /// moves by the fraction times that error (half-way read 1.08 MiB in that run, 0.97-1.01 MiB in
-/// the others; crate::amd_curve_tests).
+/// the others; crate::repeat_curve_tests).
 pub const MISS_FRACTION: f64 = 0.45;
 
 /// The miss point of a level whose hit latency is `lo` and whose first footprint past it is
@@ -620,6 +620,7 @@ pub(crate) fn analyze_pairs(text: &str) -> ProbeOutput {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::curve_checks::{note_contains, read_except, spread};
 
     /// A grid of `per_octave` footprints per octave from 4 KiB: 4 is the dense grid of earlier
     /// versions, which the measured curves below were taken on; 8 is what the sweep refines
@@ -921,24 +922,13 @@ mod tests {
             55104:5.14 65536:5.35 92672:5.39 131072:5.36",
             ),
         ];
-        let mut determined = Vec::new();
-        for (run, text) in runs {
-            let f = analyze_pairs(text).findings["cpu.l1d.capacity_bytes"].clone();
-            match (run, f.as_f64()) {
-                ("full-4" | "quick-4", v) => {
-                    assert_eq!(v, None, "{run}");
-                    assert!(f.note.as_deref().unwrap().contains("a gradual rise"), "{run}: {:?}", f.note);
-                }
-                (_, Some(v)) => determined.push(v),
-                (_, None) => assert!(f.note.is_some(), "{run}"),
-            }
-        }
+        let determined =
+            read_except(&runs, "cpu.l1d.capacity_bytes", &["full-4", "quick-4"], note_contains("a gradual rise"));
         // Eight determined: the seven quiet ones and full-3, whose latency leaves the level only
         // at 46336 B and crosses half-way before 50496 B; each is the last footprint where fewer
         // than half the hops miss, 46336 or 50496 B (one grid step apart, 9 %).
         assert_eq!(determined.len(), 8, "{determined:?}");
-        let (lo, hi) = determined.iter().fold((f64::MAX, 0.0f64), |(a, b), &v| (a.min(v), b.max(v)));
-        assert!(hi / lo - 1.0 <= 0.10, "{determined:?}");
+        assert!(spread(&determined) <= 0.10, "{determined:?}");
         assert!(determined.iter().all(|v| (v / 49152.0 - 1.0).abs() <= 0.25), "{determined:?}");
     }
 
@@ -961,20 +951,9 @@ mod tests {
             ("quick-5", "4096:1.09 5760:1.09 8192:1.08 11584:1.08 16384:1.09 23168:1.10 27520:1.14 30016:1.95 32768:1.38 35648:3.65 38912:3.82 46336:3.83 65536:3.82 92672:3.83 131072:3.86"),
             ("full-5", "4096:1.08 5760:1.08 8192:1.13 11584:1.14 16384:1.16 23168:1.18 25216:1.08 27520:1.79 30016:1.73 32768:1.38 35648:3.09 38912:3.80 46336:3.79 65536:3.80 92672:3.82 131072:3.83"),
         ];
-        let mut determined = Vec::new();
-        for (run, text) in runs {
-            let f = analyze_pairs(text).findings["cpu.l1d.capacity_bytes"].clone();
-            match (run, f.as_f64()) {
-                ("quick-2" | "full-5", v) => {
-                    assert_eq!(v, None, "{run}");
-                    assert!(f.note.as_deref().unwrap().contains("a gradual rise"), "{run}: {:?}", f.note);
-                }
-                (_, Some(v)) => determined.push(v),
-                (_, None) => panic!("{run}: {:?}", f.note),
-            }
-        }
-        let (lo, hi) = determined.iter().fold((f64::MAX, 0.0f64), |(a, b), &v| (a.min(v), b.max(v)));
-        assert!(hi / lo - 1.0 <= 0.10, "{determined:?}");
+        let determined =
+            read_except(&runs, "cpu.l1d.capacity_bytes", &["quick-2", "full-5"], note_contains("a gradual rise"));
+        assert!(spread(&determined) <= 0.10, "{determined:?}");
         assert!(determined.iter().all(|v| (v / 32768.0 - 1.0).abs() <= 0.25), "{determined:?}");
         assert_eq!(determined.iter().filter(|&&v| v == 32768.0).count(), 7, "{determined:?}");
     }
@@ -1033,7 +1012,7 @@ mod tests {
                 (false, None) => panic!("run {run}: {:?}", f.note),
             }
         }
-        let (a, b) = quiet.iter().fold((f64::MAX, 0.0f64), |(a, b), &v| (a.min(v), b.max(v)));
-        assert!(b / a - 1.0 <= 0.10 && (a / cap - 1.0).abs() <= 0.10, "{quiet:?}");
+        let lowest = quiet.iter().cloned().fold(f64::MAX, f64::min);
+        assert!(spread(&quiet) <= 0.10 && (lowest / cap - 1.0).abs() <= 0.10, "{quiet:?}");
     }
 }

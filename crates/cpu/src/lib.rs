@@ -12,6 +12,8 @@ pub mod cpuid;
 #[cfg(test)]
 mod crossing_spread_tests;
 #[cfg(test)]
+mod curve_checks;
+#[cfg(test)]
 mod h200_curve_tests;
 pub mod latency;
 mod latency_sweep;

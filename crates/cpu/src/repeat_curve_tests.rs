@@ -12,6 +12,7 @@
 //! the rules that followed (`MISS_FRACTION`, the L3 as the widest later level in octaves, the L2's
 //! reach to the curve's end when no L3 is found).
 
+use crate::curve_checks::spread;
 use crate::latency::analyze_pairs;
 
 /// "footprint_bytes:latency_ns" pairs of the ten runs, in the campaign's order.
@@ -55,11 +56,6 @@ fn l2_by_mode(runs: &[(&str, &str)]) -> (Vec<f64>, Vec<f64>) {
         }
     }
     (quick, full)
-}
-
-/// max / min - 1.
-fn spread(v: &[f64]) -> f64 {
-    v.iter().cloned().fold(0.0f64, f64::max) / v.iter().cloned().fold(f64::MAX, f64::min) - 1.0
 }
 
 #[test]

@@ -245,8 +245,8 @@ fn check(shape: Shape, got: &[Vec<f64>; 2], what: &str) {
     for (level, truth) in [(0, shape.l1d_bytes), (1, shape.l2_bytes)] {
         let v = &got[level];
         assert!(v.len() >= 18, "{what}, level {level}: determined in {} of 20 runs: {v:?}", v.len());
-        let (lo, hi) = v.iter().fold((f64::MAX, 0.0f64), |(a, b), &x| (a.min(x), b.max(x)));
-        assert!(hi / lo - 1.0 <= 0.10, "{what}, level {level}: spread {:.1} %: {v:?}", (hi / lo - 1.0) * 100.0);
+        let s = crate::curve_checks::spread(v);
+        assert!(s <= 0.10, "{what}, level {level}: spread {:.1} %: {v:?}", s * 100.0);
         assert!(v.iter().all(|x| (x / truth - 1.0).abs() <= 0.25), "{what}, level {level}: {v:?}");
     }
 }
