@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The CPU lane's capacities over repeated runs (docs/TRUST.md, "The CPU lane's capacities on a
 # shared machine"): N quick and N full `memscope run --target cpu` runs, alternating (quick-1,
-# full-1, quick-2, ...), the load average before each, then cpu_repeat_table.py's table of the
+# full-1, quick-2, ...), the load average before each and the hypervisor's steal during each, then cpu_repeat_table.py's table of the
 # L1d, L2 and L3 capacities (undetermined ones with their reason) and their spread per mode.
 #   bash scripts/cpu-repeat.sh MEMSCOPE_BINARY OUTDIR [N=5]
 # Writes OUTDIR/{quick,full}-K/results.json, OUTDIR/log.txt, OUTDIR/table.md and OUTDIR/pack/
@@ -22,6 +22,10 @@ fi
 case "$n" in ''|*[!0-9]*) echo "cpu-repeat.sh: N must be a positive integer, got '$n'" >&2; exit 2 ;; esac
 mkdir -p "$out"
 log="$out/log.txt"
+# The hypervisor's steal (time a runnable vCPU waited while the host ran something else on its
+# core), summed over the guest's CPUs from /proc/stat, in clock ticks; 0 where not accounted.
+hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
+steal_ticks() { awk '/^cpu /{print $9+0; exit}' /proc/stat 2>/dev/null || echo 0; }
 {
   echo "== $(date -u +%FT%TZ) host $(hostname), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo); $("$bin" --version 2>&1)"
   for d in /sys/devices/system/cpu/cpu0/cache/index*; do
@@ -33,9 +37,10 @@ log="$out/log.txt"
       if [ "$mode" = quick ]; then flag=(--quick); fi
       dir="$out/$mode-$k"
       echo "== $mode-$k $(date -u +%T) load $(cut -d' ' -f1 /proc/loadavg): $bin run --target cpu ${flag[*]} --quiet --out $dir"
-      start=$(date +%s%N)
+      start=$(date +%s%N); steal0=$(steal_ticks)
       "$bin" run --target cpu "${flag[@]}" --quiet --out "$dir"; echo "exit $?"
       echo "wall_ms $(( ($(date +%s%N) - start) / 1000000 ))"
+      echo "steal_ms $(( ($(steal_ticks) - steal0) * 1000 / hz ))"
     done
   done
 } 2>&1 | tee "$log"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Table of the CPU lane's capacities over the runs of scripts/cpu-repeat.sh: per run the L1d, L2
-and L3 capacity (undetermined ones with the start of their reason), the load and wall time from
-the log; then per level and mode the determined values' range and spread (max / min - 1) against
+and L3 capacity (undetermined ones with the start of their reason), the load, wall time and
+hypervisor steal from the log; then per level and mode the determined values' range and spread (max / min - 1) against
 the 10 % repeatability bar, and each private level's (L1d, L2) distance from the OS's figure
 against the 25 % bar.
 Usage: cpu_repeat_table.py OUTDIR"""
@@ -24,7 +24,7 @@ def runs(out):
 
 
 def log_facts(out):
-    """Load and wall time per run from log.txt."""
+    """Load, wall time and the hypervisor's steal per run from log.txt."""
     facts, cur = {}, None
     path = os.path.join(out, "log.txt")
     if not os.path.exists(path):
@@ -37,6 +37,9 @@ def log_facts(out):
         m = re.match(r"wall_ms (\d+)", line)
         if m and cur:
             facts[cur]["wall"] = f"{int(m.group(1)) / 1000:.1f} s"
+        m = re.match(r"steal_ms (\d+)", line)
+        if m and cur:
+            facts[cur]["steal"] = f"{int(m.group(1))} ms"
     return facts
 
 
@@ -45,8 +48,8 @@ def main():
     facts = log_facts(out)
     values = {(lv, mode): [] for lv in LEVELS for mode in ("quick", "full")}
     os_size = {}
-    print("| run | UTC | load | wall | " + " | ".join(f"{lv} capacity" for lv in LEVELS) + " |")
-    print("|---|---|---|---|" + "---|" * len(LEVELS))
+    print("| run | UTC | load | wall | steal | " + " | ".join(f"{lv} capacity" for lv in LEVELS) + " |")
+    print("|---|---|---|---|---|" + "---|" * len(LEVELS))
     for run in runs(out):
         path = os.path.join(out, run, "results.json")
         if not os.path.exists(path):
@@ -66,7 +69,7 @@ def main():
                 values[(lv, run.split("-")[0])].append(v)
                 cells.append(kib(v))
         x = facts.get(run, {})
-        print(f"| {run} | {x.get('utc', '')} | {x.get('load', '')} | {x.get('wall', '')} | " + " | ".join(cells) + " |")
+        print(f"| {run} | {x.get('utc', '')} | {x.get('load', '')} | {x.get('wall', '')} | {x.get('steal', '')} | " + " | ".join(cells) + " |")
     print()
     print("| level | mode | determined | range | spread (bar 10 %) | worst distance from OS (bar 25 %, private levels) |")
     print("|---|---|---|---|---|---|")
