@@ -189,6 +189,26 @@ pub struct Pages {
     alloc: u64,
     pages: u64,
     sms: u32,
+    /// Device memory held before the pages were allocated ([`SKIP_PAGES_ENV`]), if any.
+    filler: Option<u64>,
+}
+
+/// Environment variable (a diagnostic): how many 2 MiB pages of device memory the hammer child
+/// allocates and holds before its own pages, 0..=[`MAX_SKIP_PAGES`] (default 0). Every process
+/// that allocates the same sizes in the same order gets the same physical frames, so maps from
+/// two processes are one pair of frames; with a skip the pages land on other frames.
+pub const SKIP_PAGES_ENV: &str = "MEMSCOPE_SLICES_SKIP_PAGES";
+/// Most pages [`SKIP_PAGES_ENV`] may hold (64 GiB).
+pub const MAX_SKIP_PAGES: u64 = 32768;
+
+/// The skip of [`SKIP_PAGES_ENV`] (0 when unset).
+fn skip_pages() -> GpuResult<u64> {
+    match std::env::var(SKIP_PAGES_ENV) {
+        Err(_) => Ok(0),
+        Ok(v) => v.trim().parse::<u64>().ok().filter(|&n| n <= MAX_SKIP_PAGES).ok_or_else(|| {
+            GpuError::invalid(format!("{SKIP_PAGES_ENV}={v:?}: accepted: 0 to {MAX_SKIP_PAGES} pages of 2 MiB"))
+        }),
+    }
 }
 
 impl Pages {
@@ -201,12 +221,21 @@ impl Pages {
         let gpu = Gpu::open(ordinal)?;
         let sms = gpu.attr(DeviceAttr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
         gpu.func(Module::Slices, KERNEL)?;
-        let alloc = gpu.malloc((pages + 1) * PAGE_BYTES)?;
+        let skip = skip_pages()?;
+        let filler = if skip > 0 { Some(gpu.malloc(skip * PAGE_BYTES)?) } else { None };
+        let alloc = match gpu.malloc((pages + 1) * PAGE_BYTES) {
+            Ok(a) => a,
+            Err(e) => {
+                filler.into_iter().for_each(|f| gpu.free(f));
+                return Err(e);
+            }
+        };
         if let Err(e) = gpu.memset(alloc, (pages + 1) * PAGE_BYTES) {
             gpu.free(alloc);
+            filler.into_iter().for_each(|f| gpu.free(f));
             return Err(e);
         }
-        Ok(Pages { gpu, alloc, pages, sms })
+        Ok(Pages { gpu, alloc, pages, sms, filler })
     }
 
     /// Run one plan on these pages (its `pages` at most those allocated).
@@ -239,6 +268,9 @@ impl Pages {
 impl Drop for Pages {
     fn drop(&mut self) {
         self.gpu.free(self.alloc);
+        if let Some(f) = self.filler {
+            self.gpu.free(f);
+        }
     }
 }
 
