@@ -7,6 +7,7 @@
 //! reference's own renaming symmetries (shifts known only up to them), and checks whether the
 //! shifts of consecutive pages are an affine GF(2) function of the frame number.
 
+use super::slice_fit::HeldOut;
 use memscope_core::gf2;
 use std::collections::HashMap;
 
@@ -84,37 +85,30 @@ pub fn predict(reference: &PageMap, fit: &PageFit, offset: u64, mask: u64) -> Op
     fit.renaming.get(&(*r, parity(offset & mask))).copied()
 }
 
-/// A held-out score: the fit from one share of a page's lines, scored on the rest.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HeldOut {
-    pub fit: PageFit,
-    /// Lines scored, and those predicted right (an unseen key counts as wrong).
-    pub tested: usize,
-    pub right: usize,
-}
-
-impl HeldOut {
-    pub fn accuracy(&self) -> f64 {
-        if self.tested == 0 {
-            f64::NAN
-        } else {
-            self.right as f64 / self.tested as f64
-        }
-    }
-}
-
 /// Fit on the lines whose index in offset order is not a multiple of `every`, score on the
-/// others (every `every`-th line held out: `every` = 2 holds out half).
-pub fn held_out(reference: &PageMap, page: &PageMap, mask: u64, candidates: &[u64], every: usize) -> Option<HeldOut> {
+/// others (every `every`-th line held out: `every` = 2 holds out half); the fit and its score (a
+/// line whose key the fitted lines never showed counts as wrong and unpredicted).
+pub fn held_out(
+    reference: &PageMap,
+    page: &PageMap,
+    mask: u64,
+    candidates: &[u64],
+    every: usize,
+) -> Option<(PageFit, HeldOut)> {
     let mut lines: Vec<(u64, usize)> = page.iter().map(|(&o, &l)| (o, l)).collect();
     lines.sort_unstable();
     let every = every.max(2);
     let (test, train): (Vec<_>, Vec<_>) = lines.iter().enumerate().partition(|(i, _)| i % every == 0);
     let train: Vec<(u64, usize)> = train.into_iter().map(|(_, &l)| l).collect();
     let fit = fit_page(reference, &train, mask, candidates)?;
-    let tested = test.len();
-    let right = test.iter().filter(|(_, &(o, l))| predict(reference, &fit, o, mask) == Some(l)).count();
-    Some(HeldOut { fit, tested, right })
+    let predicted: Vec<(Option<usize>, usize)> =
+        test.iter().map(|(_, &(o, l))| (predict(reference, &fit, o, mask), l)).collect();
+    let score = HeldOut {
+        right: predicted.iter().filter(|(p, l)| *p == Some(*l)).count(),
+        total: predicted.len(),
+        unpredicted: predicted.iter().filter(|(p, _)| p.is_none()).count(),
+    };
+    Some((fit, score))
 }
 
 /// The offset XORs under which the reference is a renaming of itself (its label at `o ^ e` a

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Slice maps of 16 adjacent pages and of 8 pages after 4 GiB held first, every 4 KiB step of
-# each page (grid:12:20, 512 offsets), SM 0: how the slice table moves from frame to frame.
-# Everything under $OUT; every step under timeout; about 300 s expected.
+# Slice maps of pages on other frames, SM 0; everything under $OUT, every step under timeout.
+#   bash device.sh full   # every line set a slice can differ by (bits 8, 10..20) of two adjacent
+#                         # pages, then of one page after 8 GiB held first (about 290 s)
+#   bash device.sh grid   # every 4 KiB step (grid:12:20) of 16 adjacent pages, then of 8 pages
+#                         # after 4 GiB held first (about 290 s)
 set -u
 B=target/gpu-bin/memscope
 O=$OUT; T() { date +%s.%N; }; el() { python3 -c "print(round($(T)-$1,1))"; }
@@ -18,8 +20,12 @@ run() { # name pages timeout env...
   [ -f /tmp/$name/raw/map.json ] && gzip -c /tmp/$name/raw/map.json > $O/$name-map.json.gz
   python3 -c "import json;d=json.load(open('/tmp/$name/raw/map.json'));print(d['summary'])" 2>&1 | tail -1
 }
-run grid16 16 300 MEMSCOPE_SLICES_MAP_OFFSETS=grid:12:20
-run skip8 8 200 MEMSCOPE_SLICES_MAP_OFFSETS=grid:12:20 MEMSCOPE_SLICES_SKIP_PAGES=2048
+case "${1:-}" in
+  full) run pair 2 300; run skip 1 190 MEMSCOPE_SLICES_SKIP_PAGES=4096 ;;
+  grid) run grid16 16 300 MEMSCOPE_SLICES_MAP_OFFSETS=grid:12:20
+        run skip8 8 200 MEMSCOPE_SLICES_MAP_OFFSETS=grid:12:20 MEMSCOPE_SLICES_SKIP_PAGES=2048 ;;
+  *) echo "usage: device.sh full|grid" ;;
+esac
 echo "total $(el $START) s"
 } > $O/log.txt 2>&1
 cat $O/log.txt
