@@ -32,6 +32,7 @@ mod slices;
 pub use slices::partition_pages as l2_partition;
 /// The fit of the slice within a partition from the slice map's labels.
 pub use slices::slice_fit as l2_slice_fit;
+pub use slices::slice_mod as l2_slice_mod;
 mod sm_chase;
 mod sm_fit;
 mod sm_map;
