@@ -121,13 +121,15 @@ fn other_families_are_refused() {
     }
 }
 
-/// A map of results/h200/l2-slices-grid (the H200, CUPTI counters, SM 0 unless named).
+/// A map of results/h200/l2-slices-grid (the H200, CUPTI counters, SM 0 unless named), or of
+/// results/h200/l2-partition/map8 (64 offsets in each of 8 adjacent pages).
 fn h200(name: &str) -> Vec<Point> {
     use std::io::Read;
     let bytes: &[u8] = match name {
         "sm0a" => include_bytes!("../../../../../results/h200/l2-slices-grid/sm0a-map.json.gz"),
         "sm0c" => include_bytes!("../../../../../results/h200/l2-slices-grid/sm0c-map.json.gz"),
         "full" => include_bytes!("../../../../../results/h200/l2-slices-grid/full-map.json.gz"),
+        "map8" => include_bytes!("../../../../../results/h200/l2-partition/map8/map.json.gz"),
         _ => include_bytes!("../../../../../results/h200/l2-slices-grid/sm2-map.json.gz"),
     };
     let mut json = Vec::new();
@@ -172,4 +174,30 @@ fn the_h200_slice_within_a_partition_is_a_residue_mod_47_of_ten_xor_terms() {
         }
     }
     assert_eq!(relabel_mismatches(&a, &full), (0, 624));
+}
+
+#[test]
+fn the_h200_frame_moves_the_residue_by_2_to_the_10_and_flips_terms_linearly() {
+    // Eight adjacent pages of another process, 64 lines each: the full page's model, each page's
+    // share from 32 of its lines, the other 32 predicted.
+    let model = fit_residue(&h200("full"), PARTITION, 8).unwrap();
+    let (h, shares) = residue_held_out_across(&model, &h200("map8"), 200);
+    assert_eq!(h.total, 256);
+    assert!(h.accuracy() >= 0.95, "{h:?}");
+    // From page to page the constant grows by 2^10 mod 47, carries and all: the frame number
+    // enters the sum as an integer above bits 17-20 (the sum's bits 6-9).
+    for w in shares.windows(2) {
+        assert_eq!((w[1].1.constant + 47 - w[0].1.constant) % 47, 1024 % 47, "{shares:?}");
+    }
+    // The flips are XOR-linear in consecutive frame numbers: the steps that change only the
+    // frame's bit 0 (every other one) flip the same terms, and so do the two that change bits 0
+    // and 1 (the first frame is 1 modulo 4).
+    let step: Vec<u64> = shares.windows(2).map(|w| w[0].1.flips ^ w[1].1.flips).collect();
+    assert!(step[1] == step[3] && step[3] == step[5], "{step:x?}");
+    assert_eq!(step[0], step[4], "{step:x?}");
+    // The partition bit's constant follows the frame's bits 0, 1 and 3 (the partition probe's
+    // frame mask 0x16b or 0x1eb) from a first frame 1 modulo 8.
+    let part: Vec<u8> = shares.iter().map(|s| s.1.partition).collect();
+    let want: Vec<u8> = (1u64..9).map(|f| gf2::parity(f & 0b1011) ^ gf2::parity(1 & 0b1011)).collect();
+    assert_eq!(part, want);
 }
