@@ -4,7 +4,8 @@
 //! line and by whole page), the differences under which labels move together (symmetries), and
 //! across runs the table of one run predicting the other; then the residue family
 //! (crates/cuda/src/probes/slices/slice_mod.rs): the terms, each page's share, and the same
-//! held-out splits.
+//! held-out splits; across runs of three pages or more, each page left out and predicted from the
+//! other pages' shares over consecutive frames (slice_frames.rs).
 //!
 //!   l2_slice_fit [--partition-mask=HEX] MAP.json[.gz] [MAP.json[.gz] ...]
 //!
@@ -15,6 +16,7 @@
 
 use flate2::read::GzDecoder;
 use memscope_cuda::probes::l2_slice_fit::{self as sf, Point, OFFSET_BITS};
+use memscope_cuda::probes::l2_slice_frames as sfr;
 use memscope_cuda::probes::l2_slice_mod as sm;
 use serde_json::{json, Value};
 use std::io::Read;
@@ -185,7 +187,15 @@ fn run(args: &[String]) -> Result<Value, FitError> {
                         .iter()
                         .map(|(p, s)| json!({"page": p, "flips": format!("{:#x}", s.flips), "constant": s.constant, "partition": s.partition}))
                         .collect();
-                    json!({"held_out": held(&h), "page_shares": shares})
+                    let pages = b.iter().map(|p| p.page).collect::<std::collections::BTreeSet<_>>().len();
+                    // Runs of three pages or more: each page from the others' shares alone.
+                    let frames = (pages >= 3).then(|| {
+                        let bits = usize::BITS - (pages - 1).leading_zeros() + 1;
+                        let (per_page, all) = sfr::held_out_frames(m, b, bits);
+                        let per: Vec<Value> = per_page.iter().map(|(p, h)| json!({"page": p, "held_out": held(h)})).collect();
+                        json!({"frame_bits": bits, "held_out": held(&all), "pages": per})
+                    });
+                    json!({"held_out": held(&h), "page_shares": shares, "pages_left_out": frames})
                 });
                 across.push(json!({"train": args[i], "test": args[j], "held_out": held(&h), "residue_held_out": r}));
             }

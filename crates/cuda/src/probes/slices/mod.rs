@@ -24,6 +24,9 @@ mod partition_pages_tests;
 pub mod slice_fit;
 #[cfg(test)]
 mod slice_fit_tests;
+pub mod slice_frames;
+#[cfg(test)]
+mod slice_frames_tests;
 pub mod slice_mod;
 #[cfg(test)]
 mod slice_mod_tests;

@@ -57,6 +57,8 @@ pub struct ResidueModel {
     pub pages: HashMap<usize, PageTerms>,
     /// The label of each (partition bit, residue), in the fitted run's naming.
     pub names: HashMap<(u8, u64), usize>,
+    /// The page the residues were named on.
+    pub reference_page: usize,
 }
 
 /// Why the residue family does not fit; each names the count that failed.
@@ -478,6 +480,7 @@ pub fn fit_residue(points: &[Point], partition_mask: u64, min_pairs: usize) -> R
         terms: fitted,
         pages: HashMap::new(),
         names: HashMap::new(),
+        reference_page: reference,
     };
     // Residues in the renamed scale (times 2^-r), then the constant by majority.
     for (n, &(p, l)) in keys.iter().enumerate() {
@@ -529,6 +532,30 @@ impl ResidueModel {
             let (pt, _) = self.align_page(&lines);
             self.pages.insert(page, pt);
         }
+    }
+
+    /// The other representation of the same labels on the reference page: every mask XOR the
+    /// partition mask, partition 1's residues reflected (y -> 2^terms - 1 - y), the reference
+    /// page's constant moved into the names; other pages' shares dropped (align them again).
+    pub fn reflected(&self) -> ResidueModel {
+        let m = self.modulus;
+        let r = self.pages.get(&self.reference_page).copied().unwrap_or_default();
+        let top = ((1u64 << self.terms.len()) - 1) % m;
+        let mut out = self.clone();
+        out.terms.iter_mut().for_each(|t| t.mask ^= self.partition_mask);
+        out.names = self
+            .names
+            .iter()
+            .map(|(&(p, y), &l)| {
+                // y = y' + c on partition 0, y = top - y' + c on partition 1 (the reference page's
+                // partition constant is 0).
+                let y0 = (y + m - r.constant) % m;
+                let y1 = if p == 0 { y0 } else { (top + m - y0) % m };
+                ((p, y1), l)
+            })
+            .collect();
+        out.pages = HashMap::from([(self.reference_page, PageTerms { constant: 0, ..r })]);
+        out
     }
 
     /// How many of `points` the model names right.
