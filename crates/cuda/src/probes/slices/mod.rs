@@ -28,6 +28,7 @@ pub mod slice_frames;
 #[cfg(test)]
 mod slice_frames_tests;
 pub mod slice_mod;
+mod slice_mod_held;
 #[cfg(test)]
 mod slice_mod_tests;
 pub mod timing;
