@@ -5,8 +5,9 @@
 //! the labels as a cyclic group: a difference of offsets that flips one term moves every line by
 //! +-2^j, so the graph it draws between (partition bit, label) nodes is one cycle, whose order
 //! names every node by a residue; each difference that moves lines by +-2^j alone gives that term's
-//! value on every line it joins, and the term's mask follows bit by bit. Every accuracy is on lines
-//! the fit did not see.
+//! value on every line it joins, and the term's mask follows bit by bit. Terms are told apart by
+//! their weights, so at most as many as the order of 2 modulo M (23 for 47). Every accuracy is on
+//! lines the fit did not see.
 
 use super::slice_fit::Point;
 pub use super::slice_mod_held::{residue_held_out_across, residue_held_out_by_line, residue_held_out_by_page};
