@@ -201,3 +201,18 @@ fn the_h200_frame_moves_the_residue_by_2_to_the_10_and_flips_terms_linearly() {
     let want: Vec<u8> = (1u64..9).map(|f| gf2::parity(f & 0b1011) ^ gf2::parity(1 & 0b1011)).collect();
     assert_eq!(part, want);
 }
+
+#[test]
+fn one_page_fits_the_reflected_form_too_and_pages_of_both_partition_constants_do_not() {
+    // Frames 0x1234 and 0x1235 have different partition constants (0x6b: bit 0).
+    let two = points(&[0x1234, 0x1235], FULL, 1);
+    let model = fit_residue(&two, PARTITION, 8).unwrap();
+    let page0: Vec<Point> = two.iter().filter(|p| p.page == 0).copied().collect();
+    let mut other = model.reflected();
+    assert_eq!(other.explained(&page0), 4096, "the same labels on the reference page");
+    let page1: Vec<(u64, usize)> = two.iter().filter(|p| p.page == 1).map(|p| (p.offset, p.label)).collect();
+    let (pt, n) = other.align_page(&page1);
+    other.pages.insert(1, pt);
+    assert_eq!(model.explained(&two), 8192);
+    assert!(n < 4096 && other.explained(&two) < 8192, "{n}");
+}
