@@ -34,6 +34,10 @@ pub use slices::page_shift as l2_page_shift;
 pub use slices::partition_pages as l2_partition;
 /// The fit of the slice within a partition from the slice map's labels.
 pub use slices::slice_fit as l2_slice_fit;
+/// The slice within a partition as a residue modulo an odd count of XOR terms, and the frame's
+/// share of it over consecutive pages.
+pub use slices::slice_frames as l2_slice_frames;
+pub use slices::slice_mod as l2_slice_mod;
 mod sm_chase;
 mod sm_fit;
 mod sm_map;

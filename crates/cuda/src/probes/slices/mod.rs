@@ -27,6 +27,13 @@ mod partition_pages_tests;
 pub mod slice_fit;
 #[cfg(test)]
 mod slice_fit_tests;
+pub mod slice_frames;
+#[cfg(test)]
+mod slice_frames_tests;
+pub mod slice_mod;
+mod slice_mod_held;
+#[cfg(test)]
+mod slice_mod_tests;
 pub mod timing;
 
 use super::{cuda_only, run_gpu};

@@ -301,7 +301,7 @@ impl HeldOut {
 
 /// Whether a line is held out in the split by line: one line in `every`, by a hash of the page
 /// and offset.
-fn held(p: &Point, every: u64) -> bool {
+pub(crate) fn held(p: &Point, every: u64) -> bool {
     // splitmix64's finalizer: no linear trace of the offset is left in the choice.
     let mut z = p.offset ^ ((p.page as u64) << 32);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);

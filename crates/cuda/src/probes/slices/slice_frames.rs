@@ -1,0 +1,197 @@
+//! The page frame's share of the residue model (slice_mod.rs) as a function of the frame number:
+//! over the pages of one allocation, taken as consecutive frames first + page from an unknown
+//! first frame (as partition_pages.rs takes them for the partition bit), each term's flip is
+//! parity(frame & a_t) XOR b_t, the partition constant parity(frame & f) XOR k, and the constant
+//! c0 + step * page modulo M (the frame number entering the sum as an integer). Checked by leaving
+//! each page out: its share from the other pages' shares alone, every line of it predicted.
+
+use super::slice_fit::{HeldOut, Point};
+use super::slice_mod::{PageTerms, ResidueModel};
+use memscope_core::gf2;
+use std::collections::HashMap;
+
+/// One fit of the shares over consecutive frames.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShareFit {
+    /// The first page's frame number modulo 2^bits.
+    pub first_frame_mod: u64,
+    pub bits: u32,
+    /// Per term: the frame mask and the constant of its flip.
+    pub flip_masks: Vec<u64>,
+    pub flip_constants: u64,
+    pub partition_mask: u64,
+    pub partition_constant: u8,
+    /// The constant of page p is constant0 + step * p (mod M).
+    pub constant0: u64,
+    pub step: u64,
+    pub modulus: u64,
+    /// Known pages whose constant the start and step explain.
+    pub constants_explained: usize,
+    /// The first known page's frame, and the frame bits that varied over the known pages: a page
+    /// whose frame differs from the first in another bit is not predicted.
+    pub base_frame: u64,
+    pub varying: u64,
+}
+
+impl ShareFit {
+    fn frame(&self, page: usize) -> u64 {
+        (self.first_frame_mod + page as u64) & ((1 << self.bits) - 1)
+    }
+
+    /// The share this fit gives page `page` of the allocation; None when its frame has a bit
+    /// that never varied over the known pages.
+    pub fn share(&self, page: usize) -> Option<PageTerms> {
+        let f = self.frame(page);
+        if (f ^ self.base_frame) & !self.varying != 0 {
+            return None;
+        }
+        let flips =
+            self.flip_masks.iter().enumerate().fold(0u64, |acc, (t, &m)| {
+                acc | u64::from(gf2::parity(f & m) ^ (self.flip_constants >> t & 1) as u8) << t
+            });
+        Some(PageTerms {
+            flips,
+            constant: (self.constant0 + self.step * page as u64) % self.modulus,
+            partition: gf2::parity(f & self.partition_mask) ^ self.partition_constant,
+        })
+    }
+}
+
+/// Every first frame (modulo 2^bits) for which each term's flip and the partition constant are
+/// XOR-linear in the frame over the known pages' shares, with the constant's step and start that
+/// explain the most pages. Empty when no first frame fits.
+pub fn fit_shares(shares: &[(usize, PageTerms)], terms: usize, modulus: u64, bits: u32) -> Vec<ShareFit> {
+    let mut best = (0usize, 0u64, 0u64);
+    for step in 0..modulus {
+        for c0 in 0..modulus {
+            let n = shares.iter().filter(|(p, s)| (c0 + step * *p as u64) % modulus == s.constant).count();
+            if n > best.0 {
+                best = (n, step, c0);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for first_frame_mod in 0..1u64 << bits {
+        let frame = |p: usize| (first_frame_mod + p as u64) & ((1 << bits) - 1);
+        let solve = |bit: &dyn Fn(&PageTerms) -> bool| {
+            gf2::solve_equations(shares.iter().map(|(p, s)| ((frame(*p) << 1) | 1, bit(s)))).map(|(x, _)| x)
+        };
+        let Some(part) = solve(&|s| s.partition == 1) else { continue };
+        let mut flip_masks = Vec::new();
+        let mut flip_constants = 0u64;
+        for t in 0..terms {
+            match solve(&|s| s.flips >> t & 1 == 1) {
+                Some(x) => {
+                    flip_masks.push(x >> 1);
+                    flip_constants |= (x & 1) << t;
+                }
+                None => break,
+            }
+        }
+        if flip_masks.len() == terms {
+            let base_frame = shares.first().map_or(0, |(p, _)| frame(*p));
+            let varying = shares.iter().fold(0, |acc, (p, _)| acc | (frame(*p) ^ base_frame));
+            out.push(ShareFit {
+                base_frame,
+                varying,
+                first_frame_mod,
+                bits,
+                flip_masks,
+                flip_constants,
+                partition_mask: part >> 1,
+                partition_constant: (part & 1) as u8,
+                constant0: best.2,
+                step: best.1,
+                modulus,
+                constants_explained: best.0,
+            });
+        }
+    }
+    out
+}
+
+/// The shares of a run's pages in the model's naming: the first page renamed from its lines, the
+/// others aligned through that naming, then the naming from every page's lines and the pages
+/// aligned again. Returns the shares and the renaming (run's label -> model's label).
+pub fn run_shares(
+    model: &ResidueModel,
+    points: &[Point],
+    pages: &[usize],
+) -> (Vec<(usize, PageTerms)>, HashMap<usize, usize>) {
+    let lines = |page: usize| -> Vec<(u64, usize)> {
+        points.iter().filter(|p| p.page == page).map(|p| (p.offset, p.label)).collect()
+    };
+    let Some(&first) = pages.first() else { return (Vec::new(), HashMap::new()) };
+    let (_, _, mut rename) = model.align_page_renamed(&lines(first));
+    let mut shares = Vec::new();
+    for _ in 0..2 {
+        shares.clear();
+        let mut meet: HashMap<usize, HashMap<usize, usize>> = HashMap::new();
+        for &page in pages {
+            let l = lines(page);
+            let named: Vec<(u64, usize)> = l.iter().filter_map(|&(o, x)| rename.get(&x).map(|&t| (o, t))).collect();
+            let (pt, _) = model.align_page(&named);
+            for &(o, x) in &l {
+                if let Some(&t) = model.names.get(&model.slice(o, &pt)) {
+                    *meet.entry(x).or_default().entry(t).or_default() += 1;
+                }
+            }
+            shares.push((page, pt));
+        }
+        rename = meet
+            .iter()
+            .map(|(&x, m)| (x, *m.iter().max_by_key(|(t, n)| (**n, std::cmp::Reverse(**t))).unwrap().0))
+            .collect();
+    }
+    (shares, rename)
+}
+
+/// Leave each page out: the shares and naming from the other pages, the page's share from the
+/// frame fits of those shares (when they all agree), and every line of the page predicted. Returns the held-out lines per page (page, lines) and in
+/// all; a page with no fitting frame, whose frame has a bit the other pages never varied, or on
+/// whose share the fits disagree counts as unpredicted.
+pub fn held_out_frames(model: &ResidueModel, points: &[Point], bits: u32) -> (Vec<(usize, HeldOut)>, HeldOut) {
+    let mut pages: Vec<usize> = points.iter().map(|p| p.page).collect();
+    pages.sort_unstable();
+    pages.dedup();
+    let mut per_page = Vec::new();
+    let mut all = HeldOut::default();
+    for &q in &pages {
+        let others: Vec<usize> = pages.iter().copied().filter(|&p| p != q).collect();
+        // Both representations of the model (one page cannot tell them apart): the one whose
+        // constants follow the frame over the other pages.
+        let reflected = model.reflected();
+        let (model, rename, fits) = [model, &reflected]
+            .into_iter()
+            .map(|m| {
+                let (shares, rename) = run_shares(m, points, &others);
+                let fits = fit_shares(&shares, m.terms.len(), m.modulus, bits);
+                (m, rename, fits)
+            })
+            .max_by_key(|(_, _, f)| f.first().map_or(0, |f| f.constants_explained))
+            .expect("two representations");
+        let mut h = HeldOut::default();
+        let share = majority_share(&fits, q);
+        for p in points.iter().filter(|p| p.page == q) {
+            h.total += 1;
+            match share.and_then(|s| model.names.get(&model.slice(p.offset, &s))) {
+                Some(&t) => h.right += usize::from(rename.get(&p.label) == Some(&t)),
+                None => h.unpredicted += 1,
+            }
+        }
+        all.right += h.right;
+        all.total += h.total;
+        all.unpredicted += h.unpredicted;
+        per_page.push((q, h));
+    }
+    (per_page, all)
+}
+
+/// The share every fit gives a page; None when there is no fit, when one cannot predict the page
+/// (its frame sets a bit the known pages never varied), or when the fits disagree (the known
+/// pages do not fix the frames enough).
+fn majority_share(fits: &[ShareFit], page: usize) -> Option<PageTerms> {
+    let shares: Vec<Option<PageTerms>> = fits.iter().map(|f| f.share(page)).collect();
+    let first = (*shares.first()?)?;
+    shares.iter().all(|s| *s == Some(first)).then_some(first)
+}
