@@ -28,8 +28,6 @@ mod partition_fit;
 mod partition_tests;
 mod peak;
 mod slices;
-/// A page's slices as a reference page's read through a per-page shift and renaming.
-pub use slices::page_shift as l2_page_shift;
 /// The L2 partition bit over many pages (the analysis of scripts/peers/l2_partition_peer.cu).
 pub use slices::partition_pages as l2_partition;
 /// The fit of the slice within a partition from the slice map's labels.

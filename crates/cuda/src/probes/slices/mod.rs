@@ -18,9 +18,6 @@ pub mod map_layout;
 #[cfg(test)]
 mod map_tests;
 pub mod ncu;
-pub mod page_shift;
-#[cfg(test)]
-mod page_shift_tests;
 pub mod partition_pages;
 #[cfg(test)]
 mod partition_pages_tests;

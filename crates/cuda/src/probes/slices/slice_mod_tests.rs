@@ -121,8 +121,9 @@ fn other_families_are_refused() {
     }
 }
 
-/// A map of results/h200/l2-slices-grid (the H200, CUPTI counters, SM 0 unless named), or of
-/// results/h200/l2-partition/map8 (64 offsets in each of 8 adjacent pages).
+/// A map of results/h200/l2-slices-grid (the H200, CUPTI counters, SM 0 unless named), of
+/// results/h200/l2-partition/map8 (64 offsets in each of 8 adjacent pages), or of
+/// results/h200/l2-slices-frames (pages on other frames).
 fn h200(name: &str) -> Vec<Point> {
     use std::io::Read;
     let bytes: &[u8] = match name {
@@ -130,6 +131,10 @@ fn h200(name: &str) -> Vec<Point> {
         "sm0c" => include_bytes!("../../../../../results/h200/l2-slices-grid/sm0c-map.json.gz"),
         "full" => include_bytes!("../../../../../results/h200/l2-slices-grid/full-map.json.gz"),
         "map8" => include_bytes!("../../../../../results/h200/l2-partition/map8/map.json.gz"),
+        "pair" => include_bytes!("../../../../../results/h200/l2-slices-frames/pair-map.json.gz"),
+        "skip" => include_bytes!("../../../../../results/h200/l2-slices-frames/skip-map.json.gz"),
+        "grid16" => include_bytes!("../../../../../results/h200/l2-slices-frames/grid16-map.json.gz"),
+        "skip8" => include_bytes!("../../../../../results/h200/l2-slices-frames/skip8-map.json.gz"),
         _ => include_bytes!("../../../../../results/h200/l2-slices-grid/sm2-map.json.gz"),
     };
     let mut json = Vec::new();
@@ -215,4 +220,18 @@ fn one_page_fits_the_reflected_form_too_and_pages_of_both_partition_constants_do
     other.pages.insert(1, pt);
     assert_eq!(model.explained(&two), 8192);
     assert!(n < 4096 && other.explained(&two) < 8192, "{n}");
+}
+
+#[test]
+fn the_h200_pages_of_other_frames_and_runs_are_predicted_from_the_full_page() {
+    // The full page's model (one machine, one process); each page of four other processes on two
+    // other machine starts gets its share from 200 of its lines (400 on the lone far page, whose
+    // 200 left two labels' names between the runs unknown) and every other line is predicted:
+    // the next page of one allocation, a page 8 GiB on, 16 consecutive pages, 8 pages 4 GiB on.
+    let model = fit_residue(&h200("full"), PARTITION, 8).unwrap();
+    for (name, probes, lines) in [("pair", 200, 7792), ("skip", 400, 3696), ("grid16", 200, 4992), ("skip8", 200, 2496)]
+    {
+        let (h, _) = residue_held_out_across(&model, &h200(name), probes);
+        assert_eq!((h.right, h.total), (lines, lines), "{name}: {h:?}");
+    }
 }
