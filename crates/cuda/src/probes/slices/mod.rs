@@ -27,6 +27,7 @@ mod slice_fit_tests;
 pub mod slice_frames;
 #[cfg(test)]
 mod slice_frames_tests;
+pub mod slice_function;
 pub mod slice_mod;
 mod slice_mod_held;
 #[cfg(test)]
@@ -259,7 +260,11 @@ fn measure(t: &mut CudaTarget, quick: bool, keep: Option<std::path::PathBuf>) ->
     }
     out.warnings.extend(noise_warnings(&counters, &batches));
     if let Ok(p) = std::env::var("MEMSCOPE_SLICES_MAP") {
-        slice_map(&mut out, &p, t.gpu.ordinal, &metrics, keep_dir.as_deref())?;
+        // The partition bit's mask from the timing check, which the residue fit needs.
+        let far = timing::far_labels(&lines, &report.timing);
+        let partition_mask =
+            far.iter().find(|l| l.sm == SM).and_then(|l| timing::partition_bit(&lines, &l.far)).map(|(b, _)| b.mask);
+        slice_map(&mut out, &p, t.gpu.ordinal, &metrics, keep_dir.as_deref(), partition_mask)?;
     }
     let secs = started.elapsed().as_secs_f64();
     out.finding(
@@ -351,6 +356,7 @@ fn slice_map(
     device: usize,
     metrics: &[String],
     keep: Option<&std::path::Path>,
+    partition_mask: Option<u64>,
 ) -> Result<(), ProbeError> {
     let p = pages
         .parse::<u64>()
@@ -433,11 +439,39 @@ fn slice_map(
         });
         let _ = std::fs::write(k.join("map.json"), v.to_string());
     }
-    if let Some(f) = out.findings.get_mut(keys::L2_SLICES_FUNCTION) {
-        f.note = Some(match f.note.take() {
-            Some(n) => format!("{n}. {text}"),
-            None => text,
-        });
+    // The residue over the map's lines: the function when it predicts held-out lines.
+    let fitted = match (&res, partition_mask) {
+        (Ok(m), Some(mask)) => {
+            let points: Vec<slice_fit::Point> = lines
+                .iter()
+                .zip(&m.label)
+                .filter_map(|(&a, l)| {
+                    l.map(|label| slice_fit::Point {
+                        page: (a / hammer::PAGE_BYTES) as usize,
+                        offset: a % hammer::PAGE_BYTES,
+                        label,
+                    })
+                })
+                .collect();
+            slice_function::function_findings(&points, mask, &format!("slice map from SM {sm}, {spec}"))
+        }
+        (Ok(_), None) => Err("the timing check gave no partition bit, which the residue fit needs".to_string()),
+        (Err(_), _) => Err("no labels".to_string()),
+    };
+    match fitted {
+        Ok((function, accuracy)) => {
+            let note = format!("{}. {text}", function.note.clone().unwrap_or_default());
+            out.finding(keys::L2_SLICES_FUNCTION, function.with_note(&note));
+            out.finding(keys::L2_SLICES_HELD_OUT_ACCURACY, accuracy);
+        }
+        Err(why) => {
+            if let Some(f) = out.findings.get_mut(keys::L2_SLICES_FUNCTION) {
+                f.note = Some(match f.note.take() {
+                    Some(n) => format!("{n}. {text}; {why}"),
+                    None => format!("{text}; {why}"),
+                });
+            }
+        }
     }
     Ok(())
 }

@@ -235,3 +235,17 @@ fn the_h200_pages_of_other_frames_and_runs_are_predicted_from_the_full_page() {
         assert_eq!((h.right, h.total), (lines, lines), "{name}: {h:?}");
     }
 }
+
+#[test]
+fn the_function_finding_is_given_only_where_the_residue_predicts_held_out_lines() {
+    use super::slice_function::function_findings;
+    // The H200's full page: the function, with its held-out accuracy.
+    let (function, accuracy) = function_findings(&h200("full"), PARTITION, "test").unwrap();
+    assert!(function.value.as_str().is_some_and(|v| v.contains("mod 47")), "{function:?}");
+    assert!(accuracy.as_f64().is_some_and(|a| a >= 0.99), "{accuracy:?}");
+    // Labels that are no residue: the reason, no function.
+    let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(5);
+    let noise: Vec<Point> =
+        h200("full").into_iter().map(|p| Point { label: rand::Rng::gen_range(&mut rng, 0..47), ..p }).collect();
+    assert!(function_findings(&noise, PARTITION, "test").is_err());
+}

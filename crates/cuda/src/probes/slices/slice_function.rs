@@ -1,0 +1,66 @@
+//! The `l2.slices.function` finding from a slice map (docs/L2_SLICES.md, "A residue modulo 47
+//! fits"): when the map's labels let slice_mod.rs fit its residue (a dense map of a page, with
+//! the partition bit's mask from the probe's timing check), the function within a page and each
+//! page's share (the frame's part), and `l2.slices.held_out_accuracy`: every other line set
+//! held out, predicted by the residue fitted on the rest.
+
+use super::slice_fit::Point;
+use super::slice_mod::fit_residue;
+use super::slice_mod_held::residue_held_out_by_line;
+use memscope_core::{Confidence, Finding};
+
+/// Pairs a difference must join before the residue fit reads it (slice_mod.rs).
+pub const MIN_PAIRS: usize = 8;
+/// One line in this many held out.
+pub const HELD_OUT_EVERY: u64 = 2;
+/// The held-out accuracy under which the function stays undetermined.
+pub const MIN_ACCURACY: f64 = 0.99;
+
+/// The two findings (function, held-out accuracy) from the map's labelled lines, or why the
+/// residue does not give them. `partition_mask`: the partition bit's offset mask.
+pub fn function_findings(points: &[Point], partition_mask: u64, method: &str) -> Result<(Finding, Finding), String> {
+    let (_, held) = residue_held_out_by_line(points, partition_mask, HELD_OUT_EVERY, MIN_PAIRS)
+        .map_err(|e| format!("the map's lines do not fit the residue family: {e}"))?;
+    let model = fit_residue(points, partition_mask, MIN_PAIRS)
+        .map_err(|e| format!("the map's lines do not fit the residue family: {e}"))?;
+    let acc = held.accuracy();
+    let method = format!(
+        "{method}; residue fit (slice_mod.rs) on {} labelled lines of {} page(s); held out: one line in {HELD_OUT_EVERY}, predicted by the residue fitted on the others",
+        points.len(),
+        model.pages.len()
+    );
+    let accuracy =
+        Finding::number(acc, "ratio", &method, if acc >= MIN_ACCURACY { Confidence::High } else { Confidence::Medium })
+            .with_note(&format!(
+                "{} of {} held-out lines predicted, {} without a prediction",
+                held.right, held.total, held.unpredicted
+            ));
+    let terms: Vec<String> = model
+        .terms
+        .iter()
+        .map(|t| format!("2^{} (parity(offset & {:#x}) XOR e{})", t.exponent, t.mask, t.exponent))
+        .collect();
+    let value = format!(
+        "slice = (P, y), offset = address within its 2 MiB page: P = parity(offset & {partition_mask:#x}) XOR p; y = ({} + c) mod {}; p, c and the flips e are the page frame's share",
+        terms.join(" + "),
+        model.modulus
+    );
+    if acc < MIN_ACCURACY {
+        return Err(format!(
+            "the residue ({value}) predicts {:.1} % of held-out lines, under the {:.0} % it must",
+            acc * 100.0,
+            MIN_ACCURACY * 100.0
+        ));
+    }
+    let mut pages: Vec<_> = model.pages.iter().collect();
+    pages.sort_by_key(|(p, _)| **p);
+    let shares: Vec<String> = pages
+        .iter()
+        .map(|(p, s)| format!("page {p}: flips {:#x}, c {}, p {}", s.flips, s.constant, s.partition))
+        .collect();
+    let function = Finding::text(&value, &method, Confidence::High).with_note(&format!(
+        "each page's share, learned from its labelled lines (memscope reads no page table, so the frame number is unknown): {}",
+        shares.join("; ")
+    ));
+    Ok((function, accuracy))
+}
