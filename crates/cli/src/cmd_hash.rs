@@ -2,7 +2,9 @@
 //! seed 000's L2 slice function `slice_of(a, N)` and within-slice set index `set_index(a)` (the
 //! appendix code, implemented exactly in memscope_sim::hash) on physical addresses given in hex
 //! (0x...) or decimal. One line per address "ADDR VALUE", or with --json an array of
-//! {"addr": "0x...", "slice"|"set": n}.
+//! {"addr": "0x...", "slice"|"set": n}. `hash slice --target h200 --page-share F:C:P` evaluates the
+//! H200's measured function within a page (memscope_sim::hash_h200): "ADDR P.Y" (partition bit,
+//! residue), or {"addr", "partition", "residue"}.
 
 use crate::error::{CliError, CliResult};
 use memscope_sim::hash::{set_index, slice_of};
@@ -25,6 +27,10 @@ pub enum HashCommand {
         /// Print a JSON array instead of lines.
         #[arg(long)]
         json: bool,
+        /// With --target h200: the page frame's share, FLIPS:CONSTANT:PARTITION as the
+        /// l2.slices.function finding's note gives it ("flips 0x3e4, c 38, p 0" is 0x3e4:38:0).
+        #[arg(long, value_name = "F:C:P")]
+        page_share: Option<String>,
         /// Physical addresses, hex (0x...) or decimal.
         #[arg(required = true, value_name = "ADDR")]
         addrs: Vec<String>,
@@ -40,11 +46,12 @@ pub enum HashCommand {
     },
 }
 
-/// What `hash slice --target h200` answers: the function is not known (docs/L2_SLICES.md).
-pub const H200_UNDETERMINED: &str = "--target h200: the H200's L2 slice function is undetermined: memscope measures \
-     which lines of one 2 MiB page share a slice (l2.slices.page_partition), but not the page's physical frame, and \
-     that partition is neither XOR-linear nor the same for every frame (docs/L2_SLICES.md); accepted: \
-     sim:rtx4090, sim:l40s";
+/// What `hash slice --target h200` answers without a page share (docs/L2_SLICES.md).
+pub const H200_NEEDS_SHARE: &str =
+    "--target h200 needs --page-share FLIPS:CONSTANT:PARTITION: the H200's L2 slice is a \
+     function of the offset in its 2 MiB page and of the page frame's share, which memscope learns per page from a \
+     slice map (the l2.slices.function finding's note gives it; docs/L2_SLICES.md, \"The function in a run\"), not \
+     from the physical address";
 
 /// Parse an address: hex with 0x, or decimal. Bad input is a usage error naming it.
 pub fn parse_addr(text: &str) -> Result<u64, CliError> {
@@ -70,15 +77,45 @@ fn print(values: &[(u64, u32)], field: &str, json: bool) {
     }
 }
 
+/// `hash slice --target h200`: (partition bit, residue) of each address under the page share.
+fn h200(share: Option<&str>, addrs: &[String], json: bool) -> CliResult {
+    use memscope_sim::hash_h200::{h200_slice, PageShare};
+    let text = share.ok_or_else(|| CliError::usage(H200_NEEDS_SHARE.to_string()))?;
+    let share = PageShare::parse(text).ok_or_else(|| {
+        CliError::usage(format!(
+            "--page-share {text:?}: accepted: FLIPS:CONSTANT:PARTITION, flips under 0x400, constant 0..46, partition 0 or 1"
+        ))
+    })?;
+    let addrs = addrs.iter().map(|a| parse_addr(a)).collect::<Result<Vec<u64>, _>>()?;
+    let values: Vec<(u64, (u8, u64))> = addrs.iter().map(|&a| (a, h200_slice(a, &share))).collect();
+    if json {
+        let arr: Vec<serde_json::Value> = values
+            .iter()
+            .map(|(a, (p, y))| serde_json::json!({"addr": format!("{a:#x}"), "partition": p, "residue": y}))
+            .collect();
+        println!("{}", serde_json::Value::Array(arr));
+    } else {
+        for (a, (p, y)) in values {
+            println!("{a:#x} {p}.{y}");
+        }
+    }
+    Ok(())
+}
+
 pub fn run(args: Args) -> CliResult {
     match args.command {
-        HashCommand::Slice { target, json, addrs } => {
+        HashCommand::Slice { target, json, page_share, addrs } => {
             let n = match target.strip_prefix("sim:").unwrap_or(&target) {
                 "rtx4090" | "4090" => 36,
                 "l40s" => 48,
-                "h200" => return Err(CliError::usage(H200_UNDETERMINED.to_string())),
-                _ => return Err(CliError::usage(format!("--target {target:?}: accepted: sim:rtx4090, sim:l40s"))),
+                "h200" => return h200(page_share.as_deref(), &addrs, json),
+                _ => {
+                    return Err(CliError::usage(format!("--target {target:?}: accepted: sim:rtx4090, sim:l40s, h200")))
+                }
             };
+            if page_share.is_some() {
+                return Err(CliError::usage(format!("--page-share is for --target h200, not {target:?}")));
+            }
             let addrs = addrs.iter().map(|a| parse_addr(a)).collect::<Result<Vec<u64>, _>>()?;
             let values: Vec<(u64, u32)> =
                 addrs.iter().map(|&a| (a, slice_of(a, n).expect("36 and 48 are supported"))).collect();
@@ -105,12 +142,27 @@ mod tests {
         assert!(e.to_string().contains("0xzz"));
     }
 
+    fn slice(target: &str, share: Option<&str>) -> Args {
+        Args {
+            command: HashCommand::Slice {
+                target: target.into(),
+                json: false,
+                page_share: share.map(str::to_string),
+                addrs: vec!["0x1000".into()],
+            },
+        }
+    }
+
     #[test]
-    fn the_h200_is_named_undetermined_not_guessed() {
-        let args =
-            Args { command: HashCommand::Slice { target: "h200".into(), json: false, addrs: vec!["0x1000".into()] } };
-        let e = run(args).unwrap_err();
+    fn the_h200_needs_a_page_share_and_a_bad_one_is_named() {
+        let e = run(slice("h200", None)).unwrap_err();
         assert_eq!(e.exit_code(), 2);
-        assert!(e.to_string().contains("undetermined"), "{e}");
+        assert!(e.to_string().contains("--page-share"), "{e}");
+        let e = run(slice("h200", Some("0x3e4:47:0"))).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("0x3e4:47:0"), "{e}");
+        let e = run(slice("sim:rtx4090", Some("0x3e4:38:0"))).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(run(slice("h200", Some("0x3e4:38:0"))).is_ok());
     }
 }

@@ -30,6 +30,7 @@ pub mod calibrate;
 pub mod dram;
 pub mod fast;
 pub mod hash;
+pub mod hash_h200;
 pub mod hierarchy;
 pub mod links;
 pub mod machine;

@@ -253,3 +253,19 @@ fn the_function_finding_is_given_only_where_the_residue_predicts_held_out_lines(
         h200("full").into_iter().map(|p| Point { label: rand::Rng::gen_range(&mut rng, 0..47), ..p }).collect();
     assert!(function_findings(&noise, PARTITION, "test").is_err());
 }
+
+#[test]
+fn the_simulators_h200_function_is_the_fitted_one() {
+    // memscope_sim::hash_h200 (what `memscope hash slice --target h200` evaluates) against the
+    // residue fitted on the probe's own map of results/h200/l2-slices-function: the same masks
+    // in the same order, so every line's (partition bit, residue) agrees under the page's share.
+    use memscope_sim::hash_h200::{h200_slice, PageShare, H200_RESIDUE_MASKS};
+    let points = h200("function");
+    let model = fit_residue(&points, PARTITION, 8).unwrap();
+    let masks: Vec<u64> = model.terms.iter().map(|t| t.mask).collect();
+    assert_eq!(masks, H200_RESIDUE_MASKS, "{model:?}");
+    assert!(model.terms.iter().enumerate().all(|(k, t)| t.exponent as usize == k));
+    let pt = model.pages[&points[0].page];
+    let share = PageShare { flips: pt.flips, constant: pt.constant, partition: pt.partition };
+    assert!(points.iter().all(|p| h200_slice(p.offset, &share) == model.slice(p.offset, &pt)));
+}
