@@ -246,6 +246,8 @@ pub fn export(target: &TargetInfo, findings: &BTreeMap<String, Finding>, source:
         put("-gpgpu_dram_timing_opt", scaled.join(":"), format!("derived: base {BASE} HBM3 timings scaled from its {b:.0} MHz DRAM clock to {d:.0} MHz (an approximation: the timings were not measured)"));
     }
     // write: base order, then the crossbar
+    let slice_function_known =
+        findings.get("l2.slices.function").is_some_and(|f| f.confidence != Confidence::Undetermined);
     let mut entries = Vec::new();
     for (o, v) in base::SM90_H200.iter().chain(base::XBAR) {
         let e = match set.remove(o) {
@@ -260,7 +262,11 @@ pub fn export(target: &TargetInfo, findings: &BTreeMap<String, Finding>, source:
                 ),
             },
             None => {
-                let why = not_measured(o);
+                let why = if *o == "-gpgpu_memory_partition_indexing" && slice_function_known {
+                    SLICE_FUNCTION_NOT_EXPRESSIBLE
+                } else {
+                    not_measured(o)
+                };
                 let b = if base::XBAR.iter().any(|(x, _)| x == o) { XBAR_BASE } else { BASE };
                 Entry { option: o, value: v.to_string(), source: format!("base {b}: {why}") }
             }
@@ -270,6 +276,9 @@ pub fn export(target: &TargetInfo, findings: &BTreeMap<String, Finding>, source:
     let text = render(&entries, target, findings, source);
     Ok(Export { files: vec![("gpgpusim.config".into(), text)], entries })
 }
+
+/// Why the partition indexing keeps the base value when the slice function was measured.
+const SLICE_FUNCTION_NOT_EXPRESSIBLE: &str = "the measured slice function (l2.slices.function; on the H200 a residue modulo 47 of XOR parities, docs/L2_SLICES.md) is not XOR-linear, and Accel-Sim's partition indexings (consecutive, XOR permutation, IPOLY, PAE, random) express no other";
 
 /// Why an option keeps the base value.
 fn not_measured(o: &str) -> &'static str {

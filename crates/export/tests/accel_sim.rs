@@ -69,3 +69,28 @@ fn cpu_results_are_refused() {
     t.kind = "cpu".into();
     assert!(accel_sim::export(&t, &f, RUN).unwrap_err().0.contains("is a CPU"));
 }
+
+#[test]
+fn a_measured_slice_function_accel_sim_cannot_express_is_said_so() {
+    // The committed run has l2.slices.function undetermined; the probe's own map of
+    // results/h200/l2-slices-function determined it. The partition indexing keeps the base
+    // either way, with the reason that holds.
+    let (t, mut f) = h200();
+    let line = |f: &BTreeMap<String, Finding>| {
+        let text = accel_sim::export(&t, f, RUN).unwrap().files[0].1.clone();
+        text.lines().find(|l| l.starts_with("-gpgpu_memory_partition_indexing")).unwrap().to_string()
+    };
+    assert!(line(&f).contains("not measured as an XOR function"), "{}", line(&f));
+    f.insert(
+        "l2.slices.function".into(),
+        Finding::text("slice = (P, y): ... mod 47", "test", memscope_core::Confidence::High),
+    );
+    assert!(line(&f).contains("express no other"), "{}", line(&f));
+    let o = opts(&accel_sim::export(&t, &f, RUN).unwrap().files[0].1);
+    assert_eq!(o["-gpgpu_memory_partition_indexing"], base_value());
+}
+
+/// The base's partition indexing value.
+fn base_value() -> &'static str {
+    memscope_export::base::SM90_H200.iter().find(|(o, _)| *o == "-gpgpu_memory_partition_indexing").unwrap().1
+}
