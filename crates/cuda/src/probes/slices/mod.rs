@@ -12,6 +12,8 @@
 pub mod fit;
 #[cfg(test)]
 mod fit_tests;
+#[cfg(test)]
+mod h200_maps;
 pub mod hammer;
 pub mod map;
 pub mod map_layout;

@@ -3,6 +3,7 @@
 //! predicted), the same with wrong labels, and the seed's family with a mod-3 digit of high
 //! address bits (not of the family: the held-out accuracy says so).
 
+use super::h200_maps::h200;
 use super::map_layout::MapOffsets;
 use super::slice_fit::*;
 use memscope_core::gf2;
@@ -119,21 +120,6 @@ fn the_seeds_family_with_a_mod_3_digit_is_not_a_table_over_a_hash() {
     let across = held_out_across(&pts, &other, OFFSET_BITS, 200, &k.basis);
     // The digit carries across bits 15..20 and the frame: neither split predicts at 99 %.
     assert!(by_line.accuracy() < 0.99 || across.accuracy() < 0.99, "{by_line:?} {across:?}");
-}
-
-/// A map of results/h200/l2-slices-grid (the H200, CUPTI counters, SM 0 unless named).
-fn h200(name: &str) -> Vec<Point> {
-    use std::io::Read;
-    let bytes: &[u8] = match name {
-        "sm0a" => include_bytes!("../../../../../results/h200/l2-slices-grid/sm0a-map.json.gz"),
-        "sm0b" => include_bytes!("../../../../../results/h200/l2-slices-grid/sm0b-map.json.gz"),
-        "sm0c" => include_bytes!("../../../../../results/h200/l2-slices-grid/sm0c-map.json.gz"),
-        "full" => include_bytes!("../../../../../results/h200/l2-slices-grid/full-map.json.gz"),
-        _ => include_bytes!("../../../../../results/h200/l2-slices-grid/sm2-map.json.gz"),
-    };
-    let mut json = Vec::new();
-    flate2::read::GzDecoder::new(bytes).read_to_end(&mut json).unwrap();
-    points_from_map(&serde_json::from_slice(&json).unwrap()).unwrap()
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! XOR terms with a per-frame share: masks recovered, held-out lines predicted by line, by page
 //! and from another run; wrong labels; families it must refuse) and on the H200's committed maps.
 
+use super::h200_maps::h200;
 use super::map_layout::MapOffsets;
 use super::slice_fit::{relabel_mismatches, Point};
 use super::slice_mod::*;
@@ -119,28 +120,6 @@ fn other_families_are_refused() {
             Ok((_, h)) => assert!(h.accuracy() < 0.9, "{h:?}"),
         }
     }
-}
-
-/// A map of results/h200/l2-slices-grid (the H200, CUPTI counters, SM 0 unless named), of
-/// results/h200/l2-partition/map8 (64 offsets in each of 8 adjacent pages), or of
-/// results/h200/l2-slices-frames (pages on other frames), or results/h200/l2-slices-function.
-fn h200(name: &str) -> Vec<Point> {
-    use std::io::Read;
-    let bytes: &[u8] = match name {
-        "sm0a" => include_bytes!("../../../../../results/h200/l2-slices-grid/sm0a-map.json.gz"),
-        "sm0c" => include_bytes!("../../../../../results/h200/l2-slices-grid/sm0c-map.json.gz"),
-        "full" => include_bytes!("../../../../../results/h200/l2-slices-grid/full-map.json.gz"),
-        "map8" => include_bytes!("../../../../../results/h200/l2-partition/map8/map.json.gz"),
-        "pair" => include_bytes!("../../../../../results/h200/l2-slices-frames/pair-map.json.gz"),
-        "skip" => include_bytes!("../../../../../results/h200/l2-slices-frames/skip-map.json.gz"),
-        "grid16" => include_bytes!("../../../../../results/h200/l2-slices-frames/grid16-map.json.gz"),
-        "skip8" => include_bytes!("../../../../../results/h200/l2-slices-frames/skip8-map.json.gz"),
-        "function" => include_bytes!("../../../../../results/h200/l2-slices-function/map.json.gz"),
-        _ => include_bytes!("../../../../../results/h200/l2-slices-grid/sm2-map.json.gz"),
-    };
-    let mut json = Vec::new();
-    flate2::read::GzDecoder::new(bytes).read_to_end(&mut json).unwrap();
-    super::slice_fit::points_from_map(&serde_json::from_slice(&json).unwrap()).unwrap()
 }
 
 #[test]
