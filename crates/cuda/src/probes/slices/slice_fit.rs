@@ -57,6 +57,14 @@ pub fn points_from_map(v: &serde_json::Value) -> Result<Vec<Point>, MapDataError
     Ok(out)
 }
 
+/// The pages `points` lie on, ascending, each once.
+pub fn pages_of(points: &[Point]) -> Vec<usize> {
+    let mut pages: Vec<usize> = points.iter().map(|p| p.page).collect();
+    pages.sort_unstable();
+    pages.dedup();
+    pages
+}
+
 /// How far two labellings of the same lines are from one partition: the lines of `b` that do not
 /// carry the label most of their `a`-class carries (0: the same partition up to naming), and the
 /// lines compared. Lines are matched by page and offset.
@@ -338,9 +346,7 @@ pub fn held_out_by_line(
 /// runs are named independently) from all its pages' probe lines; every other line is predicted.
 pub fn held_out_across(train: &[Point], test: &[Point], mask: u64, probes: usize, kernel: &[u64]) -> HeldOut {
     let model = fit_table(train, kernel, mask);
-    let mut pages: Vec<usize> = test.iter().map(|p| p.page).collect();
-    pages.sort();
-    pages.dedup();
+    let pages = pages_of(test);
     let mut split = Vec::new();
     let mut meet: HashMap<usize, HashMap<usize, usize>> = HashMap::new();
     for page in pages {
@@ -375,9 +381,7 @@ pub fn held_out_across(train: &[Point], test: &[Point], mask: u64, probes: usize
 /// shift from its first `probes` lines (at most half of them), every other line predicted (same
 /// naming of labels).
 pub fn held_out_by_page(points: &[Point], mask: u64, probes: usize, kernel: &[u64]) -> HeldOut {
-    let mut pages: Vec<usize> = points.iter().map(|p| p.page).collect();
-    pages.sort();
-    pages.dedup();
+    let pages = pages_of(points);
     let mut h = HeldOut::default();
     for &page in &pages {
         let train: Vec<Point> = points.iter().filter(|p| p.page != page).copied().collect();

@@ -5,7 +5,7 @@
 //! c0 + step * page modulo M (the frame number entering the sum as an integer). Checked by leaving
 //! each page out: its share from the other pages' shares alone, every line of it predicted.
 
-use super::slice_fit::{HeldOut, Point};
+use super::slice_fit::{pages_of, HeldOut, Point};
 use super::slice_mod::{PageTerms, ResidueModel};
 use memscope_core::gf2;
 use std::collections::HashMap;
@@ -151,9 +151,7 @@ pub fn run_shares(
 /// all; a page with no fitting frame, whose frame has a bit the other pages never varied, or on
 /// whose share the fits disagree counts as unpredicted.
 pub fn held_out_frames(model: &ResidueModel, points: &[Point], bits: u32) -> (Vec<(usize, HeldOut)>, HeldOut) {
-    let mut pages: Vec<usize> = points.iter().map(|p| p.page).collect();
-    pages.sort_unstable();
-    pages.dedup();
+    let pages = pages_of(points);
     let mut per_page = Vec::new();
     let mut all = HeldOut::default();
     for &q in &pages {

@@ -2,7 +2,7 @@
 //! run, and across runs whose labels are named independently. Every accuracy is on lines the fit
 //! did not see.
 
-use super::slice_fit::{held, HeldOut, Point};
+use super::slice_fit::{held, pages_of, HeldOut, Point};
 use super::slice_mod::{fit_residue, PageTerms, ResidueFitError, ResidueModel};
 use std::collections::HashMap;
 
@@ -35,9 +35,7 @@ pub fn residue_held_out_by_page(
     probes: usize,
     min_pairs: usize,
 ) -> Result<HeldOut, ResidueFitError> {
-    let mut pages: Vec<usize> = points.iter().map(|p| p.page).collect();
-    pages.sort_unstable();
-    pages.dedup();
+    let pages = pages_of(points);
     let mut h = HeldOut::default();
     for &page in &pages {
         let train: Vec<Point> = points.iter().filter(|p| p.page != page).copied().collect();
@@ -68,9 +66,7 @@ pub fn residue_held_out_across(
     test: &[Point],
     probes: usize,
 ) -> (HeldOut, Vec<(usize, PageTerms)>) {
-    let mut pages: Vec<usize> = test.iter().map(|p| p.page).collect();
-    pages.sort_unstable();
-    pages.dedup();
+    let pages = pages_of(test);
     let mut meet: HashMap<usize, HashMap<usize, usize>> = HashMap::new();
     let mut rename: HashMap<usize, usize> = HashMap::new();
     let mut split = Vec::new();
