@@ -456,6 +456,7 @@ fn slice_map(
                 })
                 .collect();
             slice_function::function_findings(&points, mask, &format!("slice map from SM {sm}, {spec}"))
+                .map_err(|e| e.to_string())
         }
         (Ok(_), None) => Err("the timing check gave no partition bit, which the residue fit needs".to_string()),
         (Err(_), _) => Err("no labels".to_string()),

@@ -5,7 +5,7 @@
 //! held out, predicted by the residue fitted on the rest.
 
 use super::slice_fit::Point;
-use super::slice_mod::fit_residue;
+use super::slice_mod::{fit_residue, ResidueFitError};
 use super::slice_mod_held::residue_held_out_by_line;
 use memscope_core::{Confidence, Finding};
 
@@ -16,13 +16,26 @@ pub const HELD_OUT_EVERY: u64 = 2;
 /// The held-out accuracy under which the function stays undetermined.
 pub const MIN_ACCURACY: f64 = 0.99;
 
+/// Why a map gives no slice function.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SliceFunctionError {
+    #[error("the map's lines do not fit the residue family: {0}")]
+    NoFit(#[from] ResidueFitError),
+    #[error(
+        "the residue ({function}) predicts {percent:.1} % of held-out lines, under the {min_percent:.0} % it must"
+    )]
+    Inaccurate { function: String, percent: f64, min_percent: f64 },
+}
+
 /// The two findings (function, held-out accuracy) from the map's labelled lines, or why the
 /// residue does not give them. `partition_mask`: the partition bit's offset mask.
-pub fn function_findings(points: &[Point], partition_mask: u64, method: &str) -> Result<(Finding, Finding), String> {
-    let (_, held) = residue_held_out_by_line(points, partition_mask, HELD_OUT_EVERY, MIN_PAIRS)
-        .map_err(|e| format!("the map's lines do not fit the residue family: {e}"))?;
-    let model = fit_residue(points, partition_mask, MIN_PAIRS)
-        .map_err(|e| format!("the map's lines do not fit the residue family: {e}"))?;
+pub fn function_findings(
+    points: &[Point],
+    partition_mask: u64,
+    method: &str,
+) -> Result<(Finding, Finding), SliceFunctionError> {
+    let (_, held) = residue_held_out_by_line(points, partition_mask, HELD_OUT_EVERY, MIN_PAIRS)?;
+    let model = fit_residue(points, partition_mask, MIN_PAIRS)?;
     let acc = held.accuracy();
     let method = format!(
         "{method}; residue fit (slice_mod.rs) on {} labelled lines of {} page(s); held out: one line in {HELD_OUT_EVERY}, predicted by the residue fitted on the others",
@@ -46,11 +59,11 @@ pub fn function_findings(points: &[Point], partition_mask: u64, method: &str) ->
         model.modulus
     );
     if acc < MIN_ACCURACY {
-        return Err(format!(
-            "the residue ({value}) predicts {:.1} % of held-out lines, under the {:.0} % it must",
-            acc * 100.0,
-            MIN_ACCURACY * 100.0
-        ));
+        return Err(SliceFunctionError::Inaccurate {
+            function: value,
+            percent: acc * 100.0,
+            min_percent: MIN_ACCURACY * 100.0,
+        });
     }
     let mut pages: Vec<_> = model.pages.iter().collect();
     pages.sort_by_key(|(p, _)| **p);
