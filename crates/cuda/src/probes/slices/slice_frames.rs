@@ -159,14 +159,17 @@ pub fn held_out_frames(model: &ResidueModel, points: &[Point], bits: u32) -> (Ve
         // Both representations of the model (one page cannot tell them apart): the one whose
         // constants follow the frame over the other pages.
         let reflected = model.reflected();
-        let (model, rename, fits) = [model, &reflected]
+        // Ties on the constants (both forms can follow the frame) go to the form whose shares
+        // name more of the other pages' lines as the run does.
+        let (model, rename, fits, _) = [model, &reflected]
             .into_iter()
             .map(|m| {
                 let (shares, rename) = run_shares(m, points, &others);
                 let fits = fit_shares(&shares, m.terms.len(), m.modulus, bits);
-                (m, rename, fits)
+                let agree = shares_agreement(m, points, &shares, &rename);
+                (m, rename, fits, agree)
             })
-            .max_by_key(|(_, _, f)| f.first().map_or(0, |f| f.constants_explained))
+            .max_by_key(|(_, _, f, agree)| (f.first().map_or(0, |f| f.constants_explained), *agree))
             .expect("two representations");
         let mut h = HeldOut::default();
         let share = majority_share(&fits, q);
@@ -183,6 +186,25 @@ pub fn held_out_frames(model: &ResidueModel, points: &[Point], bits: u32) -> (Ve
         per_page.push((q, h));
     }
     (per_page, all)
+}
+
+/// Lines of the shares' pages that `model` under each page's share names as the run does
+/// (through `rename`, the run's label -> the model's).
+fn shares_agreement(
+    model: &ResidueModel,
+    points: &[Point],
+    shares: &[(usize, PageTerms)],
+    rename: &HashMap<usize, usize>,
+) -> usize {
+    let by_page: HashMap<usize, PageTerms> = shares.iter().copied().collect();
+    points
+        .iter()
+        .filter(|p| {
+            by_page.get(&p.page).is_some_and(|pt| {
+                model.names.get(&model.slice(p.offset, pt)).is_some_and(|t| rename.get(&p.label) == Some(t))
+            })
+        })
+        .count()
 }
 
 /// The share every fit gives a page; None when there is no fit, when one cannot predict the page

@@ -1,7 +1,9 @@
 //! Tests of slice_frames.rs: a synthetic residue function whose frame share is linear in the
 //! frame (each page left out and predicted from the others' shares alone), and the H200's eight
-//! adjacent pages (results/h200/l2-partition/map8) read through the full page's model.
+//! adjacent pages (results/h200/l2-partition/map8) and the pages on other frames of
+//! results/h200/l2-slices-frames read through the full page's model.
 
+use super::h200_maps::h200;
 use super::map_layout::MapOffsets;
 use super::slice_fit::Point;
 use super::slice_frames::*;
@@ -45,23 +47,10 @@ fn a_frame_share_linear_in_the_frame_predicts_pages_left_out() {
     assert!(all.right as f64 > 0.99 * predicted as f64, "{per_page:?}");
 }
 
-fn map8() -> Vec<Point> {
-    use std::io::Read;
-    let bytes: &[u8] = include_bytes!("../../../../../results/h200/l2-partition/map8/map.json.gz");
-    let mut json = Vec::new();
-    flate2::read::GzDecoder::new(bytes).read_to_end(&mut json).unwrap();
-    super::slice_fit::points_from_map(&serde_json::from_slice(&json).unwrap()).unwrap()
-}
-
 #[test]
 fn the_h200_pages_left_out_are_predicted_from_the_others_shares() {
-    use std::io::Read;
-    let bytes: &[u8] = include_bytes!("../../../../../results/h200/l2-slices-grid/full-map.json.gz");
-    let mut json = Vec::new();
-    flate2::read::GzDecoder::new(bytes).read_to_end(&mut json).unwrap();
-    let full = super::slice_fit::points_from_map(&serde_json::from_slice(&json).unwrap()).unwrap();
-    let model = fit_residue(&full, PARTITION, 8).unwrap();
-    let (per_page, all) = held_out_frames(&model, &map8(), 4);
+    let model = fit_residue(&h200("full"), PARTITION, 8).unwrap();
+    let (per_page, all) = held_out_frames(&model, &h200("map8"), 4);
     // Pages 0-6 from the other seven pages' shares alone (no line of the page itself); page 7 is
     // the only one whose frame sets bit 3 (the first frame is 1 modulo 8), so the others cannot
     // say what that bit flips: not predicted.
@@ -69,4 +58,20 @@ fn the_h200_pages_left_out_are_predicted_from_the_others_shares() {
     let predicted = all.total - all.unpredicted;
     assert_eq!(predicted, 448);
     assert!(all.right as f64 >= 0.95 * predicted as f64, "{per_page:?}");
+}
+
+#[test]
+fn the_h200_frames_maps_pages_left_out_are_predicted_from_the_others_shares() {
+    // 16 consecutive pages and 8 pages 4 GiB on (other processes and machine starts), 512 lines a
+    // page: every page whose frame bits the other pages vary is predicted from their shares alone,
+    // every line right; the last page of each sets a frame bit (4, 3) no other page sets.
+    let model = fit_residue(&h200("full"), PARTITION, 8).unwrap();
+    for (name, pages, bits) in [("grid16", 16, 5), ("skip8", 8, 4)] {
+        let (per_page, all) = held_out_frames(&model, &h200(name), bits);
+        assert_eq!(per_page.len(), pages);
+        for (page, h) in &per_page[..pages - 1] {
+            assert_eq!((h.right, h.total), (512, 512), "{name} page {page}: {h:?}");
+        }
+        assert_eq!(per_page[pages - 1].1.unpredicted, 512, "{name}: {all:?}");
+    }
 }
