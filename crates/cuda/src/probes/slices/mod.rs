@@ -263,9 +263,7 @@ fn measure(t: &mut CudaTarget, quick: bool, keep: Option<std::path::PathBuf>) ->
     out.warnings.extend(noise_warnings(&counters, &batches));
     if let Ok(p) = std::env::var("MEMSCOPE_SLICES_MAP") {
         // The partition bit's mask from the timing check, which the residue fit needs.
-        let far = timing::far_labels(&lines, &report.timing);
-        let partition_mask =
-            far.iter().find(|l| l.sm == SM).and_then(|l| timing::partition_bit(&lines, &l.far)).map(|(b, _)| b.mask);
+        let partition_mask = partition_bit(&lines, &timing::far_labels(&lines, &report.timing)).map(|(b, _)| b.mask);
         slice_map(&mut out, &p, t.gpu.ordinal, &metrics, keep_dir.as_deref(), partition_mask)?;
     }
     let secs = started.elapsed().as_secs_f64();
@@ -498,6 +496,11 @@ fn ops_of_metrics(plan: &HammerPlan) -> Vec<HammerOp> {
 }
 
 /// The timing check of the partition (timing.rs), from the child's timed laps.
+/// The partition bit fitted on the hammering SM's near/far labels, with its held-out check.
+fn partition_bit(lines: &[u64], labels: &[timing::SmLabels]) -> Option<(timing::PartitionBit, (usize, usize))> {
+    labels.iter().find(|l| l.sm == SM).and_then(|l| timing::partition_bit(lines, &l.far))
+}
+
 fn timing_finding(out: &mut ProbeOutput, lines: &[u64], report: &HammerReport) {
     if report.timing.is_empty() {
         return;
@@ -539,7 +542,7 @@ fn timing_finding(out: &mut ProbeOutput, lines: &[u64], report: &HammerReport) {
     };
     out.finding(keys::L2_SLICES_TIMING_CHECK, f);
     // One bit of the function: the L2 partition a line is homed in, from the hammering SM's labels.
-    let bit = labels.iter().find(|l| l.sm == SM).and_then(|l| timing::partition_bit(lines, &l.far));
+    let bit = partition_bit(lines, &labels);
     if let (Some((b, (ok, n))), Some(f)) = (bit, out.findings.get_mut(keys::L2_SLICES_FUNCTION)) {
         let text = format!(
             "one bit of it is fitted (l2.slices.timing_check): the L2 partition a line of this page is homed in (far \
