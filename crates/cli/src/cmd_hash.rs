@@ -79,9 +79,9 @@ fn print(values: &[(u64, u32)], field: &str, json: bool) {
 
 /// `hash slice --target h200`: (partition bit, residue) of each address under the page share.
 fn h200(share: Option<&str>, addrs: &[String], json: bool) -> CliResult {
-    use memscope_sim::hash_h200::{h200_slice, PageShare};
+    use memscope_sim::hash_h200::{h200_slice, parse_share};
     let text = share.ok_or_else(|| CliError::usage(H200_NEEDS_SHARE.to_string()))?;
-    let share = PageShare::parse(text).ok_or_else(|| {
+    let share = parse_share(text).ok_or_else(|| {
         CliError::usage(format!(
             "--page-share {text:?}: accepted: FLIPS:CONSTANT:PARTITION, flips under 0x400, constant 0..46, partition 0 or 1"
         ))

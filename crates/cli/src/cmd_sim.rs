@@ -94,6 +94,10 @@ pub enum SimCommand {
         /// simulator's, not a GPU's); the hierarchy is then named as calibrated from a simulation.
         #[arg(long)]
         allow_simulated: bool,
+        /// Another results file of the same GPU (repeatable), e.g. of `--probes
+        /// l2.slices.function`: its findings fill those RESULTS lacks or left undetermined.
+        #[arg(long = "with", value_name = "RESULTS")]
+        with: Vec<PathBuf>,
     },
 }
 
@@ -276,18 +280,38 @@ pub fn run(args: Args) -> CliResult {
             }
             Ok(())
         }
-        SimCommand::Calibrate { results, out, base, allow_simulated } => {
-            calibrate(&results, out.as_deref(), &base, allow_simulated)
+        SimCommand::Calibrate { results, out, base, allow_simulated, with } => {
+            calibrate(&results, &with, out.as_deref(), &base, allow_simulated)
         }
     }
 }
 
 /// `sim calibrate`: the hierarchy JSON (to --out or stdout) and the table of every field's
 /// source (to stdout with --out, else to stderr).
-fn calibrate(results: &Path, out: Option<&Path>, base: &str, allow_simulated: bool) -> CliResult {
+fn calibrate(results: &Path, with: &[PathBuf], out: Option<&Path>, base: &str, allow_simulated: bool) -> CliResult {
     use memscope_sim::calibrate::CalibrateError;
-    let (res, _) = crate::cmd_report::load_results(results)?;
+    let (mut res, _) = crate::cmd_report::load_results(results)?;
     let simulated = crate::cmd_export::refuse_simulated(&res, results, allow_simulated)?;
+    let mut taken_from = Vec::new();
+    for extra in with {
+        let (more, _) = crate::cmd_report::load_results(extra)?;
+        crate::cmd_export::refuse_simulated(&more, extra, allow_simulated)?;
+        if more.target.name != res.target.name {
+            return Err(CliError::usage(format!(
+                "--with {}: a run of {}, not of {} (the GPU of {})",
+                extra.display(),
+                memscope_report::hygiene::terminal(&more.target.name),
+                memscope_report::hygiene::terminal(&res.target.name),
+                results.display()
+            )));
+        }
+        let keys = memscope_sim::calibrate::fill_from(&mut res.findings, &more.findings);
+        taken_from.push(format!(
+            "from {}: {}",
+            extra.display(),
+            if keys.is_empty() { "none".into() } else { keys.join(", ") }
+        ));
+    }
     let name =
         format!("calibrated from {}{} ({})", if simulated { "SIMULATED " } else { "" }, res.target.name, res.target.id);
     let base_h = preset_as(base, "--base")?;
@@ -298,7 +322,11 @@ fn calibrate(results: &Path, out: Option<&Path>, base: &str, allow_simulated: bo
             e => CliError::usage(format!("{}: {e}", results.display())),
         })?;
     // (the table quotes the results file: terminal-escaped; the JSON has C1 and bidi escaped)
-    let table = memscope_report::hygiene::terminal(&source_table(&c.rows));
+    let mut table = source_table(&c.rows);
+    for line in &taken_from {
+        table.push_str(&format!("findings taken {line}\n"));
+    }
+    let table = memscope_report::hygiene::terminal(&table);
     let text = memscope_results::json::to_pretty(&c.hierarchy);
     match out {
         Some(p) => {

@@ -138,6 +138,8 @@ pub enum IndexFn {
     SeedSet,
     /// `(a / divisor) % modulo` (non-power-of-two slice or set counts).
     Modular { divisor: u64, modulo: u64 },
+    /// A residue slice function (hash_residue.rs).
+    Residue(Box<crate::hash_residue::Residue>),
 }
 
 impl IndexFn {
@@ -148,12 +150,15 @@ impl IndexFn {
             HashFunction::Named(_) => IndexFn::SliceRtx4090,
             HashFunction::Masks { masks } => IndexFn::Xor(masks.iter().map(|m| m.0).collect()),
             HashFunction::Modular { divisor_bytes, modulo } => IndexFn::modular(*divisor_bytes, *modulo),
+            HashFunction::Residue { residue } => IndexFn::Residue(Box::new(residue.clone())),
         }
     }
-    /// Compile a set function of the JSON (validated names only).
+    /// Compile a set function of the JSON (validated names only; validation refuses a residue
+    /// set function, which would index like a slice function here).
     pub fn set(f: &HashFunction) -> Self {
         match f {
             HashFunction::Named(_) => IndexFn::SeedSet,
+            HashFunction::Residue { residue } => IndexFn::Residue(Box::new(residue.clone())),
             HashFunction::Masks { masks } => IndexFn::Xor(masks.iter().map(|m| m.0).collect()),
             HashFunction::Modular { divisor_bytes, modulo } => IndexFn::modular(*divisor_bytes, *modulo),
         }
@@ -182,6 +187,7 @@ impl IndexFn {
             IndexFn::SliceL40s => slice_l40s(a),
             IndexFn::SeedSet => set_index(a),
             IndexFn::Modular { divisor, modulo } => (a / divisor % modulo) as u32,
+            IndexFn::Residue(r) => r.slice_index(a),
         }
     }
 

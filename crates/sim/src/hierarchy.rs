@@ -9,7 +9,8 @@
 //! `l2.partitions`, `l2.slice_bytes_per_ns`, `l2.dirty_clean_threshold`, `l2.writeback_fifo_lines`;
 //! `dram.controllers`, `channels`, `banks`, `capacity_bytes`, `row_function`, `column_ns`,
 //! `activate_ns`, `row_open_ns`; `noise.outlier_ns`; the modular index function
-//! `{"divisor_bytes": D, "modulo": N}` for non-power-of-two slice or set counts. Each is
+//! `{"divisor_bytes": D, "modulo": N}` for non-power-of-two slice or set counts; the residue slice
+//! function `{"residue": {...}}` (hash_residue.rs). Each is
 //! documented on its field.
 
 pub mod validate;
@@ -21,7 +22,7 @@ use std::collections::BTreeMap;
 
 /// A bit mask over an address, written in JSON as a hex string ("0x76a990400"); a decimal string
 /// or a JSON integer is accepted on input.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Mask(pub u64);
 
 impl Serialize for Mask {
@@ -94,6 +95,11 @@ pub enum HashFunction {
         /// Number of index values.
         modulo: u32,
     },
+    /// Extension: a residue of XOR parities with a partition bit, the form memscope measured on
+    /// the H200 (`{"residue": {...}}`, hash_residue.rs; `l2.slices` must be 2 x its modulus with a
+    /// partition bit, else its modulus). Slice functions only; `sim calibrate` writes it from a
+    /// determined `l2.slices.function` finding.
+    Residue { residue: crate::hash_residue::Residue },
 }
 
 impl HashFunction {

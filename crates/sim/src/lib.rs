@@ -31,6 +31,7 @@ pub mod dram;
 pub mod fast;
 pub mod hash;
 pub mod hash_h200;
+pub mod hash_residue;
 pub mod hierarchy;
 pub mod links;
 pub mod machine;

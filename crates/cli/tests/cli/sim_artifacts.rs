@@ -1,7 +1,8 @@
 //! The committed simulator artifacts are what the commands make of the committed results:
-//! `sim calibrate` gives results/h200/h200-preset.json and `export accel-sim` gives
-//! results/h200/accel-sim/gpgpusim.config byte for byte, from the results file named in
-//! results/h200/sim-artifacts.source (scripts/regen-sim-artifacts.sh writes all three). Also:
+//! `sim calibrate` gives results/h200/h200-preset.json (with the further runs named after the first
+//! line as `--with`) and `export accel-sim` gives results/h200/accel-sim/gpgpusim.config byte for
+//! byte, from the results file named on the first line of results/h200/sim-artifacts.source
+//! (scripts/regen-sim-artifacts.sh writes all three). Also:
 //! a CPU-only results file is refused with exit 2.
 
 use std::path::{Path, PathBuf};
@@ -15,18 +16,32 @@ fn memscope(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_memscope")).args(args).current_dir(root()).output().unwrap()
 }
 
+/// The source file's lines: the results file, then the runs given as `--with`.
+fn sources() -> Vec<String> {
+    let text = std::fs::read_to_string(root().join("results/h200/sim-artifacts.source")).unwrap();
+    text.lines().map(str::trim).filter(|l| !l.is_empty()).map(String::from).collect()
+}
+
 fn source() -> String {
-    std::fs::read_to_string(root().join("results/h200/sim-artifacts.source")).unwrap().trim().to_string()
+    sources()[0].clone()
 }
 
 #[test]
 fn the_committed_preset_is_the_calibration_of_its_source() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("p.json");
-    let o = memscope(&["sim", "calibrate", &source(), "--out", out.to_str().unwrap()]);
+    let all = sources();
+    let mut args = vec!["sim", "calibrate", &all[0], "--out", out.to_str().unwrap()];
+    for w in &all[1..] {
+        args.extend(["--with", w.as_str()]);
+    }
+    let o = memscope(&args);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let table = String::from_utf8_lossy(&o.stdout);
     assert!(table.contains("l2.sets_per_slice") && table.contains("driver"), "{table}");
+    if all.len() > 1 {
+        assert!(table.contains("findings taken from"), "{table}");
+    }
     let committed = std::fs::read(root().join("results/h200/h200-preset.json")).unwrap();
     assert!(std::fs::read(&out).unwrap() == committed, "regenerate with scripts/regen-sim-artifacts.sh");
 }
@@ -99,4 +114,23 @@ fn a_simulated_source_is_refused_unless_allowed_and_then_marked() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("warning"));
     let text = std::fs::read_to_string(dir.path().join("cfg/gpgpusim.config")).unwrap();
     assert!(text.starts_with("# SIMULATED SOURCE:"), "{}", &text[..200.min(text.len())]);
+}
+
+/// `--with` takes findings from another run of the same GPU only: another GPU's run, or a file
+/// that is not there, exits 2 with one line naming it.
+#[test]
+fn with_refuses_another_gpus_run_and_a_missing_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let all = sources();
+    let mut other: serde_json::Value = serde_json::from_slice(&std::fs::read(root().join(&all[0])).unwrap()).unwrap();
+    other["target"]["name"] = "NVIDIA A100-SXM4-80GB".into();
+    let p = dir.path().join("other.json");
+    std::fs::write(&p, serde_json::to_vec(&other).unwrap()).unwrap();
+    let missing = dir.path().join("missing.json");
+    for (with, says) in [(p.to_str().unwrap(), "A100"), (missing.to_str().unwrap(), "missing.json")] {
+        let o = memscope(&["sim", "calibrate", &all[0], "--with", with]);
+        assert_eq!(o.status.code(), Some(2), "{with}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(says) && err.lines().count() == 1, "{err}");
+    }
 }

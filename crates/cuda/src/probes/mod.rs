@@ -35,6 +35,8 @@ pub use slices::slice_fit as l2_slice_fit;
 /// The slice within a partition as a residue modulo an odd count of XOR terms, and the frame's
 /// share of it over consecutive pages.
 pub use slices::slice_frames as l2_slice_frames;
+/// The `l2.slices.function` finding from a slice map's labels.
+pub use slices::slice_function as l2_slice_function;
 pub use slices::slice_mod as l2_slice_mod;
 mod sm_chase;
 mod sm_fit;

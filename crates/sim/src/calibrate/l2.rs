@@ -2,7 +2,8 @@
 //! driver's `l2_cache_bytes_attribute` first, else the `l2.capacity_bytes` finding), the
 //! measured ways and line; then the slice count that divides those sets into equal slices, is a
 //! multiple of the partition count and lies nearest the measured slice count (`l2.slices.count`,
-//! from Nsight Compute). Counts that are not powers of two get `Modular` index functions.
+//! from Nsight Compute). Counts that are not powers of two get `Modular` index functions. A
+//! measured slice function (`l2.slices.function`, a residue) sets the slice count itself.
 
 use crate::hierarchy::HashFunction;
 
@@ -48,6 +49,51 @@ pub fn functions(g: &Geometry, line_bytes: u32) -> (HashFunction, HashFunction) 
     let set = HashFunction::Modular { divisor_bytes: line, modulo: g.sets_per_slice };
     let slice = HashFunction::Modular { divisor_bytes: line * g.sets_per_slice as u64, modulo: g.slices };
     (slice, set)
+}
+
+/// A measured slice function as `sim calibrate` uses it, and what it says of other frames.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MeasuredSlices {
+    pub residue: crate::hash_residue::Residue,
+    /// How the preset's frames get their share (one sentence, for the provenance).
+    pub frames_note: String,
+}
+
+/// The residue of a determined `l2.slices.function` finding (its value's `function`, the
+/// hierarchy JSON's residue form), checked; Err: why it gives none.
+pub fn residue_of(f: &memscope_core::Finding) -> Result<MeasuredSlices, String> {
+    let v = f.value.get("function").ok_or("l2.slices.function has no structured function (an older results file)")?;
+    let residue: crate::hash_residue::Residue =
+        serde_json::from_value(v.clone()).map_err(|e| format!("l2.slices.function's function does not parse: {e}"))?;
+    residue.check().map_err(|e| format!("l2.slices.function's function.{}: {}", e.field, e.why))?;
+    let pages = f.value.get("shares").and_then(|s| s.as_array()).map_or(1, |a| a.len().max(1));
+    let frames_note = if residue.frame.is_some() {
+        "the frame's share as the finding gives it".to_string()
+    } else {
+        format!(
+            "the share of the first of {pages} mapped page(s) for every frame: memscope reads no page table, so the \
+             share of other frames is not known from this run"
+        )
+    };
+    Ok(MeasuredSlices { residue, frames_note })
+}
+
+/// `slices` slices of whole sets within `total_sets` (rounded down): None when not one set each.
+pub fn whole_sets(total_sets: u64, slices: u64) -> Option<Geometry> {
+    let sets = total_sets / slices.max(1);
+    if sets == 0 || slices > u32::MAX as u64 || sets > u32::MAX as u64 {
+        return None;
+    }
+    let rule = if total_sets.is_multiple_of(slices) {
+        format!("{total_sets} sets = {slices} slices x {sets} sets")
+    } else {
+        format!(
+            "{total_sets} sets over {slices} slices: {sets} whole sets each, {} sets ({:.2} %) left out",
+            total_sets - sets * slices,
+            100.0 * (total_sets - sets * slices) as f64 / total_sets as f64
+        )
+    };
+    Some(Geometry { slices: slices as u32, sets_per_slice: sets as u32, rule })
 }
 
 #[cfg(test)]

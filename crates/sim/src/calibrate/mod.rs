@@ -57,6 +57,7 @@ pub const GPU_KEYS: &[&str] = &[
     keys::L2_POLICY,
     keys::L2_CAPACITY_BYTES,
     keys::L2_SLICES_COUNT,
+    keys::L2_SLICES_FUNCTION,
     keys::DRAM_LATENCY_NS,
     keys::DRAM_ROW_BYTES,
     keys::DRAM_REFRESH_STALL_NS,
@@ -128,6 +129,20 @@ fn masks(f: &Finding) -> Option<Vec<Mask>> {
             _ => None,
         })
         .collect()
+}
+
+/// Findings of `extra` (another run on the same GPU: a probe run on request, say) that
+/// `findings` lacks or left undetermined, copied in; returns the keys taken, in order.
+pub fn fill_from(findings: &mut BTreeMap<String, Finding>, extra: &BTreeMap<String, Finding>) -> Vec<String> {
+    let usable = |f: &Finding| f.confidence != Confidence::Undetermined && !f.value.is_null();
+    let mut taken = Vec::new();
+    for (k, f) in extra {
+        if usable(f) && !findings.get(k).is_some_and(usable) {
+            findings.insert(k.clone(), f.clone());
+            taken.push(k.clone());
+        }
+    }
+    taken
 }
 
 /// Whether the results hold anything a GPU calibration can use.
@@ -403,6 +418,12 @@ fn geometry(h: &mut Hierarchy, base: &Hierarchy, base_name: &str, t: &TargetInfo
         h.l2.far_hit_ns = None;
         src.set("l2.partitions", 1, Kind::Derived, format!("{partitions} partitions do not divide {} SMs", h.sm.count));
     }
+    let measured = f.get(keys::L2_SLICES_FUNCTION).and_then(l2::residue_of);
+    if let Ok(m) = &measured {
+        if measured_geometry(h, m, total_sets, &cap_src.1, f, src) {
+            return;
+        }
+    }
     let Some(g) = l2::factor(total_sets, want_n, p) else {
         keep_base(h, src, format!("{total_sets} sets have no split into slices that {p} partitions divide"));
         return;
@@ -423,9 +444,17 @@ fn geometry(h: &mut Hierarchy, base: &Hierarchy, base_name: &str, t: &TargetInfo
     }
     src.set("l2.sets_per_slice", g.sets_per_slice, Kind::Derived, format!("{from}, over {} slices", g.slices));
     let (slice_fn, set_fn) = l2::functions(&g, h.l2.line_bytes);
-    let why = match f.get(keys::L2_SLICES_PAGE_MASKS) {
-        Ok(_) => "l2.slices.page_masks are masks of one page's slice classes, not a whole slice function".to_string(),
-        Err(w) => w,
+    let why = match (&measured, f.get(keys::L2_SLICES_PAGE_MASKS)) {
+        (Ok(m), _) => format!(
+            "the measured residue's {} slices cannot be simulated here: {} partitions for {} SMs",
+            m.residue.slices(),
+            h.l2.partitions,
+            h.sm.count
+        ),
+        (Err(w), Ok(_)) => {
+            format!("{w}; l2.slices.page_masks are masks of one page's slice classes, not a whole slice function")
+        }
+        (Err(w), Err(w2)) => format!("{w}; {w2}"),
     };
     let text = |x: &crate::hierarchy::HashFunction| serde_json::to_string(x).unwrap_or_default();
     let even = "chosen so consecutive lines spread evenly over sets and slices";
@@ -443,6 +472,56 @@ fn geometry(h: &mut Hierarchy, base: &Hierarchy, base_name: &str, t: &TargetInfo
             "the base threshold exceeds the measured ways",
         );
     }
+}
+
+/// The L2 geometry from a measured slice function (`l2.slices.function`): its slice count, the
+/// sets that fit the capacity in that many slices (rounded down), a modular set function. False
+/// (nothing set) when the function's partition bit does not fit the hierarchy's partitions.
+fn measured_geometry(
+    h: &mut Hierarchy,
+    m: &l2::MeasuredSlices,
+    total_sets: u64,
+    cap_from: &str,
+    f: &Found,
+    src: &mut Sources,
+) -> bool {
+    let slices = m.residue.slices();
+    let partitioned = m.residue.partition_mask.0 != 0;
+    if (partitioned && h.l2.partitions > 2) || !slices.is_multiple_of(h.l2.partitions as u64) {
+        return false;
+    }
+    let Some(g) = l2::whole_sets(total_sets, slices) else { return false };
+    h.l2.slices = g.slices;
+    h.l2.sets_per_slice = g.sets_per_slice;
+    let count = match f.count(keys::L2_SLICES_COUNT) {
+        Ok(n) if n as u64 == slices => format!("; l2.slices.count agrees ({n})"),
+        Ok(n) => format!("; l2.slices.count = {n} differs"),
+        Err(why) => format!("; {why}"),
+    };
+    let parts = if partitioned { format!("2 partitions x {}", m.residue.modulus) } else { "one partition".into() };
+    src.set("l2.slices", g.slices, Kind::Measured, format!("l2.slices.function: {parts}{count}"));
+    src.set(
+        "l2.sets_per_slice",
+        g.sets_per_slice,
+        Kind::Derived,
+        format!("{cap_from} / ({} ways x {} B lines) over {} slices; {}", h.l2.ways, h.l2.line_bytes, g.slices, g.rule),
+    );
+    let mut residue = m.residue.clone();
+    residue.frame = None;
+    let function = crate::hierarchy::HashFunction::Residue { residue };
+    let text = |x: &crate::hierarchy::HashFunction| serde_json::to_string(x).unwrap_or_default();
+    src.set("l2.slice_function", text(&function), Kind::Measured, format!("l2.slices.function; {}", m.frames_note));
+    let (_, set_fn) = l2::functions(&g, h.l2.line_bytes);
+    let why = f.get(keys::L2_SETS).err().unwrap_or_else(|| "memscope has no L2 set-function probe".into());
+    src.set(
+        "l2.set_function",
+        text(&set_fn),
+        Kind::Derived,
+        format!("not measured ({why}); chosen so consecutive lines spread evenly over a slice's sets"),
+    );
+    h.l2.slice_function = function;
+    h.l2.set_function = set_fn;
+    true
 }
 
 /// DRAM capacity, controllers and line time (bandwidth); SM store issue and port.

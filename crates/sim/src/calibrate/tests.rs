@@ -134,3 +134,71 @@ fn what_the_gpu_did_not_see_is_not_modelled_and_the_driver_size_is_carried() {
     f.insert(keys::L2_FAR_COPY_WAYS.into(), Finding::integer(16, "count", "m", memscope_core::Confidence::Low));
     assert_eq!(run(&t, &f).unwrap().hierarchy.l2.far_copy_ways, None);
 }
+
+/// The l2.slices.function finding of the probe's own map on the H200
+/// (results/h200/l2-slices-function), in the structured form the probe now writes.
+fn h200_function_finding() -> Finding {
+    let share = crate::hash_h200::parse_share("0x3e4:38:0").unwrap();
+    let function = serde_json::to_value(crate::hash_h200::h200_function(share)).unwrap();
+    let value = serde_json::json!({"formula": "slice = (P, y) ...", "function": function,
+        "shares": [{"page": 0, "flips": "0x3e4", "constant": 38, "partition": 0}]});
+    Finding::json(value, "", "slice map", memscope_core::Confidence::High)
+}
+
+#[test]
+fn a_measured_slice_function_sets_the_slices_and_runs_on_the_simulator() {
+    let (t, mut f) = h200();
+    f.insert(keys::L2_SLICES_FUNCTION.into(), h200_function_finding());
+    let c = run(&t, &f).unwrap();
+    let h = &c.hierarchy;
+    // 2 partitions x 47; 30720 sets of the 60 MiB over 94 slices: 326 whole sets each
+    assert_eq!((h.l2.slices, h.l2.sets_per_slice, h.l2.partitions), (94, 326, 2));
+    assert!(
+        matches!(&h.l2.slice_function, crate::hierarchy::HashFunction::Residue { residue } if residue.modulus == 47)
+    );
+    assert_eq!(row(&c, "l2.slice_function").kind, Kind::Measured);
+    assert!(row(&c, "l2.slice_function").detail.contains("every frame"), "{:?}", row(&c, "l2.slice_function"));
+    assert!(row(&c, "l2.slices").detail.contains("l2.slices.count agrees (94)"), "{:?}", row(&c, "l2.slices"));
+    assert!(row(&c, "l2.sets_per_slice").detail.contains("left out"), "{:?}", row(&c, "l2.sets_per_slice"));
+    // The hierarchy round-trips through its JSON and the simulator sends each line to the slice
+    // the function names: partition P lines to slices 47P..47P+46.
+    let back = Hierarchy::from_json_str(&h.to_json_pretty()).unwrap();
+    assert_eq!((&back.l2.slice_function, &back.l2.set_function), (&h.l2.slice_function, &h.l2.set_function));
+    let sim = crate::SimTarget::new(back).unwrap();
+    let share = crate::hash_h200::parse_share("0x3e4:38:0").unwrap();
+    let f_sim = crate::hash::IndexFn::slice(&sim.hierarchy().l2_slice_function());
+    for a in (0..(4u64 << 21)).step_by(0x1100 * 7) {
+        let (p, y) = crate::hash_h200::h200_slice(a, &share);
+        assert_eq!(f_sim.eval(a), p as u32 * 47 + y as u32, "{a:#x}");
+    }
+}
+
+#[test]
+fn a_slice_function_finding_without_its_structure_falls_back_with_the_reason() {
+    let (t, mut f) = h200();
+    let text = Finding::text("slice = (P, y) ...", "slice map", memscope_core::Confidence::High);
+    f.insert(keys::L2_SLICES_FUNCTION.into(), text);
+    let c = run(&t, &f).unwrap();
+    assert_eq!((c.hierarchy.l2.slices, c.hierarchy.l2.sets_per_slice), (96, 320));
+    let r = row(&c, "l2.slice_function");
+    assert!(r.kind == Kind::Derived && r.detail.contains("no structured function"), "{r:?}");
+    // A function whose modulus disagrees with its terms' weights is refused, named.
+    let mut bad = h200_function_finding();
+    bad.value["function"]["terms"][3]["weight"] = serde_json::json!(47);
+    f.insert(keys::L2_SLICES_FUNCTION.into(), bad);
+    let r2 = run(&t, &f).unwrap();
+    assert!(row(&r2, "l2.slice_function").detail.contains("terms[3].weight"), "{:?}", row(&r2, "l2.slice_function"));
+}
+
+#[test]
+fn another_runs_findings_fill_only_what_the_first_lacks() {
+    let (_, mut f) = h200();
+    let before_hit = f[keys::L2_HIT_LATENCY_NS].clone();
+    let mut extra = BTreeMap::new();
+    extra.insert(keys::L2_SLICES_FUNCTION.to_string(), h200_function_finding());
+    extra.insert(keys::L2_HIT_LATENCY_NS.to_string(), Finding::number(1.0, "ns", "m", memscope_core::Confidence::High));
+    extra.insert(keys::DRAM_ROW_BYTES.to_string(), Finding::undetermined("bytes", "m", "no"));
+    let taken = fill_from(&mut f, &extra);
+    assert_eq!(taken, vec![keys::L2_SLICES_FUNCTION.to_string()]);
+    assert_eq!(f[keys::L2_HIT_LATENCY_NS], before_hit, "a determined finding is kept");
+}

@@ -215,6 +215,7 @@ impl Hierarchy {
             HashFunction::Modular { divisor_bytes, modulo } => {
                 modular("l2.slice_function", *divisor_bytes, *modulo, h.l2.slices, "l2.slices", h.l2.line_bytes)?;
             }
+            HashFunction::Residue { residue } => residue_slices(h, residue)?,
             HashFunction::Masks { masks: ms } => {
                 pow2("l2.slices", h.l2.slices as u64)?;
                 let ms: Vec<u64> =
@@ -243,6 +244,9 @@ impl Hierarchy {
                         format!("the {n:?} set function has 1024 sets (got {})", h.l2.sets_per_slice),
                     );
                 }
+            }
+            HashFunction::Residue { .. } => {
+                return err("l2.set_function", "a residue is a slice function (use masks or a modular set function)")
             }
             HashFunction::Modular { divisor_bytes, modulo } => {
                 let (d, m, n) = (*divisor_bytes, *modulo, h.l2.sets_per_slice);
@@ -375,8 +379,35 @@ fn line_sectors(level: &str, line: u32, sector: u32) -> Result<(), HierarchyErro
 fn mask_bits(f: &HashFunction) -> Vec<u64> {
     match f {
         HashFunction::Masks { masks } => masks.iter().map(|m| m.0).collect(),
-        HashFunction::Named(_) | HashFunction::Modular { .. } => Vec::new(),
+        HashFunction::Named(_) | HashFunction::Modular { .. } | HashFunction::Residue { .. } => Vec::new(),
     }
+}
+
+/// A residue slice function: its own fields, its slice count equal to `l2.slices`, its partition
+/// bit agreeing with `l2.partitions`, its masks within the address.
+fn residue_slices(h: &Hierarchy, r: &crate::hash_residue::Residue) -> Result<(), HierarchyError> {
+    r.check()
+        .map_err(|e| HierarchyError { field: format!("l2.slice_function.residue.{}", e.field), message: e.why })?;
+    if r.slices() != h.l2.slices as u64 {
+        let how = if r.partition_mask.0 == 0 { "its modulus" } else { "2 x its modulus (a partition bit)" };
+        return err(
+            "l2.slices",
+            format!("the residue slice function has {} slices, {how} (got {})", r.slices(), h.l2.slices),
+        );
+    }
+    if r.partition_mask.0 != 0 && h.l2.partitions > 1 && h.l2.partitions != 2 {
+        return err(
+            "l2.partitions",
+            format!("the residue's partition bit gives 2 partitions (got {})", h.l2.partitions),
+        );
+    }
+    if h.address_bits < 64 && r.page_bytes > 1u64 << h.address_bits.min(63) {
+        return err(
+            "l2.slice_function.residue.page_bytes",
+            format!("larger than the {}-bit address space", h.address_bits),
+        );
+    }
+    Ok(())
 }
 
 /// A modular index function: `modulo` equals the count it indexes, the divisor is whole lines.

@@ -1,4 +1,4 @@
-//! The index functions of `hash` (seed 000's L2 slice and set functions, XOR masks) evaluated
+//! The index functions of `hash` (seed 000's L2 slice and set functions, XOR masks, residues) evaluated
 //! with tables of mask parities instead of one popcount per mask: the same values, checked
 //! against `IndexFn::eval` on random addresses in the tests below. Speed only.
 
@@ -7,6 +7,8 @@ use crate::hash::{slice_l40s_from, slice_rtx4090_from, state_from, state_masks, 
 /// Widest address chunk one table covers (1024 entries of 4 bytes: 4 KiB a table, so the
 /// tables of a machine's index functions stay in the host's L1/L2 caches).
 const MAX_W: u32 = 10;
+/// Most residue terms a table covers (2^(terms + 1) entries: 256 KiB at 15).
+const MAX_RESIDUE_TERMS: usize = 15;
 
 /// Parities of up to 32 masks: bit i of `eval(a)` = parity(a & masks[i]), as the XOR of one
 /// table per chunk of `MAX_W` address bits, from the lowest bit any mask touches (`lo`) to the
@@ -163,6 +165,9 @@ pub enum FastIndex {
     Slice { p: ParityTable, slice: Vec<u8>, wide: bool },
     /// `set_index(a)`.
     Set { a: ParityTable, q: ParityTable },
+    /// A residue with one share for every frame (hash_residue.rs): the slice for every vector of
+    /// term parities (and the partition parity above them).
+    Residue { p: ParityTable, slice: Vec<u32> },
     /// Anything else: evaluated as it is.
     Plain(IndexFn),
 }
@@ -174,8 +179,28 @@ impl FastIndex {
             IndexFn::SliceRtx4090 => Self::slice(false),
             IndexFn::SliceL40s => Self::slice(true),
             IndexFn::SeedSet => FastIndex::Set { a: ParityTable::new(&SET_A), q: ParityTable::new(&SET_Q) },
+            IndexFn::Residue(r) if r.frame.is_none() && r.terms.len() <= MAX_RESIDUE_TERMS => Self::residue(r),
             f => FastIndex::Plain(f.clone()),
         }
+    }
+
+    /// The residue's table: entry v (bit t: term t's offset parity, bit n: the partition
+    /// mask's) holds the slice the function gives an offset with those parities.
+    fn residue(r: &crate::hash_residue::Residue) -> Self {
+        let mut masks: Vec<u64> = r.terms.iter().map(|t| t.mask.0).collect();
+        let n = masks.len();
+        masks.push(r.partition_mask.0);
+        let s = &r.share;
+        let slice = (0..1u64 << (n + 1))
+            .map(|v| {
+                let y = (0..n)
+                    .filter(|&t| (v ^ s.flips.0) >> t & 1 == 1)
+                    .fold(s.constant, |acc, t| (acc + r.terms[t].weight) % r.modulus);
+                let p = (v >> n & 1) as u8 ^ s.partition;
+                (p as u64 * r.modulus + y) as u32
+            })
+            .collect();
+        FastIndex::Residue { p: ParityTable::new(&masks), slice }
     }
 
     fn slice(wide: bool) -> Self {
@@ -200,6 +225,7 @@ impl FastIndex {
                 let q = a / 1152;
                 ta.eval(a) ^ tq.eval(q) ^ (MOD36[y36(a, q)] & (1 << 9)) as u32
             }
+            FastIndex::Residue { p, slice } => slice[p.eval(a) as usize],
             FastIndex::Plain(f) => f.eval(a),
         }
     }
@@ -290,7 +316,10 @@ mod tests {
     fn tables_match_the_seed_functions_and_masks() {
         let masks: Vec<u64> = vec![0x1f80 ^ 0x12000, 0x3c00, 0x4100, 0x8200, 0x10400, 0x8000_0000_0000_0001];
         let l1: Vec<u64> = crate::presets::rtx4090_l1_masks().iter().map(|m| m.0).collect();
-        let fns = [IndexFn::SliceRtx4090, IndexFn::SliceL40s, IndexFn::SeedSet, IndexFn::Xor(masks), IndexFn::Xor(l1)];
+        let share = crate::hash_h200::parse_share("0x3e4:38:1").unwrap();
+        let h200 = IndexFn::Residue(Box::new(crate::hash_h200::h200_function(share)));
+        let fns =
+            [IndexFn::SliceRtx4090, IndexFn::SliceL40s, IndexFn::SeedSet, IndexFn::Xor(masks), IndexFn::Xor(l1), h200];
         let mut rng = SplitMix(99);
         for f in &fns {
             let fast = FastIndex::new(f);

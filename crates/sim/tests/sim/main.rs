@@ -9,4 +9,5 @@ mod json;
 mod latency;
 mod modular;
 mod random;
+mod residue;
 mod seeds;

@@ -2,12 +2,16 @@
 //! fits"): when the map's labels let slice_mod.rs fit its residue (a dense map of a page, with
 //! the partition bit's mask from the probe's timing check), the function within a page and each
 //! page's share (the frame's part), and `l2.slices.held_out_accuracy`: every other line set
-//! held out, predicted by the residue fitted on the rest.
+//! held out, predicted by the residue fitted on the rest. The function finding's value is an
+//! object: `formula` (the function in words), `function` (the simulated-hierarchy JSON's residue
+//! form, docs/CONTRACTS.md, with the first page's share) and `shares` (every mapped page's).
 
+use super::hammer::PAGE_BYTES;
 use super::slice_fit::Point;
-use super::slice_mod::{fit_residue, ResidueFitError};
+use super::slice_mod::{fit_residue, pow_mod, PageTerms, ResidueFitError};
 use super::slice_mod_held::residue_held_out_by_line;
 use memscope_core::{Confidence, Finding};
+use serde_json::json;
 
 /// Pairs a difference must join before the residue fit reads it (slice_mod.rs).
 pub const MIN_PAIRS: usize = 8;
@@ -71,7 +75,27 @@ pub fn function_findings(
         .iter()
         .map(|(p, s)| format!("page {p}: flips {:#x}, c {}, p {}", s.flips, s.constant, s.partition))
         .collect();
-    let function = Finding::text(&value, &method, Confidence::High).with_note(&format!(
+    let share_json =
+        |s: &PageTerms| json!({"flips": format!("{:#x}", s.flips), "constant": s.constant, "partition": s.partition});
+    let structured = json!({
+        "formula": value,
+        "function": {
+            "modulus": model.modulus,
+            "terms": model.terms.iter().map(|t| json!({
+                "mask": format!("{:#x}", t.mask),
+                "weight": pow_mod(2, u64::from(t.exponent), model.modulus),
+            })).collect::<Vec<_>>(),
+            "partition_mask": format!("{partition_mask:#x}"),
+            "page_bytes": PAGE_BYTES,
+            "share": pages.first().map(|(_, s)| share_json(s)),
+        },
+        "shares": pages.iter().map(|(p, s)| {
+            let mut v = share_json(s);
+            v["page"] = json!(p);
+            v
+        }).collect::<Vec<_>>(),
+    });
+    let function = Finding::json(structured, "", &method, Confidence::High).with_note(&format!(
         "each page's share, learned from its labelled lines (memscope reads no page table, so the frame number is unknown): {}",
         shares.join("; ")
     ));

@@ -103,7 +103,7 @@ fn subsets(bits: u64) -> impl Iterator<Item = u64> {
         .take_while(|&d| d != 0)
 }
 
-fn pow_mod(mut b: u64, mut e: u64, m: u64) -> u64 {
+pub fn pow_mod(mut b: u64, mut e: u64, m: u64) -> u64 {
     let mut r = 1 % m;
     b %= m;
     while e > 0 {

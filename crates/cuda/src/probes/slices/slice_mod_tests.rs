@@ -224,7 +224,7 @@ fn the_function_finding_is_given_only_where_the_residue_predicts_held_out_lines(
     use super::slice_function::function_findings;
     // The H200's full page: the function, with its held-out accuracy.
     let (function, accuracy) = function_findings(&h200("full"), PARTITION, "test").unwrap();
-    assert!(function.value.as_str().is_some_and(|v| v.contains("mod 47")), "{function:?}");
+    assert!(function.value["formula"].as_str().is_some_and(|v| v.contains("mod 47")), "{function:?}");
     assert!(accuracy.as_f64().is_some_and(|a| a >= 0.99), "{accuracy:?}");
     // Labels that are no residue: the reason, no function.
     let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(5);
@@ -238,13 +238,36 @@ fn the_simulators_h200_function_is_the_fitted_one() {
     // memscope_sim::hash_h200 (what `memscope hash slice --target h200` evaluates) against the
     // residue fitted on the probe's own map of results/h200/l2-slices-function: the same masks
     // in the same order, so every line's (partition bit, residue) agrees under the page's share.
-    use memscope_sim::hash_h200::{h200_slice, PageShare, H200_RESIDUE_MASKS};
+    use memscope_sim::hash_h200::{h200_slice, H200_RESIDUE_MASKS};
+    use memscope_sim::hash_residue::PageShare;
+    use memscope_sim::hierarchy::Mask;
     let points = h200("function");
     let model = fit_residue(&points, PARTITION, 8).unwrap();
     let masks: Vec<u64> = model.terms.iter().map(|t| t.mask).collect();
     assert_eq!(masks, H200_RESIDUE_MASKS, "{model:?}");
     assert!(model.terms.iter().enumerate().all(|(k, t)| t.exponent as usize == k));
     let pt = model.pages[&points[0].page];
-    let share = PageShare { flips: pt.flips, constant: pt.constant, partition: pt.partition };
+    let share = PageShare { flips: Mask(pt.flips), constant: pt.constant, partition: pt.partition };
     assert!(points.iter().all(|p| h200_slice(p.offset, &share) == model.slice(p.offset, &pt)));
+}
+
+#[test]
+fn the_function_findings_value_is_the_simulators_residue_form() {
+    // The l2.slices.function finding of the probe's own map (results/h200/l2-slices-function)
+    // carries the function in the simulated-hierarchy JSON's residue form, which `sim calibrate`
+    // reads: it parses, passes the hierarchy's checks, is the simulator's H200 function with that
+    // page's share, and gives every labelled line of the map the model's (partition bit, residue).
+    use memscope_sim::hash_h200::{h200_function, parse_share};
+    use memscope_sim::hash_residue::Residue;
+    let points = h200("function");
+    let (function, accuracy) = super::slice_function::function_findings(&points, PARTITION, "test").unwrap();
+    assert!(accuracy.as_f64().is_some_and(|a| a >= 0.99), "{accuracy:?}");
+    let r: Residue = serde_json::from_value(function.value["function"].clone()).unwrap();
+    r.check().unwrap();
+    assert_eq!(r, h200_function(parse_share("0x3e4:38:0").unwrap()));
+    assert_eq!(function.value["shares"][0]["page"], 0);
+    assert!(function.value["formula"].as_str().unwrap().contains("mod 47"));
+    let model = fit_residue(&points, PARTITION, 8).unwrap();
+    let pt = model.pages[&points[0].page];
+    assert!(points.iter().all(|p| r.slice_with(p.offset, &r.share) == model.slice(p.offset, &pt)));
 }
