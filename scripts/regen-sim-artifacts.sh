@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Regenerate the simulator artifacts (docs/SIMULATORS.md) from one GPU results file (default: the
-# committed H200 run) and, for the preset, further runs of the same GPU whose findings fill what it
+# committed H200 run) and further runs of the same GPU whose findings fill what it
 # lacks (default: the slice function of results/h200/l2-slices-function/refit.json):
 # results/h200/h200-preset.json (sim calibrate --with) with its source table,
-# results/h200/accel-sim/gpgpusim.config (export accel-sim), a `memscope run` on the preset
+# results/h200/accel-sim/gpgpusim.config (export accel-sim --with), a `memscope run` on the preset
 # (results/h200/sim-run/), and the comparison table between the markers in docs/SIMULATORS.md.
 # Usage: bash scripts/regen-sim-artifacts.sh [RESULTS.json [WITH.json ...]]   (paths relative to the repo root)
 set -euo pipefail
@@ -20,7 +20,7 @@ cargo build --release --quiet
 M=./target/release/memscope
 printf '%s\n' "$RES" "${WITH[@]}" > results/h200/sim-artifacts.source
 $M sim calibrate "$RES" "${WITH_ARGS[@]}" --out results/h200/h200-preset.json > results/h200/h200-preset.sources.txt
-$M export accel-sim "$RES" --out results/h200/accel-sim
+$M export accel-sim "$RES" "${WITH_ARGS[@]}" --out results/h200/accel-sim
 mkdir -p results/h200/sim-run && find results/h200/sim-run -mindepth 1 ! -name README.md -delete
 $M run --target sim:results/h200/h200-preset.json --out results/h200/sim-run --quiet > results/h200/sim-run.log 2>&1 || true
 python3 scripts/sim-compare.py "$RES" results/h200/sim-run/results.json docs/SIMULATORS.md

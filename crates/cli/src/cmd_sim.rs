@@ -290,28 +290,7 @@ pub fn run(args: Args) -> CliResult {
 /// source (to stdout with --out, else to stderr).
 fn calibrate(results: &Path, with: &[PathBuf], out: Option<&Path>, base: &str, allow_simulated: bool) -> CliResult {
     use memscope_sim::calibrate::CalibrateError;
-    let (mut res, _) = crate::cmd_report::load_results(results)?;
-    let simulated = crate::cmd_export::refuse_simulated(&res, results, allow_simulated)?;
-    let mut taken_from = Vec::new();
-    for extra in with {
-        let (more, _) = crate::cmd_report::load_results(extra)?;
-        crate::cmd_export::refuse_simulated(&more, extra, allow_simulated)?;
-        if more.target.name != res.target.name {
-            return Err(CliError::usage(format!(
-                "--with {}: a run of {}, not of {} (the GPU of {})",
-                extra.display(),
-                memscope_report::hygiene::terminal(&more.target.name),
-                memscope_report::hygiene::terminal(&res.target.name),
-                results.display()
-            )));
-        }
-        let keys = memscope_sim::calibrate::fill_from(&mut res.findings, &more.findings);
-        taken_from.push(format!(
-            "from {}: {}",
-            extra.display(),
-            if keys.is_empty() { "none".into() } else { keys.join(", ") }
-        ));
-    }
+    let (res, simulated, taken_from) = crate::cmd_export::load_with_runs(results, with, allow_simulated)?;
     let name =
         format!("calibrated from {}{} ({})", if simulated { "SIMULATED " } else { "" }, res.target.name, res.target.id);
     let base_h = preset_as(base, "--base")?;
@@ -324,7 +303,7 @@ fn calibrate(results: &Path, with: &[PathBuf], out: Option<&Path>, base: &str, a
     // (the table quotes the results file: terminal-escaped; the JSON has C1 and bidi escaped)
     let mut table = source_table(&c.rows);
     for line in &taken_from {
-        table.push_str(&format!("findings taken {line}\n"));
+        table.push_str(&format!("{line}\n"));
     }
     let table = memscope_report::hygiene::terminal(&table);
     let text = memscope_results::json::to_pretty(&c.hierarchy);

@@ -1,7 +1,7 @@
 //! The committed simulator artifacts are what the commands make of the committed results:
 //! `sim calibrate` gives results/h200/h200-preset.json (with the further runs named after the first
-//! line as `--with`) and `export accel-sim` gives results/h200/accel-sim/gpgpusim.config byte for
-//! byte, from the results file named on the first line of results/h200/sim-artifacts.source
+//! line as `--with`) and `export accel-sim` (the same) gives results/h200/accel-sim/gpgpusim.config
+//! byte for byte, from the results file named on the first line of results/h200/sim-artifacts.source
 //! (scripts/regen-sim-artifacts.sh writes all three). Also:
 //! a CPU-only results file is refused with exit 2.
 
@@ -49,7 +49,12 @@ fn the_committed_preset_is_the_calibration_of_its_source() {
 #[test]
 fn the_committed_accel_sim_config_is_the_export_of_its_source() {
     let dir = tempfile::tempdir().unwrap();
-    let o = memscope(&["export", "accel-sim", &source(), "--out", dir.path().to_str().unwrap()]);
+    let all = sources();
+    let mut args = vec!["export", "accel-sim", &all[0], "--out", dir.path().to_str().unwrap()];
+    for w in &all[1..] {
+        args.extend(["--with", w.as_str()]);
+    }
+    let o = memscope(&args);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let made = std::fs::read(dir.path().join("gpgpusim.config")).unwrap();
     let committed = std::fs::read(root().join("results/h200/accel-sim/gpgpusim.config")).unwrap();
