@@ -174,6 +174,15 @@ fn undetermined_both(out: &mut ProbeOutput, method: &str, why: &str) {
     out.finding(keys::L2_SLICES_HELD_OUT_ACCURACY, Finding::undetermined("ratio", method, why));
 }
 
+/// One map as run: its lines (addresses from the first page's base), their labels or why there
+/// are none, and the seconds it took.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MapRun {
+    pub lines: Vec<u64>,
+    pub labels: Result<SliceMap, String>,
+    pub secs: f64,
+}
+
 /// What the map says in a line: lines labelled, slices seen, per page, its work and time.
 pub fn map_summary(cfg: &MapConfig, res: &Result<SliceMap, String>, secs: f64) -> String {
     let per = cfg.offsets.len();
@@ -205,19 +214,13 @@ pub fn map_summary(cfg: &MapConfig, res: &Result<SliceMap, String>, secs: f64) -
 
 /// The two findings from the map's labels (pure given its inputs): the residue fit with the
 /// timed partition bit's mask, or both undetermined with the map's summary and why.
-pub fn function_from_map(
-    out: &mut ProbeOutput,
-    cfg: &MapConfig,
-    bit: &TimedBit,
-    lines: &[u64],
-    res: &Result<SliceMap, String>,
-    secs: f64,
-) {
-    let summary = map_summary(cfg, res, secs);
+pub fn function_from_map(out: &mut ProbeOutput, cfg: &MapConfig, bit: &TimedBit, run: &MapRun) {
+    let summary = map_summary(cfg, &run.labels, run.secs);
     let method = cfg.method(Some(bit.mask));
-    let fitted = match res {
+    let fitted = match &run.labels {
         Ok(m) => {
-            let points: Vec<slice_fit::Point> = lines
+            let points: Vec<slice_fit::Point> = run
+                .lines
                 .iter()
                 .zip(&m.label)
                 .filter_map(|(&a, l)| {
@@ -249,7 +252,7 @@ fn slice_map(
     device: usize,
     cfg: &MapConfig,
     keep: Option<&Path>,
-) -> Result<(Vec<u64>, Result<SliceMap, String>, f64), ProbeError> {
+) -> Result<MapRun, ProbeError> {
     let started = Instant::now();
     let lines = cfg.lines();
     let mut path: Vec<PathBuf> = crate::gpu::profiler::cupti_library_dirs();
@@ -286,7 +289,7 @@ fn slice_map(
         });
         let _ = std::fs::write(k.join("map.json"), v.to_string());
     }
-    Ok((lines, res, secs))
+    Ok(MapRun { lines, labels: res, secs })
 }
 
 /// The probe body on a CUDA target, the partition bit in hand.
@@ -305,8 +308,8 @@ fn measure(
     if let Some(k) = &keep {
         let _ = std::fs::create_dir_all(k);
     }
-    let (lines, res, secs) = slice_map(child, t.gpu.ordinal, cfg, keep.as_deref())?;
-    function_from_map(&mut out, cfg, bit, &lines, &res, secs);
+    let run = slice_map(child, t.gpu.ordinal, cfg, keep.as_deref())?;
+    function_from_map(&mut out, cfg, bit, &run);
     let secs = started.elapsed().as_secs_f64();
     out.finding(
         keys::L2_SLICES_FUNCTION_PROBE_SECONDS,

@@ -4,7 +4,7 @@
 //! path took (results/h200/l2-slices-function), from labels that are no residue, and from a map
 //! that failed.
 
-use super::function_probe::{function_from_map, map_summary, timed_partition_bit, MapConfig};
+use super::function_probe::{function_from_map, map_summary, timed_partition_bit, MapConfig, MapRun};
 use super::h200_maps::h200;
 use super::hammer::PAGE_BYTES;
 use super::map::SliceMap;
@@ -107,26 +107,26 @@ fn the_partition_bit_is_read_from_the_timing_check_of_the_maps_sm() {
 
 /// The H200 map the probe's code path took (4096 line sets of one page from SM 0) with the
 /// timing check's mask: the function determined and every held-out line predicted.
-fn h200_function_map() -> (Vec<u64>, Result<SliceMap, String>) {
+fn h200_function_map() -> MapRun {
     let points = h200("function");
     let lines: Vec<u64> = points.iter().map(|p| p.page as u64 * PAGE_BYTES + p.offset).collect();
     let label: Vec<Option<usize>> = points.iter().map(|p| Some(p.label)).collect();
     let labels = label.iter().flatten().collect::<std::collections::BTreeSet<_>>().len();
-    (lines, Ok(SliceMap { label, labels, kernels: 4788, stages: 4 }))
+    MapRun { lines, labels: Ok(SliceMap { label, labels, kernels: 4788, stages: 4 }), secs: 101.3 }
 }
 
 #[test]
 fn the_h200_map_gives_the_function_with_the_timing_checks_mask() {
     let cfg = MapConfig::from_vars(vars(&[])).unwrap();
-    let (lines, res) = h200_function_map();
-    let mut ran: Vec<u64> = lines.iter().map(|a| a % PAGE_BYTES).collect();
+    let run = h200_function_map();
+    let mut ran: Vec<u64> = run.lines.iter().map(|a| a % PAGE_BYTES).collect();
     let mut planned = cfg.lines();
     ran.sort_unstable();
     planned.sort_unstable();
     assert_eq!(ran, planned, "the committed map labelled the lines of the default map");
     let bit = timed_partition_bit(&timing_check(json!("0xab000")), 0).unwrap();
     let mut out = ProbeOutput::default();
-    function_from_map(&mut out, &cfg, &bit, &lines, &res, 101.3);
+    function_from_map(&mut out, &cfg, &bit, &run);
     let f = &out.findings[keys::L2_SLICES_FUNCTION];
     let acc = &out.findings[keys::L2_SLICES_HELD_OUT_ACCURACY];
     assert_eq!(f.confidence, Confidence::High, "{f:?}");
@@ -142,24 +142,27 @@ fn the_h200_map_gives_the_function_with_the_timing_checks_mask() {
 fn labels_that_are_no_residue_or_no_map_leave_both_undetermined_with_why() {
     let cfg = MapConfig::from_vars(vars(&[])).unwrap();
     let bit = timed_partition_bit(&timing_check(json!("0xab000")), 0).unwrap();
-    let (lines, res) = h200_function_map();
+    let run = h200_function_map();
     let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(11);
-    let noise = res.map(|m| SliceMap {
-        label: m.label.iter().map(|_| Some(rand::Rng::gen_range(&mut rng, 0..47))).collect(),
-        ..m
-    });
+    let noise = MapRun {
+        labels: run.labels.map(|m| SliceMap {
+            label: m.label.iter().map(|_| Some(rand::Rng::gen_range(&mut rng, 0..47))).collect(),
+            ..m
+        }),
+        ..run
+    };
     let mut out = ProbeOutput::default();
-    function_from_map(&mut out, &cfg, &bit, &lines, &noise, 100.0);
+    function_from_map(&mut out, &cfg, &bit, &noise);
     for k in [keys::L2_SLICES_FUNCTION, keys::L2_SLICES_HELD_OUT_ACCURACY] {
         let f = &out.findings[k];
         assert_eq!(f.confidence, Confidence::Undetermined, "{k}");
         let why = f.note.clone().unwrap();
         assert!(why.starts_with("slice labels over 1 adjacent page(s)") && why.contains("residue"), "{k}: {why}");
     }
-    let failed: Result<SliceMap, String> = Err("the serving child exited".into());
+    let failed = MapRun { lines: cfg.lines(), labels: Err("the serving child exited".into()), secs: 3.0 };
     let mut out = ProbeOutput::default();
-    function_from_map(&mut out, &cfg, &bit, &cfg.lines(), &failed, 3.0);
+    function_from_map(&mut out, &cfg, &bit, &failed);
     let why = out.findings[keys::L2_SLICES_HELD_OUT_ACCURACY].note.clone().unwrap();
     assert_eq!(why, "slice labels over 1 page(s): not measured (the serving child exited); no labels");
-    assert_eq!(map_summary(&cfg, &failed, 3.0), why.trim_end_matches("; no labels"));
+    assert_eq!(map_summary(&cfg, &failed.labels, failed.secs), why.trim_end_matches("; no labels"));
 }
