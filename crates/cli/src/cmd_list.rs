@@ -32,12 +32,15 @@ pub fn run(args: Args) -> CliResult {
             Err(e) => eprintln!("memscope: {e}"),
         }
     }
-    for probe in memscope_registry::all() {
-        println!("{:<14} {}", probe.key(), probe.description());
+    let probes = memscope_registry::all();
+    // (the key column as wide as the longest key: "l2.slices.function")
+    let w = probes.iter().map(|p| p.key().len()).max().unwrap_or(0);
+    for probe in probes {
+        println!("{:<w$} {}", probe.key(), probe.description());
         for info in &infos {
             match probe.applicability(info) {
-                Applicability::Applicable => println!("{:<14}   {}: applicable", "", info.id),
-                Applicability::Waived(why) => println!("{:<14}   {}: waived ({why})", "", info.id),
+                Applicability::Applicable => println!("{:<w$}   {}: applicable", "", info.id),
+                Applicability::Waived(why) => println!("{:<w$}   {}: waived ({why})", "", info.id),
             }
         }
     }

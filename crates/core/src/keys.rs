@@ -84,14 +84,18 @@ pub const L2_SLICES_PAGE_SLICES_ESTIMATE: &str = "l2.slices.page_slices_estimate
 pub const L2_SLICES_FAR_FRACTION: &str = "l2.slices.far_fraction";
 /// Which lines are in the far partition.
 pub const L2_SLICES_FAR_PARTITION: &str = "l2.slices.far_partition";
-/// The address -> slice function over physical addresses (or why it is undetermined).
+/// The slice function within a 2 MiB page with each mapped page's share, from the
+/// `l2.slices.function` probe's slice map (or why it is undetermined).
 pub const L2_SLICES_FUNCTION: &str = "l2.slices.function";
-/// Share of held-out lines whose slice the fitted function predicts (ratio).
+/// Share of held-out lines whose slice the fitted function predicts (ratio; the
+/// `l2.slices.function` probe).
 pub const L2_SLICES_HELD_OUT_ACCURACY: &str = "l2.slices.held_out_accuracy";
 /// The timing check of the slice partition: near/far first touches per SM against its classes.
 pub const L2_SLICES_TIMING_CHECK: &str = "l2.slices.timing_check";
 /// Wall time of the slices probe.
 pub const L2_SLICES_PROBE_SECONDS: &str = "l2.slices.probe_seconds";
+/// Wall time of the `l2.slices.function` probe (its slice map included).
+pub const L2_SLICES_FUNCTION_PROBE_SECONDS: &str = "l2.slices.function.probe_seconds";
 
 // L2 partition bit (whole-page first-touch laps from two SMs, CUDA only).
 /// far = parity(offset & mask) XOR c(page): the mask over the offset within a 2 MiB page (hex).
@@ -385,6 +389,7 @@ pub const ALL: &[&str] = &[
     L2_SLICES_HELD_OUT_ACCURACY,
     L2_SLICES_TIMING_CHECK,
     L2_SLICES_PROBE_SECONDS,
+    L2_SLICES_FUNCTION_PROBE_SECONDS,
     TLB_L1_ENTRIES,
     TLB_PAGE_BYTES,
     TLB_L1_MISS_NS,
@@ -484,6 +489,7 @@ pub const MEASURED: &[&str] = &[
     L2_BANDWIDTH_BYTES_PER_S,
     L2_LINE_BYTES,
     L2_SLICES_PROBE_SECONDS,
+    L2_SLICES_FUNCTION_PROBE_SECONDS,
     TLB_PAGE_BYTES,
     TLB_L1_MISS_NS,
     DRAM_LATENCY_NS,

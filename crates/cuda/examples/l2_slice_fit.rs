@@ -9,8 +9,9 @@
 //!
 //!   l2_slice_fit [--partition-mask=HEX] MAP.json[.gz] [MAP.json[.gz] ...]
 //!
-//! MAP is map.json as kept by MEMSCOPE_SLICES_MAP; the partition mask (default 0xab000, the
-//! H200's from `l2.partition`) gives each line's partition bit for the residue fit.
+//! MAP is map.json as the l2.slices.function probe keeps it (MEMSCOPE_SLICES_KEEP); the partition
+//! mask (default 0xab000, the H200's from `l2.partition`) gives each line's partition bit for the
+//! residue fit.
 //!
 //! Prints one JSON object. Exit 2 with a one-line message on bad input.
 

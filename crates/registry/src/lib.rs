@@ -41,6 +41,10 @@ fn entries() -> Vec<Entry> {
         entry(gpu::CoalesceProbe),
         entry(gpu::PeakProbe),
         alone(gpu::SlicesProbe, "it runs ncu, which serializes the kernels it profiles and reads device-wide counters"),
+        alone(
+            gpu::SliceFunctionProbe,
+            "like l2.slices, its child reads the device-wide L2 counters (CUPTI) of every kernel it profiles",
+        ),
         entry(gpu::ConstMemProbe),
         entry(gpu::TextureProbe),
         entry(gpu::L1ShareProbe),
@@ -103,7 +107,10 @@ pub const LEFT_OUT_OF_QUICK: [(&str, &str); 11] = [
 
 /// The probes a run of every probe leaves out (they run when asked for by name), and what they
 /// measure: the default run's time is spent (docs/PERFORMANCE.md).
-pub const ON_REQUEST_ONLY: [(&str, &str); 1] = [("l2.partition", "the L2 partition bit over whole pages")];
+pub const ON_REQUEST_ONLY: [(&str, &str); 2] = [
+    ("l2.partition", "the L2 partition bit over whole pages"),
+    ("l2.slices.function", "the L2 slice function from a full-page slice map, about 110 s on the H200"),
+];
 
 /// A probe a run leaves out unless it is named: waived with the reason (`.1`) where it would run.
 struct LeftOut(Box<dyn Probe>, String);
@@ -256,6 +263,48 @@ mod tests {
         assert!(kept.iter().any(|p| p.key() == "l2.sm_map" && p.applicability(&info) == Applicability::Applicable));
     }
 
+    /// The slice function from a full-page map: on request only, after and with `l2.slices`
+    /// (whose timing check gives the partition bit), alone like it, CUDA only.
+    #[test]
+    fn the_slice_function_runs_on_request_after_l2_slices() {
+        use memscope_core::Applicability;
+        let key = "l2.slices.function";
+        let info = cuda_gpu_info();
+        let all = super::all();
+        let keys: Vec<&str> = all.iter().map(|p| p.key()).collect();
+        let at = keys.iter().position(|k| *k == key).expect("registered");
+        let slices = keys.iter().position(|k| *k == "l2.slices").expect("registered");
+        assert!(slices < at, "l2.slices runs first");
+        assert_eq!(all[at].needs(), ["l2.slices"]);
+        assert!(all[at].runs_alone());
+        assert_eq!(all[at].applicability(&info), Applicability::Applicable);
+        let cpu = memscope_core::TargetInfo {
+            kind: "cpu".into(),
+            id: "cpu".into(),
+            capabilities: memscope_core::target::Capabilities::host_cpu(),
+            gpu_hierarchy: false,
+            ..info.clone()
+        };
+        match all[at].applicability(&cpu) {
+            Applicability::Waived(why) => assert!(why.contains("CUDA"), "{why}"),
+            Applicability::Applicable => panic!("{key} applies to a CPU"),
+        }
+        for run in [super::for_default_run(), super::for_quick_run()] {
+            match run.iter().find(|p| p.key() == key).expect("listed").applicability(&info) {
+                Applicability::Waived(why) => assert!(
+                    why.starts_with(
+                        "run only when asked for (the L2 slice function from a full-page slice map, about \
+                     110 s on the H200): --probes l2.slices.function"
+                    ),
+                    "{why}"
+                ),
+                Applicability::Applicable => panic!("{key} runs in a run of every probe"),
+            }
+        }
+        let asked = memscope_session::with_needs(&all, &[key.to_string()]);
+        assert_eq!(asked, [key, "l2.slices"]);
+    }
+
     #[test]
     fn a_quick_run_leaves_out_known_probes_with_what_they_need_and_keeps_the_headline_ones() {
         use memscope_core::Applicability;
@@ -277,8 +326,9 @@ mod tests {
                     Applicability::Waived(why) => assert!(why.contains("--quick"), "{}: {why}", p.key()),
                     Applicability::Applicable => panic!("{} should be waived in a quick run", p.key()),
                 }
-            } else {
-                // (a probe kept reads no finding of a probe left out)
+            } else if !super::ON_REQUEST_ONLY.iter().any(|(k, _)| *k == p.key()) {
+                // (a probe kept reads no finding of a probe left out; a probe run only on request
+                // is not kept, and may need one)
                 for need in p.needs() {
                     assert!(!left.contains(need), "{} is kept but needs {need}, which is left out", p.key());
                 }

@@ -1,6 +1,7 @@
 //! The GPU-only probes (docs/ARCHITECTURE.md: throughput experiments are backend-specific probes beside the
 //! generic discovery probes): bw, launch, peak (seed 003's ceilings), coalesce (seed 000 footnote 1),
-//! store and fence (seed 004), l2.slices (seed 000 appendix; waived here), and the SM memories'
+//! store and fence (seed 004), l2.slices (seed 000 appendix; waived here) and the slice function
+//! from its slice map (l2.slices.function, run on request), and the SM memories'
 //! constmem, texture and l1share (the constant caches, the read-only and texture paths, what
 //! shares L1), smem, atomics, levelbw (bandwidth by level) and inflight (bandwidth by
 //! parallelism), the per-SM L2 map (l2.sm_map) and the L2 partition bit over whole pages
@@ -66,6 +67,7 @@ pub use levelbw::LevelBwProbe;
 pub use link::{LinkProbe, TEST_NAMES as LINK_TEST_NAMES};
 pub use partition::PartitionProbe;
 pub use peak::PeakProbe;
+pub use slices::function_probe::SliceFunctionProbe;
 pub use slices::hammer as slices_hammer;
 pub use slices::SlicesProbe;
 pub use sm_map::SmMapProbe;

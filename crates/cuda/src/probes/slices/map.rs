@@ -1,6 +1,6 @@
-//! Slice labels over many pages for the `l2.slices` probe (docs/L2_SLICES.md, "Slice labels over
-//! many pages"): an adaptive design that needs the counters between stages, so it runs only with
-//! CUPTI in a child that keeps its pages (`memscope hammer-lines --serve`). Stage 1 tests every
+//! Slice labels over many pages for the `l2.slices.function` probe (docs/L2_SLICES.md, "The
+//! function in a run"): an adaptive design that needs the counters between stages, so it runs only
+//! with CUPTI in a child that keeps its pages (`memscope hammer-lines --serve`). Stage 1 tests every
 //! pair of a seed sample (fit::design_packed) and takes one representative line per slice found;
 //! stage 2 classifies every other line against all representatives at once (one kernel per line,
 //! fit::design_classify); the lines on slices none of them holds get every pair tested among

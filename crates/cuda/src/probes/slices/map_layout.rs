@@ -1,5 +1,5 @@
-//! Which offsets of each 2 MiB page the slice map labels (`MEMSCOPE_SLICES_MAP_OFFSETS`,
-//! docs/L2_SLICES.md): random lines of the page, or grids, every line whose offset has bits only
+//! Which offsets of each 2 MiB page the slice map of `l2.slices.function` labels
+//! (`MEMSCOPE_SLICES_MAP_OFFSETS`, docs/L2_SLICES.md): random lines of the page, or grids, every line whose offset has bits only
 //! in a set of address bits (all lines of a 64 KiB window: bits 7..15). Grids give the dense,
 //! structured sets a fit of the slice function needs: every pair of lines whose offsets differ by
 //! a vector of the grid's bits, many times over.
@@ -11,8 +11,9 @@ use rand::SeedableRng;
 /// Lowest and highest address bit a grid may span (a line is 128 bytes; a page 2 MiB).
 pub const GRID_LOW_BIT: u32 = 7;
 pub const GRID_HIGH_BIT: u32 = 20;
-/// The default layout: the 64 random offsets the map has always used.
-pub const DEFAULT_SPEC: &str = "random:64";
+/// The default layout of `l2.slices.function`'s map: every line set of the page with bits 7 and
+/// 9 clear (4096 lines; those two bits never change the slice on the H200).
+pub const DEFAULT_SPEC: &str = "bits:8+10-20";
 /// Most offsets per page (the whole page).
 pub const MAX_OFFSETS: usize = 1 << 14;
 

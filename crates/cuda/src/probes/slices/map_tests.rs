@@ -123,8 +123,11 @@ fn grids_hold_every_line_of_their_bits_and_parts_are_merged_once() {
 }
 
 #[test]
-fn the_default_is_the_maps_old_sample() {
-    assert_eq!(MapOffsets::parse(DEFAULT_SPEC).unwrap().offsets(9), fit::sample_lines(64, 9));
+fn random_offsets_are_the_maps_old_sample_and_the_default_is_a_full_page() {
+    assert_eq!(MapOffsets::parse("random:64").unwrap().offsets(9), fit::sample_lines(64, 9));
+    let full = MapOffsets::parse(DEFAULT_SPEC).unwrap().offsets(9);
+    assert_eq!(full.len(), 4096);
+    assert_eq!(full.iter().fold(0, |m, o| m | o), 0x1f_fd00, "bits 8 and 10-20, not 7 and 9");
 }
 
 #[test]

@@ -7,11 +7,15 @@
 //! operation's max (fit.rs: every pair of sampled lines tested once), fits the partition over
 //! address bits 7..20 with GF(2), and checks it against the child's timed laps (timing.rs).
 //! Within a 2 MiB page the low 21 bits are the same virtually and physically; the page frame (bits
-//! 21 and up) stays unknown.
+//! 21 and up) stays unknown. The slice function from a full-page slice map is a probe of its own,
+//! `l2.slices.function` (function_probe.rs), which reads this probe's timing check.
 
 pub mod fit;
 #[cfg(test)]
 mod fit_tests;
+pub mod function_probe;
+#[cfg(test)]
+mod function_probe_tests;
 #[cfg(test)]
 mod h200_maps;
 pub mod hammer;
@@ -70,7 +74,8 @@ const TIME_REPS: usize = 3;
 pub const PHYSICAL_NOTE: &str = "within one 2 MiB page the low 21 address bits are the same virtually and \
      physically, so the partition of the page's lines is physical; the page frame (physical bits 21 and up, which \
      the slice hash also uses) is unknown without a page-table walker, so which slice a line of another page lands \
-     on, and the slice function across pages, stay undetermined";
+     on stays undetermined here (the l2.slices.function probe fits the function within a page and each mapped \
+     page's share from a slice map)";
 
 /// The operations of the packed design. Writes are left out: on the H200 the write counter took
 /// 0.015-0.019 sectors per planned store, varying between kernels, so its max does not decode
@@ -261,11 +266,6 @@ fn measure(t: &mut CudaTarget, quick: bool, keep: Option<std::path::PathBuf>) ->
         compare_with_reference(&mut out, &lines, &batches, &reference, &counters);
     }
     out.warnings.extend(noise_warnings(&counters, &batches));
-    if let Ok(p) = std::env::var("MEMSCOPE_SLICES_MAP") {
-        // The partition bit's mask from the timing check, which the residue fit needs.
-        let partition_mask = partition_bit(&lines, &timing::far_labels(&lines, &report.timing)).map(|(b, _)| b.mask);
-        slice_map(&mut out, &p, t.gpu.ordinal, &metrics, keep_dir.as_deref(), partition_mask)?;
-    }
     let secs = started.elapsed().as_secs_f64();
     out.finding(
         keys::L2_SLICES_PROBE_SECONDS,
@@ -341,142 +341,6 @@ fn acquire(
     Ok((report, counters, how))
 }
 
-/// Most lines one `MEMSCOPE_SLICES_MAP` run labels (pages x offsets; about 30 lines a second on
-/// the H200, so this is about 18 minutes).
-const MAP_MAX_LINES: usize = 1 << 15;
-
-/// `MEMSCOPE_SLICES_MAP=P` (a diagnostic, docs/L2_SLICES.md): slice labels of the same offsets
-/// (`MEMSCOPE_SLICES_MAP_OFFSETS`, map_layout.rs; 64 random ones by default) in each of P adjacent
-/// 2 MiB pages of one allocation, hammered from SM `MEMSCOPE_SLICES_MAP_SM` (default 0), by the
-/// adaptive design of map.rs in a serving child reading CUPTI; the labels go to the keep
-/// directory (map.json) and the function finding's reason says what they show.
-fn slice_map(
-    out: &mut ProbeOutput,
-    pages: &str,
-    device: usize,
-    metrics: &[String],
-    keep: Option<&std::path::Path>,
-    partition_mask: Option<u64>,
-) -> Result<(), ProbeError> {
-    let p = pages
-        .parse::<u64>()
-        .ok()
-        .filter(|p| (1..=hammer::MAX_PAGES).contains(p))
-        .ok_or_else(|| ProbeError::Failed(format!("MEMSCOPE_SLICES_MAP={pages:?}: accepted: 1 to 64")))?;
-    let spec = std::env::var("MEMSCOPE_SLICES_MAP_OFFSETS").unwrap_or_else(|_| map_layout::DEFAULT_SPEC.into());
-    let layout = map_layout::MapOffsets::parse(&spec)
-        .map_err(|e| ProbeError::Failed(format!("MEMSCOPE_SLICES_MAP_OFFSETS={spec:?}: {e}")))?;
-    let sm = match std::env::var("MEMSCOPE_SLICES_MAP_SM") {
-        Ok(s) => s
-            .parse::<u32>()
-            .map_err(|_| ProbeError::Failed(format!("MEMSCOPE_SLICES_MAP_SM={s:?}: accepted: an SM number")))?,
-        Err(_) => SM,
-    };
-    let started = Instant::now();
-    let per = layout.offsets(SEED);
-    if per.len() * p as usize > MAP_MAX_LINES {
-        return Err(ProbeError::Failed(format!(
-            "MEMSCOPE_SLICES_MAP={p} with MEMSCOPE_SLICES_MAP_OFFSETS giving {} offsets per page: {} lines, at most \
-             {MAP_MAX_LINES}",
-            per.len(),
-            per.len() * p as usize
-        )));
-    }
-    let lines: Vec<u64> = (0..p).flat_map(|k| per.iter().map(move |o| k * hammer::PAGE_BYTES + o)).collect();
-    let Some(mut child) = memscope_core::helper::self_command() else { return Ok(()) };
-    let mut path: Vec<std::path::PathBuf> = crate::gpu::profiler::cupti_library_dirs();
-    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
-        path.extend(std::env::split_paths(&old).filter(|d| !path.contains(d)).collect::<Vec<_>>());
-    }
-    if let Ok(joined) = std::env::join_paths(path) {
-        child.env("LD_LIBRARY_PATH", joined);
-    }
-    let template = HammerPlan {
-        sm: Some(sm),
-        warps: WARPS,
-        pages: p,
-        kernels: vec![],
-        counters: CounterSource::Cupti,
-        metrics: metrics.to_vec(),
-        time_sms: vec![],
-        time_reps: 0,
-    };
-    let slots: Vec<usize> = PACKED_OPS.iter().map(|o| o.code() as usize).collect();
-    let mut server = map::ServingChild::new(child, device, template)?;
-    let res = map::map_lines(&mut server, &lines, LINES_FULL, UNIT, &slots);
-    let secs = started.elapsed().as_secs_f64();
-    let text = match &res {
-        Ok(m) => {
-            let per_page: Vec<usize> = (0..p as usize)
-                .map(|k| {
-                    let s: std::collections::BTreeSet<usize> =
-                        m.label[k * per.len()..(k + 1) * per.len()].iter().flatten().copied().collect();
-                    s.len()
-                })
-                .collect();
-            format!(
-                "slice labels over {p} adjacent pages ({} offsets each, MEMSCOPE_SLICES_MAP) from SM {sm}: {} of {} lines \
-                 labelled, {} slices seen in all, per page {per_page:?}; {} kernels in {} stages, {secs:.1} s",
-                per.len(),
-                m.label.iter().flatten().count(),
-                lines.len(),
-                m.labels,
-                m.kernels,
-                m.stages
-            )
-        }
-        Err(e) => format!("slice labels over {p} pages: not measured ({e})"),
-    };
-    if let Some(k) = keep {
-        let v = json!({
-            "lines": lines.iter().map(|o| format!("{o:#x}")).collect::<Vec<_>>(),
-            "label": res.as_ref().map(|m| m.label.clone()).unwrap_or_default(),
-            "page_base": server.reports_kept.first().map(|r| r.page_base),
-            "sm": sm,
-            "offsets": spec,
-            "seconds": secs,
-            "summary": text,
-        });
-        let _ = std::fs::write(k.join("map.json"), v.to_string());
-    }
-    // The residue over the map's lines: the function when it predicts held-out lines.
-    let fitted = match (&res, partition_mask) {
-        (Ok(m), Some(mask)) => {
-            let points: Vec<slice_fit::Point> = lines
-                .iter()
-                .zip(&m.label)
-                .filter_map(|(&a, l)| {
-                    l.map(|label| slice_fit::Point {
-                        page: (a / hammer::PAGE_BYTES) as usize,
-                        offset: a % hammer::PAGE_BYTES,
-                        label,
-                    })
-                })
-                .collect();
-            slice_function::function_findings(&points, mask, &format!("slice map from SM {sm}, {spec}"))
-                .map_err(|e| e.to_string())
-        }
-        (Ok(_), None) => Err("the timing check gave no partition bit, which the residue fit needs".to_string()),
-        (Err(_), _) => Err("no labels".to_string()),
-    };
-    match fitted {
-        Ok((function, accuracy)) => {
-            let note = format!("{}. {text}", function.note.clone().unwrap_or_default());
-            out.finding(keys::L2_SLICES_FUNCTION, function.with_note(&note));
-            out.finding(keys::L2_SLICES_HELD_OUT_ACCURACY, accuracy);
-        }
-        Err(why) => {
-            if let Some(f) = out.findings.get_mut(keys::L2_SLICES_FUNCTION) {
-                f.note = Some(match f.note.take() {
-                    Some(n) => format!("{n}. {text}; {why}"),
-                    None => format!("{text}; {why}"),
-                });
-            }
-        }
-    }
-    Ok(())
-}
-
 /// The child's CUPTI values as ncu's rows: one entry per launch, the metrics by name.
 fn cupti_kernels(metrics: &[String], report: &HammerReport) -> Vec<ncu::KernelMetrics> {
     report
@@ -495,12 +359,8 @@ fn ops_of_metrics(plan: &HammerPlan) -> Vec<HammerOp> {
     ops
 }
 
-/// The timing check of the partition (timing.rs), from the child's timed laps.
-/// The partition bit fitted on the hammering SM's near/far labels, with its held-out check.
-fn partition_bit(lines: &[u64], labels: &[timing::SmLabels]) -> Option<(timing::PartitionBit, (usize, usize))> {
-    labels.iter().find(|l| l.sm == SM).and_then(|l| timing::partition_bit(lines, &l.far))
-}
-
+/// The timing check of the partition (timing.rs), from the child's timed laps; its JSON carries
+/// each timed SM's partition bit (`far_mask`), which `l2.slices.function` reads.
 fn timing_finding(out: &mut ProbeOutput, lines: &[u64], report: &HammerReport) {
     if report.timing.is_empty() {
         return;
@@ -541,24 +401,6 @@ fn timing_finding(out: &mut ProbeOutput, lines: &[u64], report: &HammerReport) {
         ))
     };
     out.finding(keys::L2_SLICES_TIMING_CHECK, f);
-    // One bit of the function: the L2 partition a line is homed in, from the hammering SM's labels.
-    let bit = partition_bit(lines, &labels);
-    if let (Some((b, (ok, n))), Some(f)) = (bit, out.findings.get_mut(keys::L2_SLICES_FUNCTION)) {
-        let text = format!(
-            "one bit of it is fitted (l2.slices.timing_check): the L2 partition a line of this page is homed in (far \
-             from SM {SM} by timing) is parity(offset & {}) XOR {} ({} independent equations among the timed lines, \
-             fitted on half of them: {ok} of {n} held-out lines predicted); the frame's bits enter that parity as the \
-             constant, which one page cannot separate (over many pages: docs/L2_SLICES.md, \"The partition bit \
-             over many pages\")",
-            format_mask(b.mask),
-            b.constant,
-            b.rank
-        );
-        f.note = Some(match f.note.take() {
-            Some(n) => format!("{n}. {text}"),
-            None => text,
-        });
-    }
 }
 
 /// How the timed SMs' near/far labels relate: the pairs that label (almost) every line the
@@ -792,49 +634,34 @@ fn compare_with_reference(
 }
 
 fn undetermined_all(out: &mut ProbeOutput, method: &str, why: &str) {
-    for (k, unit) in [
-        (keys::L2_SLICES_COUNT, "slices"),
-        (keys::L2_SLICES_PAGE_PARTITION, ""),
-        (keys::L2_SLICES_PAGE_MASKS, ""),
-        (keys::L2_SLICES_FUNCTION, ""),
-        (keys::L2_SLICES_HELD_OUT_ACCURACY, "ratio"),
-    ] {
+    for (k, unit) in
+        [(keys::L2_SLICES_COUNT, "slices"), (keys::L2_SLICES_PAGE_PARTITION, ""), (keys::L2_SLICES_PAGE_MASKS, "")]
+    {
         out.finding(k, Finding::undetermined(unit, method, why));
     }
 }
 
-/// Why the address -> slice function stays undetermined from one page's partition.
-fn function_undetermined(out: &mut ProbeOutput, m: &str, linear: bool, pages: Option<fit::CrossPage>) {
-    let within = if linear {
-        "within the page the partition is XOR-linear (l2.slices.page_masks), but the page frame's bits, which the \
-         hash also uses, change which masks' values name which slice"
-    } else {
-        "within the page the partition is not XOR-linear over bits 7..20 (l2.slices.page_masks), so the frame's \
-         bits may enter through a non-linear term as well (docs/L2_SLICES.md)"
-    };
-    let across = match pages {
-        Some(c) => {
-            let differ: Vec<String> = c.against_first[1..].iter().map(|(p, d)| format!("{d}/{p}")).collect();
-            format!(
-                ". Across {} adjacent pages of one allocation (the same offsets in each): {} slices seen in all, per \
-                 page {:?}, slices shared with the first page {:?}; offset pairs whose same/different answer differs \
-                 from the first page's: {}",
-                c.pages,
-                c.slices_seen,
-                c.per_page_seen,
-                c.shared_with_first,
-                differ.join(", ")
-            )
-        }
-        None => String::new(),
-    };
-    let why = format!(
-        "the slice function of a physical address needs the physical address of each measured line, and memscope \
-         knows only its offset in a 2 MiB page: the page frame (physical bits 21 and up) is unknown without a \
-         page-table walker; {within}. No function is fitted, so no held-out line is predicted{across}"
+/// With several pages (`MEMSCOPE_SLICES_PAGES`), how their partitions relate, on the partition
+/// finding's note: slices seen, shared with the first page, offset pairs that differ.
+fn cross_page_note(out: &mut ProbeOutput, pages: Option<fit::CrossPage>) {
+    let Some(c) = pages else { return };
+    let differ: Vec<String> = c.against_first[1..].iter().map(|(p, d)| format!("{d}/{p}")).collect();
+    let text = format!(
+        "Across {} adjacent pages of one allocation (the same offsets in each): {} slices seen in all, per page {:?}, \
+         slices shared with the first page {:?}; offset pairs whose same/different answer differs from the first \
+         page's: {}",
+        c.pages,
+        c.slices_seen,
+        c.per_page_seen,
+        c.shared_with_first,
+        differ.join(", ")
     );
-    out.finding(keys::L2_SLICES_FUNCTION, Finding::undetermined("", m, &why));
-    out.finding(keys::L2_SLICES_HELD_OUT_ACCURACY, Finding::undetermined("ratio", m, &why));
+    if let Some(f) = out.findings.get_mut(keys::L2_SLICES_PAGE_PARTITION) {
+        f.note = Some(match f.note.take() {
+            Some(n) => format!("{n}. {text}"),
+            None => text,
+        });
+    }
 }
 
 /// Group sampled offsets by class as hex strings (the partition as data).
@@ -988,12 +815,7 @@ pub fn analyze(
             ),
         );
     }
-    function_undetermined(
-        out,
-        m,
-        tex_fit.linear && determined >= 2,
-        fit::cross_page(lines, &a.class, hammer::PAGE_BYTES),
-    );
+    cross_page_note(out, fit::cross_page(lines, &a.class, hammer::PAGE_BYTES));
     // The fabric counter sums every operation: it is read only on kernels with one read experiment.
     let mut per_kernel_count: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
     for b in batches {
@@ -1261,11 +1083,11 @@ mod tests {
         assert_eq!(Design::parse("all"), None);
     }
 
-    /// Several pages: the same offsets in each, every pair tested across pages, and the function
-    /// finding says how the pages' partitions relate (here a linear hash with frame bits: the same
-    /// partition, other slices).
+    /// Several pages: the same offsets in each, every pair tested across pages, and the partition
+    /// finding's note says how the pages' partitions relate (here a linear hash with frame bits:
+    /// the same partition, other slices). The slice function is another probe's.
     #[test]
-    fn several_pages_are_related_in_the_function_finding() {
+    fn several_pages_are_related_in_the_partition_note() {
         let lines = page_lines(3, LINES_FULL);
         assert_eq!(lines.len(), 3 * LINES_PER_PAGE);
         assert_eq!(lines[LINES_PER_PAGE], hammer::PAGE_BYTES);
@@ -1278,10 +1100,9 @@ mod tests {
             simulate(&lines, &batches, &|a| gf2::apply(&masks, a) as usize, &|_| false, [0.25, 1.0, 1.0, 1.0], 8, 7);
         let mut out = ProbeOutput::default();
         analyze(&mut out, "test", &lines, &batches, &counters, &report());
-        let f = &out.findings["l2.slices.function"];
-        assert_eq!(f.confidence, Confidence::Undetermined);
-        let reason = serde_json::to_string(f).unwrap();
-        assert!(reason.contains("Across 3 adjacent pages") && reason.contains("0/496, 0/496"), "{reason}");
+        let note = out.findings[keys::L2_SLICES_PAGE_PARTITION].note.clone().unwrap();
+        assert!(note.contains("Across 3 adjacent pages") && note.contains("0/496, 0/496"), "{note}");
+        assert!(!out.findings.contains_key(keys::L2_SLICES_FUNCTION), "l2.slices.function is its own probe");
         assert!(out.findings["l2.slices.page_masks"].confidence != Confidence::Undetermined, "page 0 alone is linear");
     }
 
@@ -1353,9 +1174,12 @@ mod tests {
         timing_finding(&mut out2, &lines, &rep2);
         let note2 = out2.findings[keys::L2_SLICES_TIMING_CHECK].note.clone().unwrap();
         assert!(note2.contains("not the lines' home slices") && !note2.contains("; 0 of "), "{note2}");
-        let fnote = out2.findings[keys::L2_SLICES_FUNCTION].note.clone().unwrap();
-        assert!(fnote.contains(&format!("parity(offset & {}) XOR 0", format_mask(0x1000))), "{fnote}");
-        assert!(fnote.contains("24 of 24 held-out lines predicted"), "{fnote}");
+        // The partition bit SM 0's labels give (far exactly on offset bit 12), as l2.slices.function
+        // reads it from the finding.
+        let bit = function_probe::timed_partition_bit(&out2.findings, SM).unwrap();
+        assert_eq!((bit.mask, bit.far_when_parity_is, bit.held_out), (0x1000, Some(1), Some((24, 24))));
+        assert!(bit.text().contains(&format!("parity(offset & {}) is 1", format_mask(0x1000))), "{}", bit.text());
+        assert!(!out2.findings.contains_key(keys::L2_SLICES_FUNCTION), "l2.slices.function is its own probe");
         // No laps: no finding.
         let mut quiet = ProbeOutput::default();
         timing_finding(&mut quiet, &lines, &report());

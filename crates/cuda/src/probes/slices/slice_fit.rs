@@ -23,7 +23,8 @@ pub struct Point {
     pub label: usize,
 }
 
-/// What is wrong with a map file (map.json as kept by `MEMSCOPE_SLICES_MAP`).
+/// What is wrong with a map file (map.json as the `l2.slices.function` probe keeps it with
+/// `MEMSCOPE_SLICES_KEEP`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MapDataError {
     #[error("no \"lines\" array")]

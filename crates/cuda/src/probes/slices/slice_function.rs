@@ -1,10 +1,11 @@
 //! The `l2.slices.function` finding from a slice map (docs/L2_SLICES.md, "A residue modulo 47
 //! fits"): when the map's labels let slice_mod.rs fit its residue (a dense map of a page, with
-//! the partition bit's mask from the probe's timing check), the function within a page and each
-//! page's share (the frame's part), and `l2.slices.held_out_accuracy`: every other line set
-//! held out, predicted by the residue fitted on the rest. The function finding's value is an
-//! object: `formula` (the function in words), `function` (the simulated-hierarchy JSON's residue
-//! form, docs/CONTRACTS.md, with the first page's share) and `shares` (every mapped page's).
+//! the partition bit's mask from `l2.slices`' timing check, which function_probe.rs reads), the
+//! function within a page and each page's share (the frame's part), and
+//! `l2.slices.held_out_accuracy`: every other line set held out, predicted by the residue fitted
+//! on the rest. The function finding's value is an object: `formula` (the function in words),
+//! `function` (the simulated-hierarchy JSON's residue form, docs/CONTRACTS.md, with the first
+//! page's share) and `shares` (every mapped page's).
 
 use super::hammer::PAGE_BYTES;
 use super::slice_fit::Point;

@@ -1,0 +1,357 @@
+//! `l2.slices.function`: the L2 slice function within a 2 MiB page and each mapped page's share
+//! (docs/L2_SLICES.md, "The function in a run"). A slice map (map.rs: the adaptive design in a
+//! serving child reading CUPTI) labels every line set of one page (`bits:8+10-20`, 4096 lines,
+//! about 110 s on the H200), and the residue fit (slice_function.rs) reads the labels with the
+//! partition bit's mask from `l2.slices.timing_check`, which is why this probe needs `l2.slices`.
+//! Diagnostics' variables override the map's defaults (pages, offsets, SM; docs/L2_SLICES.md).
+
+use super::hammer::{self, CounterSource, HammerPlan};
+use super::map::{self, SliceMap};
+use super::{map_layout, ncu, slice_fit, slice_function};
+use super::{LINES_FULL, PACKED_OPS, SEED, SM, UNIT, WARPS};
+use crate::probes::{cuda_only, run_gpu};
+use crate::CudaTarget;
+use memscope_core::gf2::{format_mask, parse_mask};
+use memscope_core::keys;
+use memscope_core::{Applicability, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, TargetInfo};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+pub struct SliceFunctionProbe;
+
+/// The map's pages by default (`MEMSCOPE_SLICES_MAP` overrides; the offsets in each are
+/// `map_layout::DEFAULT_SPEC`, `MEMSCOPE_SLICES_MAP_OFFSETS` overrides).
+pub const DEFAULT_PAGES: u64 = 1;
+/// What the progress line and the registry say the default map takes.
+pub const DEFAULT_MAP_TIME: &str = "about 110 s on the H200";
+/// Most lines one map labels (pages x offsets; about 30 lines a second on the H200, so this is
+/// about 18 minutes).
+const MAP_MAX_LINES: usize = 1 << 15;
+
+/// What the map labels and from which SM: the defaults, or the diagnostics' variables.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MapConfig {
+    /// Adjacent 2 MiB pages of one allocation.
+    pub pages: u64,
+    /// The offsets' spec (map_layout.rs) and the offsets it gives in each page.
+    pub spec: String,
+    pub offsets: Vec<u64>,
+    /// The SM that hammers the lines (near and far slices are relative to it).
+    pub sm: u32,
+}
+
+impl MapConfig {
+    /// The defaults, each overridden by its variable where `var` has it (`std::env::var` in a
+    /// run): `MEMSCOPE_SLICES_MAP` (pages), `MEMSCOPE_SLICES_MAP_OFFSETS`, `MEMSCOPE_SLICES_MAP_SM`.
+    /// Err: the bad value, named.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<MapConfig, String> {
+        let pages = match var("MEMSCOPE_SLICES_MAP") {
+            Some(p) => p
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|p| (1..=hammer::MAX_PAGES).contains(p))
+                .ok_or_else(|| format!("MEMSCOPE_SLICES_MAP={p:?}: accepted: 1 to {}", hammer::MAX_PAGES))?,
+            None => DEFAULT_PAGES,
+        };
+        let spec = var("MEMSCOPE_SLICES_MAP_OFFSETS").unwrap_or_else(|| map_layout::DEFAULT_SPEC.to_string());
+        let layout =
+            map_layout::MapOffsets::parse(&spec).map_err(|e| format!("MEMSCOPE_SLICES_MAP_OFFSETS={spec:?}: {e}"))?;
+        let sm = match var("MEMSCOPE_SLICES_MAP_SM") {
+            Some(s) => {
+                s.trim().parse::<u32>().map_err(|_| format!("MEMSCOPE_SLICES_MAP_SM={s:?}: accepted: an SM number"))?
+            }
+            None => SM,
+        };
+        let offsets = layout.offsets(SEED);
+        if offsets.len() * pages as usize > MAP_MAX_LINES {
+            return Err(format!(
+                "MEMSCOPE_SLICES_MAP={pages} with MEMSCOPE_SLICES_MAP_OFFSETS={spec:?} giving {} offsets per page: {} \
+                 lines, at most {MAP_MAX_LINES}",
+                offsets.len(),
+                offsets.len() * pages as usize
+            ));
+        }
+        Ok(MapConfig { pages, spec, offsets, sm })
+    }
+
+    /// The map's lines: the same offsets in each page, as addresses from the first page's base.
+    pub fn lines(&self) -> Vec<u64> {
+        (0..self.pages).flat_map(|k| self.offsets.iter().map(move |o| k * hammer::PAGE_BYTES + o)).collect()
+    }
+
+    /// The findings' method.
+    fn method(&self, mask: Option<u64>) -> String {
+        let bit = match mask {
+            Some(m) => format!("the partition bit's mask {} from l2.slices.timing_check", format_mask(m)),
+            None => "the partition bit's mask from l2.slices.timing_check".to_string(),
+        };
+        format!(
+            "slice map ({}: {} offsets in each of {} adjacent 2 MiB pages) hammered from SM {}, CUPTI's counters \
+             read in a serving child between the map's stages (map.rs); {bit}",
+            self.spec,
+            self.offsets.len(),
+            self.pages,
+            self.sm
+        )
+    }
+}
+
+/// The partition bit that `l2.slices.timing_check` fitted to one SM's near/far labels (timing.rs,
+/// `summary_json`): far from that SM when parity(offset & mask) is `far_when_parity_is`, on the
+/// page `l2.slices` sampled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimedBit {
+    pub sm: u32,
+    pub mask: u64,
+    pub far_when_parity_is: Option<u64>,
+    /// Independent equations among the timed lines.
+    pub rank: Option<u64>,
+    /// Held-out timed lines predicted, of those held out.
+    pub held_out: Option<(u64, u64)>,
+}
+
+impl TimedBit {
+    /// What the bit says, for the function's note.
+    pub fn text(&self) -> String {
+        let mask = format_mask(self.mask);
+        let when = match self.far_when_parity_is {
+            Some(v) => format!("when parity(offset & {mask}) is {v}"),
+            None => format!("by parity(offset & {mask})"),
+        };
+        let rank = self.rank.map(|r| format!("{r} independent equations among the timed lines"));
+        let held = self.held_out.map(|(ok, n)| format!("fitted on half of them: {ok} of {n} held-out lines predicted"));
+        let how: Vec<String> = [rank, held].into_iter().flatten().collect();
+        format!(
+            "the partition bit (l2.slices.timing_check): on the page l2.slices sampled, a line is far from SM {} by \
+             timing {when}{}; that page's frame sets the constant, and each mapped page has its own (p)",
+            self.sm,
+            if how.is_empty() { String::new() } else { format!(" ({})", how.join(", ")) }
+        )
+    }
+}
+
+/// The partition bit of SM `sm` from the earlier findings' `l2.slices.timing_check`, or why there
+/// is none (the check missing or undetermined, the SM not timed, no bit fitted to its labels).
+pub fn timed_partition_bit(earlier: &BTreeMap<String, Finding>, sm: u32) -> Result<TimedBit, String> {
+    let key = keys::L2_SLICES_TIMING_CHECK;
+    let need = "the residue fit needs the partition bit's mask";
+    let Some(f) = earlier.get(key) else {
+        return Err(format!(
+            "{key} is missing (l2.slices did not run, timed no lap, or found no partition to check): {need}"
+        ));
+    };
+    if f.confidence == Confidence::Undetermined {
+        return Err(format!("{key} is undetermined ({}): {need}", f.note.as_deref().unwrap_or("no reason given")));
+    }
+    let sms = f.value.get("sms").and_then(|v| v.as_array()).map(Vec::as_slice).unwrap_or_default();
+    let Some(entry) = sms.iter().find(|s| s.get("sm").and_then(|v| v.as_u64()) == Some(sm as u64)) else {
+        let timed: Vec<u64> = sms.iter().filter_map(|s| s.get("sm").and_then(|v| v.as_u64())).collect();
+        return Err(format!("{key} timed no lap from SM {sm}, the SM the map hammers from (timed: {timed:?}): {need}"));
+    };
+    let Some(text) = entry.get("far_mask").and_then(|v| v.as_str()) else {
+        return Err(format!("{key} fitted no partition bit to SM {sm}'s near/far labels: {need}"));
+    };
+    let mask = parse_mask(text).ok_or_else(|| format!("{key}: SM {sm}'s far_mask {text:?} is not a hex mask"))?;
+    let held_out = entry.get("far_mask_held_out").and_then(|v| v.as_array()).and_then(|a| match a.as_slice() {
+        [ok, n] => Some((ok.as_u64()?, n.as_u64()?)),
+        _ => None,
+    });
+    Ok(TimedBit {
+        sm,
+        mask,
+        far_when_parity_is: entry.get("far_when_parity_is").and_then(|v| v.as_u64()),
+        rank: entry.get("far_mask_rank").and_then(|v| v.as_u64()),
+        held_out,
+    })
+}
+
+/// Both findings undetermined, with the reason.
+fn undetermined_both(out: &mut ProbeOutput, method: &str, why: &str) {
+    out.finding(keys::L2_SLICES_FUNCTION, Finding::undetermined("", method, why));
+    out.finding(keys::L2_SLICES_HELD_OUT_ACCURACY, Finding::undetermined("ratio", method, why));
+}
+
+/// One map as run: its lines (addresses from the first page's base), their labels or why there
+/// are none, and the seconds it took.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MapRun {
+    pub lines: Vec<u64>,
+    pub labels: Result<SliceMap, String>,
+    pub secs: f64,
+}
+
+/// What the map says in a line: lines labelled, slices seen, per page, its work and time.
+pub fn map_summary(cfg: &MapConfig, res: &Result<SliceMap, String>, secs: f64) -> String {
+    let per = cfg.offsets.len();
+    match res {
+        Ok(m) => {
+            let per_page: Vec<usize> = (0..cfg.pages as usize)
+                .map(|k| {
+                    let s: std::collections::BTreeSet<usize> =
+                        m.label[k * per..(k + 1) * per].iter().flatten().copied().collect();
+                    s.len()
+                })
+                .collect();
+            format!(
+                "slice labels over {} adjacent page(s) ({per} offsets each, {}) from SM {}: {} of {} lines labelled, \
+                 {} slices seen in all, per page {per_page:?}; {} kernels in {} stages, {secs:.1} s",
+                cfg.pages,
+                cfg.spec,
+                cfg.sm,
+                m.label.iter().flatten().count(),
+                m.label.len(),
+                m.labels,
+                m.kernels,
+                m.stages
+            )
+        }
+        Err(e) => format!("slice labels over {} page(s): not measured ({e})", cfg.pages),
+    }
+}
+
+/// The two findings from the map's labels (pure given its inputs): the residue fit with the
+/// timed partition bit's mask, or both undetermined with the map's summary and why.
+pub fn function_from_map(out: &mut ProbeOutput, cfg: &MapConfig, bit: &TimedBit, run: &MapRun) {
+    let summary = map_summary(cfg, &run.labels, run.secs);
+    let method = cfg.method(Some(bit.mask));
+    let fitted = match &run.labels {
+        Ok(m) => {
+            let points: Vec<slice_fit::Point> = run
+                .lines
+                .iter()
+                .zip(&m.label)
+                .filter_map(|(&a, l)| {
+                    l.map(|label| slice_fit::Point {
+                        page: (a / hammer::PAGE_BYTES) as usize,
+                        offset: a % hammer::PAGE_BYTES,
+                        label,
+                    })
+                })
+                .collect();
+            slice_function::function_findings(&points, bit.mask, &method).map_err(|e| e.to_string())
+        }
+        Err(_) => Err("no labels".to_string()),
+    };
+    match fitted {
+        Ok((function, accuracy)) => {
+            let note = format!("{}. {}. {summary}", function.note.clone().unwrap_or_default(), bit.text());
+            out.finding(keys::L2_SLICES_FUNCTION, function.with_note(&note));
+            out.finding(keys::L2_SLICES_HELD_OUT_ACCURACY, accuracy);
+        }
+        Err(why) => undetermined_both(out, &method, &format!("{summary}; {why}")),
+    }
+}
+
+/// The map on the GPU: a serving child reading CUPTI labels `cfg`'s lines; the labels go to the
+/// keep directory (map.json). Err: the child could not be set up.
+fn slice_map(
+    mut child: std::process::Command,
+    device: usize,
+    cfg: &MapConfig,
+    keep: Option<&Path>,
+) -> Result<MapRun, ProbeError> {
+    let started = Instant::now();
+    let lines = cfg.lines();
+    let mut path: Vec<PathBuf> = crate::gpu::profiler::cupti_library_dirs();
+    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
+        path.extend(std::env::split_paths(&old).filter(|d| !path.contains(d)).collect::<Vec<_>>());
+    }
+    if let Ok(joined) = std::env::join_paths(path) {
+        child.env("LD_LIBRARY_PATH", joined);
+    }
+    let metrics: Vec<String> = ncu::metric_list(&PACKED_OPS).split(',').map(String::from).collect();
+    let template = HammerPlan {
+        sm: Some(cfg.sm),
+        warps: WARPS,
+        pages: cfg.pages,
+        kernels: vec![],
+        counters: CounterSource::Cupti,
+        metrics,
+        time_sms: vec![],
+        time_reps: 0,
+    };
+    let slots: Vec<usize> = PACKED_OPS.iter().map(|o| o.code() as usize).collect();
+    let mut server = map::ServingChild::new(child, device, template)?;
+    let res = map::map_lines(&mut server, &lines, LINES_FULL, UNIT, &slots).map_err(|e| e.to_string());
+    let secs = started.elapsed().as_secs_f64();
+    if let Some(k) = keep {
+        let v = json!({
+            "lines": lines.iter().map(|o| format!("{o:#x}")).collect::<Vec<_>>(),
+            "label": res.as_ref().map(|m| m.label.clone()).unwrap_or_default(),
+            "page_base": server.reports_kept.first().map(|r| r.page_base),
+            "sm": cfg.sm,
+            "offsets": cfg.spec,
+            "seconds": secs,
+            "summary": map_summary(cfg, &res, secs),
+        });
+        let _ = std::fs::write(k.join("map.json"), v.to_string());
+    }
+    Ok(MapRun { lines, labels: res, secs })
+}
+
+/// The probe body on a CUDA target, the partition bit in hand.
+fn measure(
+    t: &mut CudaTarget,
+    cfg: &MapConfig,
+    bit: &TimedBit,
+    keep: Option<PathBuf>,
+) -> Result<ProbeOutput, ProbeError> {
+    let started = Instant::now();
+    let mut out = ProbeOutput::default();
+    let Some(child) = memscope_core::helper::self_command() else {
+        undetermined_both(&mut out, &cfg.method(Some(bit.mask)), memscope_core::helper::NO_SELF_COMMAND);
+        return Ok(out);
+    };
+    if let Some(k) = &keep {
+        let _ = std::fs::create_dir_all(k);
+    }
+    let run = slice_map(child, t.gpu.ordinal, cfg, keep.as_deref())?;
+    function_from_map(&mut out, cfg, bit, &run);
+    let secs = started.elapsed().as_secs_f64();
+    out.finding(
+        keys::L2_SLICES_FUNCTION_PROBE_SECONDS,
+        Finding::number(
+            (secs * 10.0).round() / 10.0,
+            "s",
+            "wall time of the probe (the serving child and the map included)",
+            Confidence::High,
+        ),
+    );
+    Ok(out)
+}
+
+impl Probe for SliceFunctionProbe {
+    fn key(&self) -> &'static str {
+        "l2.slices.function"
+    }
+    fn description(&self) -> &'static str {
+        "GPU L2 slice function within a 2 MiB page, from a full-page slice map (about 110 s on the H200)"
+    }
+    fn applicability(&self, target: &TargetInfo) -> Applicability {
+        cuda_only(target)
+    }
+    fn needs(&self) -> &'static [&'static str] {
+        &["l2.slices"]
+    }
+    fn run(&self, ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError> {
+        let cfg = MapConfig::from_vars(|k| std::env::var(k).ok()).map_err(ProbeError::Failed)?;
+        let keep = std::env::var_os("MEMSCOPE_SLICES_KEEP").map(PathBuf::from);
+        let bit = match timed_partition_bit(ctx.earlier, cfg.sm) {
+            Ok(b) => b,
+            Err(why) => {
+                let mut out = ProbeOutput::default();
+                undetermined_both(&mut out, &cfg.method(None), &why);
+                return Ok(out);
+            }
+        };
+        let n = cfg.offsets.len() * cfg.pages as usize;
+        ctx.progress.message(&format!(
+            "l2.slices.function: slice map of {n} lines ({} page(s), {}) from SM {}; one full page takes {DEFAULT_MAP_TIME}",
+            cfg.pages, cfg.spec, cfg.sm
+        ));
+        run_gpu(ctx, |t, _quick| measure(t, &cfg, &bit, keep))
+    }
+}
