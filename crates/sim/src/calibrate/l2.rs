@@ -68,7 +68,10 @@ pub fn residue_of(f: &memscope_core::Finding) -> Result<MeasuredSlices, String> 
     residue.check().map_err(|e| format!("l2.slices.function's function.{}: {}", e.field, e.why))?;
     let pages = f.value.get("shares").and_then(|s| s.as_array()).map_or(1, |a| a.len().max(1));
     let frames_note = if residue.frame.is_some() {
-        "the frame's share as the finding gives it".to_string()
+        format!(
+            "the frame's share as a function of the frame number, fitted over {pages} mapped pages of one \
+             allocation taken as consecutive frames (memscope reads no page table); other frames extrapolated"
+        )
     } else {
         format!(
             "the share of the first of {pages} mapped page(s) for every frame: memscope reads no page table, so the \

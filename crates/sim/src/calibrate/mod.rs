@@ -506,9 +506,7 @@ fn measured_geometry(
         Kind::Derived,
         format!("{cap_from} / ({} ways x {} B lines) over {} slices; {}", h.l2.ways, h.l2.line_bytes, g.slices, g.rule),
     );
-    let mut residue = m.residue.clone();
-    residue.frame = None;
-    let function = crate::hierarchy::HashFunction::Residue { residue };
+    let function = crate::hierarchy::HashFunction::Residue { residue: m.residue.clone() };
     let text = |x: &crate::hierarchy::HashFunction| serde_json::to_string(x).unwrap_or_default();
     src.set("l2.slice_function", text(&function), Kind::Measured, format!("l2.slices.function; {}", m.frames_note));
     let (_, set_fn) = l2::functions(&g, h.l2.line_bytes);

@@ -202,3 +202,22 @@ fn another_runs_findings_fill_only_what_the_first_lacks() {
     assert_eq!(taken, vec![keys::L2_SLICES_FUNCTION.to_string()]);
     assert_eq!(f[keys::L2_HIT_LATENCY_NS], before_hit, "a determined finding is kept");
 }
+
+#[test]
+fn a_measured_frame_function_goes_into_the_preset() {
+    let (t, mut f) = h200();
+    let mut finding = h200_function_finding();
+    let frame = serde_json::json!({"flip_masks": ["0x1", "0x0", "0x2", "0x0", "0x0", "0x0", "0x0", "0x0", "0x0", "0x4"],
+        "partition_mask": "0x3", "constant_step": 5});
+    finding.value["function"]["frame"] = frame;
+    f.insert(keys::L2_SLICES_FUNCTION.into(), finding);
+    let c = run(&t, &f).unwrap();
+    let crate::hierarchy::HashFunction::Residue { residue } = &c.hierarchy.l2.slice_function else { panic!() };
+    let fr = residue.frame.as_ref().expect("the frame function kept");
+    assert_eq!((fr.constant_step, fr.partition_mask), (5, Mask(3)));
+    assert!(
+        row(&c, "l2.slice_function").detail.contains("fitted over 1 mapped pages"),
+        "{:?}",
+        row(&c, "l2.slice_function")
+    );
+}
