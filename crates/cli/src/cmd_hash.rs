@@ -4,7 +4,8 @@
 //! (0x...) or decimal. One line per address "ADDR VALUE", or with --json an array of
 //! {"addr": "0x...", "slice"|"set": n}. `hash slice --target h200 --page-share F:C:P` evaluates the
 //! H200's measured function within a page (memscope_sim::hash_h200): "ADDR P.Y" (partition bit,
-//! residue), or {"addr", "partition", "residue"}.
+//! residue), or {"addr", "partition", "residue"}. `hash slice --target sim:FILE.json` evaluates a
+//! hierarchy file's `l2.slice_function` on physical addresses (the slice index).
 
 use crate::error::{CliError, CliResult};
 use memscope_sim::hash::{set_index, slice_of};
@@ -21,7 +22,8 @@ pub enum HashCommand {
     /// 48 on the L40S).
     Slice {
         /// Which chip's function: sim:rtx4090 (N = 36) or sim:l40s (N = 48), as `run --target`
-        /// spells them; `--gpu rtx4090` is the older spelling.
+        /// spells them (`--gpu rtx4090` is the older spelling); sim:FILE.json, a hierarchy's
+        /// `l2.slice_function` (e.g. the calibrated H200 preset's); h200 with --page-share.
         #[arg(long, short = 't', alias = "gpu", default_value = "sim:rtx4090", value_name = "sim:PRESET")]
         target: String,
         /// Print a JSON array instead of lines.
@@ -102,6 +104,17 @@ fn h200(share: Option<&str>, addrs: &[String], json: bool) -> CliResult {
     Ok(())
 }
 
+/// `hash slice --target sim:FILE.json`: the slice of each physical address under the file's
+/// `l2.slice_function` (any kind the hierarchy JSON takes, the residue with its frame share too).
+fn from_hierarchy(file: &std::path::Path, addrs: &[String], json: bool) -> CliResult {
+    let h = crate::cmd_sim::from_file(file, "--target")?;
+    let f = memscope_sim::hash::IndexFn::slice(&h.l2_slice_function());
+    let addrs = addrs.iter().map(|a| parse_addr(a)).collect::<Result<Vec<u64>, _>>()?;
+    let values: Vec<(u64, u32)> = addrs.iter().map(|&a| (a, f.eval(a))).collect();
+    print(&values, "slice", json);
+    Ok(())
+}
+
 pub fn run(args: Args) -> CliResult {
     match args.command {
         HashCommand::Slice { target, json, page_share, addrs } => {
@@ -109,8 +122,16 @@ pub fn run(args: Args) -> CliResult {
                 "rtx4090" | "4090" => 36,
                 "l40s" => 48,
                 "h200" => return h200(page_share.as_deref(), &addrs, json),
+                file if target.starts_with("sim:") && file.ends_with(".json") => {
+                    if page_share.is_some() {
+                        return Err(CliError::usage(format!("--page-share is for --target h200, not {target:?}")));
+                    }
+                    return from_hierarchy(std::path::Path::new(file), &addrs, json);
+                }
                 _ => {
-                    return Err(CliError::usage(format!("--target {target:?}: accepted: sim:rtx4090, sim:l40s, h200")))
+                    return Err(CliError::usage(format!(
+                        "--target {target:?}: accepted: sim:rtx4090, sim:l40s, sim:FILE.json, h200"
+                    )))
                 }
             };
             if page_share.is_some() {
@@ -164,5 +185,21 @@ mod tests {
         let e = run(slice("sim:rtx4090", Some("0x3e4:38:0"))).unwrap_err();
         assert_eq!(e.exit_code(), 2);
         assert!(run(slice("h200", Some("0x3e4:38:0"))).is_ok());
+    }
+
+    #[test]
+    fn a_hierarchy_files_slice_function_is_evaluated() {
+        // The calibrated H200 preset: its residue gives 0x1000 the H200 function's slice.
+        let preset = concat!(env!("CARGO_MANIFEST_DIR"), "/../../results/h200/h200-preset.json");
+        let h = crate::cmd_sim::from_file(std::path::Path::new(preset), "--target").unwrap();
+        let f = memscope_sim::hash::IndexFn::slice(&h.l2_slice_function());
+        let share = memscope_sim::hash_h200::parse_share("0x3e4:38:0").unwrap();
+        let (p, y) = memscope_sim::hash_h200::h200_slice(0x1000, &share);
+        assert_eq!(f.eval(0x1000), p as u32 * 47 + y as u32);
+        assert!(run(slice(&format!("sim:{preset}"), None)).is_ok());
+        let e = run(slice(&format!("sim:{preset}"), Some("0x3e4:38:0"))).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let e = run(slice("sim:/nonexistent/h.json", None)).unwrap_err();
+        assert!(e.exit_code() == 2 && e.to_string().contains("/nonexistent/h.json"), "{e}");
     }
 }

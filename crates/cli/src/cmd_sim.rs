@@ -120,7 +120,7 @@ fn preset(name: &str) -> Result<Hierarchy, CliError> {
     preset_as(name, "--preset")
 }
 
-fn from_file(f: &Path, flag: &str) -> Result<Hierarchy, CliError> {
+pub(crate) fn from_file(f: &Path, flag: &str) -> Result<Hierarchy, CliError> {
     let text = memscope_sim::target::read_limited(f)
         .map_err(|e| CliError::usage(format!("{flag} {}: cannot read: {e}", f.display())))?;
     Hierarchy::from_json_str(&text).map_err(|e| CliError::usage(format!("{}: {e}", f.display())))
