@@ -15,21 +15,41 @@ use memscope_cuda::probes::l2_slice_function::function_findings;
 use serde_json::Value;
 use std::io::Read;
 
-fn read(path: &str) -> Result<Value, String> {
-    let raw = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
+/// What went wrong, naming the file.
+#[derive(Debug, thiserror::Error)]
+enum RefitError {
+    #[error("usage: l2_function_refit RESULTS.json[.gz] MAP.json[.gz]")]
+    Usage,
+    #[error("{path}: {source}")]
+    Io { path: String, source: std::io::Error },
+    #[error("{path}: {source}")]
+    Json { path: String, source: serde_json::Error },
+    #[error("{path}: {source}")]
+    Map { path: String, source: memscope_cuda::probes::l2_slice_fit::MapDataError },
+    #[error("{path}: no partition mask for SM 0 in {}", keys::L2_SLICES_TIMING_CHECK)]
+    NoMask { path: String },
+    #[error("{path}: {source}")]
+    Fit { path: String, source: memscope_cuda::probes::l2_slice_function::SliceFunctionError },
+}
+
+fn read(path: &str) -> Result<Value, RefitError> {
+    let io = |source| RefitError::Io { path: path.into(), source };
+    let raw = std::fs::read(path).map_err(io)?;
     let text = if raw.starts_with(&[0x1f, 0x8b]) {
         let mut out = Vec::new();
-        GzDecoder::new(&raw[..]).read_to_end(&mut out).map_err(|e| format!("{path}: {e}"))?;
+        GzDecoder::new(&raw[..])
+            .read_to_end(&mut out)
+            .map_err(|source| RefitError::Io { path: path.into(), source })?;
         out
     } else {
         raw
     };
-    serde_json::from_slice(&text).map_err(|e| format!("{path}: {e}"))
+    serde_json::from_slice(&text).map_err(|source| RefitError::Json { path: path.into(), source })
 }
 
-fn run(args: &[String]) -> Result<Value, String> {
+fn run(args: &[String]) -> Result<Value, RefitError> {
     let [results_path, map_path] = args else {
-        return Err("usage: l2_function_refit RESULTS.json[.gz] MAP.json[.gz]".into());
+        return Err(RefitError::Usage);
     };
     let mut results = read(results_path)?;
     let map = read(map_path)?;
@@ -39,14 +59,15 @@ fn run(args: &[String]) -> Result<Value, String> {
         .and_then(|sms| sms.iter().find(|s| s["sm"] == 0))
         .and_then(|s| s["far_mask"].as_str())
         .and_then(memscope_core::gf2::parse_mask)
-        .ok_or_else(|| format!("{results_path}: no partition mask for SM 0 in {}", keys::L2_SLICES_TIMING_CHECK))?;
-    let points = points_from_map(&map).map_err(|e| format!("{map_path}: {e}"))?;
+        .ok_or_else(|| RefitError::NoMask { path: results_path.clone() })?;
+    let points = points_from_map(&map).map_err(|source| RefitError::Map { path: map_path.clone(), source })?;
     let method = format!(
         "slice map from SM {}, {}; re-fitted from the kept map by l2_function_refit",
         map["sm"].as_u64().unwrap_or(0),
         map["offsets"].as_str().unwrap_or("?")
     );
-    let (function, accuracy) = function_findings(&points, mask, &method).map_err(|e| format!("{map_path}: {e}"))?;
+    let (function, accuracy) = function_findings(&points, mask, &method)
+        .map_err(|source| RefitError::Fit { path: map_path.clone(), source })?;
     for (key, mut finding) in [(keys::L2_SLICES_FUNCTION, function), (keys::L2_SLICES_HELD_OUT_ACCURACY, accuracy)] {
         let old = &results["findings"][key];
         finding.target = old["target"].as_str().map(String::from);
@@ -54,7 +75,8 @@ fn run(args: &[String]) -> Result<Value, String> {
         if let (keys::L2_SLICES_FUNCTION, Some(n)) = (key, old["note"].as_str()) {
             finding = finding.with_note(n);
         }
-        results["findings"][key] = serde_json::to_value(finding).map_err(|e| e.to_string())?;
+        results["findings"][key] =
+            serde_json::to_value(finding).map_err(|source| RefitError::Json { path: results_path.clone(), source })?;
     }
     Ok(results)
 }
