@@ -157,10 +157,13 @@ fn run_shares_named(
     (shares, rename)
 }
 
+/// A representation of the model with the renaming (run's label -> model's label) a page gives it.
+type NamedForm = (ResidueModel, HashMap<usize, usize>);
+
 /// The model's two representations (one page cannot tell them apart, slice_mod.rs: the model and
 /// its reflection), each with the renaming `page`'s lines give it (the costly step of
 /// `run_shares`, the same for every set of pages that starts at `page`).
-fn named_forms(model: &ResidueModel, points: &[Point], page: usize) -> Vec<(ResidueModel, HashMap<usize, usize>)> {
+fn named_forms(model: &ResidueModel, points: &[Point], page: usize) -> Vec<NamedForm> {
     let lines = page_lines(points, page);
     [model.clone(), model.reflected()]
         .into_iter()
@@ -195,12 +198,7 @@ pub fn frame_form(model: &ResidueModel, points: &[Point], pages: &[usize], bits:
 }
 
 /// `frame_form` from `named_forms` of the first of `pages`.
-fn frame_form_of(
-    forms: &[(ResidueModel, HashMap<usize, usize>)],
-    points: &[Point],
-    pages: &[usize],
-    bits: u32,
-) -> FrameForm {
+fn frame_form_of(forms: &[NamedForm], points: &[Point], pages: &[usize], bits: u32) -> FrameForm {
     forms
         .iter()
         .map(|(m, first_rename)| {
@@ -265,7 +263,7 @@ pub struct PageLeftOut {
 pub fn held_out_pages(model: &ResidueModel, points: &[Point], bits: u32, held: &[usize]) -> Vec<PageLeftOut> {
     let pages = pages_of(points);
     // The other pages start at the first page, or at the second when the first is left out.
-    let mut named: HashMap<usize, Vec<(ResidueModel, HashMap<usize, usize>)>> = HashMap::new();
+    let mut named: HashMap<usize, Vec<NamedForm>> = HashMap::new();
     held.iter()
         .map(|&q| {
             let others: Vec<usize> = pages.iter().copied().filter(|&p| p != q).collect();
