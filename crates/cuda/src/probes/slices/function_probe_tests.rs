@@ -1,8 +1,9 @@
-//! Tests of function_probe.rs without a GPU: the map's defaults and the variables that override
-//! them, the partition bit read from an `l2.slices.timing_check` finding (present, missing,
-//! undetermined, another SM, no bit), and the findings from the H200 map that the probe's code
-//! path took (results/h200/l2-slices-function), from labels that are no residue, and from a map
-//! that failed.
+//! Tests of function_probe.rs without a GPU: the map's layout (the first page full, probe lines on
+//! the others) and the variables that override it, the partition bit read from an
+//! `l2.slices.timing_check` finding (present, missing, undetermined, another SM, no bit), and the
+//! findings from the H200 map that the probe's code path took (results/h200/l2-slices-function,
+//! one page), from labels that are no residue, and from a map that failed. The frame function's
+//! findings on the probe's layout: slice_frame_function_tests.rs.
 
 use super::function_probe::{function_from_map, map_summary, timed_partition_bit, MapConfig, MapRun};
 use super::h200_maps::h200;

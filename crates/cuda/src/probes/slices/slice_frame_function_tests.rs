@@ -15,7 +15,7 @@ use super::slice_frame_function::*;
 use super::slice_frames::predicted_share;
 use super::slice_function::{function_findings, function_value};
 use super::slice_mod::{fit_residue, PageTerms};
-use super::synthetic_frames::{class, truth_residue, PARTITION};
+use super::synthetic_frames::{class, truth_residue, FRAME_FLIPS, FRAME_PARTITION, MASKS, PARTITION};
 use memscope_core::keys;
 use memscope_core::{Confidence, Finding, ProbeOutput};
 use memscope_sim::hash_residue::{PageShare, Residue};
@@ -113,6 +113,14 @@ fn the_probes_layout_gives_the_frame_function_that_predicts_every_line_of_every_
     }
     let note = f.note.clone().unwrap();
     assert!(note.contains(&format!("page k is frame {first} + k")) && note.contains("extrapolated"), "{note}");
+    // The truth's function: the same masks and, from the true first frame modulo 16 (the lowest
+    // of the four that fit: 1, 5, 9, 13), the truth's frame masks within the frame bits the pages
+    // vary (0x6b's bits 0, 1 and 3 for the partition).
+    assert!(note.contains("4 first frames fit the shares ([1, 5, 9, 13] modulo 16)"), "{note}");
+    assert_eq!(first, first_true % 16);
+    assert_eq!(r.terms.iter().map(|t| t.mask.0).collect::<Vec<_>>(), MASKS);
+    assert_eq!(frame.flip_masks.iter().map(|m| m.0).collect::<Vec<_>>(), FRAME_FLIPS);
+    assert_eq!(frame.partition_mask.0, FRAME_PARTITION & 0xf);
     // The simulator with the finding's function, page k at frame first + k: every line of every
     // mapped page (all 4096 line sets, not only the 400 probe lines) on a simulated slice whose
     // lines all carry one label; 94 slices, two per label.
