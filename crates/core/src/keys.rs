@@ -90,6 +90,9 @@ pub const L2_SLICES_FUNCTION: &str = "l2.slices.function";
 /// Share of held-out lines whose slice the fitted function predicts (ratio; the
 /// `l2.slices.function` probe).
 pub const L2_SLICES_HELD_OUT_ACCURACY: &str = "l2.slices.held_out_accuracy";
+/// Share of the lines of mapped pages left out whose slice the frame function fitted on the other
+/// pages' shares predicts (ratio; the `l2.slices.function` probe).
+pub const L2_SLICES_FRAME_HELD_OUT_ACCURACY: &str = "l2.slices.frame_held_out_accuracy";
 /// The timing check of the slice partition: near/far first touches per SM against its classes.
 pub const L2_SLICES_TIMING_CHECK: &str = "l2.slices.timing_check";
 /// Wall time of the slices probe.
@@ -387,6 +390,7 @@ pub const ALL: &[&str] = &[
     L2_SLICES_FAR_PARTITION,
     L2_SLICES_FUNCTION,
     L2_SLICES_HELD_OUT_ACCURACY,
+    L2_SLICES_FRAME_HELD_OUT_ACCURACY,
     L2_SLICES_TIMING_CHECK,
     L2_SLICES_PROBE_SECONDS,
     L2_SLICES_FUNCTION_PROBE_SECONDS,

@@ -1,8 +1,9 @@
-//! Re-derive a run's `l2.slices.function` and `l2.slices.held_out_accuracy` from the slice map it
-//! kept (docs/L2_SLICES.md, "The function in a run"; crates/cuda/src/probes/slices/
-//! slice_function.rs), with the partition bit's mask of the run's own timing check
-//! (`l2.slices.timing_check`, SM 0): the run's results with those two findings replaced, on
-//! stdout. For a run made before the finding's value became structured, or to check a kept map.
+//! Re-derive a run's `l2.slices.function`, `l2.slices.held_out_accuracy` and
+//! `l2.slices.frame_held_out_accuracy` from the slice map it kept (docs/L2_SLICES.md, "The
+//! function in a run"; crates/cuda/src/probes/slices/slice_function.rs), with the partition bit's
+//! mask of the run's own timing check (`l2.slices.timing_check`, SM 0): the run's results with
+//! those findings replaced (or added), on stdout. For a run made before the finding's value
+//! became structured, or to check a kept map.
 //!
 //!   l2_function_refit RESULTS.json[.gz] MAP.json[.gz]
 //!
@@ -66,9 +67,13 @@ fn run(args: &[String]) -> Result<Value, RefitError> {
         map["sm"].as_u64().unwrap_or(0),
         map["offsets"].as_str().unwrap_or("?")
     );
-    let (function, accuracy) = function_findings(&points, mask, &method)
+    let f = function_findings(&points, mask, &method)
         .map_err(|source| RefitError::Fit { path: map_path.clone(), source })?;
-    for (key, mut finding) in [(keys::L2_SLICES_FUNCTION, function), (keys::L2_SLICES_HELD_OUT_ACCURACY, accuracy)] {
+    for (key, mut finding) in [
+        (keys::L2_SLICES_FUNCTION, f.function),
+        (keys::L2_SLICES_HELD_OUT_ACCURACY, f.accuracy),
+        (keys::L2_SLICES_FRAME_HELD_OUT_ACCURACY, f.frame_accuracy),
+    ] {
         let old = &results["findings"][key];
         finding.target = old["target"].as_str().map(String::from);
         // (the run's note on the function also describes the map: kept as it was)

@@ -1,9 +1,11 @@
-//! `l2.slices.function`: the L2 slice function within a 2 MiB page and each mapped page's share
-//! (docs/L2_SLICES.md, "The function in a run"). A slice map (map.rs: the adaptive design in a
-//! serving child reading CUPTI) labels every line set of one page (`bits:8+10-20`, 4096 lines,
-//! about 110 s on the H200), and the residue fit (slice_function.rs) reads the labels with the
-//! partition bit's mask from `l2.slices.timing_check`, which is why this probe needs `l2.slices`.
-//! Diagnostics' variables override the map's defaults (pages, offsets, SM; docs/L2_SLICES.md).
+//! `l2.slices.function`: the L2 slice function within a 2 MiB page, each mapped page's share and
+//! the share as a function of the frame (docs/L2_SLICES.md, "The function in a run"). A slice
+//! map (map.rs: the adaptive design in a serving child reading CUPTI) labels every line set of
+//! the allocation's first page (`bits:8+10-20`, 4096 lines) and a seeded subset of them (400) in
+//! each of the next 7 pages, and the fits (slice_function.rs) read the labels with the partition
+//! bit's mask from `l2.slices.timing_check`, which is why this probe needs `l2.slices`.
+//! Diagnostics' variables override the map's defaults (pages, offsets, probe lines, SM;
+//! docs/L2_SLICES.md).
 
 use super::hammer::{self, CounterSource, HammerPlan};
 use super::map::{self, SliceMap};
@@ -14,6 +16,8 @@ use crate::CudaTarget;
 use memscope_core::gf2::{format_mask, parse_mask};
 use memscope_core::keys;
 use memscope_core::{Applicability, Confidence, Finding, Probe, ProbeContext, ProbeError, ProbeOutput, TargetInfo};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -21,31 +25,53 @@ use std::time::Instant;
 
 pub struct SliceFunctionProbe;
 
-/// The map's pages by default (`MEMSCOPE_SLICES_MAP` overrides; the offsets in each are
-/// `map_layout::DEFAULT_SPEC`, `MEMSCOPE_SLICES_MAP_OFFSETS` overrides).
-pub const DEFAULT_PAGES: u64 = 1;
-/// What the progress line and the registry say the default map takes.
-pub const DEFAULT_MAP_TIME: &str = "about 110 s on the H200";
-/// Most lines one map labels (pages x offsets; about 30 lines a second on the H200, so this is
-/// about 18 minutes).
+/// The map's pages by default (`MEMSCOPE_SLICES_MAP` overrides): the first with every offset of
+/// `map_layout::DEFAULT_SPEC` (`MEMSCOPE_SLICES_MAP_OFFSETS` overrides), the others with
+/// `DEFAULT_PROBE_LINES` of them (`MEMSCOPE_SLICES_MAP_PROBE_LINES` overrides).
+pub const DEFAULT_PAGES: u64 = 8;
+/// Lines of each page after the first: enough for a full page's model to give the page its share
+/// in the run's naming (slice_mod.rs: on the H200, 200 left two labels unnamed on one page, 400
+/// named every line).
+pub const DEFAULT_PROBE_LINES: usize = 400;
+/// The one-page map the estimate of a map's time scales from (results/h200/l2-slices-function:
+/// 4096 line sets in 101.3 s on the H200).
+const RATE_LINES: f64 = 4096.0;
+const RATE_SECS: f64 = 101.3;
+/// Most lines one map labels (about 40 lines a second on the H200, so this is about 14 minutes).
 const MAP_MAX_LINES: usize = 1 << 15;
+/// Seed of the probe lines' subset (distinct from the offsets' own shuffle).
+const PROBE_SEED: u64 = SEED ^ 0x9e37;
 
 /// What the map labels and from which SM: the defaults, or the diagnostics' variables.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MapConfig {
     /// Adjacent 2 MiB pages of one allocation.
     pub pages: u64,
-    /// The offsets' spec (map_layout.rs) and the offsets it gives in each page.
+    /// The offsets' spec (map_layout.rs) and the offsets it gives: all of them in the first page.
     pub spec: String,
     pub offsets: Vec<u64>,
+    /// The offsets of each page after the first: a seeded subset of `offsets` (all of them, in
+    /// their order, when the subset asked for is not smaller).
+    pub probe_offsets: Vec<u64>,
     /// The SM that hammers the lines (near and far slices are relative to it).
     pub sm: u32,
 }
 
+/// `n` of `offsets` chosen by a seeded shuffle, or all of them in order when `n` is not smaller.
+pub fn probe_subset(offsets: &[u64], n: usize) -> Vec<u64> {
+    if n >= offsets.len() {
+        return offsets.to_vec();
+    }
+    let mut v = offsets.to_vec();
+    v.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(PROBE_SEED));
+    v.truncate(n);
+    v
+}
+
 impl MapConfig {
     /// The defaults, each overridden by its variable where `var` has it (`std::env::var` in a
-    /// run): `MEMSCOPE_SLICES_MAP` (pages), `MEMSCOPE_SLICES_MAP_OFFSETS`, `MEMSCOPE_SLICES_MAP_SM`.
-    /// Err: the bad value, named.
+    /// run): `MEMSCOPE_SLICES_MAP` (pages), `MEMSCOPE_SLICES_MAP_OFFSETS`,
+    /// `MEMSCOPE_SLICES_MAP_PROBE_LINES`, `MEMSCOPE_SLICES_MAP_SM`. Err: the bad value, named.
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<MapConfig, String> {
         let pages = match var("MEMSCOPE_SLICES_MAP") {
             Some(p) => p
@@ -59,6 +85,14 @@ impl MapConfig {
         let spec = var("MEMSCOPE_SLICES_MAP_OFFSETS").unwrap_or_else(|| map_layout::DEFAULT_SPEC.to_string());
         let layout =
             map_layout::MapOffsets::parse(&spec).map_err(|e| format!("MEMSCOPE_SLICES_MAP_OFFSETS={spec:?}: {e}"))?;
+        let probe_lines = match var("MEMSCOPE_SLICES_MAP_PROBE_LINES") {
+            Some(n) => {
+                n.trim().parse::<usize>().ok().filter(|n| (1..=map_layout::MAX_OFFSETS).contains(n)).ok_or_else(
+                    || format!("MEMSCOPE_SLICES_MAP_PROBE_LINES={n:?}: accepted: 1 to {}", map_layout::MAX_OFFSETS),
+                )?
+            }
+            None => DEFAULT_PROBE_LINES,
+        };
         let sm = match var("MEMSCOPE_SLICES_MAP_SM") {
             Some(s) => {
                 s.trim().parse::<u32>().map_err(|_| format!("MEMSCOPE_SLICES_MAP_SM={s:?}: accepted: an SM number"))?
@@ -66,20 +100,49 @@ impl MapConfig {
             None => SM,
         };
         let offsets = layout.offsets(SEED);
-        if offsets.len() * pages as usize > MAP_MAX_LINES {
+        let probe_offsets = probe_subset(&offsets, probe_lines);
+        let cfg = MapConfig { pages, spec, offsets, probe_offsets, sm };
+        let n = cfg.line_count();
+        if n > MAP_MAX_LINES {
             return Err(format!(
-                "MEMSCOPE_SLICES_MAP={pages} with MEMSCOPE_SLICES_MAP_OFFSETS={spec:?} giving {} offsets per page: {} \
-                 lines, at most {MAP_MAX_LINES}",
-                offsets.len(),
-                offsets.len() * pages as usize
+                "MEMSCOPE_SLICES_MAP={pages} with MEMSCOPE_SLICES_MAP_OFFSETS={:?} ({} offsets in the first page) and \
+                 MEMSCOPE_SLICES_MAP_PROBE_LINES={probe_lines} ({} in each other page): {n} lines, at most \
+                 {MAP_MAX_LINES}",
+                cfg.spec,
+                cfg.offsets.len(),
+                cfg.probe_offsets.len()
             ));
         }
-        Ok(MapConfig { pages, spec, offsets, sm })
+        Ok(cfg)
     }
 
-    /// The map's lines: the same offsets in each page, as addresses from the first page's base.
+    /// Lines of the map: the first page's offsets and the probe offsets of each other page.
+    pub fn line_count(&self) -> usize {
+        self.offsets.len() + (self.pages as usize - 1) * self.probe_offsets.len()
+    }
+
+    /// The map's lines as addresses from the first page's base: every offset of the first page,
+    /// then the probe offsets in each other page.
     pub fn lines(&self) -> Vec<u64> {
-        (0..self.pages).flat_map(|k| self.offsets.iter().map(move |o| k * hammer::PAGE_BYTES + o)).collect()
+        let first = self.offsets.iter().copied();
+        let rest = (1..self.pages).flat_map(|k| self.probe_offsets.iter().map(move |o| k * hammer::PAGE_BYTES + o));
+        first.chain(rest).collect()
+    }
+
+    /// What the map should take on the H200, in seconds: its lines at the rate of the one-page
+    /// map (an estimate: the layout as such has not been timed).
+    pub fn estimate_secs(&self) -> f64 {
+        self.line_count() as f64 * RATE_SECS / RATE_LINES
+    }
+
+    /// The layout in words.
+    fn layout(&self) -> String {
+        let first = format!("{}: {} offsets in the first 2 MiB page", self.spec, self.offsets.len());
+        match self.pages {
+            1 => first,
+            2 => format!("{first}, {} of them in the next page", self.probe_offsets.len()),
+            p => format!("{first}, {} of them in each of the next {} pages", self.probe_offsets.len(), p - 1),
+        }
     }
 
     /// The findings' method.
@@ -89,11 +152,9 @@ impl MapConfig {
             None => "the partition bit's mask from l2.slices.timing_check".to_string(),
         };
         format!(
-            "slice map ({}: {} offsets in each of {} adjacent 2 MiB pages) hammered from SM {}, CUPTI's counters \
-             read in a serving child between the map's stages (map.rs); {bit}",
-            self.spec,
-            self.offsets.len(),
-            self.pages,
+            "slice map ({}, adjacent pages of one allocation) hammered from SM {}, CUPTI's counters read in a serving \
+             child between the map's stages (map.rs); {bit}",
+            self.layout(),
             self.sm
         )
     }
@@ -168,10 +229,11 @@ pub fn timed_partition_bit(earlier: &BTreeMap<String, Finding>, sm: u32) -> Resu
     })
 }
 
-/// Both findings undetermined, with the reason.
-fn undetermined_both(out: &mut ProbeOutput, method: &str, why: &str) {
+/// The three findings undetermined, with the reason.
+fn undetermined_all(out: &mut ProbeOutput, method: &str, why: &str) {
     out.finding(keys::L2_SLICES_FUNCTION, Finding::undetermined("", method, why));
     out.finding(keys::L2_SLICES_HELD_OUT_ACCURACY, Finding::undetermined("ratio", method, why));
+    out.finding(keys::L2_SLICES_FRAME_HELD_OUT_ACCURACY, Finding::undetermined("ratio", method, why));
 }
 
 /// One map as run: its lines (addresses from the first page's base), their labels or why there
@@ -183,23 +245,22 @@ pub struct MapRun {
     pub secs: f64,
 }
 
-/// What the map says in a line: lines labelled, slices seen, per page, its work and time.
-pub fn map_summary(cfg: &MapConfig, res: &Result<SliceMap, String>, secs: f64) -> String {
-    let per = cfg.offsets.len();
+/// What the map says in a line: lines labelled, slices seen, per page (pages by `lines`, the
+/// addresses the labels are of), its work and time.
+pub fn map_summary(cfg: &MapConfig, lines: &[u64], res: &Result<SliceMap, String>, secs: f64) -> String {
     match res {
         Ok(m) => {
-            let per_page: Vec<usize> = (0..cfg.pages as usize)
-                .map(|k| {
-                    let s: std::collections::BTreeSet<usize> =
-                        m.label[k * per..(k + 1) * per].iter().flatten().copied().collect();
-                    s.len()
-                })
-                .collect();
+            let mut seen: BTreeMap<u64, std::collections::BTreeSet<usize>> = BTreeMap::new();
+            for (&a, l) in lines.iter().zip(&m.label) {
+                let page = seen.entry(a / hammer::PAGE_BYTES).or_default();
+                page.extend(l);
+            }
+            let per_page: Vec<usize> = seen.values().map(|s| s.len()).collect();
             format!(
-                "slice labels over {} adjacent page(s) ({per} offsets each, {}) from SM {}: {} of {} lines labelled, \
-                 {} slices seen in all, per page {per_page:?}; {} kernels in {} stages, {secs:.1} s",
+                "slice labels over {} adjacent page(s) ({}) from SM {}: {} of {} lines labelled, {} slices seen in \
+                 all, per page {per_page:?}; {} kernels in {} stages, {secs:.1} s",
                 cfg.pages,
-                cfg.spec,
+                cfg.layout(),
                 cfg.sm,
                 m.label.iter().flatten().count(),
                 m.label.len(),
@@ -212,10 +273,11 @@ pub fn map_summary(cfg: &MapConfig, res: &Result<SliceMap, String>, secs: f64) -
     }
 }
 
-/// The two findings from the map's labels (pure given its inputs): the residue fit with the
-/// timed partition bit's mask, or both undetermined with the map's summary and why.
+/// The three findings from the map's labels (pure given its inputs): the residue fit with the
+/// timed partition bit's mask and the frame function over the pages, or all undetermined with
+/// the map's summary and why.
 pub fn function_from_map(out: &mut ProbeOutput, cfg: &MapConfig, bit: &TimedBit, run: &MapRun) {
-    let summary = map_summary(cfg, &run.labels, run.secs);
+    let summary = map_summary(cfg, &run.lines, &run.labels, run.secs);
     let method = cfg.method(Some(bit.mask));
     let fitted = match &run.labels {
         Ok(m) => {
@@ -236,12 +298,13 @@ pub fn function_from_map(out: &mut ProbeOutput, cfg: &MapConfig, bit: &TimedBit,
         Err(_) => Err("no labels".to_string()),
     };
     match fitted {
-        Ok((function, accuracy)) => {
-            let note = format!("{}. {}. {summary}", function.note.clone().unwrap_or_default(), bit.text());
-            out.finding(keys::L2_SLICES_FUNCTION, function.with_note(&note));
-            out.finding(keys::L2_SLICES_HELD_OUT_ACCURACY, accuracy);
+        Ok(f) => {
+            let note = format!("{}. {}. {summary}", f.function.note.clone().unwrap_or_default(), bit.text());
+            out.finding(keys::L2_SLICES_FUNCTION, f.function.with_note(&note));
+            out.finding(keys::L2_SLICES_HELD_OUT_ACCURACY, f.accuracy);
+            out.finding(keys::L2_SLICES_FRAME_HELD_OUT_ACCURACY, f.frame_accuracy);
         }
-        Err(why) => undetermined_both(out, &method, &format!("{summary}; {why}")),
+        Err(why) => undetermined_all(out, &method, &format!("{summary}; {why}")),
     }
 }
 
@@ -284,8 +347,10 @@ fn slice_map(
             "page_base": server.reports_kept.first().map(|r| r.page_base),
             "sm": cfg.sm,
             "offsets": cfg.spec,
+            "pages": cfg.pages,
+            "probe_lines": cfg.probe_offsets.len(),
             "seconds": secs,
-            "summary": map_summary(cfg, &res, secs),
+            "summary": map_summary(cfg, &lines, &res, secs),
         });
         let _ = std::fs::write(k.join("map.json"), v.to_string());
     }
@@ -302,7 +367,7 @@ fn measure(
     let started = Instant::now();
     let mut out = ProbeOutput::default();
     let Some(child) = memscope_core::helper::self_command() else {
-        undetermined_both(&mut out, &cfg.method(Some(bit.mask)), memscope_core::helper::NO_SELF_COMMAND);
+        undetermined_all(&mut out, &cfg.method(Some(bit.mask)), memscope_core::helper::NO_SELF_COMMAND);
         return Ok(out);
     };
     if let Some(k) = &keep {
@@ -328,7 +393,8 @@ impl Probe for SliceFunctionProbe {
         "l2.slices.function"
     }
     fn description(&self) -> &'static str {
-        "GPU L2 slice function within a 2 MiB page, from a full-page slice map (about 110 s on the H200)"
+        "GPU L2 slice function within a 2 MiB page and over the frames of 8 pages, from a slice map (about 170 s on \
+         the H200, estimated)"
     }
     fn applicability(&self, target: &TargetInfo) -> Applicability {
         cuda_only(target)
@@ -343,14 +409,17 @@ impl Probe for SliceFunctionProbe {
             Ok(b) => b,
             Err(why) => {
                 let mut out = ProbeOutput::default();
-                undetermined_both(&mut out, &cfg.method(None), &why);
+                undetermined_all(&mut out, &cfg.method(None), &why);
                 return Ok(out);
             }
         };
-        let n = cfg.offsets.len() * cfg.pages as usize;
         ctx.progress.message(&format!(
-            "l2.slices.function: slice map of {n} lines ({} page(s), {}) from SM {}; one full page takes {DEFAULT_MAP_TIME}",
-            cfg.pages, cfg.spec, cfg.sm
+            "l2.slices.function: slice map of {} lines ({}) from SM {}; about {:.0} s on the H200 (an estimate from \
+             the one-page map's rate, 4096 line sets in 101.3 s)",
+            cfg.line_count(),
+            cfg.layout(),
+            cfg.sm,
+            cfg.estimate_secs()
         ));
         run_gpu(ctx, |t, _quick| measure(t, &cfg, &bit, keep))
     }

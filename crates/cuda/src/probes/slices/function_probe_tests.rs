@@ -1,8 +1,9 @@
-//! Tests of function_probe.rs without a GPU: the map's defaults and the variables that override
-//! them, the partition bit read from an `l2.slices.timing_check` finding (present, missing,
-//! undetermined, another SM, no bit), and the findings from the H200 map that the probe's code
-//! path took (results/h200/l2-slices-function), from labels that are no residue, and from a map
-//! that failed.
+//! Tests of function_probe.rs without a GPU: the map's layout (the first page full, probe lines on
+//! the others) and the variables that override it, the partition bit read from an
+//! `l2.slices.timing_check` finding (present, missing, undetermined, another SM, no bit), and the
+//! findings from the H200 map that the probe's code path took (results/h200/l2-slices-function,
+//! one page), from labels that are no residue, and from a map that failed. The frame function's
+//! findings on the probe's layout: slice_frame_function_tests.rs.
 
 use super::function_probe::{function_from_map, map_summary, timed_partition_bit, MapConfig, MapRun};
 use super::h200_maps::h200;
@@ -20,14 +21,27 @@ fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
 }
 
 #[test]
-fn the_map_is_a_full_page_from_sm_0_unless_the_variables_say_otherwise() {
+fn the_map_is_a_full_page_and_probe_lines_of_7_more_from_sm_0_unless_the_variables_say_otherwise() {
     let cfg = MapConfig::from_vars(vars(&[])).unwrap();
-    assert_eq!((cfg.pages, cfg.spec.as_str(), cfg.sm), (1, DEFAULT_SPEC, 0));
+    assert_eq!((cfg.pages, cfg.spec.as_str(), cfg.sm, cfg.probe_offsets.len()), (8, DEFAULT_SPEC, 0, 400));
     let lines = cfg.lines();
-    assert_eq!(lines.len(), 4096, "every line set of the page with bits 7 and 9 clear");
-    assert!(lines.iter().all(|&a| a < PAGE_BYTES && a % 128 == 0 && a & 0x280 == 0));
-    let distinct: std::collections::BTreeSet<u64> = lines.iter().copied().collect();
-    assert_eq!(distinct.len(), 4096);
+    assert_eq!(lines.len(), 4096 + 7 * 400);
+    assert_eq!(cfg.line_count(), lines.len());
+    // Page 0: every line set with bits 7 and 9 clear.
+    let page0: std::collections::BTreeSet<u64> = lines[..4096].iter().copied().collect();
+    assert_eq!(page0.len(), 4096);
+    assert!(page0.iter().all(|&a| a < PAGE_BYTES && a % 128 == 0 && a & 0x280 == 0));
+    // Pages 1-7: the same 400 of page 0's offsets in each, addresses from the first page's base.
+    for k in 1..8u64 {
+        let page = &lines[4096 + (k as usize - 1) * 400..4096 + k as usize * 400];
+        assert!(page.iter().all(|&a| a / PAGE_BYTES == k && page0.contains(&(a % PAGE_BYTES))));
+        let offs: Vec<u64> = page.iter().map(|a| a % PAGE_BYTES).collect();
+        assert_eq!(offs, cfg.probe_offsets);
+    }
+    let distinct: std::collections::BTreeSet<u64> = cfg.probe_offsets.iter().copied().collect();
+    assert_eq!(distinct.len(), 400);
+    // About 170 s at the one-page map's rate (4096 line sets in 101.3 s).
+    assert!((cfg.estimate_secs() - 6896.0 * 101.3 / 4096.0).abs() < 1e-9 && cfg.estimate_secs().round() == 171.0);
 
     let cfg = MapConfig::from_vars(vars(&[
         ("MEMSCOPE_SLICES_MAP", "3"),
@@ -37,21 +51,42 @@ fn the_map_is_a_full_page_from_sm_0_unless_the_variables_say_otherwise() {
     .unwrap();
     assert_eq!((cfg.pages, cfg.offsets.len(), cfg.sm), (3, 64, 2));
     let lines = cfg.lines();
-    assert_eq!(lines.len(), 192);
-    assert_eq!(lines[64], PAGE_BYTES + lines[0], "the same offsets in each page");
+    assert_eq!(lines.len(), 192, "probe lines past the offsets: every offset on every page");
+    assert_eq!(lines[64], PAGE_BYTES + lines[0], "the same offsets in each page, in order");
+    let one = MapConfig::from_vars(vars(&[("MEMSCOPE_SLICES_MAP", "1")])).unwrap();
+    assert_eq!(one.lines().len(), 4096, "one page: the full page alone");
+    let cfg = MapConfig::from_vars(vars(&[("MEMSCOPE_SLICES_MAP_PROBE_LINES", "100"), ("MEMSCOPE_SLICES_MAP", "64")]))
+        .unwrap();
+    assert_eq!(cfg.lines().len(), 4096 + 63 * 100);
+    assert_eq!(cfg.lines().last().map(|a| a / PAGE_BYTES), Some(63));
 
     for (k, v, says) in [
         ("MEMSCOPE_SLICES_MAP", "0", "accepted: 1 to 64"),
         ("MEMSCOPE_SLICES_MAP", "65", "accepted: 1 to 64"),
         ("MEMSCOPE_SLICES_MAP", "one", "accepted: 1 to 64"),
         ("MEMSCOPE_SLICES_MAP_OFFSETS", "grid:3:4", "MEMSCOPE_SLICES_MAP_OFFSETS=\"grid:3:4\""),
+        ("MEMSCOPE_SLICES_MAP_PROBE_LINES", "0", "accepted: 1 to 16384"),
+        ("MEMSCOPE_SLICES_MAP_PROBE_LINES", "16385", "accepted: 1 to 16384"),
+        ("MEMSCOPE_SLICES_MAP_PROBE_LINES", "many", "accepted: 1 to 16384"),
         ("MEMSCOPE_SLICES_MAP_SM", "-1", "accepted: an SM number"),
-        ("MEMSCOPE_SLICES_MAP", "9", "at most 32768"),
     ] {
         let e = MapConfig::from_vars(vars(&[(k, v)])).unwrap_err();
         assert!(e.contains(&format!("{k}=")) && e.contains(v) && e.contains(says), "{k}={v}: {e}");
         assert!(!e.contains('\n'), "{e}");
     }
+    // Over the map's limit: every value that set the count named.
+    let e = MapConfig::from_vars(vars(&[("MEMSCOPE_SLICES_MAP", "64"), ("MEMSCOPE_SLICES_MAP_PROBE_LINES", "1000")]))
+        .unwrap_err();
+    for part in [
+        "MEMSCOPE_SLICES_MAP=64",
+        "MEMSCOPE_SLICES_MAP_PROBE_LINES=1000",
+        "bits:8+10-20",
+        "67096 lines",
+        "at most 32768",
+    ] {
+        assert!(e.contains(part), "{part}: {e}");
+    }
+    assert!(!e.contains('\n'), "{e}");
 }
 
 /// An `l2.slices.timing_check` finding as timing.rs's `summary_json` writes it, SMs 0 and 2.
@@ -117,7 +152,7 @@ fn h200_function_map() -> MapRun {
 
 #[test]
 fn the_h200_map_gives_the_function_with_the_timing_checks_mask() {
-    let cfg = MapConfig::from_vars(vars(&[])).unwrap();
+    let cfg = MapConfig::from_vars(vars(&[("MEMSCOPE_SLICES_MAP", "1")])).unwrap();
     let run = h200_function_map();
     let mut ran: Vec<u64> = run.lines.iter().map(|a| a % PAGE_BYTES).collect();
     let mut planned = cfg.lines();
@@ -136,11 +171,15 @@ fn the_h200_map_gives_the_function_with_the_timing_checks_mask() {
     assert!(note.contains("parity(offset & 0xab000) is 1"), "{note}");
     assert!(note.contains("4096 of 4096 lines labelled, 47 slices seen in all, per page [47]"), "{note}");
     assert!(f.method.contains("bits:8+10-20") && f.method.contains("mask 0xab000"), "{}", f.method);
+    // One page: no frame function, and no page to leave out.
+    assert!(f.value["function"].get("frame").is_none() && note.contains("no frame function: 1 page(s) mapped"));
+    let frames = &out.findings[keys::L2_SLICES_FRAME_HELD_OUT_ACCURACY];
+    assert_eq!(frames.confidence, Confidence::Undetermined, "{frames:?}");
 }
 
 #[test]
-fn labels_that_are_no_residue_or_no_map_leave_both_undetermined_with_why() {
-    let cfg = MapConfig::from_vars(vars(&[])).unwrap();
+fn labels_that_are_no_residue_or_no_map_leave_all_three_undetermined_with_why() {
+    let cfg = MapConfig::from_vars(vars(&[("MEMSCOPE_SLICES_MAP", "1")])).unwrap();
     let bit = timed_partition_bit(&timing_check(json!("0xab000")), 0).unwrap();
     let run = h200_function_map();
     let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(11);
@@ -153,7 +192,7 @@ fn labels_that_are_no_residue_or_no_map_leave_both_undetermined_with_why() {
     };
     let mut out = ProbeOutput::default();
     function_from_map(&mut out, &cfg, &bit, &noise);
-    for k in [keys::L2_SLICES_FUNCTION, keys::L2_SLICES_HELD_OUT_ACCURACY] {
+    for k in [keys::L2_SLICES_FUNCTION, keys::L2_SLICES_HELD_OUT_ACCURACY, keys::L2_SLICES_FRAME_HELD_OUT_ACCURACY] {
         let f = &out.findings[k];
         assert_eq!(f.confidence, Confidence::Undetermined, "{k}");
         let why = f.note.clone().unwrap();
@@ -164,5 +203,6 @@ fn labels_that_are_no_residue_or_no_map_leave_both_undetermined_with_why() {
     function_from_map(&mut out, &cfg, &bit, &failed);
     let why = out.findings[keys::L2_SLICES_HELD_OUT_ACCURACY].note.clone().unwrap();
     assert_eq!(why, "slice labels over 1 page(s): not measured (the serving child exited); no labels");
-    assert_eq!(map_summary(&cfg, &failed.labels, failed.secs), why.trim_end_matches("; no labels"));
+    assert_eq!(map_summary(&cfg, &failed.lines, &failed.labels, failed.secs), why.trim_end_matches("; no labels"));
+    assert_eq!(out.findings[keys::L2_SLICES_FRAME_HELD_OUT_ACCURACY].note.as_deref(), Some(why.as_str()));
 }

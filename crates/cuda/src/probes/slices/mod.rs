@@ -30,6 +30,9 @@ mod partition_pages_tests;
 pub mod slice_fit;
 #[cfg(test)]
 mod slice_fit_tests;
+pub mod slice_frame_function;
+#[cfg(test)]
+mod slice_frame_function_tests;
 pub mod slice_frames;
 #[cfg(test)]
 mod slice_frames_tests;
@@ -38,6 +41,8 @@ pub mod slice_mod;
 mod slice_mod_held;
 #[cfg(test)]
 mod slice_mod_tests;
+#[cfg(test)]
+mod synthetic_frames;
 pub mod timing;
 
 use super::{cuda_only, run_gpu};

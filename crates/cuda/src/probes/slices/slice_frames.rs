@@ -110,6 +110,10 @@ pub fn fit_shares(shares: &[(usize, PageTerms)], terms: usize, modulus: u64, bit
     out
 }
 
+fn page_lines(points: &[Point], page: usize) -> Vec<(u64, usize)> {
+    points.iter().filter(|p| p.page == page).map(|p| (p.offset, p.label)).collect()
+}
+
 /// The shares of a run's pages in the model's naming: the first page renamed from its lines, the
 /// others aligned through that naming, then the naming from every page's lines and the pages
 /// aligned again. Returns the shares and the renaming (run's label -> model's label).
@@ -118,17 +122,24 @@ pub fn run_shares(
     points: &[Point],
     pages: &[usize],
 ) -> (Vec<(usize, PageTerms)>, HashMap<usize, usize>) {
-    let lines = |page: usize| -> Vec<(u64, usize)> {
-        points.iter().filter(|p| p.page == page).map(|p| (p.offset, p.label)).collect()
-    };
     let Some(&first) = pages.first() else { return (Vec::new(), HashMap::new()) };
-    let (_, _, mut rename) = model.align_page_renamed(&lines(first));
+    let (_, _, rename) = model.align_page_renamed(&page_lines(points, first));
+    run_shares_named(model, points, pages, rename)
+}
+
+/// `run_shares` from the first page's renaming (`align_page_renamed` of its lines) in hand.
+fn run_shares_named(
+    model: &ResidueModel,
+    points: &[Point],
+    pages: &[usize],
+    mut rename: HashMap<usize, usize>,
+) -> (Vec<(usize, PageTerms)>, HashMap<usize, usize>) {
     let mut shares = Vec::new();
     for _ in 0..2 {
         shares.clear();
         let mut meet: HashMap<usize, HashMap<usize, usize>> = HashMap::new();
         for &page in pages {
-            let l = lines(page);
+            let l = page_lines(points, page);
             let named: Vec<(u64, usize)> = l.iter().filter_map(|&(o, x)| rename.get(&x).map(|&t| (o, t))).collect();
             let (pt, _) = model.align_page(&named);
             for &(o, x) in &l {
@@ -146,51 +157,153 @@ pub fn run_shares(
     (shares, rename)
 }
 
-/// Leave each page out: the shares and naming from the other pages, the page's share from the
-/// frame fits of those shares (when they all agree), and every line of the page predicted. Returns the held-out lines per page (page, lines) and in
-/// all; a page with no fitting frame, whose frame has a bit the other pages never varied, or on
-/// whose share the fits disagree counts as unpredicted.
-pub fn held_out_frames(model: &ResidueModel, points: &[Point], bits: u32) -> (Vec<(usize, HeldOut)>, HeldOut) {
-    let pages = pages_of(points);
-    let mut per_page = Vec::new();
-    let mut all = HeldOut::default();
-    for &q in &pages {
-        let others: Vec<usize> = pages.iter().copied().filter(|&p| p != q).collect();
-        // Both representations of the model (one page cannot tell them apart): the one whose
-        // constants follow the frame over the other pages.
-        let reflected = model.reflected();
-        // Ties on the constants (both forms can follow the frame) go to the form whose shares
-        // name more of the other pages' lines as the run does.
-        let (model, rename, fits, _) = [model, &reflected]
-            .into_iter()
-            .map(|m| {
-                let (shares, rename) = run_shares(m, points, &others);
-                let fits = fit_shares(&shares, m.terms.len(), m.modulus, bits);
-                let agree = shares_agreement(m, points, &shares, &rename);
-                (m, rename, fits, agree)
-            })
-            .max_by_key(|(_, _, f, agree)| (f.first().map_or(0, |f| f.constants_explained), *agree))
-            .expect("two representations");
-        let mut h = HeldOut::default();
-        let share = majority_share(&fits, q);
-        for p in points.iter().filter(|p| p.page == q) {
-            h.total += 1;
-            match share.and_then(|s| model.names.get(&model.slice(p.offset, &s))) {
-                Some(&t) => h.right += usize::from(rename.get(&p.label) == Some(&t)),
-                None => h.unpredicted += 1,
-            }
+/// A representation of the model with the renaming (run's label -> model's label) a page gives it.
+type NamedForm = (ResidueModel, HashMap<usize, usize>);
+
+/// The model's two representations (one page cannot tell them apart, slice_mod.rs: the model and
+/// its reflection), each with the renaming `page`'s lines give it (the costly step of
+/// `run_shares`, the same for every set of pages that starts at `page`).
+fn named_forms(model: &ResidueModel, points: &[Point], page: usize) -> Vec<NamedForm> {
+    let lines = page_lines(points, page);
+    [model.clone(), model.reflected()]
+        .into_iter()
+        .map(|m| {
+            let (_, _, rename) = m.align_page_renamed(&lines);
+            (m, rename)
+        })
+        .collect()
+}
+
+/// One representation of the residue model with a run's shares over some pages in its naming,
+/// the renaming (run's label -> model's label), the frame fits of those shares, and how many of
+/// those pages' lines the shares name as the run does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FrameForm {
+    pub model: ResidueModel,
+    pub rename: HashMap<usize, usize>,
+    pub shares: Vec<(usize, PageTerms)>,
+    pub fits: Vec<ShareFit>,
+    pub agreement: usize,
+}
+
+/// Of the model's two representations (one page cannot tell them apart, slice_mod.rs), the one
+/// whose constants follow the frame over `pages` (the most pages explained); ties go to the form
+/// whose shares name more of those pages' lines as the run does (and then to the reflection).
+pub fn frame_form(model: &ResidueModel, points: &[Point], pages: &[usize], bits: u32) -> FrameForm {
+    let forms = pages.first().map_or_else(
+        || vec![(model.clone(), HashMap::new()), (model.reflected(), HashMap::new())],
+        |&first| named_forms(model, points, first),
+    );
+    frame_form_of(&forms, points, pages, bits)
+}
+
+/// `frame_form` from `named_forms` of the first of `pages`.
+fn frame_form_of(forms: &[NamedForm], points: &[Point], pages: &[usize], bits: u32) -> FrameForm {
+    forms
+        .iter()
+        .map(|(m, first_rename)| {
+            let (shares, rename) = run_shares_named(m, points, pages, first_rename.clone());
+            let fits = fit_shares(&shares, m.terms.len(), m.modulus, bits);
+            let agreement = shares_agreement(m, points, &shares, &rename);
+            FrameForm { model: m.clone(), rename, shares, fits, agreement }
+        })
+        .max_by_key(|f| (f.fits.first().map_or(0, |f| f.constants_explained), f.agreement))
+        .expect("two representations")
+}
+
+/// Why a page's share is not predicted from the frame fits of other pages' shares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unpredicted {
+    /// No first frame fits the other pages' shares.
+    NoFit,
+    /// The page's frame sets a bit that the other pages never vary (under some fit).
+    NewFrameBit,
+    /// The fits (first frames) give the page different shares.
+    FitsDisagree,
+}
+
+impl Unpredicted {
+    pub fn text(self) -> &'static str {
+        match self {
+            Unpredicted::NoFit => "the other pages' shares fit no frame function",
+            Unpredicted::NewFrameBit => "its frame sets a bit no other page varies",
+            Unpredicted::FitsDisagree => "the first frames that fit the other pages give it different shares",
         }
-        all.right += h.right;
-        all.total += h.total;
-        all.unpredicted += h.unpredicted;
-        per_page.push((q, h));
     }
+}
+
+/// The share every fit gives a page, or why there is none: no fit, a fit that cannot predict
+/// the page (its frame sets a bit the known pages never varied), fits that disagree (the known
+/// pages do not fix the frames enough).
+pub fn predicted_share(fits: &[ShareFit], page: usize) -> Result<PageTerms, Unpredicted> {
+    let shares: Vec<Option<PageTerms>> = fits.iter().map(|f| f.share(page)).collect();
+    let first = shares.first().ok_or(Unpredicted::NoFit)?.ok_or(Unpredicted::NewFrameBit)?;
+    if shares.iter().any(Option::is_none) {
+        return Err(Unpredicted::NewFrameBit);
+    }
+    if shares.iter().all(|s| *s == Some(first)) {
+        Ok(first)
+    } else {
+        Err(Unpredicted::FitsDisagree)
+    }
+}
+
+/// One page left out (`held_out_pages`): its lines, and why its share was not predicted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageLeftOut {
+    pub page: usize,
+    pub lines: HeldOut,
+    pub unpredicted: Option<Unpredicted>,
+}
+
+/// Leave each page of `held` out in turn: the shares and naming from the run's other pages, the
+/// page's share from the frame fits of those shares (when they all agree, `predicted_share`), and
+/// every line of the page predicted; a page without a predicted share counts every line
+/// unpredicted.
+pub fn held_out_pages(model: &ResidueModel, points: &[Point], bits: u32, held: &[usize]) -> Vec<PageLeftOut> {
+    let pages = pages_of(points);
+    // The other pages start at the first page, or at the second when the first is left out.
+    let mut named: HashMap<usize, Vec<NamedForm>> = HashMap::new();
+    held.iter()
+        .map(|&q| {
+            let others: Vec<usize> = pages.iter().copied().filter(|&p| p != q).collect();
+            let form = match others.first() {
+                Some(&first) => {
+                    let forms = named.entry(first).or_insert_with(|| named_forms(model, points, first));
+                    frame_form_of(forms, points, &others, bits)
+                }
+                None => frame_form(model, points, &others, bits),
+            };
+            let share = predicted_share(&form.fits, q);
+            let mut h = HeldOut::default();
+            for p in points.iter().filter(|p| p.page == q) {
+                h.total += 1;
+                match share.ok().and_then(|s| form.model.names.get(&form.model.slice(p.offset, &s))) {
+                    Some(&t) => h.right += usize::from(form.rename.get(&p.label) == Some(&t)),
+                    None => h.unpredicted += 1,
+                }
+            }
+            PageLeftOut { page: q, lines: h, unpredicted: share.err() }
+        })
+        .collect()
+}
+
+/// Leave each page out (`held_out_pages` over every page). Returns the held-out lines per page
+/// (page, lines) and in all.
+pub fn held_out_frames(model: &ResidueModel, points: &[Point], bits: u32) -> (Vec<(usize, HeldOut)>, HeldOut) {
+    let per_page: Vec<(usize, HeldOut)> =
+        held_out_pages(model, points, bits, &pages_of(points)).into_iter().map(|l| (l.page, l.lines)).collect();
+    let all = per_page.iter().fold(HeldOut::default(), |a, (_, h)| HeldOut {
+        right: a.right + h.right,
+        total: a.total + h.total,
+        unpredicted: a.unpredicted + h.unpredicted,
+    });
     (per_page, all)
 }
 
 /// Lines of the shares' pages that `model` under each page's share names as the run does
 /// (through `rename`, the run's label -> the model's).
-fn shares_agreement(
+pub fn shares_agreement(
     model: &ResidueModel,
     points: &[Point],
     shares: &[(usize, PageTerms)],
@@ -205,13 +318,4 @@ fn shares_agreement(
             })
         })
         .count()
-}
-
-/// The share every fit gives a page; None when there is no fit, when one cannot predict the page
-/// (its frame sets a bit the known pages never varied), or when the fits disagree (the known
-/// pages do not fix the frames enough).
-fn majority_share(fits: &[ShareFit], page: usize) -> Option<PageTerms> {
-    let shares: Vec<Option<PageTerms>> = fits.iter().map(|f| f.share(page)).collect();
-    let first = (*shares.first()?)?;
-    shares.iter().all(|s| *s == Some(first)).then_some(first)
 }

@@ -4,36 +4,9 @@
 //! results/h200/l2-slices-frames read through the full page's model.
 
 use super::h200_maps::h200;
-use super::map_layout::MapOffsets;
-use super::slice_fit::Point;
 use super::slice_frames::*;
 use super::slice_mod::fit_residue;
-use memscope_core::gf2;
-
-const PARTITION: u64 = 0xab000;
-const MASKS: [u64; 10] =
-    [0x0f_9000, 0x1e_0500, 0x15_6c00, 0x02_9900, 0x17_9100, 0x1a_a500, 0x1b_3800, 0x1c_6800, 0x12_5d00, 0x11_b100];
-/// Frame bits 0..3 into each term's flip.
-const FRAME_FLIPS: [u64; 10] = [0x3, 0x5, 0x9, 0x6, 0xa, 0xc, 0x1, 0x2, 0x4, 0x8];
-
-fn truth(frame: u64, offset: u64) -> usize {
-    let y = MASKS.iter().enumerate().fold((frame * 1024 + 11) % 47, |acc, (k, &m)| {
-        let f = u64::from(gf2::parity(offset & m) ^ gf2::parity(frame & FRAME_FLIPS[k]));
-        (acc + (f << k)) % 47
-    });
-    let p = gf2::parity(offset & PARTITION) ^ gf2::parity(frame & 0x6b);
-    let c = if p == 0 || y >= 40 { y } else { y ^ 1 };
-    ((c * 5 + 2) % 47) as usize
-}
-
-fn pages(first: u64, n: u64, spec: &str) -> Vec<Point> {
-    let offs = MapOffsets::parse(spec).unwrap().offsets(9);
-    (0..n)
-        .flat_map(|page| {
-            offs.iter().map(move |&o| Point { page: page as usize, offset: o, label: truth(first + page, o) })
-        })
-        .collect()
-}
+use super::synthetic_frames::{pages, PARTITION};
 
 #[test]
 fn a_frame_share_linear_in_the_frame_predicts_pages_left_out() {

@@ -223,7 +223,8 @@ fn the_h200_pages_of_other_frames_and_runs_are_predicted_from_the_full_page() {
 fn the_function_finding_is_given_only_where_the_residue_predicts_held_out_lines() {
     use super::slice_function::function_findings;
     // The H200's full page: the function, with its held-out accuracy.
-    let (function, accuracy) = function_findings(&h200("full"), PARTITION, "test").unwrap();
+    let found = function_findings(&h200("full"), PARTITION, "test").unwrap();
+    let (function, accuracy) = (found.function, found.accuracy);
     assert!(function.value["formula"].as_str().is_some_and(|v| v.contains("mod 47")), "{function:?}");
     assert!(accuracy.as_f64().is_some_and(|a| a >= 0.99), "{accuracy:?}");
     // Labels that are no residue: the reason, no function.
@@ -260,7 +261,8 @@ fn the_function_findings_value_is_the_simulators_residue_form() {
     use memscope_sim::hash_h200::{h200_function, parse_share};
     use memscope_sim::hash_residue::Residue;
     let points = h200("function");
-    let (function, accuracy) = super::slice_function::function_findings(&points, PARTITION, "test").unwrap();
+    let found = super::slice_function::function_findings(&points, PARTITION, "test").unwrap();
+    let (function, accuracy) = (found.function, found.accuracy);
     assert!(accuracy.as_f64().is_some_and(|a| a >= 0.99), "{accuracy:?}");
     let r: Residue = serde_json::from_value(function.value["function"].clone()).unwrap();
     r.check().unwrap();
