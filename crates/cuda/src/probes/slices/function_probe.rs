@@ -11,6 +11,7 @@ use super::hammer::{self, CounterSource, HammerPlan};
 use super::map::{self, SliceMap};
 use super::{map_layout, ncu, slice_fit, slice_function};
 use super::{LINES_FULL, PACKED_OPS, SEED, SM, UNIT, WARPS};
+use crate::gpu::GpuResult;
 use crate::probes::{cuda_only, run_gpu};
 use crate::CudaTarget;
 use memscope_core::gf2::{format_mask, parse_mask};
@@ -68,35 +69,77 @@ pub fn probe_subset(offsets: &[u64], n: usize) -> Vec<u64> {
     v
 }
 
+/// A bad value of the map's variables, named (exit with one line).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MapConfigError {
+    #[error("{var}={value:?}: accepted: {accepted}")]
+    Value { var: &'static str, value: String, accepted: String },
+    #[error("MEMSCOPE_SLICES_MAP_OFFSETS={spec:?}: {source}")]
+    Offsets { spec: String, source: map_layout::LayoutError },
+    #[error(
+        "MEMSCOPE_SLICES_MAP={pages} with MEMSCOPE_SLICES_MAP_OFFSETS={spec:?} ({first} offsets in the first page) and \
+         MEMSCOPE_SLICES_MAP_PROBE_LINES={probe_lines} ({each} in each other page): {lines} lines, at most {MAP_MAX_LINES}"
+    )]
+    TooManyLines { pages: u64, spec: String, first: usize, probe_lines: usize, each: usize, lines: usize },
+}
+
+/// Why `l2.slices.timing_check` gives the map's SM no partition bit (the residue fit needs its
+/// mask).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum NoPartitionBit {
+    #[error("{TIMING} is missing (l2.slices did not run, timed no lap, or found no partition to check): {NEED}")]
+    Missing,
+    #[error("{TIMING} is undetermined ({why}): {NEED}")]
+    Undetermined { why: String },
+    #[error("{TIMING} timed no lap from SM {sm}, the SM the map hammers from (timed: {timed:?}): {NEED}")]
+    SmNotTimed { sm: u32, timed: Vec<u64> },
+    #[error("{TIMING} fitted no partition bit to SM {sm}'s near/far labels: {NEED}")]
+    NotFitted { sm: u32 },
+    #[error("{TIMING}: SM {sm}'s far_mask {text:?} is not a hex mask")]
+    BadMask { sm: u32, text: String },
+}
+
+const TIMING: &str = keys::L2_SLICES_TIMING_CHECK;
+const NEED: &str = "the residue fit needs the partition bit's mask";
+
 impl MapConfig {
     /// The defaults, each overridden by its variable where `var` has it (`std::env::var` in a
     /// run): `MEMSCOPE_SLICES_MAP` (pages), `MEMSCOPE_SLICES_MAP_OFFSETS`,
     /// `MEMSCOPE_SLICES_MAP_PROBE_LINES`, `MEMSCOPE_SLICES_MAP_SM`. Err: the bad value, named.
-    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<MapConfig, String> {
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<MapConfig, MapConfigError> {
         let pages = match var("MEMSCOPE_SLICES_MAP") {
-            Some(p) => p
-                .trim()
-                .parse::<u64>()
-                .ok()
-                .filter(|p| (1..=hammer::MAX_PAGES).contains(p))
-                .ok_or_else(|| format!("MEMSCOPE_SLICES_MAP={p:?}: accepted: 1 to {}", hammer::MAX_PAGES))?,
+            Some(p) => {
+                p.trim().parse::<u64>().ok().filter(|p| (1..=hammer::MAX_PAGES).contains(p)).ok_or_else(|| {
+                    MapConfigError::Value {
+                        var: "MEMSCOPE_SLICES_MAP",
+                        value: p.clone(),
+                        accepted: format!("1 to {}", hammer::MAX_PAGES),
+                    }
+                })?
+            }
             None => DEFAULT_PAGES,
         };
         let spec = var("MEMSCOPE_SLICES_MAP_OFFSETS").unwrap_or_else(|| map_layout::DEFAULT_SPEC.to_string());
-        let layout =
-            map_layout::MapOffsets::parse(&spec).map_err(|e| format!("MEMSCOPE_SLICES_MAP_OFFSETS={spec:?}: {e}"))?;
+        let layout = map_layout::MapOffsets::parse(&spec)
+            .map_err(|source| MapConfigError::Offsets { spec: spec.clone(), source })?;
         let probe_lines = match var("MEMSCOPE_SLICES_MAP_PROBE_LINES") {
             Some(n) => {
                 n.trim().parse::<usize>().ok().filter(|n| (1..=map_layout::MAX_OFFSETS).contains(n)).ok_or_else(
-                    || format!("MEMSCOPE_SLICES_MAP_PROBE_LINES={n:?}: accepted: 1 to {}", map_layout::MAX_OFFSETS),
+                    || MapConfigError::Value {
+                        var: "MEMSCOPE_SLICES_MAP_PROBE_LINES",
+                        value: n.clone(),
+                        accepted: format!("1 to {}", map_layout::MAX_OFFSETS),
+                    },
                 )?
             }
             None => DEFAULT_PROBE_LINES,
         };
         let sm = match var("MEMSCOPE_SLICES_MAP_SM") {
-            Some(s) => {
-                s.trim().parse::<u32>().map_err(|_| format!("MEMSCOPE_SLICES_MAP_SM={s:?}: accepted: an SM number"))?
-            }
+            Some(s) => s.trim().parse::<u32>().map_err(|_| MapConfigError::Value {
+                var: "MEMSCOPE_SLICES_MAP_SM",
+                value: s.clone(),
+                accepted: "an SM number".into(),
+            })?,
             None => SM,
         };
         let offsets = layout.offsets(SEED);
@@ -104,14 +147,14 @@ impl MapConfig {
         let cfg = MapConfig { pages, spec, offsets, probe_offsets, sm };
         let n = cfg.line_count();
         if n > MAP_MAX_LINES {
-            return Err(format!(
-                "MEMSCOPE_SLICES_MAP={pages} with MEMSCOPE_SLICES_MAP_OFFSETS={:?} ({} offsets in the first page) and \
-                 MEMSCOPE_SLICES_MAP_PROBE_LINES={probe_lines} ({} in each other page): {n} lines, at most \
-                 {MAP_MAX_LINES}",
-                cfg.spec,
-                cfg.offsets.len(),
-                cfg.probe_offsets.len()
-            ));
+            return Err(MapConfigError::TooManyLines {
+                pages,
+                spec: cfg.spec,
+                first: cfg.offsets.len(),
+                probe_lines,
+                each: cfg.probe_offsets.len(),
+                lines: n,
+            });
         }
         Ok(cfg)
     }
@@ -196,26 +239,22 @@ impl TimedBit {
 
 /// The partition bit of SM `sm` from the earlier findings' `l2.slices.timing_check`, or why there
 /// is none (the check missing or undetermined, the SM not timed, no bit fitted to its labels).
-pub fn timed_partition_bit(earlier: &BTreeMap<String, Finding>, sm: u32) -> Result<TimedBit, String> {
-    let key = keys::L2_SLICES_TIMING_CHECK;
-    let need = "the residue fit needs the partition bit's mask";
-    let Some(f) = earlier.get(key) else {
-        return Err(format!(
-            "{key} is missing (l2.slices did not run, timed no lap, or found no partition to check): {need}"
-        ));
+pub fn timed_partition_bit(earlier: &BTreeMap<String, Finding>, sm: u32) -> Result<TimedBit, NoPartitionBit> {
+    let Some(f) = earlier.get(TIMING) else {
+        return Err(NoPartitionBit::Missing);
     };
     if f.confidence == Confidence::Undetermined {
-        return Err(format!("{key} is undetermined ({}): {need}", f.note.as_deref().unwrap_or("no reason given")));
+        return Err(NoPartitionBit::Undetermined { why: f.note.as_deref().unwrap_or("no reason given").to_string() });
     }
     let sms = f.value.get("sms").and_then(|v| v.as_array()).map(Vec::as_slice).unwrap_or_default();
     let Some(entry) = sms.iter().find(|s| s.get("sm").and_then(|v| v.as_u64()) == Some(sm as u64)) else {
         let timed: Vec<u64> = sms.iter().filter_map(|s| s.get("sm").and_then(|v| v.as_u64())).collect();
-        return Err(format!("{key} timed no lap from SM {sm}, the SM the map hammers from (timed: {timed:?}): {need}"));
+        return Err(NoPartitionBit::SmNotTimed { sm, timed });
     };
     let Some(text) = entry.get("far_mask").and_then(|v| v.as_str()) else {
-        return Err(format!("{key} fitted no partition bit to SM {sm}'s near/far labels: {need}"));
+        return Err(NoPartitionBit::NotFitted { sm });
     };
-    let mask = parse_mask(text).ok_or_else(|| format!("{key}: SM {sm}'s far_mask {text:?} is not a hex mask"))?;
+    let mask = parse_mask(text).ok_or_else(|| NoPartitionBit::BadMask { sm, text: text.to_string() })?;
     let held_out = entry.get("far_mask_held_out").and_then(|v| v.as_array()).and_then(|a| match a.as_slice() {
         [ok, n] => Some((ok.as_u64()?, n.as_u64()?)),
         _ => None,
@@ -238,16 +277,16 @@ fn undetermined_all(out: &mut ProbeOutput, method: &str, why: &str) {
 
 /// One map as run: its lines (addresses from the first page's base), their labels or why there
 /// are none, and the seconds it took.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct MapRun {
     pub lines: Vec<u64>,
-    pub labels: Result<SliceMap, String>,
+    pub labels: GpuResult<SliceMap>,
     pub secs: f64,
 }
 
 /// What the map says in a line: lines labelled, slices seen, per page (pages by `lines`, the
 /// addresses the labels are of), its work and time.
-pub fn map_summary(cfg: &MapConfig, lines: &[u64], res: &Result<SliceMap, String>, secs: f64) -> String {
+pub fn map_summary(cfg: &MapConfig, lines: &[u64], res: &GpuResult<SliceMap>, secs: f64) -> String {
     match res {
         Ok(m) => {
             let mut seen: BTreeMap<u64, std::collections::BTreeSet<usize>> = BTreeMap::new();
@@ -338,7 +377,7 @@ fn slice_map(
     };
     let slots: Vec<usize> = PACKED_OPS.iter().map(|o| o.code() as usize).collect();
     let mut server = map::ServingChild::new(child, device, template)?;
-    let res = map::map_lines(&mut server, &lines, LINES_FULL, UNIT, &slots).map_err(|e| e.to_string());
+    let res = map::map_lines(&mut server, &lines, LINES_FULL, UNIT, &slots);
     let secs = started.elapsed().as_secs_f64();
     if let Some(k) = keep {
         let v = json!({
@@ -403,13 +442,13 @@ impl Probe for SliceFunctionProbe {
         &["l2.slices"]
     }
     fn run(&self, ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError> {
-        let cfg = MapConfig::from_vars(|k| std::env::var(k).ok()).map_err(ProbeError::Failed)?;
+        let cfg = MapConfig::from_vars(|k| std::env::var(k).ok()).map_err(|e| ProbeError::Failed(e.to_string()))?;
         let keep = std::env::var_os("MEMSCOPE_SLICES_KEEP").map(PathBuf::from);
         let bit = match timed_partition_bit(ctx.earlier, cfg.sm) {
             Ok(b) => b,
             Err(why) => {
                 let mut out = ProbeOutput::default();
-                undetermined_all(&mut out, &cfg.method(None), &why);
+                undetermined_all(&mut out, &cfg.method(None), &why.to_string());
                 return Ok(out);
             }
         };

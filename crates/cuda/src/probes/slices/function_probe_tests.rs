@@ -70,13 +70,14 @@ fn the_map_is_a_full_page_and_probe_lines_of_7_more_from_sm_0_unless_the_variabl
         ("MEMSCOPE_SLICES_MAP_PROBE_LINES", "many", "accepted: 1 to 16384"),
         ("MEMSCOPE_SLICES_MAP_SM", "-1", "accepted: an SM number"),
     ] {
-        let e = MapConfig::from_vars(vars(&[(k, v)])).unwrap_err();
+        let e = MapConfig::from_vars(vars(&[(k, v)])).unwrap_err().to_string();
         assert!(e.contains(&format!("{k}=")) && e.contains(v) && e.contains(says), "{k}={v}: {e}");
         assert!(!e.contains('\n'), "{e}");
     }
     // Over the map's limit: every value that set the count named.
     let e = MapConfig::from_vars(vars(&[("MEMSCOPE_SLICES_MAP", "64"), ("MEMSCOPE_SLICES_MAP_PROBE_LINES", "1000")]))
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     for part in [
         "MEMSCOPE_SLICES_MAP=64",
         "MEMSCOPE_SLICES_MAP_PROBE_LINES=1000",
@@ -120,7 +121,7 @@ fn the_partition_bit_is_read_from_the_timing_check_of_the_maps_sm() {
     assert_eq!((b2.mask, b2.far_when_parity_is, b2.held_out), (0xab000, Some(0), Some((63, 64))));
 
     // Missing: l2.slices did not run or timed nothing.
-    let e = timed_partition_bit(&BTreeMap::new(), 0).unwrap_err();
+    let e = timed_partition_bit(&BTreeMap::new(), 0).unwrap_err().to_string();
     assert!(e.contains("l2.slices.timing_check is missing") && e.contains("partition bit's mask"), "{e}");
     // Undetermined: its reason is carried.
     let mut und = BTreeMap::new();
@@ -128,15 +129,15 @@ fn the_partition_bit_is_read_from_the_timing_check_of_the_maps_sm() {
         keys::L2_SLICES_TIMING_CHECK.to_string(),
         Finding::undetermined("", "test", "no timed lap split into near and far hits"),
     );
-    let e = timed_partition_bit(&und, 0).unwrap_err();
+    let e = timed_partition_bit(&und, 0).unwrap_err().to_string();
     assert!(e.contains("undetermined (no timed lap split into near and far hits)"), "{e}");
     // An SM the check did not time.
-    let e = timed_partition_bit(&earlier, 5).unwrap_err();
+    let e = timed_partition_bit(&earlier, 5).unwrap_err().to_string();
     assert!(e.contains("timed no lap from SM 5") && e.contains("[0, 2]"), "{e}");
     // An SM whose labels fitted no bit (summary_json writes null).
-    let e = timed_partition_bit(&timing_check(serde_json::Value::Null), 2).unwrap_err();
+    let e = timed_partition_bit(&timing_check(serde_json::Value::Null), 2).unwrap_err().to_string();
     assert!(e.contains("fitted no partition bit to SM 2's"), "{e}");
-    let e = timed_partition_bit(&timing_check(json!("0xzz")), 2).unwrap_err();
+    let e = timed_partition_bit(&timing_check(json!("0xzz")), 2).unwrap_err().to_string();
     assert!(e.contains("\"0xzz\" is not a hex mask"), "{e}");
 }
 
@@ -198,7 +199,11 @@ fn labels_that_are_no_residue_or_no_map_leave_all_three_undetermined_with_why() 
         let why = f.note.clone().unwrap();
         assert!(why.starts_with("slice labels over 1 adjacent page(s)") && why.contains("residue"), "{k}: {why}");
     }
-    let failed = MapRun { lines: cfg.lines(), labels: Err("the serving child exited".into()), secs: 3.0 };
+    let failed = MapRun {
+        lines: cfg.lines(),
+        labels: Err(crate::gpu::GpuError::invalid("the serving child exited")),
+        secs: 3.0,
+    };
     let mut out = ProbeOutput::default();
     function_from_map(&mut out, &cfg, &bit, &failed);
     let why = out.findings[keys::L2_SLICES_HELD_OUT_ACCURACY].note.clone().unwrap();

@@ -99,33 +99,44 @@ impl FrameFunction {
     }
 }
 
+/// Why the mapped pages give no frame function.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FrameFunctionError {
+    #[error("{pages} page(s) mapped: a frame function needs at least two")]
+    OnePage { pages: usize },
+    #[error(
+        "the {pages} mapped pages' shares fit no frame function (every flip and the partition constant XOR-linear in \
+         consecutive frame numbers from some first frame modulo {frames})"
+    )]
+    NoFit { pages: usize, frames: u64 },
+    #[error(
+        "the constants of the {pages} mapped pages follow no one step a frame: the best step ({step} modulo {modulus}) \
+         explains {explained}"
+    )]
+    Constants { pages: usize, step: u64, modulus: u64, explained: usize },
+}
+
 /// The frame function of a run's labelled lines read through `model` (fitted on the run's first
 /// page, or on another run's page: the run's labels are renamed to the model's), the pages
 /// taken as consecutive frames; Err: why there is none (one page, or shares that fit no frame
 /// function, or constants that do not follow one step).
-pub fn frame_function(model: &ResidueModel, points: &[Point]) -> Result<FrameFunction, String> {
+pub fn frame_function(model: &ResidueModel, points: &[Point]) -> Result<FrameFunction, FrameFunctionError> {
     let pages = pages_of(points);
     if pages.len() < 2 {
-        return Err(format!("{} page(s) mapped: a frame function needs at least two", pages.len()));
+        return Err(FrameFunctionError::OnePage { pages: pages.len() });
     }
     let bits = frame_bits(pages.last().map_or(1, |&p| p + 1));
     let form = frame_form(model, points, &pages, bits);
     let Some(first) = form.fits.first() else {
-        return Err(format!(
-            "the {} mapped pages' shares fit no frame function (every flip and the partition constant XOR-linear in \
-             consecutive frame numbers from some first frame modulo {})",
-            pages.len(),
-            1u64 << bits
-        ));
+        return Err(FrameFunctionError::NoFit { pages: pages.len(), frames: 1u64 << bits });
     };
     if first.constants_explained < pages.len() {
-        return Err(format!(
-            "the constants of the {} mapped pages follow no one step a frame: the best step ({} modulo {}) explains {}",
-            pages.len(),
-            first.step,
-            first.modulus,
-            first.constants_explained
-        ));
+        return Err(FrameFunctionError::Constants {
+            pages: pages.len(),
+            step: first.step,
+            modulus: first.modulus,
+            explained: first.constants_explained,
+        });
     }
     let score = |fit: &ShareFit| {
         let shares: Vec<(usize, PageTerms)> = pages.iter().filter_map(|&p| fit.share(p).map(|s| (p, s))).collect();
@@ -157,7 +168,7 @@ pub fn frame_function(model: &ResidueModel, points: &[Point]) -> Result<FrameFun
 pub fn frame_held_out_finding(
     model: &ResidueModel,
     points: &[Point],
-    frames: &Result<FrameFunction, String>,
+    frames: &Result<FrameFunction, FrameFunctionError>,
     method: &str,
 ) -> Finding {
     let pages = pages_of(points);
