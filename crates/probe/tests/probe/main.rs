@@ -8,6 +8,7 @@ mod keys_cover;
 mod partitions;
 mod penalty_sim;
 mod random_hierarchies;
+mod random_residue;
 mod side_by_side;
 mod tlb_random;
 mod trust_dram;

@@ -106,7 +106,7 @@ fn l2_shape(r: &mut ChaCha8Rng, partitions: u32, l1_bytes: u64, per_partition: &
 }
 
 /// Generator 1: the RTX 4090 preset with each part redrawn.
-fn mutated_rtx4090(seed: u64) -> Hierarchy {
+pub(crate) fn mutated_rtx4090(seed: u64) -> Hierarchy {
     let mut r = ChaCha8Rng::seed_from_u64(seed);
     let mut h = memscope_sim::presets::rtx4090();
     h.name = format!("mutated-rtx4090-{seed}");
@@ -417,7 +417,7 @@ fn discover(h: &Hierarchy) -> Scored {
 
 /// Totals over a set of hierarchies.
 #[derive(Default)]
-struct Tally {
+pub(crate) struct Tally {
     hierarchies: usize,
     passed: usize,
     all_exact: usize,
@@ -425,7 +425,7 @@ struct Tally {
     undetermined: usize,
     wrong: usize,
     undetermined_keys: BTreeMap<&'static str, usize>,
-    failures: Vec<String>,
+    pub(crate) failures: Vec<String>,
 }
 
 impl Tally {
@@ -491,7 +491,7 @@ impl Tally {
 
 /// Discover each hierarchy side by side (MEMSCOPE_THREADS at a time, crate::side_by_side),
 /// scoring in draw order.
-fn run_set(what: &str, hierarchies: impl Iterator<Item = Hierarchy>) -> Tally {
+pub(crate) fn run_set(what: &str, hierarchies: impl Iterator<Item = Hierarchy>) -> Tally {
     let all: Vec<Hierarchy> = hierarchies.collect();
     let scored = crate::side_by_side::map(&all, discover);
     let mut t = Tally::default();
@@ -651,7 +651,7 @@ fn l1_index_masks_of_a_megabyte_physical_l1() {
 
 /// The seeds listed in `var` (comma-separated: the failing seeds of a sweep, rerun alone), else
 /// `n` from `from`.
-fn seeds(var: &str, from: u64, n: u64) -> Vec<u64> {
+pub(crate) fn seeds(var: &str, from: u64, n: u64) -> Vec<u64> {
     match std::env::var(var) {
         Ok(list) => list.split(',').filter(|s| !s.trim().is_empty()).map(|s| s.trim().parse().expect(var)).collect(),
         Err(_) => (from..from + n).collect(),
