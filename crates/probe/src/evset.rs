@@ -208,6 +208,50 @@ pub fn check_minimal(m: &mut Meter<'_>, oracle: &Oracle, set: &[u64]) -> Result<
     Ok((full, fit))
 }
 
+/// The smallest page a target maps: an address bit below it stays inside its line's page.
+pub const SMALLEST_PAGE_BYTES: u64 = 4096;
+
+/// Whether a minimal set thrashes by its pages rather than by one L1 set. Where an L1 hit that
+/// misses the TLB reads as slow as an L1 miss (a physically indexed L1 translates every load), a
+/// chase over more pages than the TLB holds keeps "missing", and a reduction can settle on the
+/// TLB's entries + 1 pages. Two swaps per address bit between the line and
+/// `SMALLEST_PAGE_BYTES` (d = 2^j, so a + d lies in a's page): the first member for first ^ d,
+/// then the second member for first ^ d. A set of pages keeps thrashing on the first (the same
+/// pages) and fits on the second (one page fewer); one L1 set answers both alike (first ^ d is in
+/// the first member's set or in another, whichever member it stands for). Page-bound when every
+/// bit tried gave the pages' answer (the fit confirmed by a re-test); returns the bits tried, or
+/// `None` when a bit answered like an L1 set or none could be tried.
+pub fn page_bound(m: &mut Meter<'_>, oracle: &Oracle, set: &[u64], line: u64) -> Result<Option<Vec<u32>>, ProbeError> {
+    let [first, ..] = set else { return Ok(None) };
+    if set.len() < 2 {
+        return Ok(None);
+    }
+    let mut tried = Vec::new();
+    for j in line.trailing_zeros()..SMALLEST_PAGE_BYTES.trailing_zeros() {
+        let x = first ^ (1u64 << j);
+        if set.contains(&x) {
+            continue;
+        }
+        let (mut keep, mut drop) = (set.to_vec(), set.to_vec());
+        keep[0] = x;
+        drop[1] = x;
+        if !oracle.thrashes(m, &keep)? || oracle.thrashes(m, &drop)? || oracle.thrashes(m, &drop)? {
+            return Ok(None);
+        }
+        tried.push(j);
+    }
+    Ok(if tried.is_empty() { None } else { Some(tried) })
+}
+
+/// The reason a page-bound set (`page_bound`) says nothing of the L1: bits `bits` tried.
+pub fn page_bound_reason(set_len: usize, bits: &[u32]) -> String {
+    let bits: Vec<String> = bits.iter().map(|b| b.to_string()).collect();
+    format!(
+        "the minimal eviction set found ({set_len} lines) kept thrashing with its first member moved to another line of its page and fit with that line in place of the second member (address bit {}, each): a set of pages, not one L1 set (a chase over more pages than the TLB holds, its L1 hits as slow as misses, thrashes the TLB)",
+        bits.join(", ")
+    )
+}
+
 /// An L1 eviction set found from scratch: calibration, a pool of `pool_lines` addresses at
 /// `stride` bytes, the group-testing search.
 #[derive(Debug, Clone)]
@@ -263,6 +307,8 @@ mod tests {
         assert!(full);
         assert_eq!(fit, 5);
         assert!(e.reduction.chases < 400, "took {} chases", e.reduction.chases);
+        // One L1 set (no TLB on the toy): a member moved within its page breaks the conflict.
+        assert_eq!(page_bound(&mut m, &e.oracle, &e.reduction.set, 128).unwrap(), None);
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! L2 holds it like the footprint chased once, a virtually tagged one like a footprint twice as
 //! large (which exceeds the L2).
 
-use crate::evset::find_l1_evset;
+use crate::evset::{find_l1_evset, page_bound, page_bound_reason};
 use crate::l1::ways_sets::{line_bytes, pool_lines};
 use crate::latency::dense_lines;
 use crate::measure::{earlier_u64, gpu_applicability, Meter};
@@ -94,6 +94,15 @@ impl Probe for IndexingProbe {
         // that misses the TLB reads as slow as an L1 miss (a physically indexed L1 translates
         // every load), a chase over more pages than the TLB holds thrashes it, and the minimal
         // "set" is the TLB's entries + 1 pages; its aliases are new pages, never the same line.
+        // Without l1.ways (or with one measured on such a set): the set is no L1 set when a
+        // member moved within its page keeps it thrashing and that line in place of another
+        // member makes it fit, for every bit tried (`page_bound`).
+        if let Some(bits) = page_bound(&mut m, &e.oracle, &set, line)? {
+            m.target.free(a);
+            let why = page_bound_reason(set.len(), &bits);
+            out.finding(keys::L1_INDEXING, Finding::undetermined("", m1, &why));
+            return self.l2_indexing(&mut m, &earlier, line, out);
+        }
         if let Some(ways) = earlier_u64(&earlier, keys::L1_WAYS).filter(|&w| w + 1 != set.len() as u64) {
             m.target.free(a);
             let why = format!(

@@ -10,7 +10,7 @@
 //! indexed one only bits inside the page can be flipped by a program. Verification builds fresh
 //! eviction sets from the function and predicts conflict / no conflict on unseen addresses.
 
-use crate::evset::{find_l1_evset, Oracle, TEST_LAPS};
+use crate::evset::{find_l1_evset, page_bound, page_bound_reason, Oracle, TEST_LAPS};
 use crate::l1::ways_sets::{line_bytes, pool_lines};
 use crate::measure::{earlier_u64, gpu_applicability, Meter};
 use memscope_core::gf2;
@@ -274,6 +274,8 @@ impl Probe for IndexProbe {
         // random), so fresh sets may take lines from other pages: predictions test the claim.
         let extra: Vec<u64> = if physical { (hi..window_bits).map(|j| 1u64 << j).collect() } else { Vec::new() };
         let (ok, total) = verify(&mut m, &e.oracle, &rec, ways, base, line, refs, &set, &extra, 1u64 << window_bits)?;
+        // Whether the set was one L1 set at all (the flips above measured its pages otherwise).
+        let pages = page_bound(&mut m, &e.oracle, &set, line)?;
         m.target.free(buf);
 
         let mut out = ProbeOutput::default();
@@ -286,7 +288,9 @@ impl Probe for IndexProbe {
             Finding::number(acc, "ratio", &vmethod, if total >= 12 { Confidence::High } else { Confidence::Medium }),
         );
         let hex: Vec<serde_json::Value> = rec.masks.iter().map(|&mk| serde_json::json!(gf2::format_mask(mk))).collect();
-        if rec.masks.is_empty() {
+        if let Some(bits) = pages {
+            out.finding(keys::L1_INDEX_MASKS, Finding::undetermined("", &method, &page_bound_reason(set.len(), &bits)));
+        } else if rec.masks.is_empty() {
             out.finding(
                 keys::L1_INDEX_MASKS,
                 Finding::undetermined("", &method, "no address bit in the window changes the set"),

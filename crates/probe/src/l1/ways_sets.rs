@@ -3,7 +3,7 @@
 //! `ways + 1` thrash; the 4090's 16 / 17 of footnote 11 for L2), and the number of sets from the
 //! rank of the recovered index function (cross-checked with capacity / (ways * line)).
 
-use crate::evset::{check_minimal, find_l1_evset, L1Evset};
+use crate::evset::{check_minimal, find_l1_evset, page_bound, page_bound_reason, L1Evset};
 use crate::l1::line::{analyze_line, measure_line, POOL_STRIDE};
 use crate::measure::{earlier_u64, gpu_applicability, Meter};
 use memscope_core::keys;
@@ -114,12 +114,17 @@ impl Probe for WaysProbe {
     fn run(&self, ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError> {
         let earlier = ctx.earlier.clone();
         let mut m = Meter::new(&mut *ctx.target, 41);
-        let (e, buf, _) = fresh_evset(&mut m, &earlier)?;
+        let (e, buf, line) = fresh_evset(&mut m, &earlier)?;
         let (full, fit) = check_minimal(&mut m, &e.oracle, &e.reduction.set)?;
+        let pages = page_bound(&mut m, &e.oracle, &e.reduction.set, line)?;
         m.target.free(buf);
         let mut out = ProbeOutput::default();
         let method = "minimal L1 eviction set (group testing), re-tested whole and with each member dropped";
-        match analyze_ways(e.reduction.set.len(), full, fit) {
+        let ways = match pages {
+            Some(bits) => Err(page_bound_reason(e.reduction.set.len(), &bits)),
+            None => analyze_ways(e.reduction.set.len(), full, fit),
+        };
+        match ways {
             Ok(w) => out.finding(keys::L1_WAYS, Finding::integer(w, "count", method, Confidence::High)),
             Err(why) => out.finding(keys::L1_WAYS, Finding::undetermined("count", method, &why)),
         }

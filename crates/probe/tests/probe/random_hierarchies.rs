@@ -577,6 +577,24 @@ fn l2_hit_without_translation_misses() {
     assert_eq!(got[0].1, Outcome::Exact, "{got:?}");
 }
 
+/// A physically indexed L1 whose hits that miss the TLB read slower than its misses, l1.ways not
+/// known beforehand (mutated 7077: 4 KiB pages, which the TLB probe cannot size; 63 LRU entries,
+/// a 21.7 ns miss, L1 hit 5.6 ns, L2 hit 15.4 ns): the ways probe's eviction-set search settled on
+/// the TLB's entries + 1 pages (64 lines: 63 ways for 10), and the indexing probe's guard, which
+/// compares its set with l1.ways, let it through ("virtual"). A minimal set that keeps thrashing
+/// with a member moved to another line of its own page is now no L1 set (`evset::page_bound`).
+/// The near-L2 read over 1 MiB met DRAM rows left open, which read faster than the L2 hit (14.5
+/// ns for 18.6): the near plateau now ends where hops faster than the L2 hit appear.
+#[test]
+fn l1_eviction_set_of_pages_and_an_l2_read_past_its_plateau() {
+    let keys = ["l1.ways", "l1.indexing", "l2.hit_latency_ns"];
+    let got = discover_keys(&mutated_rtx4090(7077), &["line", "tlb", "latency", "evset", "ways", "indexing"], &keys);
+    for (k, o) in &got {
+        assert!(!matches!(o, Outcome::Wrong(_)), "{k}: {o:?}");
+    }
+    assert_eq!(got[2].1, Outcome::Exact, "{got:?}");
+}
+
 /// `l2ways` alone on `h`, given the L2 capacity one SM sees and the L1 line (what the latency
 /// and line probes give it), in quick mode: its `l2.ways` scored.
 fn l2_ways_given_capacity(h: &Hierarchy) -> Outcome {
