@@ -372,18 +372,16 @@ fn score(h: &Hierarchy, f: &BTreeMap<String, Finding>, failures: &[String], seco
 /// The L2 sets one SM sees: its partition's slices times the sets per slice, less the share of
 /// (slice, set) pairs that no address maps to. A slice function and a set function over shared
 /// address bits can leave some unreachable (the held-out generator's per-line interleave with a
-/// set bit equal to a slice bit reaches half of them): a set no line can use holds nothing, so
-/// no program, and no probe, can count it. Counted over 2^20 random lines of the memory (every
-/// reachable pair is met many times over at the sizes drawn here). Only for an L2 of one
-/// partition: a partitioned L2's near partition also holds copies of far-homed lines, placed by
-/// more than the (slice, set) pair of their address, so there the count stays every set of the
-/// partition's slices.
+/// set bit equal to a slice bit reaches half of them; a residue slice function over the set
+/// index's bits reaches a fraction): a set no line can use holds nothing, so no program, and no
+/// probe, can count it. Counted over 2^20 random lines of the memory (every reachable pair is met
+/// many times over at the sizes drawn here). With partitions, an SM's partition holds the lines
+/// homed there and copies of the others, each in the set of its address and the slice at the
+/// same place in the SM's partition (the simulator's mirror: slice modulo the slices per
+/// partition), so the pairs counted are (slice modulo slices per partition, set).
 fn reachable_l2_sets(h: &Hierarchy) -> u64 {
     use memscope_sim::hash::IndexFn;
-    let per_sm = (h.l2.slices / h.l2.partitions * h.l2.sets_per_slice) as u64;
-    if h.l2.partitions > 1 {
-        return per_sm;
-    }
+    let spp = h.l2.slices / h.l2.partitions;
     let slice = IndexFn::slice(&h.l2_slice_function());
     let set = IndexFn::set(&h.l2_set_function());
     let line = h.l2.line_bytes as u64;
@@ -391,10 +389,9 @@ fn reachable_l2_sets(h: &Hierarchy) -> u64 {
     let mut seen = std::collections::HashSet::new();
     for _ in 0..1 << 20 {
         let a = r.gen_range(0..h.dram.capacity_bytes / line) * line;
-        seen.insert((slice.eval(a), set.eval(a)));
+        seen.insert((slice.eval(a) % spp, set.eval(a)));
     }
-    let all = (h.l2.slices * h.l2.sets_per_slice) as u64;
-    per_sm * seen.len() as u64 / all
+    seen.len() as u64
 }
 
 /// Quick mode (`--quick`'s smaller sweeps) unless MEMSCOPE_SWEEP_FULL=1: the probes' claims must
