@@ -418,12 +418,14 @@ fn geometry(h: &mut Hierarchy, base: &Hierarchy, base_name: &str, t: &TargetInfo
         h.l2.far_hit_ns = None;
         src.set("l2.partitions", 1, Kind::Derived, format!("{partitions} partitions do not divide {} SMs", h.sm.count));
     }
-    let measured = f.get(keys::L2_SLICES_FUNCTION).and_then(l2::residue_of);
-    if let Ok(m) = &measured {
-        if measured_geometry(h, m, total_sets, &cap_src.1, f, src) {
-            return;
-        }
-    }
+    // The measured slice function, or why it sets nothing (no usable finding, or it does not fit).
+    let unmeasured = match f.get(keys::L2_SLICES_FUNCTION).and_then(l2::residue_of) {
+        Ok(m) => match measured_geometry(h, &m, total_sets, &cap_src.1, f, src) {
+            Ok(()) => return,
+            Err(why) => why,
+        },
+        Err(why) => why,
+    };
     let Some(g) = l2::factor(total_sets, want_n, p) else {
         keep_base(h, src, format!("{total_sets} sets have no split into slices that {p} partitions divide"));
         return;
@@ -444,17 +446,11 @@ fn geometry(h: &mut Hierarchy, base: &Hierarchy, base_name: &str, t: &TargetInfo
     }
     src.set("l2.sets_per_slice", g.sets_per_slice, Kind::Derived, format!("{from}, over {} slices", g.slices));
     let (slice_fn, set_fn) = l2::functions(&g, h.l2.line_bytes);
-    let why = match (&measured, f.get(keys::L2_SLICES_PAGE_MASKS)) {
-        (Ok(m), _) => format!(
-            "the measured residue's {} slices cannot be simulated here: {} partitions for {} SMs",
-            m.residue.slices(),
-            h.l2.partitions,
-            h.sm.count
+    let why = match f.get(keys::L2_SLICES_PAGE_MASKS) {
+        Ok(_) => format!(
+            "{unmeasured}; l2.slices.page_masks are masks of one page's slice classes, not a whole slice function"
         ),
-        (Err(w), Ok(_)) => {
-            format!("{w}; l2.slices.page_masks are masks of one page's slice classes, not a whole slice function")
-        }
-        (Err(w), Err(w2)) => format!("{w}; {w2}"),
+        Err(w) => format!("{unmeasured}; {w}"),
     };
     let text = |x: &crate::hierarchy::HashFunction| serde_json::to_string(x).unwrap_or_default();
     let even = "chosen so consecutive lines spread evenly over sets and slices";
@@ -475,8 +471,8 @@ fn geometry(h: &mut Hierarchy, base: &Hierarchy, base_name: &str, t: &TargetInfo
 }
 
 /// The L2 geometry from a measured slice function (`l2.slices.function`): its slice count, the
-/// sets that fit the capacity in that many slices (rounded down), a modular set function. False
-/// (nothing set) when the function's partition bit does not fit the hierarchy's partitions.
+/// sets that fit the capacity in that many slices (rounded down), a modular set function. Err
+/// (nothing set): why the function does not fit the hierarchy (its partitions, its capacity).
 fn measured_geometry(
     h: &mut Hierarchy,
     m: &l2::MeasuredSlices,
@@ -484,13 +480,19 @@ fn measured_geometry(
     cap_from: &str,
     f: &Found,
     src: &mut Sources,
-) -> bool {
+) -> Result<(), String> {
     let slices = m.residue.slices();
     let partitioned = m.residue.partition_mask.0 != 0;
     if (partitioned && h.l2.partitions > 2) || !slices.is_multiple_of(h.l2.partitions as u64) {
-        return false;
+        return Err(format!(
+            "the measured slice function's {slices} slices{} do not split into the {} partitions",
+            if partitioned { " (two partitions by its partition bit)" } else { "" },
+            h.l2.partitions
+        ));
     }
-    let Some(g) = l2::whole_sets(total_sets, slices) else { return false };
+    let Some(g) = l2::whole_sets(total_sets, slices) else {
+        return Err(format!("the measured slice function's {slices} slices do not each get a set of {total_sets}"));
+    };
     h.l2.slices = g.slices;
     h.l2.sets_per_slice = g.sets_per_slice;
     let count = match f.count(keys::L2_SLICES_COUNT) {
@@ -498,7 +500,11 @@ fn measured_geometry(
         Ok(n) => format!("; l2.slices.count = {n} differs"),
         Err(why) => format!("; {why}"),
     };
-    let parts = if partitioned { format!("2 partitions x {}", m.residue.modulus) } else { "one partition".into() };
+    let parts = if partitioned {
+        format!("2 partitions x {}", m.residue.modulus)
+    } else {
+        format!("{slices} slices, no partition bit")
+    };
     src.set("l2.slices", g.slices, Kind::Measured, format!("l2.slices.function: {parts}{count}"));
     src.set(
         "l2.sets_per_slice",
@@ -519,7 +525,7 @@ fn measured_geometry(
     );
     h.l2.slice_function = function;
     h.l2.set_function = set_fn;
-    true
+    Ok(())
 }
 
 /// DRAM capacity, controllers and line time (bandwidth); SM store issue and port.

@@ -221,3 +221,15 @@ fn a_measured_frame_function_goes_into_the_preset() {
         row(&c, "l2.slice_function")
     );
 }
+
+#[test]
+fn a_measured_function_with_more_slices_than_sets_is_declined_with_the_reason() {
+    let (t, mut f) = h200();
+    let mut finding = h200_function_finding();
+    finding.value["function"]["modulus"] = serde_json::json!(40_000);
+    f.insert(keys::L2_SLICES_FUNCTION.into(), finding);
+    let c = run(&t, &f).unwrap();
+    assert_eq!((c.hierarchy.l2.slices, c.hierarchy.l2.sets_per_slice), (96, 320), "the split of the capacity");
+    let r = row(&c, "l2.slice_function");
+    assert!(r.kind == Kind::Derived && r.detail.contains("80000 slices do not each get a set of 30720"), "{r:?}");
+}
