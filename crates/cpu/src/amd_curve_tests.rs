@@ -24,7 +24,7 @@ const RUNS: [(&str, &str); 10] = [
 ];
 
 fn l2_of(text: &str) -> Option<f64> {
-    analyze_pairs(text).findings["cpu.l2.capacity_bytes"].as_f64()
+    analyze_pairs(text, Some(32768.0)).findings["cpu.l2.capacity_bytes"].as_f64()
 }
 
 #[test]

@@ -88,7 +88,7 @@ fn l2(runs: &[(&'static str, &str)]) -> Vec<(&'static str, Option<f64>, String)>
                 y.push(v[1]);
                 s.push(vec![v[1] - v[2], v[1], v[1] + v[2]]);
             }
-            let f = analyze(&x, &y, &s, None, "test").findings["cpu.l2.capacity_bytes"].clone();
+            let f = analyze(&x, &y, &s, None, None, "test").findings["cpu.l2.capacity_bytes"].clone();
             (*run, f.as_f64(), f.note.unwrap_or_default())
         })
         .collect()

@@ -11,13 +11,19 @@ pub fn spread(v: &[f64]) -> f64 {
     hi / lo - 1.0
 }
 
-/// The finding `key` of each run ("footprint_bytes:latency_ns" pairs): the runs of `disturbed`
-/// must be undetermined and pass `why` (their finding), every other run determined; returns the
-/// determined values in run order.
-pub fn read_except(runs: &[(&str, &str)], key: &str, disturbed: &[&str], why: impl Fn(&str, &Finding)) -> Vec<f64> {
+/// The finding `key` of each run ("footprint_bytes:latency_ns" pairs, on a host whose OS reports
+/// an L1d of `os_l1d_bytes`): the runs of `disturbed` must be undetermined and pass `why` (their
+/// finding), every other run determined; returns the determined values in run order.
+pub fn read_except(
+    runs: &[(&str, &str)],
+    key: &str,
+    os_l1d_bytes: Option<f64>,
+    disturbed: &[&str],
+    why: impl Fn(&str, &Finding),
+) -> Vec<f64> {
     let mut determined = Vec::new();
     for (run, text) in runs {
-        let f = analyze_pairs(text).findings[key].clone();
+        let f = analyze_pairs(text, os_l1d_bytes).findings[key].clone();
         match (disturbed.contains(run), f.as_f64()) {
             (true, v) => {
                 assert_eq!(v, None, "{run}");

@@ -64,8 +64,10 @@ impl Probe for CpuLatency {
             ),
             _ => method,
         };
-        let mut out = analyze(&x, &curve, &samples, hz, &method);
-        crate::oscheck::annotate(&mut out, &sysinfo::os_caches(), &crate::cpuid::read(), &crate::oscheck::host_now());
+        let (os_caches, cpuid) = (sysinfo::os_caches(), crate::cpuid::read());
+        let os_l1d_bytes = crate::oscheck::reported(1, &os_caches, &cpuid).map(|(c, _)| c.size_bytes as f64);
+        let mut out = analyze(&x, &curve, &samples, hz, os_l1d_bytes, &method);
+        crate::oscheck::annotate(&mut out, &os_caches, &cpuid, &crate::oscheck::host_now());
         let huge_ok = pages.contains("hugetlbfs") || (pages.starts_with("THP: ") && !pages.starts_with("THP: 0 of"));
         if !huge_ok {
             out.warnings
@@ -344,11 +346,23 @@ fn level_capacity(pl: &Plateau, x: &[f64], method: &str) -> Finding {
 /// mean of the L1d's and the next level's), one grid step at most from the capacity wherever
 /// the pseudo-LRU puts the share. Undetermined when the bracket around the first footprint past
 /// the level is wider than `MAX_BRACKET_RATIO`, or when misses start (latency a tenth above the
-/// level) below [`L1D_SHELF`] of that value: a gradual rise, from another thread sharing the L1 during the run (a busy
-/// sibling hyperthread; the Xeon dev VM's loaded runs rose from 32-36 KiB and crossed half-way
-/// at 42-44 KiB), which moves with the load. No next level: `level_capacity`. The flag: whether
-/// it found such a gradual rise (the core's caches were shared during the run).
-fn l1d_capacity(pl: &Plateau, hi: Option<f64>, x: &[f64], y: &[f64], method: &str) -> (Finding, bool) {
+/// level) below [`L1D_SHELF`] of that value, or of the OS's figure `os_l1d_bytes` where that is
+/// larger: a gradual rise, from another thread sharing the L1 during the run (a busy sibling
+/// hyperthread; the Xeon dev VM's loaded runs rose from 32-36 KiB and crossed half-way at
+/// 42-44 KiB), which moves with the load. The OS's figure counts because such a thread moves the
+/// whole step early, the value with it: one quick run on the H200 host stepped a grid step early
+/// (45.2 KiB against 49.3 KiB in the others, OS 48 KiB) with misses from 42432 B, above 7/8 of
+/// its own value but under 7/8 of the OS's figure, and read its L2 8 % under the others. No next
+/// level: `level_capacity`. The flag: whether it found such a gradual rise (the core's caches
+/// were shared during the run).
+fn l1d_capacity(
+    pl: &Plateau,
+    hi: Option<f64>,
+    x: &[f64],
+    y: &[f64],
+    os_l1d_bytes: Option<f64>,
+    method: &str,
+) -> (Finding, bool) {
     let (Some(knee), Some(hi)) = (pl.capacity, hi) else { return (level_capacity(pl, x, method), false) };
     if hi <= pl.latency * MIN_STEP_RATIO {
         return (level_capacity(pl, x, method), false);
@@ -375,8 +389,12 @@ fn l1d_capacity(pl: &Plateau, hi: Option<f64>, x: &[f64], y: &[f64], method: &st
     // Where misses start: the first footprint whose latency is a tenth above the level's (more
     // than an L1 hit moves between runs, 1-3 %).
     let onset = (pl.points.start..x.len().min(y.len())).find(|&j| y[j] > pl.latency * 1.1).map_or(next, |j| x[j]);
+    // The shelf is measured from the larger of the value and the OS's figure: another thread's
+    // share moves the whole step early, the value with it, so the value alone is no yardstick
+    // for where the last way fills.
+    let shelf_of = |v: f64| v.max(os_l1d_bytes.unwrap_or(0.0)) * L1D_SHELF;
     match (half, under_half) {
-        (Some(h), Some(v)) if onset >= v * L1D_SHELF => (Finding::integer(
+        (Some(h), Some(v)) if onset >= shelf_of(v) => (Finding::integer(
             v.round() as u64,
             "bytes",
             &format!("{method}; L1d: last footprint where fewer than half the hops miss (latency under the mean of this level's {:.2} ns and the next's {hi:.2} ns; its index lies inside the page, so the step is sharp, and the value is read on the grid)", pl.latency),
@@ -387,9 +405,18 @@ fn l1d_capacity(pl: &Plateau, hi: Option<f64>, x: &[f64], y: &[f64], method: &st
             pl.x_last
         )), false),
         (Some(h), v) => (undetermined(format!(
-            "a gradual rise: latency is a tenth above the level from {onset:.0} B, under {:.0} % of the last footprint where fewer than half the hops miss ({}), and half miss at {h:.0} B; misses that start before the sets' last way fills are another thread sharing the L1 during the run (a busy sibling hyperthread), and where they start moves with the load",
+            "a gradual rise: latency is a tenth above the level from {onset:.0} B, under {:.0} % of {}, and half miss at {h:.0} B; misses that start before the sets' last way fills are another thread sharing the L1 during the run (a busy sibling hyperthread), and where they start moves with the load",
             L1D_SHELF * 100.0,
-            v.map_or("none".to_string(), |v| format!("{v:.0} B"))
+            match (os_l1d_bytes, v) {
+                (Some(os), Some(v)) if os > v => format!(
+                    "the OS's figure ({os:.0} B; the last footprint where fewer than half the hops miss, {v:.0} B, lies under it)"
+                ),
+                (Some(os), None) => format!("the OS's figure ({os:.0} B; no footprint under half-way)"),
+                (_, v) => format!(
+                    "the last footprint where fewer than half the hops miss ({})",
+                    v.map_or("none".to_string(), |v| format!("{v:.0} B"))
+                ),
+            }
         )), true),
         (None, _) => (level_capacity(pl, x, method), false),
     }
@@ -457,20 +484,34 @@ pub fn lower_envelope(curve: &[f64]) -> Vec<f64> {
 /// there is no L3). Extra levels are reported as a warning. A
 /// capacity that two halves of each footprint's placements (dealt alternately) do not reproduce
 /// within 10 % is undetermined (crate::repeat_check).
-pub fn analyze(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Option<f64>, method: &str) -> ProbeOutput {
+pub fn analyze(
+    x: &[f64],
+    curve: &[f64],
+    samples: &[Vec<f64>],
+    clock_hz: Option<f64>,
+    os_l1d_bytes: Option<f64>,
+    method: &str,
+) -> ProbeOutput {
     use crate::repeat_check;
-    let mut out = analyze_curve(x, curve, samples, clock_hz, method);
+    let mut out = analyze_curve(x, curve, samples, clock_hz, os_l1d_bytes, method);
     if repeat_check::splittable(samples) {
         let (a, b) = repeat_check::halves(samples);
-        let earlier = analyze_curve(x, &repeat_check::values(&a), &a, clock_hz, method);
-        let later = analyze_curve(x, &repeat_check::values(&b), &b, clock_hz, method);
+        let earlier = analyze_curve(x, &repeat_check::values(&a), &a, clock_hz, os_l1d_bytes, method);
+        let later = analyze_curve(x, &repeat_check::values(&b), &b, clock_hz, os_l1d_bytes, method);
         repeat_check::apply(&mut out, &earlier, &later);
     }
     out
 }
 
 /// [`analyze`] without the repeatability check.
-fn analyze_curve(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Option<f64>, method: &str) -> ProbeOutput {
+fn analyze_curve(
+    x: &[f64],
+    curve: &[f64],
+    samples: &[Vec<f64>],
+    clock_hz: Option<f64>,
+    os_l1d_bytes: Option<f64>,
+    method: &str,
+) -> ProbeOutput {
     let mut out = ProbeOutput::default();
     let y = lower_envelope(curve);
     let mad: Vec<f64> = samples.iter().map(|s| Sample::new(s).map(|s| s.mad()).unwrap_or(f64::NAN)).collect();
@@ -561,8 +602,14 @@ fn analyze_curve(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Optio
                 let limit = |p: &Plateau| next_after(p).map(|_| if name == "l2" { before_dram } else { last_x });
                 let cap = match (name, l2_end) {
                     ("l1d", _) => {
-                        let (f, shared) =
-                            l1d_capacity(pl, next_after(pl).map(|n| next_level_start(n, &y)), x, &y, method);
+                        let (f, shared) = l1d_capacity(
+                            pl,
+                            next_after(pl).map(|n| next_level_start(n, &y)),
+                            x,
+                            &y,
+                            os_l1d_bytes,
+                            method,
+                        );
                         core_shared = shared;
                         f
                     }
@@ -604,9 +651,9 @@ fn analyze_curve(x: &[f64], curve: &[f64], samples: &[Vec<f64>], clock_hz: Optio
 }
 
 /// The analysis of a measured curve written as "footprint_bytes:latency_ns" pairs (one sample per
-/// footprint, no clock): how the tests replay recorded curves.
+/// footprint, no clock) beside the L1d size its OS reported: how the tests replay recorded curves.
 #[cfg(test)]
-pub(crate) fn analyze_pairs(text: &str) -> ProbeOutput {
+pub(crate) fn analyze_pairs(text: &str, os_l1d_bytes: Option<f64>) -> ProbeOutput {
     let pts: Vec<(f64, f64)> = text
         .split_whitespace()
         .map(|p| p.split_once(':').map(|(a, b)| (a.parse().unwrap(), b.parse().unwrap())).unwrap())
@@ -614,13 +661,16 @@ pub(crate) fn analyze_pairs(text: &str) -> ProbeOutput {
     let x: Vec<f64> = pts.iter().map(|p| p.0).collect();
     let y: Vec<f64> = pts.iter().map(|p| p.1).collect();
     let s: Vec<Vec<f64>> = y.iter().map(|&v| vec![v]).collect();
-    analyze(&x, &y, &s, None, "test")
+    analyze(&x, &y, &s, None, os_l1d_bytes, "test")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::curve_checks::{note_contains, read_except, spread};
+
+    /// The L1d size the Xeon dev VM's OS reported.
+    const XEON_L1D: Option<f64> = Some(49152.0);
 
     /// A grid of `per_octave` footprints per octave from 4 KiB: 4 is the dense grid of earlier
     /// versions, which the measured curves below were taken on; 8 is what the sweep refines
@@ -663,7 +713,7 @@ mod tests {
         let x = dense(128 << 20, 8.0);
         let s = synthetic(&[(1.2, 32768.0), (4.0, 524288.0), (14.0, 32.0 * 1048576.0), (95.0, f64::INFINITY)], &x);
         let c: Vec<f64> = s.iter().map(|v| memscope_core::stats::median(v)).collect();
-        let out = analyze(&x, &c, &s, Some(3e9), "test");
+        let out = analyze(&x, &c, &s, Some(3e9), None, "test");
         let v = |k: &str| out.findings[k].as_f64().unwrap_or(f64::NAN);
         assert!((v("cpu.l1d.hit_latency_ns") / 1.2 - 1.0).abs() < 0.03);
         assert_eq!(v("cpu.l1d.capacity_bytes"), 32768.0);
@@ -687,7 +737,7 @@ mod tests {
         ];
         let x = dense(128 << 20, 4.0);
         let s: Vec<Vec<f64>> = y.iter().map(|&v| vec![v]).collect();
-        let out = analyze(&x, &y, &s, Some(3.2e9), "test");
+        let out = analyze(&x, &y, &s, Some(3.2e9), None, "test");
         assert!(out.warnings.is_empty(), "{:?}", out.warnings);
         let v = |k: &str| out.findings[k].as_f64().unwrap();
         // The L1d's sharp step falls between two points of the old 4-per-octave grid (19 %
@@ -750,7 +800,7 @@ mod tests {
             y.push(v);
         }
         let s: Vec<Vec<f64>> = y.iter().map(|&v| vec![v]).collect();
-        let out = analyze(&x, &y, &s, Some(4.09e9), "test");
+        let out = analyze(&x, &y, &s, Some(4.09e9), None, "test");
         let l2 = out.findings["cpu.l2.capacity_bytes"].as_f64().unwrap();
         assert!((l2 / 2097152.0 - 1.0).abs() <= 0.25, "{l2}");
         assert!(out.findings["cpu.l2.capacity_bytes"].note.as_deref().unwrap().contains("far end"));
@@ -776,7 +826,7 @@ mod tests {
             })
             .collect();
         let s: Vec<Vec<f64>> = y.iter().map(|&v| vec![v]).collect();
-        let out = analyze(&x, &y, &s, None, "test");
+        let out = analyze(&x, &y, &s, None, None, "test");
         let v = |k: &str| out.findings[k].as_f64().unwrap();
         assert!((v("cpu.l3.hit_latency_ns") - 16.0).abs() < 0.5);
         assert!((v("cpu.dram.latency_ns") - 115.0).abs() < 2.0);
@@ -792,13 +842,14 @@ mod tests {
             v.iter_mut().for_each(|t| *t = 4.0 * 1.5f64.powi(i as i32 - 28));
         }
         let c: Vec<f64> = s.iter().map(|v| memscope_core::stats::median(v)).collect();
-        let out = analyze(&x, &c, &s, None, "test");
+        let out = analyze(&x, &c, &s, None, None, "test");
         assert!(out.findings["cpu.l2.hit_latency_ns"].as_f64().is_some());
         assert!(out.findings["cpu.l2.hit_latency_ns"].cycles.is_none());
         assert_eq!(out.findings["cpu.l3.capacity_bytes"].confidence, Confidence::Undetermined);
         assert_eq!(out.findings["cpu.dram.latency_ns"].confidence, Confidence::Undetermined);
         assert!(out.findings["cpu.dram.latency_ns"].note.as_deref().unwrap().contains("rising"));
-        let none = analyze(&x[..3], &[f64::NAN; 3], &s[..3].iter().map(|_| vec![]).collect::<Vec<_>>(), None, "t");
+        let none =
+            analyze(&x[..3], &[f64::NAN; 3], &s[..3].iter().map(|_| vec![]).collect::<Vec<_>>(), None, None, "t");
         assert_eq!(none.findings["cpu.l1d.hit_latency_ns"].confidence, Confidence::Undetermined);
     }
 
@@ -822,7 +873,7 @@ mod tests {
             18295616:44.94 19951552:53.31 21757312:49.6 23726528:71.93 25873920:108.51 28215744:91.59 \
             30769472:132.47 33554432:147.24 39903104:131.12 47453120:144.84 67108864:162.72";
         // "footprint_bytes:latency_ns" pairs, fastest repeat per footprint.
-        let cap = |text: &str| analyze_pairs(text).findings["cpu.l2.capacity_bytes"].as_f64().unwrap();
+        let cap = |text: &str| analyze_pairs(text, XEON_L1D).findings["cpu.l2.capacity_bytes"].as_f64().unwrap();
         let (a, b) = (cap(spiky), cap(clean));
         assert!((a / b - 1.0).abs() <= 0.10, "{a} vs {b}");
         for c in [a, b] {
@@ -836,7 +887,7 @@ mod tests {
         // The L1d end of two measured curves of the Xeon dev VM (the loaded runs of
         // results/dev-cpu/cpu-lane-repeat at commit e979b06, OS: 48 KiB): full-1 at a load of 27, whose 46336 B point was disturbed in every repeat
         // and never refined around, and full-5, refined to eight points per octave.
-        let l1d = |text: &str| analyze_pairs(text).findings["cpu.l1d.capacity_bytes"].clone();
+        let l1d = |text: &str| analyze_pairs(text, XEON_L1D).findings["cpu.l1d.capacity_bytes"].clone();
         let coarse = l1d("4096:1.71 5760:1.73 8192:1.73 11584:1.68 16384:1.78 23168:1.81 32768:1.84 38912:1.67 \
             46336:4.59 55104:5.14 65536:5.49 92672:5.42 131072:5.51 155840:5.52");
         assert!(coarse.value.is_null(), "{:?}", coarse.value);
@@ -853,7 +904,7 @@ mod tests {
             let x = dense(1 << 20, per_octave);
             let s = synthetic(&[(1.2, 49152.0), (4.0, 786432.0), (40.0, f64::INFINITY)], &x);
             let c: Vec<f64> = s.iter().map(|v| memscope_core::stats::median(v)).collect();
-            analyze(&x, &c, &s, None, "test").findings["cpu.l1d.capacity_bytes"].as_f64()
+            analyze(&x, &c, &s, None, None, "test").findings["cpu.l1d.capacity_bytes"].as_f64()
         };
         assert!(step(8.0).is_some_and(|v| (v / 49152.0 - 1.0).abs() <= 0.10), "{:?}", step(8.0));
         assert_eq!(step(2.0), None);
@@ -922,8 +973,13 @@ mod tests {
             55104:5.14 65536:5.35 92672:5.39 131072:5.36",
             ),
         ];
-        let determined =
-            read_except(&runs, "cpu.l1d.capacity_bytes", &["full-4", "quick-4"], note_contains("a gradual rise"));
+        let determined = read_except(
+            &runs,
+            "cpu.l1d.capacity_bytes",
+            XEON_L1D,
+            &["full-4", "quick-4"],
+            note_contains("a gradual rise"),
+        );
         // Eight determined: the seven quiet ones and full-3, whose latency leaves the level only
         // at 46336 B and crosses half-way before 50496 B; each is the last footprint where fewer
         // than half the hops miss, 46336 or 50496 B (one grid step apart, 9 %).
@@ -938,7 +994,9 @@ mod tests {
         // scripts/cpu-repeat.sh with eight placements, notes/trust-history.md): most runs miss on
         // 10-30 % of the hops at 30016 and 32768 B, where the sets' last way fills (the chase's
         // own stack and code take some of it), and on most at 35648 B. quick-2 rose from 19 KiB
-        // (another thread on the core through the run), full-5 from 27520 B.
+        // (another thread on the core through the run), full-5 from 27520 B; quick-3 stepped a
+        // grid step early (32768 B fully missing, 30016 B the last under half-way) with misses
+        // from 27520 B, under 7/8 of the OS's 32 KiB though not of its own 30016 B.
         let runs = [
             ("quick-1", "4096:1.08 5760:1.16 8192:1.09 11584:1.08 16384:1.08 23168:1.08 25216:1.08 27520:1.08 30016:1.36 32768:1.38 35648:3.12 38912:3.81 46336:3.81 65536:3.81 92672:3.81 131072:3.86"),
             ("full-1", "4096:1.08 5760:1.08 8192:1.08 11584:1.08 16384:1.08 23168:1.08 27520:1.08 30016:1.36 32768:1.37 35648:3.10 38912:3.81 46336:3.79 65536:3.80 92672:3.81 131072:3.83"),
@@ -951,8 +1009,13 @@ mod tests {
             ("quick-5", "4096:1.09 5760:1.09 8192:1.08 11584:1.08 16384:1.09 23168:1.10 27520:1.14 30016:1.95 32768:1.38 35648:3.65 38912:3.82 46336:3.83 65536:3.82 92672:3.83 131072:3.86"),
             ("full-5", "4096:1.08 5760:1.08 8192:1.13 11584:1.14 16384:1.16 23168:1.18 25216:1.08 27520:1.79 30016:1.73 32768:1.38 35648:3.09 38912:3.80 46336:3.79 65536:3.80 92672:3.82 131072:3.83"),
         ];
-        let determined =
-            read_except(&runs, "cpu.l1d.capacity_bytes", &["quick-2", "full-5"], note_contains("a gradual rise"));
+        let determined = read_except(
+            &runs,
+            "cpu.l1d.capacity_bytes",
+            Some(32768.0),
+            &["quick-2", "quick-3", "full-5"],
+            note_contains("a gradual rise"),
+        );
         assert!(spread(&determined) <= 0.10, "{determined:?}");
         assert!(determined.iter().all(|v| (v / 32768.0 - 1.0).abs() <= 0.25), "{determined:?}");
         assert_eq!(determined.iter().filter(|&&v| v == 32768.0).count(), 7, "{determined:?}");
@@ -1002,7 +1065,7 @@ mod tests {
                 })
                 .collect();
             let samples: Vec<Vec<f64>> = curve.iter().map(|&v| vec![v]).collect();
-            let f = analyze(&x, &curve, &samples, None, "test").findings["cpu.l1d.capacity_bytes"].clone();
+            let f = analyze(&x, &curve, &samples, None, None, "test").findings["cpu.l1d.capacity_bytes"].clone();
             match (shared, f.as_f64()) {
                 (true, v) => {
                     assert_eq!(v, None, "run {run}: a shared L1 read {v:?}");

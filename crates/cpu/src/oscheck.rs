@@ -115,6 +115,20 @@ pub fn host_now() -> Host {
     }
 }
 
+/// The data or unified cache of `level` (1, 2, 3) as the OS reports it, with where the figure
+/// came from: sysfs, else CPUID (`cpuid`).
+pub fn reported<'a>(
+    level: u32,
+    sysfs: &'a [OsCache],
+    cpuid: &'a crate::cpuid::Report,
+) -> Option<(&'a OsCache, String)> {
+    match crate::sysinfo::data_cache(sysfs, level) {
+        Some(c) => Some((c, format!("sysfs cache index of level {level}"))),
+        None => crate::sysinfo::data_cache(&cpuid.caches, level)
+            .map(|c| (c, format!("CPUID leaf {}", cpuid.cache_leaf.unwrap_or("?")))),
+    }
+}
+
 /// Put the OS-reported size beside each `cpu.<level>.capacity_bytes` of `out`: in its note, as
 /// `cpu.<level>.os_capacity_bytes` (a reported value, not a measurement), and as a warning when
 /// they disagree by more than [`TOLERANCE`] (then a private level, L1d or L2, becomes
@@ -122,12 +136,7 @@ pub fn host_now() -> Host {
 /// the reason in its note. Sizes from sysfs (`sysfs`), else from CPUID (`cpuid`).
 pub fn annotate(out: &mut ProbeOutput, sysfs: &[OsCache], cpuid: &crate::cpuid::Report, host: &Host) {
     for (name, level) in [("l1d", 1u32), ("l2", 2), ("l3", 3)] {
-        let rep = match crate::sysinfo::data_cache(sysfs, level) {
-            Some(c) => Some((c, format!("sysfs cache index of level {level}"))),
-            None => crate::sysinfo::data_cache(&cpuid.caches, level)
-                .map(|c| (c, format!("CPUID leaf {}", cpuid.cache_leaf.unwrap_or("?")))),
-        };
-        let Some((rep, source)) = rep else { continue };
+        let Some((rep, source)) = reported(level, sysfs, cpuid) else { continue };
         let key = keys::cpu_capacity_bytes(name);
         let Some(f) = out.findings.get_mut(&key) else { continue };
         match f.as_f64() {

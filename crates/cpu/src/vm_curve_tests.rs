@@ -218,7 +218,7 @@ fn sweep_run(
         }
     }
     let xf: Vec<f64> = x.iter().map(|&v| v as f64).collect();
-    let out = analyze(&xf, &best(&s), &s, None, "test");
+    let out = analyze(&xf, &best(&s), &s, None, Some(host.shape.l1d_bytes), "test");
     ["l1d", "l2"].iter().map(|l| out.findings[&format!("cpu.{l}.capacity_bytes")].as_f64()).collect()
 }
 
