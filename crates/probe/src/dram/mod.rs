@@ -28,6 +28,13 @@ use rows::{measure_row, row_saving_series, RowFound};
 
 pub struct DramProbe;
 
+/// Lines in the refresh probe's cold lap, quick or not: the stall's edge needs stalled hops (0.5-3 %
+/// of the lap on the simulator's drawn hierarchies), and each alternate half of the lap must
+/// resolve it too; with 8000 in quick runs about two in five of the discovery sweep's stalls were
+/// undetermined for want of them. The whole probe, this lap included, took 0.38-0.41 s on the H200
+/// (results/h200/default-run, results/h200/repeatability).
+pub const REFRESH_LAP_LINES: u64 = 24000;
+
 impl Probe for DramProbe {
     fn key(&self) -> &'static str {
         "dram"
@@ -46,7 +53,6 @@ impl Probe for DramProbe {
     }
     fn run(&self, ctx: &mut ProbeContext<'_>) -> Result<ProbeOutput, ProbeError> {
         let earlier = ctx.earlier.clone();
-        let quick = ctx.quick;
         let mut m = Meter::new(&mut *ctx.target, 81);
         let info = m.info.clone();
         let mut out = ProbeOutput::default();
@@ -58,8 +64,9 @@ impl Probe for DramProbe {
         let page = earlier_u64(&earlier, keys::TLB_PAGE_BYTES).unwrap_or(4 << 10);
 
         // Refresh: one cold lap, every hop a row miss (latency/dram_lap.rs: an open row's
-        // cheaper hops would otherwise read as a band of excess above the median).
-        let n_lines: u64 = if quick { 8000 } else { 24000 };
+        // cheaper hops would otherwise read as a band of excess above the median). The same
+        // length in both modes (REFRESH_LAP_LINES).
+        let n_lines: u64 = REFRESH_LAP_LINES;
         let known_page = earlier_u64(&earlier, keys::TLB_PAGE_BYTES);
         let entries = earlier_u64(&earlier, keys::TLB_L1_ENTRIES);
         let buf = m.alloc(crate::latency::dram_lap::lap_bytes(line, known_page, entries, n_lines))?;
