@@ -142,11 +142,21 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// Read at most `max_bytes + 1` bytes of `path`: a reader that bounds its input sees a file over
-/// its bound as over it without reading the whole file into memory.
+/// its bound as over it without reading the whole file into memory. A gzip file (its first two
+/// bytes 1f 8b, as the `.json.gz` files under results/ are) is read decompressed, the bound
+/// applying to what it expands to.
 pub fn read_limited(path: &Path, max_bytes: usize) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
+    let mut raw = Vec::new();
+    std::fs::File::open(path)?.take(max_bytes as u64 + 1).read_to_end(&mut raw)?;
+    if !raw.starts_with(&[0x1f, 0x8b]) {
+        return Ok(raw);
+    }
     let mut out = Vec::new();
-    std::fs::File::open(path)?.take(max_bytes as u64 + 1).read_to_end(&mut out)?;
+    flate2::read::MultiGzDecoder::new(&raw[..])
+        .take(max_bytes as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("not a readable gzip file: {e}")))?;
     Ok(out)
 }
 
@@ -156,6 +166,31 @@ mod tests {
 
     fn names(dir: &Path) -> Vec<std::ffi::OsString> {
         std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name()).collect()
+    }
+
+    #[test]
+    fn read_limited_reads_gzip_decompressed_and_bounds_what_it_expands_to() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let text = b"{\"schema\": \"memscope/1\"}\n".repeat(100);
+        let gz = |bytes: &[u8]| {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            e.write_all(bytes).unwrap();
+            e.finish().unwrap()
+        };
+        let p = dir.path().join("results.json.gz");
+        std::fs::write(&p, gz(&text)).unwrap();
+        assert_eq!(read_limited(&p, 1 << 20).unwrap(), text);
+        // Over the bound once expanded: one byte past it, as for a plain file.
+        assert_eq!(read_limited(&p, 100).unwrap().len(), 101);
+        let plain = dir.path().join("results.json");
+        std::fs::write(&plain, &text).unwrap();
+        assert_eq!(read_limited(&plain, 1 << 20).unwrap(), text);
+        // A gzip header over bytes that are not gzip: an error naming it.
+        let bad = dir.path().join("bad.json.gz");
+        std::fs::write(&bad, [0x1f, 0x8b, 0, 1, 2, 3]).unwrap();
+        let e = read_limited(&bad, 1 << 20).unwrap_err();
+        assert!(e.to_string().contains("not a readable gzip file"), "{e}");
     }
 
     #[test]

@@ -45,6 +45,31 @@ fn missing_or_malformed_results_exit_2_naming_the_file() {
 }
 
 #[test]
+fn report_and_compare_read_gzip_results_files() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let plain = fixture(dir.path(), "a.json", 15.4);
+    let gz = dir.path().join("b.json.gz");
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(&std::fs::read(&plain).unwrap()).unwrap();
+    std::fs::write(&gz, e.finish().unwrap()).unwrap();
+    let gz = gz.to_str().unwrap();
+    let (code, out, err) = run(&["report", gz]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("L1 cache") && out.contains("15.4 ns"), "{out}");
+    let (code, out, err) = run(&["compare", plain.as_str(), gz]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("15.4"), "{out}");
+    // Cut short: exit 2, one line naming the file.
+    let cut = dir.path().join("cut.json.gz");
+    let bytes = std::fs::read(gz).unwrap();
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let (code, _, err) = run(&["report", cut.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("cut.json.gz") && err.trim().lines().count() == 1, "{err}");
+}
+
+#[test]
 fn report_writes_md_and_csv_and_prints_the_datasheet() {
     let dir = tempfile::tempdir().unwrap();
     let a = fixture(dir.path(), "a.json", 15.4);
