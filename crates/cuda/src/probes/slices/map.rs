@@ -7,9 +7,9 @@
 //! themselves and their own representatives. Slice labels are global: the same label on two pages
 //! is the same slice (as seen from the hammering SM), which a page's partition alone cannot say.
 
+use super::counters::{decoded_maxes, per_kernel, scales, Counters};
 use super::fit::{self, Batch};
 use super::hammer::{self, HammerPlan, HammerReport};
-use super::{decoded_maxes, per_kernel, scales, Counters};
 use crate::gpu::{GpuError, GpuResult};
 
 /// Something that runs experiments and returns each planned kernel's counters: the serving child

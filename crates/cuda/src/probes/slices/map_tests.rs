@@ -2,11 +2,12 @@
 //! truth: a non-linear slice function of the whole address (so the pages differ), noise on every
 //! counter, slices the seed never saw, and an unclear kernel.
 
+use super::counters::Counters;
 use super::fit::{self, Batch};
 use super::map::{map_lines, Counting};
 use super::map_layout::{grid_of_mask, LayoutError, MapOffsets, DEFAULT_SPEC};
-use super::tests::simulate;
-use super::{Counters, PACKED_OPS, SEED, UNIT};
+use super::probe_tests::simulate;
+use super::{PACKED_OPS, SEED, UNIT};
 use crate::gpu::GpuResult;
 
 /// The simulator as a counter source: each call simulates the kernels of its batches.
