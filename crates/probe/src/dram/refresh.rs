@@ -73,7 +73,7 @@ pub fn analyze_refresh(per_hop: &[f64], floor_ns: f64) -> Result<RefreshFit, Str
     if !halves.iter().all(agrees) {
         let show = |h: &Result<RefreshFit, String>| match h {
             Ok(f) => format!("{:.0} ns", f.stall_ns),
-            Err(_) => "none".to_string(),
+            Err(why) => format!("none ({why})"),
         };
         return Err(format!(
             "the stall's edge is not resolved: {:.0} ns from the whole lap, {} and {} from its alternate hops (more than {:.0} % apart)",
