@@ -59,9 +59,16 @@ pub fn pool_hint(earlier: &BTreeMap<String, Finding>, info: &TargetInfo) -> Opti
 }
 
 /// Pool sizes tried, as fractions of the hint, smallest first (the growth of 1.25 per step
-/// keeps the missing fraction from jumping past the few-percent range the reduction likes).
+/// keeps the missing fraction from jumping past the few-percent range the reduction likes), up
+/// to 4 times the hint (the buffer holds `BUFFER_CAPACITIES`, 8): a search that finds its set in
+/// a smaller pool never tries the larger ones. The hint can fall well short of what one SM's sets
+/// hold: on an L2 of three partitions that keeps near copies of far lines, the half-way
+/// footprint (`l2.segment_capacity_bytes`, the hint where a driver reports the size) read half a
+/// partition's capacity, as far hits lift the mean latency on their own, and the missing lines of
+/// pools up to twice it did not thrash on their own (7 of 100 such simulated hierarchies,
+/// crates/probe/tests/probe/random_hierarchies.rs); pools to four times it found the sets.
 pub fn pool_fractions(hint: &PoolHint) -> Vec<f64> {
-    let all = [0.25, 0.3125, 0.39, 0.5, 0.625, 0.75, 0.875, 1.0, 1.25, 1.5, 2.0];
+    let all = [0.25, 0.3125, 0.39, 0.5, 0.625, 0.75, 0.875, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0];
     let from = if hint.measured { 0.5 } else { 0.25 };
     all.into_iter().filter(|&f| f >= from).collect()
 }
@@ -164,6 +171,16 @@ mod tests {
         assert_eq!((h.bytes, h.measured), (27 << 20, true));
         assert_eq!(pool_fractions(&h)[0], 0.5);
         assert_eq!(pool_hint(&BTreeMap::new(), &info(None)), None);
+    }
+
+    #[test]
+    fn the_largest_pool_is_four_hints_and_fits_the_buffer_with_room() {
+        let h = PoolHint { bytes: 1 << 20, source: "given", measured: true };
+        let f = pool_fractions(&h);
+        assert_eq!(*f.last().unwrap(), 4.0);
+        assert!(f.windows(2).all(|w| w[1] > w[0] && w[1] / w[0] <= 1.34), "{f:?}");
+        // Random lines of a buffer of BUFFER_CAPACITIES hints: the largest pool takes half of them.
+        assert!(4.0 * 2.0 <= crate::l2::ways::BUFFER_CAPACITIES as f64);
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //!   rtx4090`) and redraws each part independently: L1 ways 2-16, sets 32-4096 with random XOR
 //!   index masks over address bits up to 40, L2 with 1-3 partitions and slice counts that are not
 //!   powers of two, TLB 4-64 entries with 4 KiB, 2 MiB, 16 MiB or 64 MiB pages, DRAM rows of 256 B
-//!   to 8 KiB, latencies 5-900 ns, noise from none to the H200's.
+//!   to 8 KiB, latencies 5-900 ns, noise from none to the H200's; half the draws report the L2's
+//!   size as a CUDA driver does (the probes then take a GPU's paths).
 //! - `capacity_first` (the held-out set) builds from nothing, choosing capacities and cycle counts
 //!   first and deriving the rest: structured index hashes (plain bits folded with higher bits),
 //!   slices interleaved per line or per page fraction, the seeds' XOR row function, and the
@@ -167,6 +168,14 @@ pub(crate) fn mutated_rtx4090(seed: u64) -> Hierarchy {
     h.noise.jitter_ns = level * H200_JITTER_OF_L2 * h.l2.hit_ns;
     h.noise.outlier_fraction = level * H200_OUTLIERS;
     h.noise.seed = seed;
+
+    // Half the draws report the L2's size as a CUDA driver does (the whole L2, every partition),
+    // so the probes' paths on a GPU, which always has the attribute, are scored too. Drawn apart
+    // from the rest, so every other part of a seed's hierarchy is what it was without it.
+    let mut d = ChaCha8Rng::seed_from_u64(seed ^ 0xd1_7e5a);
+    if d.gen_bool(0.5) {
+        h.l2.driver_reported_bytes = Some(h.l2.slices as u64 * h.l2.sets_per_slice as u64 * h.l2.ways as u64 * 128);
+    }
     h
 }
 
