@@ -115,8 +115,9 @@ pub fn near_levels(hit_ns: f64, dram_ns: f64, far_ns: Option<f64>, hits: &Timing
 }
 
 /// Capacities whose `capacity / (ways * line)` the occupancy estimate may confirm, each with
-/// what it is: the capacity finding, the driver's size and half of it (one of two partitions,
-/// what one SM's sets are on a partitioned L2). Duplicates are dropped.
+/// what it is: the capacity finding, the driver's size and a half, a third and a quarter of it
+/// (one of two, three or four partitions: what one SM's sets are on a partitioned L2; the
+/// estimate's range, a few per cent wide, admits at most one of them). Duplicates are dropped.
 pub fn set_candidates(earlier: &BTreeMap<String, Finding>, info: &TargetInfo) -> Vec<(u64, String)> {
     let mut v: Vec<(u64, String)> = Vec::new();
     // A capacity of Low confidence is a lower bound (the bisection's, or a retained-line count
@@ -128,7 +129,12 @@ pub fn set_candidates(earlier: &BTreeMap<String, Finding>, info: &TargetInfo) ->
     }
     if let Some(d) = driver_l2_bytes(info) {
         v.push((d, "the driver's L2 size".into()));
-        v.push((d / 2, "half the driver's L2 size (one of two partitions)".into()));
+        // One SM's sets on an L2 of k partitions: the driver counts them all.
+        for (k, what) in [(2, "half"), (3, "a third of"), (4, "a quarter of")] {
+            if d % k == 0 {
+                v.push((d / k, format!("{what} the driver's L2 size (one of {k} partitions)")));
+            }
+        }
     }
     // Not l2.segment_capacity_bytes: a half-way footprint interpolated between bisection points
     // is an estimate, and a whole number of sets near it need not be the count (a partitioned L2
@@ -213,7 +219,7 @@ mod tests {
     fn set_candidates_in_order_without_duplicates() {
         let e = with(&[("l2.capacity_bytes", 60 << 20), ("l2.segment_capacity_bytes", 28 << 20)]);
         let c: Vec<u64> = set_candidates(&e, &info(Some(60 << 20))).into_iter().map(|x| x.0).collect();
-        assert_eq!(c, vec![60 << 20, 30 << 20]);
+        assert_eq!(c, vec![60 << 20, 30 << 20, 20 << 20, 15 << 20]);
         // A capacity of Low confidence is a lower bound, not a size to confirm sets against.
         let mut e = with(&[("l2.capacity_bytes", 60 << 20), ("l2.segment_capacity_bytes", 28 << 20)]);
         e.get_mut("l2.capacity_bytes").unwrap().confidence = Confidence::Low;

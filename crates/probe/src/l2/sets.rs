@@ -56,9 +56,11 @@ pub fn estimate_sets(n: usize, ways: u64, missing_lines: usize) -> Option<SetsEs
     Some(SetsEstimate { sets, lo: a * 0.98, hi: b * 1.02, pool_lines: n, missing_fraction: f })
 }
 
-/// Pure: the set count reported: `capacity / (ways * line)` of the first candidate capacity
+/// Pure: the set count reported: `capacity / (ways * line)` of the candidate capacity
 /// (`l2pool::set_candidates`) that is whole and inside the occupancy estimate's range, with the
-/// candidate's name; otherwise the reason it is undetermined (every candidate listed).
+/// candidate's name; otherwise the reason it is undetermined (every candidate listed). Where the
+/// range admits candidates of different set counts (a wide range from few missing lines), none
+/// is chosen.
 pub fn analyze_l2_sets(
     candidates: &[(u64, String)],
     ways: u64,
@@ -78,6 +80,7 @@ pub fn analyze_l2_sets(
         e.sets, e.lo, e.hi, e.missing_fraction, e.pool_lines
     );
     let mut tried = Vec::new();
+    let mut inside: Vec<(u64, &String)> = Vec::new();
     for (c, what) in candidates {
         if c % per_set != 0 {
             tried.push(format!(
@@ -91,9 +94,16 @@ pub fn analyze_l2_sets(
             tried.push(format!("{what} {c} bytes gives {s} sets, outside the estimate's range"));
             continue;
         }
-        return Ok((s, what.clone()));
+        inside.push((s, what));
     }
-    Err(format!("{}; {show}", tried.join("; ")))
+    match inside.as_slice() {
+        [] => Err(format!("{}; {show}", tried.join("; "))),
+        [(s, what), rest @ ..] if rest.iter().all(|(t, _)| t == s) => Ok((*s, (*what).clone())),
+        several => Err(format!(
+            "the estimate's range admits {}: not one size; {show}",
+            several.iter().map(|(s, what)| format!("{s} sets ({what})")).collect::<Vec<_>>().join(", ")
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -122,5 +132,9 @@ mod tests {
         assert!(analyze_l2_sets(&[], 16, 128, Some(est)).is_err());
         // The whole L2 of two partitions is out of range; half of it is what one SM sees.
         assert_eq!(analyze_l2_sets(&c(&[144 << 20, 72 << 20]), 16, 128, Some(est)).map(|s| s.0), Ok(36_864));
+        // A range wide enough for a half and a third of the driver's size chooses neither.
+        let wide = SetsEstimate { lo: 20_000.0, hi: 40_000.0, ..est };
+        let why = analyze_l2_sets(&c(&[144 << 20, 72 << 20, 48 << 20]), 16, 128, Some(wide)).unwrap_err();
+        assert!(why.contains("admits 36864 sets") && why.contains("24576 sets"), "{why}");
     }
 }
