@@ -136,5 +136,13 @@ mod tests {
         let wide = SetsEstimate { lo: 20_000.0, hi: 40_000.0, ..est };
         let why = analyze_l2_sets(&c(&[144 << 20, 72 << 20, 48 << 20]), 16, 128, Some(wide)).unwrap_err();
         assert!(why.contains("admits 36864 sets") && why.contains("24576 sets"), "{why}");
+        // The H200 (results/h200/final-run, run B): 60 MiB from the driver, 16 ways of 128 B, the
+        // estimate 14591..15432 sets: half the driver's size, 15360 sets, as before the third and
+        // the quarter were candidates.
+        let h200 =
+            SetsEstimate { sets: 15_008.0, lo: 14_591.0, hi: 15_432.0, pool_lines: 236_277, missing_fraction: 0.5076 };
+        let d: u64 = 60 << 20;
+        let got = analyze_l2_sets(&c(&[d, d / 2, d / 3, d / 4]), 16, 128, Some(h200));
+        assert_eq!(got, Ok((15_360, format!("c{}", d / 2))));
     }
 }
