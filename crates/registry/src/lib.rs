@@ -109,10 +109,7 @@ pub const LEFT_OUT_OF_QUICK: [(&str, &str); 11] = [
 /// measure: the default run's time is spent (docs/PERFORMANCE.md).
 pub const ON_REQUEST_ONLY: [(&str, &str); 2] = [
     ("l2.partition", "the L2 partition bit over whole pages"),
-    (
-        "l2.slices.function",
-        "the L2 slice function from a slice map of a full page and 7 more, about 170 s on the H200 (estimated)",
-    ),
+    ("l2.slices.function", "the L2 slice function from a slice map of a full page and 7 more, 178-188 s on the H200"),
 ];
 
 /// A probe a run leaves out unless it is named: waived with the reason (`.1`) where it would run.
@@ -297,7 +294,7 @@ mod tests {
                 Applicability::Waived(why) => assert!(
                     why.starts_with(
                         "run only when asked for (the L2 slice function from a slice map of a full page and 7 \
-                         more, about 170 s on the H200 (estimated)): --probes l2.slices.function"
+                         more, 178-188 s on the H200): --probes l2.slices.function"
                     ),
                     "{why}"
                 ),

@@ -432,8 +432,8 @@ impl Probe for SliceFunctionProbe {
         "l2.slices.function"
     }
     fn description(&self) -> &'static str {
-        "GPU L2 slice function within a 2 MiB page and over the frames of 8 pages, from a slice map (about 170 s on \
-         the H200, estimated)"
+        "GPU L2 slice function within a 2 MiB page and over the frames of 8 pages, from a slice map (178-188 s on \
+         the H200)"
     }
     fn applicability(&self, target: &TargetInfo) -> Applicability {
         cuda_only(target)
