@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerate the simulator artifacts (docs/SIMULATORS.md) from one GPU results file (default: the
 # committed H200 run) and further runs of the same GPU whose findings fill what it
-# lacks (default: the slice function of results/h200/l2-slices-function/refit.json):
+# lacks (default: the slice function of the l2.slices.function probe run, results/h200/l2-slices-function-probe/run1):
 # results/h200/h200-preset.json (sim calibrate --with) with its source table,
 # results/h200/accel-sim/gpgpusim.config (export accel-sim --with), a `memscope run` on the preset
 # (results/h200/sim-run/), and the comparison table between the markers in docs/SIMULATORS.md.
@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 RES="${1:-results/h200/repeatability/run1/results.json}"
 [ -f "$RES" ] || { echo "regen-sim-artifacts: no results file $RES" >&2; exit 2; }
-if [ $# -ge 2 ]; then WITH=("${@:2}"); else WITH=(results/h200/l2-slices-function/refit.json); fi
+if [ $# -ge 2 ]; then WITH=("${@:2}"); else WITH=(results/h200/l2-slices-function-probe/run1/results.json.gz); fi
 WITH_ARGS=()
 for w in "${WITH[@]}"; do
   [ -f "$w" ] || { echo "regen-sim-artifacts: no results file $w" >&2; exit 2; }
