@@ -189,11 +189,12 @@ mod tests {
 
     #[test]
     fn a_hierarchy_files_slice_function_is_evaluated() {
-        // The calibrated H200 preset: its residue gives 0x1000 the H200 function's slice.
+        // The calibrated H200 preset: its residue gives 0x1000 the H200 function's slice with the
+        // share of frame 0 (the probe run's fit: flips 0x3d, constant 2, partition 1).
         let preset = concat!(env!("CARGO_MANIFEST_DIR"), "/../../results/h200/h200-preset.json");
         let h = crate::cmd_sim::from_file(std::path::Path::new(preset), "--target").unwrap();
         let f = memscope_sim::hash::IndexFn::slice(&h.l2_slice_function());
-        let share = memscope_sim::hash_h200::parse_share("0x3e4:38:0").unwrap();
+        let share = memscope_sim::hash_h200::parse_share("0x3d:2:1").unwrap();
         let (p, y) = memscope_sim::hash_h200::h200_slice(0x1000, &share);
         assert_eq!(f.eval(0x1000), p as u32 * 47 + y as u32);
         assert!(run(slice(&format!("sim:{preset}"), None)).is_ok());
