@@ -64,8 +64,10 @@ pub fn pool_hint(earlier: &BTreeMap<String, Finding>, info: &TargetInfo) -> Opti
 /// a smaller pool never tries the larger ones. The hint can fall well short of what one SM's sets
 /// hold: on an L2 of three partitions that keeps near copies of far lines, the half-way
 /// footprint (`l2.segment_capacity_bytes`, the hint where a driver reports the size) read half a
-/// partition's capacity, as far hits lift the mean latency on their own, and the missing lines of
-/// pools up to twice it did not thrash on their own (7 of 100 such simulated hierarchies,
+/// partition's capacity (seed 1041: 0.77 of 1.5 MiB; far hits lifting the mean latency past
+/// half-way is the likely cause, not confirmed), and the missing lines of
+/// pools up to twice it did not thrash on their own (7 of the 200 mutated draws, each of
+/// three partitions with the driver's size;
 /// crates/probe/tests/probe/random_hierarchies.rs); pools to four times it found the sets.
 pub fn pool_fractions(hint: &PoolHint) -> Vec<f64> {
     let all = [0.25, 0.3125, 0.39, 0.5, 0.625, 0.75, 0.875, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0];
